@@ -1,0 +1,44 @@
+// Platform API keys: bearer tokens bound to one product and a set of areas. Stored as a SHA-256 digest + prefix.
+import type { Area } from '../../../shared/catalog/operation'
+import { newSecret, sha256, visiblePrefix } from '../../../shared/crypto'
+import { sql } from '../../../shared/db/client'
+import { notFound } from '../../../shared/errors'
+
+export const PLATFORM_KEY_PREFIX = 'plk_'
+
+export interface PlatformKey {
+  id: string
+  name: string
+  areas: Area[]
+  prefix: string
+  createdAt: Date
+}
+
+const keyFields = (row: Record<string, any>): PlatformKey => ({
+  id: row.id, name: row.name, areas: row.areas, prefix: row.prefix, createdAt: row.created_at,
+})
+
+export async function createPlatformKey(productId: string, input: { name: string; areas: Area[] }, createdBy: string | null) {
+  const key = newSecret(PLATFORM_KEY_PREFIX)
+  const areas = [...new Set(input.areas)].sort()
+  const [row] = await sql`
+    insert into platform_keys (product_id, name, areas, prefix, key_hash, created_by)
+    values (${productId}, ${input.name}, ${areas}, ${visiblePrefix(key, PLATFORM_KEY_PREFIX)}, ${sha256(key)}, ${createdBy})
+    returning id, name, areas, prefix, created_at`
+  return { ...keyFields(row!), key }
+}
+
+export async function listPlatformKeys(productId: string): Promise<PlatformKey[]> {
+  const rows = await sql`
+    select id, name, areas, prefix, created_at from platform_keys
+    where product_id = ${productId} and revoked_at is null order by created_at desc, id`
+  return rows.map(keyFields)
+}
+
+/** Revokes an active key of the product; any other id (unknown, revoked, another product's) is not found. */
+export async function revokePlatformKey(productId: string, keyId: string): Promise<void> {
+  const [row] = await sql`
+    update platform_keys set revoked_at = now()
+    where id = ${keyId} and product_id = ${productId} and revoked_at is null returning id`
+  if (!row) throw notFound('Platform key')
+}

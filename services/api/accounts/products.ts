@@ -1,0 +1,53 @@
+// Products, owned by organizations; a user reaches a product through membership of its organization.
+import { sql } from '../../../shared/db/client'
+import { notFound } from '../../../shared/errors'
+
+export interface Product {
+  id: string
+  name: string
+  organizationId: string
+  createdAt: Date
+}
+
+const productFields = (row: Record<string, any>): Product => ({
+  id: row.id, name: row.name, organizationId: row.organization_id, createdAt: row.created_at,
+})
+
+export async function userCanAccessProduct(userId: string, productId: string): Promise<boolean> {
+  const [row] = await sql`
+    select 1 from products p join organization_members m on m.organization_id = p.organization_id
+    where p.id = ${productId} and m.user_id = ${userId}`
+  return !!row
+}
+
+/** Creates a product in one of the user's organizations (their first one when none is named). */
+export async function createProduct(userId: string, input: { name: string; organizationId?: string }): Promise<Product> {
+  const [membership] = input.organizationId
+    ? await sql`select organization_id from organization_members where user_id = ${userId} and organization_id = ${input.organizationId}`
+    : await sql`select organization_id from organization_members where user_id = ${userId} order by created_at limit 1`
+  if (!membership) throw notFound('Organization')
+  const [row] = await sql`
+    insert into products (organization_id, name, created_by) values (${membership.organization_id}, ${input.name}, ${userId})
+    returning id, name, organization_id, created_at`
+  return productFields(row!)
+}
+
+export async function listProductsOfUser(userId: string): Promise<Product[]> {
+  const rows = await sql`
+    select p.id, p.name, p.organization_id, p.created_at from products p
+    join organization_members m on m.organization_id = p.organization_id
+    where m.user_id = ${userId} order by p.created_at desc, p.id`
+  return rows.map(productFields)
+}
+
+export async function getProduct(productId: string): Promise<Product | null> {
+  const [row] = await sql`select id, name, organization_id, created_at from products where id = ${productId}`
+  return row ? productFields(row) : null
+}
+
+export async function listOrganizationsOfUser(userId: string) {
+  const rows = await sql`
+    select o.id, o.name, m.role, o.created_at from organizations o
+    join organization_members m on m.organization_id = o.id where m.user_id = ${userId} order by o.created_at`
+  return rows.map((r) => ({ id: r.id as string, name: r.name as string, role: r.role as string, createdAt: r.created_at as Date }))
+}

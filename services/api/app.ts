@@ -1,0 +1,28 @@
+// The platform REST API app (auth, products, area management), its OpenAPI document and its MCP endpoint.
+// Builds the app and never listens: main.ts listens, tests call app.handle().
+import { cors } from '@elysiajs/cors'
+import { Elysia } from 'elysia'
+import { config } from '../../shared/config'
+import { buildOpenApi } from '../../shared/catalog/openapi'
+import { ApiError, toErrorResponse } from '../../shared/errors'
+import { healthRoutes } from '../../shared/http/health'
+import { CATALOG_VERSION, operations } from './catalog'
+import { mcpEndpoint } from './mcp'
+import { restRoutes } from './rest'
+
+export function buildApiApp() {
+  const openapi = buildOpenApi(operations, config.apiUrl)
+  const mcp = mcpEndpoint(operations, CATALOG_VERSION, config.apiBodyLimit)
+  return new Elysia()
+    .onError({ as: 'global' }, ({ code, error, request }) => {
+      if (code === 'NOT_FOUND') {
+        return toErrorResponse(new ApiError(404, 'not_found', `No route ${request.method} ${new URL(request.url).pathname}`))
+      }
+      return toErrorResponse(error)
+    })
+    .use(cors({ exposeHeaders: ['x-request-id'] }))
+    .use(healthRoutes())
+    .get('/openapi.json', () => openapi)
+    .all('/mcp', ({ request }) => mcp(request), { parse: 'none' })
+    .use(restRoutes(operations, config.apiBodyLimit))
+}

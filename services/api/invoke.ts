@@ -1,0 +1,55 @@
+// The one entry point for running an operation, used by REST routes and MCP tool calls alike:
+// authenticate, validate, resolve the product, authorize, then run the handler.
+import { areaTag, type AnyOperation, type Context, type Principal } from '../../shared/catalog/operation'
+import { validateInput } from '../../shared/catalog/validate'
+import { badRequest, forbidden, notFound } from '../../shared/errors'
+import { authenticate } from './accounts/authenticate'
+import { userCanAccessProduct } from './accounts/products'
+
+export interface RawInput {
+  params?: Record<string, unknown>
+  query?: Record<string, unknown>
+  body?: unknown
+}
+
+export interface CallerHeaders {
+  authorization: string | null
+  /** `X-Product-Id`: the product a login session acts on. */
+  productId: string | null
+  requestId: string
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export async function invoke(op: AnyOperation, raw: RawInput, caller: CallerHeaders): Promise<unknown> {
+  const principal = op.auth === 'none' ? null : await authenticate(caller.authorization)
+  if (principal?.kind === 'platform_key' && op.sessionOnly) {
+    throw forbidden(`${op.id} needs the owner's platform login; platform API keys cannot call it`)
+  }
+  const input = validateInput(op, raw)
+  const productId = op.auth === 'product' ? await resolveProduct(op, principal!, input.params, caller.productId) : null
+  const ctx: Context = { principal, productId, requestId: caller.requestId }
+  return op.handler(input as never, ctx)
+}
+
+async function resolveProduct(op: AnyOperation, principal: Principal, params: unknown, header: string | null): Promise<string> {
+  const fromPath = (params as { productId?: string } | undefined)?.productId
+  if (principal.kind === 'platform_key') {
+    if (!principal.areas.includes(op.area)) throw forbidden(`This platform key does not carry the ${areaTag(op.area)} area`)
+    const requested = fromPath ?? header
+    // Another product's resources are invisible, not forbidden.
+    if (requested && requested !== principal.productId) throw notFound('Product')
+    return principal.productId
+  }
+  const requested = fromPath ?? header
+  if (!requested) {
+    throw badRequest('A login session must name its product in the X-Product-Id header', [
+      { path: '/header/X-Product-Id', message: 'is required' },
+    ])
+  }
+  if (!UUID.test(requested)) {
+    throw badRequest('X-Product-Id must be a uuid', [{ path: '/header/X-Product-Id', message: 'must match format "uuid"' }])
+  }
+  if (!(await userCanAccessProduct(principal.userId, requested))) throw notFound('Product')
+  return requested
+}

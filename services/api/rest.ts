@@ -1,0 +1,37 @@
+// Registers each catalog operation as an Elysia route that reads the raw request and calls invoke().
+import { randomUUID } from 'node:crypto'
+import { Elysia } from 'elysia'
+import type { AnyOperation } from '../../shared/catalog/operation'
+import { toErrorResponse } from '../../shared/errors'
+import { readJson } from '../../shared/http/body'
+import { describeError, log } from '../../shared/log'
+import { invoke } from './invoke'
+
+/** `/products/{productId}` to Elysia's `/products/:productId`. */
+const elysiaPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1')
+
+export function restRoutes(operations: readonly AnyOperation[], bodyLimit: number) {
+  const app = new Elysia()
+  for (const op of operations) {
+    app.route(op.method, elysiaPath(op.path), async ({ request, params }) => {
+      const requestId = randomUUID()
+      const headers = { 'x-request-id': requestId }
+      try {
+        const hasBody = op.method !== 'GET' && op.method !== 'DELETE'
+        const body = hasBody ? await readJson(request, bodyLimit) : undefined
+        const query = Object.fromEntries(new URL(request.url).searchParams)
+        const result = await invoke(op, { params, query, body }, {
+          authorization: request.headers.get('authorization'),
+          productId: request.headers.get('x-product-id'),
+          requestId,
+        })
+        return Response.json(result, { headers })
+      } catch (error) {
+        const response = toErrorResponse(error, (e) => log('error', 'operation failed', { op: op.id, requestId, ...describeError(e) }))
+        response.headers.set('x-request-id', requestId)
+        return response
+      }
+    }, { parse: 'none' })
+  }
+  return app
+}

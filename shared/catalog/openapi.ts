@@ -1,0 +1,108 @@
+// Builds the OpenAPI 3.1.0 document and the catalog version hash from the operation declarations alone.
+import { createHash } from 'node:crypto'
+import type { TSchema } from 'typebox'
+import { AREAS, areaTag, type AnyOperation } from './operation'
+
+/** JSON Schema of the platform's one error body (see shared/errors.ts). */
+export const ERROR_SCHEMA = {
+  type: 'object',
+  required: ['error', 'message'],
+  properties: {
+    error: { type: 'string', description: 'Stable machine-readable code, e.g. validation_failed, not_found.' },
+    message: { type: 'string', description: 'Human-readable explanation.' },
+    fields: {
+      type: 'array',
+      description: 'For validation failures: each failing field as a JSON pointer into path, query or body.',
+      items: {
+        type: 'object',
+        required: ['path', 'message'],
+        properties: { path: { type: 'string' }, message: { type: 'string' } },
+      },
+    },
+  },
+  additionalProperties: true,
+} as const
+
+/** Strips typebox-internal keys so only JSON Schema is published. */
+function jsonSchema(schema: TSchema | undefined): Record<string, unknown> | undefined {
+  return schema === undefined ? undefined : JSON.parse(JSON.stringify(schema))
+}
+
+/**
+ * The catalog version: a hash of everything that defines an operation's contract, so it changes whenever an
+ * operation is added, removed or changed, and is stable otherwise.
+ */
+export function catalogVersion(operations: readonly AnyOperation[]): string {
+  const contract = [...operations]
+    .sort((a, b) => a.id.localeCompare(b.id))
+    .map((op) => ({
+      id: op.id, method: op.method, path: op.path, area: op.area, auth: op.auth, sessionOnly: !!op.sessionOnly,
+      summary: op.summary, description: op.description ?? null,
+      params: jsonSchema(op.params) ?? null, query: jsonSchema(op.query) ?? null,
+      body: jsonSchema(op.body) ?? null, response: jsonSchema(op.response),
+    }))
+  return createHash('sha256').update(JSON.stringify(contract)).digest('hex').slice(0, 16)
+}
+
+function parameters(op: AnyOperation) {
+  const out: Record<string, unknown>[] = []
+  for (const [where, schema] of [['path', op.params], ['query', op.query]] as const) {
+    const s = jsonSchema(schema) as { properties?: Record<string, unknown>; required?: string[] } | undefined
+    for (const [name, property] of Object.entries(s?.properties ?? {})) {
+      out.push({ name, in: where, required: where === 'path' || (s?.required ?? []).includes(name), schema: property })
+    }
+  }
+  if (op.auth === 'product' && !op.path.includes('{productId}')) {
+    out.push({
+      name: 'X-Product-Id', in: 'header', required: false, schema: { type: 'string', format: 'uuid' },
+      description: 'The product a login session acts on. Platform keys act on their own product and may omit it.',
+    })
+  }
+  return out
+}
+
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+})
+
+export function buildOpenApi(operations: readonly AnyOperation[], serverUrl: string) {
+  const paths: Record<string, Record<string, unknown>> = {}
+  for (const op of operations) {
+    const responses: Record<string, unknown> = {
+      '200': { description: 'Success', content: { 'application/json': { schema: jsonSchema(op.response) } } },
+      '400': errorResponse('Validation failure; `fields` names every failing field'),
+    }
+    if (op.auth !== 'none') responses['401'] = errorResponse('Missing, malformed, expired or revoked bearer token')
+    responses.default = errorResponse('Any other failure')
+    paths[op.path] ??= {}
+    paths[op.path]![op.method.toLowerCase()] = {
+      operationId: op.id,
+      tags: [areaTag(op.area)],
+      summary: op.summary,
+      ...(op.description ? { description: op.description } : {}),
+      security: op.auth === 'none' ? [] : [{ bearerAuth: [] }],
+      parameters: parameters(op),
+      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(op.body) } } } } : {}),
+      responses,
+    }
+  }
+  const version = catalogVersion(operations)
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Platform API',
+      version,
+      description: 'Analytics, Mail and Realtime. `info.version` is the operation catalog hash; every operation is also an MCP tool of the same name at /mcp.',
+    },
+    servers: [{ url: serverUrl }],
+    tags: AREAS.map((area) => ({ name: areaTag(area) })),
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: {
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'A login session token (pls_) or a platform API key (plk_).' } },
+      schemas: { Error: ERROR_SCHEMA },
+    },
+    'x-catalog-version': version,
+  }
+}

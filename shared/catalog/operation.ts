@@ -1,0 +1,83 @@
+// The operation catalog's types. Each operation is declared once (id = MCP tool name, method, path, area, schemas,
+// handler); REST routes, the OpenAPI document and the MCP tool list are all generated from the same declarations.
+import type { Static, TSchema } from 'typebox'
+
+/** The spec's areas (OpenAPI tags). Platform keys are bound to a subset of them. */
+export const AREAS = [
+  'analytics', 'brain', 'consent', 'content', 'deployment', 'mail', 'observe',
+  'organization', 'realtime', 'support', 'tracking', 'users', 'waitlist',
+] as const
+export type Area = (typeof AREAS)[number]
+
+export const areaTag = (area: Area) => area[0]!.toUpperCase() + area.slice(1)
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
+
+/**
+ * Who may call an operation:
+ * - `none`: no bearer token (sign-up, login);
+ * - `principal`: any valid bearer token, session or platform key; no product context;
+ * - `product`: a product context: the path's `productId`, else the session's `X-Product-Id`, else the platform key's own
+ *   product. A platform key must carry the operation's area.
+ */
+export type AuthMode = 'none' | 'principal' | 'product'
+
+export type Principal =
+  | { kind: 'session'; userId: string; sessionId: string }
+  | { kind: 'platform_key'; keyId: string; productId: string; areas: Area[] }
+
+export interface Context {
+  principal: Principal | null
+  /** Set for `product` operations; the product every resource read or written must belong to. */
+  productId: string | null
+  requestId: string
+}
+
+type In<S extends TSchema | undefined> = S extends TSchema ? Static<S> : undefined
+
+export interface Operation<
+  P extends TSchema | undefined = TSchema | undefined,
+  Q extends TSchema | undefined = TSchema | undefined,
+  B extends TSchema | undefined = TSchema | undefined,
+  R extends TSchema = TSchema,
+> {
+  /** Operation id and MCP tool name, `<area>_<resource>_<verb>`. */
+  id: string
+  method: Method
+  /** OpenAPI-style path, parameters in braces: `/products/{productId}`. */
+  path: string
+  area: Area
+  summary: string
+  description?: string
+  auth: AuthMode
+  /** Refuse platform keys (403) even when their area matches: the owner's login only. */
+  sessionOnly?: boolean
+  params?: P
+  query?: Q
+  body?: B
+  response: R
+  handler: (input: { params: In<P>; query: In<Q>; body: In<B> }, ctx: Context) => Promise<Static<R>>
+}
+
+export type AnyOperation = Operation<any, any, any, any>
+
+/** Declares an operation with its handler's input and output typed from its schemas. */
+export function defineOperation<
+  P extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  B extends TSchema | undefined = undefined,
+  R extends TSchema = TSchema,
+>(operation: Operation<P, Q, B, R>): Operation<P, Q, B, R> {
+  return operation
+}
+
+/** `ctx.productId` for operations declared with `auth: 'product'`. */
+export function productOf(ctx: Context): string {
+  if (!ctx.productId) throw new Error('operation declared without product context')
+  return ctx.productId
+}
+
+/** The logged-in user of a session principal, or null for a platform key. */
+export function userOf(ctx: Context): string | null {
+  return ctx.principal?.kind === 'session' ? ctx.principal.userId : null
+}

@@ -1,0 +1,69 @@
+// Validates an operation's path, query and body against its schemas and reports every failing field by JSON pointer.
+import type { TSchema } from 'typebox'
+import { Compile } from 'typebox/compile'
+import Value from 'typebox/value'
+import { badRequest, type FieldError } from '../errors'
+
+type Part = 'params' | 'query' | 'body'
+const compiled = new WeakMap<TSchema, ReturnType<typeof Compile>>()
+
+function validator(schema: TSchema) {
+  let check = compiled.get(schema)
+  if (!check) compiled.set(schema, (check = Compile(schema)))
+  return check
+}
+
+/** Path and query values arrive as strings: convert them to the schema's types before checking. */
+export function checkPart(part: Part, schema: TSchema | undefined, value: unknown): { value: unknown; errors: FieldError[] } {
+  if (!schema) return { value: undefined, errors: [] }
+  const input = part === 'body' ? value : Value.Convert(schema, value ?? {})
+  const check = validator(schema)
+  if (check.Check(input)) return { value: input, errors: [] }
+  return { value: input, errors: describe(part, [...check.Errors(input)]) }
+}
+
+const PART_NAME: Record<Part, string> = { params: 'path', query: 'query', body: 'body' }
+
+interface RawError {
+  keyword: string
+  schemaPath: string
+  instancePath: string
+  params: Record<string, unknown>
+  message: string
+}
+
+function describe(part: Part, errors: RawError[]): FieldError[] {
+  const root = '/' + PART_NAME[part]
+  const out = new Map<string, FieldError>()
+  const add = (path: string, message: string) => out.set(path + '\0' + message, { path, message })
+  for (const error of errors) {
+    if (error.keyword === 'additionalProperties') {
+      for (const name of (error.params.additionalProperties as string[]) ?? [])
+        add(`${root}${error.instancePath}/${name}`, 'is not an allowed field')
+    } else if (error.keyword === 'boolean' && error.schemaPath.endsWith('additionalProperties')) {
+      add(root + error.instancePath, 'is not an allowed field')
+    } else if (error.keyword === 'required') {
+      for (const name of (error.params.requiredProperties as string[]) ?? [])
+        add(`${root}${error.instancePath}/${name}`, 'is required')
+    } else {
+      add(root + error.instancePath, error.message)
+    }
+  }
+  return [...out.values()]
+}
+
+/** Validates all three parts; throws one 400 naming every failing field. */
+export function validateInput(
+  schemas: { params?: TSchema; query?: TSchema; body?: TSchema },
+  raw: { params?: unknown; query?: unknown; body?: unknown },
+) {
+  const params = checkPart('params', schemas.params, raw.params)
+  const query = checkPart('query', schemas.query, raw.query)
+  const body = checkPart('body', schemas.body, raw.body)
+  const fields = [...params.errors, ...query.errors, ...body.errors]
+  if (fields.length) {
+    const names = fields.map((f) => `${f.path} ${f.message}`).join('; ')
+    throw badRequest(`Invalid request: ${names}`, fields)
+  }
+  return { params: params.value, query: query.value, body: body.value }
+}

@@ -1,0 +1,57 @@
+// Typed configuration, read once from the environment; every variable has a working local default.
+// The README's configuration table lists the same names and defaults: keep them in step.
+
+function str(name: string, fallback: string): string {
+  const value = process.env[name]
+  return value === undefined || value === '' ? fallback : value
+}
+
+function int(name: string, fallback: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`)
+  return value
+}
+
+function bool(name: string, fallback: boolean): boolean {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  return raw === '1' || raw.toLowerCase() === 'true'
+}
+
+/** Project-local backing-service ports used by scripts/up and scripts/test when no URL is given. */
+export const LOCAL_PORTS = { postgres: 55432, redis: 56379, s3: 59000 } as const
+
+function loadConfig() {
+  const apiPort = int('API_PORT', 4100)
+  const publicPort = int('PUBLIC_PORT', 4200)
+  const gatewayPort = int('GATEWAY_PORT', 4300)
+  return {
+    /** Environment name; part of every product API key's hashed lookup, so keys do not cross environments. */
+    environment: str('PLATFORM_ENV', 'development'),
+    databaseUrl: str('DATABASE_URL', `postgres://postgres@127.0.0.1:${LOCAL_PORTS.postgres}/platform`),
+    redisUrl: str('REDIS_URL', `redis://127.0.0.1:${LOCAL_PORTS.redis}`),
+    /** S3 endpoint with credentials in the userinfo part: http://ACCESS:SECRET@host:port */
+    s3Url: str('S3_URL', `http://S3RVER:S3RVER@127.0.0.1:${LOCAL_PORTS.s3}`),
+    s3Region: str('S3_REGION', 'us-east-1'),
+    apiPort,
+    publicPort,
+    gatewayPort,
+    /** Addresses as clients see them (behind a proxy these differ from the listening ports). */
+    apiUrl: str('API_URL', `http://127.0.0.1:${apiPort}`),
+    publicUrl: str('PUBLIC_URL', `http://127.0.0.1:${publicPort}`),
+    gatewayUrl: str('GATEWAY_URL', `ws://127.0.0.1:${gatewayPort}/connection/websocket`),
+    /** Browser origins on the public routes must be https://*.{developerDomain}. */
+    developerDomain: str('DEVELOPER_DOMAIN', 'localhost'),
+    /** Take the client IP from X-Forwarded-For (only behind a proxy that sets it). */
+    trustProxy: bool('TRUST_PROXY', false),
+    /** Largest request body on the platform API, in bytes. */
+    apiBodyLimit: int('API_BODY_LIMIT', 1_048_576),
+    sessionTtlSeconds: int('SESSION_TTL_SECONDS', 30 * 24 * 3600),
+    logRequests: bool('LOG_REQUESTS', true),
+  }
+}
+
+export type Config = ReturnType<typeof loadConfig>
+export const config: Config = loadConfig()

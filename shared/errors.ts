@@ -1,0 +1,57 @@
+// The platform's one error type and one error body: {"error": code, "message": text, ...extra}.
+// Every process maps thrown errors through toErrorResponse(), so no route invents its own shape.
+
+/** One failing input field: `path` is a JSON pointer into the request part (e.g. "/body/tiles/0/layout/w"). */
+export interface FieldError {
+  path: string
+  message: string
+}
+
+export interface ErrorBody {
+  error: string
+  message: string
+  fields?: FieldError[]
+  [extra: string]: unknown
+}
+
+/** A failure the caller can see: an HTTP status, a stable machine code, a human message, optional extra members. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    /** Response headers the failure needs (e.g. Retry-After). */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+  }
+
+  body(): ErrorBody {
+    return { error: this.code, message: this.message, ...this.extra }
+  }
+}
+
+export const badRequest = (message: string, fields?: FieldError[]) =>
+  new ApiError(400, 'validation_failed', message, fields ? { fields } : {})
+export const unauthorized = (message = 'A valid bearer token is required') => new ApiError(401, 'unauthorized', message)
+export const forbidden = (message: string) => new ApiError(403, 'forbidden', message)
+export const notFound = (what = 'Resource') => new ApiError(404, 'not_found', `${what} not found`)
+export const conflict = (message: string, fields?: FieldError[]) =>
+  new ApiError(409, 'conflict', message, fields ? { fields } : {})
+export const payloadTooLarge = (limit: number) =>
+  new ApiError(413, 'payload_too_large', `Request body exceeds ${limit} bytes`, { limit })
+export const unprocessable = (message: string, fields?: FieldError[]) =>
+  new ApiError(422, 'unprocessable', message, fields ? { fields } : {})
+export const unavailable = (message: string) => new ApiError(503, 'unavailable', message)
+
+/** Turn anything thrown into the platform's JSON error response; unknown failures become a logged 500. */
+export function toErrorResponse(error: unknown, onUnexpected?: (error: unknown) => void): Response {
+  const apiError = error instanceof ApiError ? error : internal(error, onUnexpected)
+  return Response.json(apiError.body(), { status: apiError.status, headers: apiError.headers })
+}
+
+function internal(error: unknown, onUnexpected?: (error: unknown) => void): ApiError {
+  onUnexpected?.(error)
+  return new ApiError(500, 'internal', 'Internal error')
+}

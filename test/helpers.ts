@@ -1,0 +1,110 @@
+// Test helpers: in-process calls to the apps, fresh accounts and products, and real worker processes on free ports.
+import { randomUUID } from 'node:crypto'
+import { buildApiApp } from '../services/api/app'
+
+export const api = buildApiApp()
+
+export interface CallOptions {
+  token?: string
+  productId?: string
+  body?: unknown
+  /** Raw body text, sent as is (for malformed JSON). */
+  raw?: string | Uint8Array
+  headers?: Record<string, string>
+}
+
+export interface CallResult<T = any> {
+  status: number
+  body: T
+  headers: Headers
+}
+
+/** Calls an app in-process (no sockets): app.handle(new Request(...)). */
+export async function callApp(app: { handle(r: Request): Promise<Response> | Response }, base: string, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
+  const headers: Record<string, string> = { ...options.headers }
+  if (options.token) headers.authorization = `Bearer ${options.token}`
+  if (options.productId) headers['x-product-id'] = options.productId
+  let body: BodyInit | undefined
+  if (options.raw !== undefined) body = options.raw as BodyInit
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body)
+    headers['content-type'] ??= 'application/json'
+  }
+  const response = await app.handle(new Request(base + path, { method, headers, body }))
+  const text = await response.text()
+  let parsed: unknown = text
+  try {
+    parsed = text ? JSON.parse(text) : undefined
+  } catch {}
+  return { status: response.status, body: parsed as any, headers: response.headers }
+}
+
+export const call = (method: string, path: string, options?: CallOptions) => callApp(api, 'http://api.test', method, path, options)
+
+export const uniqueEmail = () => `user-${randomUUID()}@example.test`
+
+/** A new user with their own organization, logged in. */
+export async function newUser(password = 'correct horse battery') {
+  const email = uniqueEmail()
+  const result = await call('POST', '/auth/signup', { body: { email, password } })
+  if (result.status !== 200) throw new Error(`signup failed: ${JSON.stringify(result.body)}`)
+  return { email, password, token: result.body.token as string, userId: result.body.user.id as string, organizationId: result.body.organization.id as string }
+}
+
+/** A new user owning a new product. */
+export async function newProduct(name = 'Test product') {
+  const user = await newUser()
+  const product = await call('POST', '/products', { token: user.token, body: { name } })
+  if (product.status !== 200) throw new Error(`product create failed: ${JSON.stringify(product.body)}`)
+  return { ...user, productId: product.body.id as string }
+}
+
+/** A platform key of the product with the given areas. */
+export async function newPlatformKey(owner: { token: string; productId: string }, areas: string[]) {
+  const result = await call('POST', `/products/${owner.productId}/platform-keys`, { token: owner.token, body: { name: 'test key', areas } })
+  if (result.status !== 200) throw new Error(`platform key create failed: ${JSON.stringify(result.body)}`)
+  return result.body as { id: string; key: string; prefix: string; areas: string[] }
+}
+
+export async function freePort(): Promise<number> {
+  const server = Bun.serve({ port: 0, fetch: () => new Response() })
+  const port = server.port!
+  server.stop(true)
+  return port
+}
+
+export interface Worker {
+  url: string
+  port: number
+  proc: ReturnType<typeof Bun.spawn>
+  stop(signal?: NodeJS.Signals): Promise<number>
+}
+
+/** Starts `bun run <script>` as a real process and waits for /healthz. */
+export async function startWorker(script: string, env: Record<string, string>, port: number): Promise<Worker> {
+  const proc = Bun.spawn(['bun', 'run', script], {
+    env: { ...process.env, LOG_REQUESTS: '0', ...env },
+    stdout: 'ignore',
+    stderr: 'inherit',
+  })
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    try {
+      const r = await fetch(`${url}/healthz`, { headers: { connection: 'close' } })
+      if (r.ok) break
+    } catch {}
+    if (Date.now() > deadline || proc.exitCode !== null) {
+      proc.kill()
+      throw new Error(`${script} did not become healthy on port ${port}`)
+    }
+    await Bun.sleep(50)
+  }
+  return {
+    url, port, proc,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      proc.kill(signal)
+      return await proc.exited
+    },
+  }
+}
