@@ -44,12 +44,30 @@ function loadConfig() {
     gatewayUrl: str('GATEWAY_URL', `ws://127.0.0.1:${gatewayPort}/connection/websocket`),
     /** Browser origins on the public routes must be https://*.{developerDomain}. */
     developerDomain: str('DEVELOPER_DOMAIN', 'localhost'),
+    /** Extra allowed browser origins on the public routes, comma-separated exact origins (e.g. http://localhost:5173). */
+    extraAllowedOrigins: str('PUBLIC_EXTRA_ORIGINS', '').split(',').map((o) => o.trim()).filter(Boolean),
     /** Take the client IP from X-Forwarded-For (only behind a proxy that sets it). */
     trustProxy: bool('TRUST_PROXY', false),
     /** Largest request body on the platform API, in bytes. */
     apiBodyLimit: int('API_BODY_LIMIT', 1_048_576),
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', 30 * 24 * 3600),
     logRequests: bool('LOG_REQUESTS', true),
+    realtime: {
+      /** Channels hash onto this many shards (Redis Streams); fixed for a deployment's lifetime. */
+      shards: int('REALTIME_SHARDS', 16),
+      /** Publish quota per product per fixed window: only crossing burst + 2 x sustained x window is rejected. */
+      quotaWindowSeconds: int('REALTIME_QUOTA_WINDOW_SECONDS', 10),
+      quotaSustainedPerSecond: int('REALTIME_QUOTA_SUSTAINED', 50),
+      quotaBurst: int('REALTIME_QUOTA_BURST', 100),
+      /** Public-route requests per client IP per minute, counted apart from the publish quota. */
+      ipRequestsPerMinute: int('PUBLIC_IP_RATE_LIMIT', 100),
+      /** Largest decompressed body of a gzip-encoded POST /messages (the 256 KiB limit counts wire bytes). */
+      maxDecompressedBytes: int('REALTIME_MAX_DECOMPRESSED_BYTES', 8 * 1024 * 1024),
+      /** Default bucket for provisioned payload storage. */
+      payloadBucket: str('REALTIME_PAYLOAD_BUCKET', 'realtime-payloads'),
+      /** Longest a worker trusts a cached API key or namespace policy without an invalidation message. */
+      cacheTtlMs: int('REALTIME_CACHE_TTL_MS', 5000),
+    },
   }
 }
 

@@ -24,8 +24,8 @@ export async function callApp(app: { handle(r: Request): Promise<Response> | Res
   const headers: Record<string, string> = { ...options.headers }
   if (options.token) headers.authorization = `Bearer ${options.token}`
   if (options.productId) headers['x-product-id'] = options.productId
-  let body: BodyInit | undefined
-  if (options.raw !== undefined) body = options.raw as BodyInit
+  let body: RequestInit['body'] | undefined
+  if (options.raw !== undefined) body = options.raw as RequestInit['body']
   else if (options.body !== undefined) {
     body = JSON.stringify(options.body)
     headers['content-type'] ??= 'application/json'
