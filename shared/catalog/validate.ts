@@ -52,6 +52,24 @@ function describe(part: Part, errors: RawError[]): FieldError[] {
   return [...out.values()]
 }
 
+/**
+ * Strings PostgreSQL cannot store as text (NUL) or that are not valid Unicode (unpaired surrogates) are refused at the
+ * edge, so they can never surface later as a storage failure.
+ */
+function unstorableStrings(value: unknown, path: string, out: FieldError[]): FieldError[] {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000') || !value.isWellFormed()) out.push({ path, message: 'must be valid Unicode text without NUL characters' })
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => unstorableStrings(item, `${path}/${i}`, out))
+  } else if (value && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      if (key.includes('\u0000') || !key.isWellFormed()) out.push({ path: `${path}/${key}`, message: 'field names must be valid Unicode' })
+      else unstorableStrings(item, `${path}/${key}`, out)
+    }
+  }
+  return out
+}
+
 /** Validates all three parts; throws one 400 naming every failing field. */
 export function validateInput(
   schemas: { params?: TSchema; query?: TSchema; body?: TSchema },
@@ -60,7 +78,11 @@ export function validateInput(
   const params = checkPart('params', schemas.params, raw.params)
   const query = checkPart('query', schemas.query, raw.query)
   const body = checkPart('body', schemas.body, raw.body)
-  const fields = [...params.errors, ...query.errors, ...body.errors]
+  const fields = [
+    ...params.errors, ...query.errors, ...body.errors,
+    ...unstorableStrings(raw.params, '/path', []), ...unstorableStrings(raw.query, '/query', []),
+    ...(schemas.body ? unstorableStrings(raw.body, '/body', []) : []),
+  ]
   if (fields.length) {
     const names = fields.map((f) => `${f.path} ${f.message}`).join('; ')
     throw badRequest(`Invalid request: ${names}`, fields)

@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import Type from 'typebox'
+import { catalogVersion } from '../../shared/catalog/openapi'
+import { CATALOG_VERSION, operations } from '../../services/api/catalog'
+import { api, call, newPlatformKey, newProduct } from '../helpers'
+
+let server: ReturnType<typeof Bun.serve>
+let base: string
+
+beforeAll(() => {
+  server = Bun.serve({ port: 0, fetch: (request) => api.handle(request) })
+  base = `http://127.0.0.1:${server.port}`
+})
+afterAll(() => server.stop(true))
+
+async function mcpClient(token: string, productId?: string) {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
+  if (productId) headers['x-product-id'] = productId
+  const client = new Client({ name: 'catalog-test', version: '1.0.0' })
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers } }))
+  return client
+}
+
+describe('OpenAPI document', () => {
+  test('is OpenAPI 3.1.0 with the areas as tags, bearerAuth, the Error schema and the catalog version', async () => {
+    const { status, body } = await call('GET', '/openapi.json')
+    expect(status).toBe(200)
+    expect(body.openapi).toBe('3.1.0')
+    expect(body.info.version).toBe(CATALOG_VERSION)
+    expect(body.info.version).toMatch(/^[0-9a-f]{16}$/)
+    expect(body.tags.map((t: any) => t.name)).toEqual(expect.arrayContaining(['Analytics', 'Mail', 'Organization', 'Realtime']))
+    expect(body.components.securitySchemes.bearerAuth).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }))
+    expect(body.components.schemas.Error.required).toEqual(['error', 'message'])
+    for (const [path, methods] of Object.entries<any>(body.paths)) {
+      for (const op of Object.values<any>(methods)) {
+        expect(op.responses.default.content['application/json'].schema.$ref).toBe('#/components/schemas/Error')
+        const bearer = op.security.length > 0
+        expect(bearer || ['organization_auth_signup', 'organization_auth_login'].includes(op.operationId)).toBe(true)
+        expect(path.startsWith('/')).toBe(true)
+      }
+    }
+  })
+
+  test('the version is a hash of the catalog: it changes whenever an operation changes', () => {
+    const [first, ...rest] = operations
+    expect(catalogVersion(operations)).toBe(CATALOG_VERSION)
+    expect(catalogVersion([{ ...first!, summary: first!.summary + '!' }, ...rest])).not.toBe(CATALOG_VERSION)
+    expect(catalogVersion([{ ...first!, body: Type.Object({ x: Type.String() }) }, ...rest])).not.toBe(CATALOG_VERSION)
+    expect(catalogVersion(rest)).not.toBe(CATALOG_VERSION)
+    expect(catalogVersion([...rest, first!])).toBe(CATALOG_VERSION) // order does not matter
+  })
+})
+
+describe('MCP endpoint', () => {
+  test('needs a valid bearer token', async () => {
+    const response = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    })
+    expect(response.status).toBe(401)
+    expect((await response.json()).error).toBe('unauthorized')
+  })
+
+  test('the tool names are exactly the OpenAPI operation ids, and the catalog version is visible', async () => {
+    const owner = await newProduct()
+    const client = await mcpClient(owner.token)
+    expect(client.getServerVersion()?.version).toBe(CATALOG_VERSION)
+    const listed = await client.listTools()
+    expect((listed._meta as any)?.catalogVersion).toBe(CATALOG_VERSION)
+    const toolNames = listed.tools.map((t) => t.name).sort()
+    const openapi = (await call('GET', '/openapi.json')).body
+    const operationIds = Object.values<any>(openapi.paths).flatMap((methods) => Object.values<any>(methods).map((op) => op.operationId)).sort()
+    expect(toolNames).toEqual(operationIds)
+    expect(new Set(toolNames).size).toBe(toolNames.length)
+    const create = listed.tools.find((t) => t.name === 'organization_platform-keys_create')!
+    expect(create.inputSchema.required).toEqual(['path', 'body'])
+    expect((create.inputSchema.properties as any).body.properties.areas.type).toBe('array')
+    await client.close()
+  })
+
+  test('a tool call returns the same result as the REST call', async () => {
+    const owner = await newProduct()
+    const key = await newPlatformKey(owner, ['organization'])
+    const rest = await call('GET', `/products/${owner.productId}`, { token: owner.token })
+    const client = await mcpClient(owner.token)
+    const viaTool = await client.callTool({ name: 'organization_products_get', arguments: { path: { productId: owner.productId } } })
+    expect(viaTool.isError).toBeFalsy()
+    expect(viaTool.structuredContent).toEqual(rest.body)
+    expect(JSON.parse((viaTool.content as any)[0].text)).toEqual(rest.body)
+
+    const listRest = await call('GET', `/products/${owner.productId}/platform-keys`, { token: owner.token })
+    const listTool = await client.callTool({ name: 'organization_platform-keys_list', arguments: { path: { productId: owner.productId } } })
+    expect(listTool.structuredContent).toEqual(listRest.body)
+    expect((listTool.structuredContent as any).keys[0].id).toBe(key.id)
+    await client.close()
+  })
+
+  test('tool errors carry the same error body and status as REST', async () => {
+    const owner = await newProduct()
+    const stranger = await newProduct()
+    const client = await mcpClient(owner.token)
+    const notFound = await client.callTool({ name: 'organization_products_get', arguments: { path: { productId: stranger.productId } } })
+    expect(notFound.isError).toBe(true)
+    expect(JSON.parse((notFound.content as any)[0].text)).toMatchObject({ error: 'not_found', status: 404 })
+    const invalid = await client.callTool({ name: 'organization_products_create', arguments: { body: { name: '' } } })
+    const body = JSON.parse((invalid.content as any)[0].text)
+    expect(body).toMatchObject({ error: 'validation_failed', status: 400 })
+    expect(body.fields).toEqual([{ path: '/body/name', message: expect.any(String) }])
+    const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} })
+    expect(unknown.isError).toBe(true)
+    await client.close()
+  })
+
+  test('a login session names its product with X-Product-Id on the MCP request', async () => {
+    const owner = await newProduct()
+    const client = await mcpClient(owner.token, owner.productId)
+    const created = await client.callTool({
+      name: 'organization_platform-keys_create',
+      arguments: { path: { productId: owner.productId }, body: { name: 'via mcp', areas: ['mail'] } },
+    })
+    expect(created.isError).toBeFalsy()
+    expect((created.structuredContent as any).key).toMatch(/^plk_/)
+    await client.close()
+  })
+})
