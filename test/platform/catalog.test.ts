@@ -61,7 +61,7 @@ describe('MCP endpoint', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     })
     expect(response.status).toBe(401)
-    expect((await response.json()).error).toBe('unauthorized')
+    expect(((await response.json()) as any).error).toBe('unauthorized')
   })
 
   test('the tool names are exactly the OpenAPI operation ids, and the catalog version is visible', async () => {

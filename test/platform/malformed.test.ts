@@ -96,7 +96,7 @@ describe('malformed path and query values on every route', () => {
 describe('every authenticated route refuses a missing or malformed bearer token with 401', () => {
   for (const op of operations.filter((o) => o.auth !== 'none')) {
     test(`${op.id}`, async () => {
-      for (const headers of [{}, { authorization: 'Bearer' }, { authorization: 'Bearer \u00ff\u00fe' }, { authorization: `Bearer pls_${'!'.repeat(43)}` }]) {
+      for (const headers of [{} as Record<string, string>, { authorization: 'Bearer' }, { authorization: 'Bearer \u00ff\u00fe' }, { authorization: `Bearer pls_${'!'.repeat(43)}` }]) {
         const r = await call(op.method, pathOf(op), { headers, body: {} })
         expect(r.status).toBe(401)
         expect(r.body.error).toBe('unauthorized')
