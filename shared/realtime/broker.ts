@@ -1,0 +1,304 @@
+// The Redis broker of the realtime data plane: publish (history + fan-out in one Lua script) and history reads.
+// Key layout: ./keys.ts. Semantics and failure modes: docs/realtime-data-plane.md.
+import { randomUUID } from 'node:crypto'
+import type Redis from 'ioredis'
+import { ApiError, badRequest, unavailable } from '../errors'
+import { describeError, log } from '../log'
+import { redis } from '../redis'
+import { channelKeys, FAN_MAXLEN } from './keys'
+
+/** A namespace's history policy. History is kept only when both are positive; 0/0 = no history. */
+export interface HistoryPolicy {
+  /** Retention window in seconds (≤ 30 days): entries older than this are never returned, and a channel idle this long loses its history and epoch. */
+  historyTtlSeconds: number
+  /** Entries kept per channel (≤ 10 000); older ones are trimmed on publish. */
+  historySize: number
+}
+
+/** An over-cap payload stored in S3 (see ./payloads.ts); delivered instead of `data`. */
+export interface PayloadRef {
+  bucket_key: string
+  /** Bytes. */
+  size: number
+  content_type?: string
+}
+
+export interface PublishInput {
+  productId: string
+  channel: string
+  policy: HistoryPolicy
+  /** Serialized JSON, delivered inline. Exactly one of `data` and `ref`. */
+  data?: string
+  ref?: PayloadRef
+  /** Message id; default a random UUID. */
+  id?: string
+  /**
+   * Set for a client event: the sending connection's id. The message is then ephemeral whatever the policy (never
+   * stored, no offset or epoch) and its fan-out entry carries `sender` so the sender's gateway skips that connection.
+   */
+  senderConnectionId?: string
+}
+
+/** `offset`/`epoch` only when the message went to history. */
+export interface PublishResult {
+  id: string
+  offset?: number
+  epoch?: string
+}
+
+export interface HistoryEntry {
+  id: string
+  offset: number
+  epoch: string
+  /** ISO-8601, from the Redis server clock at publish. */
+  publishedAt: string
+  /** Parsed JSON; absent when the entry carries `ref`. */
+  data?: unknown
+  ref?: PayloadRef
+}
+
+/** Exactly one: the newest `last_n` (1..1000), those published within the last `last_ms` ms, or everything after a cursor. */
+export type HistoryQuery = { last_n: number } | { last_ms: number } | { offset: number; epoch: string }
+
+export interface HistoryResult {
+  /** Ascending by offset. */
+  entries: HistoryEntry[]
+  /** The channel's top offset; 0 if it has none. */
+  offset: number
+  /** The channel's current epoch; '' if the channel has no history stream. */
+  epoch: string
+  /** False only for a cursor read whose epoch differs or whose first missed entry is gone; then `entries` is empty. */
+  recovered: boolean
+}
+
+/** True when a namespace policy keeps history. */
+export const keepsHistory = (policy: HistoryPolicy) => policy.historyTtlSeconds > 0 && policy.historySize > 0
+
+export const LAST_N_MAX = 1000
+
+// Shared Lua helpers. Times are milliseconds from the Redis server clock, so writers on different hosts agree.
+const LUA_NOW = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
+// KEYS: 1 hist, 2 meta, 3 fan
+// ARGV: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
+//       7 payload field ('d' or 'r'), 8 payload, 9 fan-out MAXLEN, 10 sender connection id ('' = none)
+// Returns {offset, epoch} when stored, {} otherwise.
+const PUBLISH_LUA = `${LUA_NOW}
+if redis.replicate_commands then redis.replicate_commands() end
+local now = now_ms()
+local size = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+local fan = {'XADD', KEYS[3], 'MAXLEN', '~', ARGV[9], '*', 'channel', ARGV[5], 'product', ARGV[4], 'id', ARGV[6], 't', now}
+local result = {}
+if size > 0 and ttl > 0 then
+  local epoch = redis.call('HGET', KEYS[2], 'e')
+  if not epoch then
+    -- A new epoch: whatever history stream survives belongs to the old one and must not be served under the new.
+    epoch = ARGV[3]
+    redis.call('DEL', KEYS[1])
+    redis.call('HSET', KEYS[2], 'e', epoch)
+  end
+  local offset = redis.call('HINCRBY', KEYS[2], 'o', 1)
+  redis.call('XADD', KEYS[1], 'MAXLEN', size, string.format('%d-0', offset), 't', now, 'i', ARGV[6], ARGV[7], ARGV[8])
+  -- Trim by age: drop leading entries older than the window (bounded work per publish; reads filter by age anyway).
+  local cutoff = now - ttl
+  local head = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+  if #head > 0 and tonumber(head[1][2][2]) < cutoff then
+    local batch = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 100)
+    local keep = nil
+    for i = 1, #batch do
+      if tonumber(batch[i][2][2]) >= cutoff then keep = batch[i][1] break end
+    end
+    -- MINID drops ids below it; with none of the batch young enough, drop the whole batch ('<last offset>-1').
+    if not keep then keep = string.gsub(batch[#batch][1], '-0$', '-1') end
+    redis.call('XTRIM', KEYS[1], 'MINID', keep)
+  end
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  table.insert(fan, 'offset') table.insert(fan, offset)
+  table.insert(fan, 'epoch') table.insert(fan, epoch)
+  result = {offset, epoch}
+end
+if ARGV[10] ~= '' then table.insert(fan, 'sender') table.insert(fan, ARGV[10]) end
+table.insert(fan, ARGV[7]) table.insert(fan, ARGV[8])
+redis.call(unpack(fan))
+return result
+`
+
+// KEYS: 1 hist, 2 meta
+// ARGV: 1 mode ('n' last_n, 'ms' last_ms, 'c' cursor), 2 n | ms | cursor offset, 3 retention ms, 4 cursor epoch
+// Returns {epoch or '', top offset, recovered 0/1, entries}; entries newest first for 'n'/'ms', ascending for 'c'.
+// Every entry's first field is t (publish time), set by the publish script.
+const HISTORY_LUA = `${LUA_NOW}
+local now = now_ms()
+local meta = redis.call('HMGET', KEYS[2], 'e', 'o')
+local epoch = meta[1] or ''
+local top = tonumber(meta[2]) or 0
+local cutoff = now - tonumber(ARGV[3])
+local mode = ARGV[1]
+if mode == 'c' then
+  local offset = tonumber(ARGV[2])
+  if ARGV[4] ~= epoch or offset > top then return {epoch, top, 0, {}} end
+  if offset == top then return {epoch, top, 1, {}} end
+  local from = string.format('%d-0', offset + 1)
+  local first = redis.call('XRANGE', KEYS[1], from, from)
+  -- All or nothing: the first missed entry must still be there and inside the retention window.
+  if #first == 0 or tonumber(first[1][2][2]) < cutoff then return {epoch, top, 0, {}} end
+  return {epoch, top, 1, redis.call('XRANGE', KEYS[1], from, '+')}
+end
+if epoch == '' then return {'', 0, 1, {}} end
+local count = 0
+if mode == 'n' then count = tonumber(ARGV[2])
+else cutoff = math.max(cutoff, now - tonumber(ARGV[2])) end
+local out = {}
+local last = '+'
+while true do
+  local batch = redis.call('XREVRANGE', KEYS[1], last, '-', 'COUNT', 500)
+  if #batch == 0 then break end
+  for i = 1, #batch do
+    if tonumber(batch[i][2][2]) < cutoff then return {epoch, top, 1, out} end
+    out[#out + 1] = batch[i]
+    if count > 0 and #out >= count then return {epoch, top, 1, out} end
+  end
+  if #batch < 500 then break end
+  last = '(' .. batch[#batch][1]
+end
+return {epoch, top, 1, out}
+`
+
+type StreamEntry = [id: string, fields: string[]]
+type HistoryReply = [epoch: string, top: number, recovered: number, entries: StreamEntry[]]
+
+interface BrokerRedis extends Redis {
+  rtPublish(...args: (string | number)[]): Promise<[number, string] | []>
+  rtHistory(...args: (string | number)[]): Promise<HistoryReply>
+}
+
+const prepared = new WeakSet<Redis>()
+
+/** The shared command connection with the broker's scripts defined (EVALSHA, reloaded on NOSCRIPT by ioredis). */
+function client(): BrokerRedis {
+  const r = redis()
+  if (!prepared.has(r)) {
+    r.defineCommand('rtPublish', { numberOfKeys: 3, lua: PUBLISH_LUA })
+    r.defineCommand('rtHistory', { numberOfKeys: 2, lua: HISTORY_LUA, readOnly: true })
+    prepared.add(r)
+  }
+  return r as BrokerRedis
+}
+
+/** Redis failures become 503 (the spec's "fan-out or history unavailable"); ApiErrors pass through. */
+async function guarded<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    if (error instanceof ApiError) throw error
+    log('error', `realtime ${what} failed`, describeError(error))
+    throw unavailable(`Realtime ${what} is unavailable`)
+  }
+}
+
+/**
+ * Publishes one message: when the policy keeps history (and it is not a client event) it advances the channel's offset,
+ * appends the history entry and the shard's fan-out entry in ONE Lua script, so subscribers never see an offset that
+ * history lacks or a gap in offsets.
+ * @example await publish({ productId, channel: 'chat:1', policy, data: JSON.stringify({ text: 'hi' }) })
+ */
+export async function publish(input: PublishInput): Promise<PublishResult> {
+  if ((input.data === undefined) === (input.ref === undefined)) throw badRequest('A publish carries exactly one of data or ref')
+  const id = input.id ?? randomUUID()
+  const stored = input.senderConnectionId === undefined && keepsHistory(input.policy)
+  const keys = channelKeys(input.productId, input.channel)
+  const [field, payload] = input.data !== undefined ? ['d', input.data] : ['r', JSON.stringify(input.ref)]
+  const reply = await guarded('publish', () =>
+    client().rtPublish(
+      keys.hist,
+      keys.meta,
+      keys.fan,
+      stored ? input.policy.historySize : 0,
+      stored ? input.policy.historyTtlSeconds * 1000 : 0,
+      randomUUID().replaceAll('-', '').slice(0, 16),
+      input.productId,
+      input.channel,
+      id,
+      field,
+      payload,
+      FAN_MAXLEN,
+      input.senderConnectionId ?? '',
+    ),
+  )
+  if (reply.length === 0) return { id }
+  return { id, offset: Number(reply[0]), epoch: String(reply[1]) }
+}
+
+function validateQuery(query: HistoryQuery): [mode: 'n' | 'ms' | 'c', value: number, epoch: string] {
+  if ('last_n' in query) {
+    if (!Number.isInteger(query.last_n) || query.last_n < 1 || query.last_n > LAST_N_MAX)
+      throw badRequest(`last_n must be an integer from 1 to ${LAST_N_MAX}`, [{ path: '/last_n', message: `integer 1..${LAST_N_MAX}` }])
+    return ['n', query.last_n, '']
+  }
+  if ('last_ms' in query) {
+    if (typeof query.last_ms !== 'number' || !Number.isFinite(query.last_ms) || query.last_ms <= 0)
+      throw badRequest('last_ms must be a positive number', [{ path: '/last_ms', message: 'positive number' }])
+    return ['ms', query.last_ms, '']
+  }
+  if (!Number.isSafeInteger(query.offset) || query.offset < 0 || typeof query.epoch !== 'string')
+    throw badRequest('A cursor is a non-negative integer offset and an epoch string', [{ path: '/offset', message: 'non-negative integer' }])
+  return ['c', query.offset, query.epoch]
+}
+
+function toEntry([streamId, fields]: StreamEntry, epoch: string): HistoryEntry {
+  const entry: HistoryEntry = { id: '', offset: Number(streamId.slice(0, streamId.indexOf('-'))), epoch, publishedAt: '' }
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const value = fields[i + 1]!
+    switch (fields[i]) {
+      case 't':
+        entry.publishedAt = new Date(Number(value)).toISOString()
+        break
+      case 'i':
+        entry.id = value
+        break
+      case 'd':
+        try {
+          entry.data = JSON.parse(value)
+        } catch {
+          entry.data = value // publishers pass serialized JSON; keep anything else as the text it was
+        }
+        break
+      case 'r':
+        entry.ref = JSON.parse(value) as PayloadRef
+        break
+    }
+  }
+  return entry
+}
+
+/**
+ * Reads a channel's history. A namespace without history answers `{entries: [], offset: 0, epoch: '', recovered: true}`
+ * without touching Redis. Entries older than the retention window are never returned. A cursor read is all-or-nothing:
+ * `recovered: false` with no entries when the epoch differs or the first missed entry (offset + 1) is gone.
+ */
+export async function readHistory(productId: string, channel: string, policy: HistoryPolicy, query: HistoryQuery): Promise<HistoryResult> {
+  const [mode, value, cursorEpoch] = validateQuery(query)
+  if (!keepsHistory(policy)) return { entries: [], offset: 0, epoch: '', recovered: true }
+  const keys = channelKeys(productId, channel)
+  const [epoch, top, recovered, rows] = await guarded('history', () =>
+    client().rtHistory(keys.hist, keys.meta, mode, value, policy.historyTtlSeconds * 1000, cursorEpoch),
+  )
+  const entries = rows.map((row) => toEntry(row, String(epoch)))
+  if (mode !== 'c') entries.reverse()
+  return { entries, offset: Number(top), epoch: String(epoch), recovered: recovered === 1 }
+}
+
+/** The channel's top offset and epoch, or null when it has no history stream (never published, or expired). */
+export async function channelTop(productId: string, channel: string): Promise<{ offset: number; epoch: string } | null> {
+  const keys = channelKeys(productId, channel)
+  const [epoch, offset] = await guarded('history', () => redis().hmget(keys.meta, 'e', 'o'))
+  if (!epoch) return null
+  return { offset: Number(offset ?? 0), epoch }
+}

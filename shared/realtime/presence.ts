@@ -1,0 +1,181 @@
+// Presence rosters in Redis: who is on a channel, deduplicated by identity, changed only by Lua so that the member cap
+// and the dedupe hold under concurrent enters. Keys: ./keys.ts (pres, presCount, presExp).
+//
+// Per channel:
+//   pres       hash  identity → info (the JSON text as given; the latest enter that carries info wins)
+//   presCount  hash  identity → number of live connections
+//   presExp    zset  `<len(identity)>:<identity><connectionId>` → expiry (ms, Redis clock)
+// An identity is on the roster exactly while it has a live connection. Expired connections are removed at the start of
+// every script, so a dead gateway's connections fall off by expiry; live gateways refresh by entering again.
+import type Redis from 'ioredis'
+import { ApiError, badRequest, unavailable } from '../errors'
+import { describeError, log } from '../log'
+import { redis } from '../redis'
+import { channelKeys } from './keys'
+
+/** Identities per channel; entering a full roster as a new identity is refused with 429. */
+export const PRESENCE_MAX_MEMBERS = 100
+/** Largest serialized `info`, in UTF-8 bytes. */
+export const PRESENCE_INFO_MAX_BYTES = 10_240
+/** Connection entry lifetime: 1..3600 seconds, default 60. */
+export const PRESENCE_TTL_DEFAULT_SECONDS = 60
+export const PRESENCE_TTL_MAX_SECONDS = 3600
+
+export interface PresenceMember {
+  identity: string
+  /** Live connections of this identity on the channel (≥ 1). */
+  connections: number
+  /** Parsed `info` of the identity's latest enter carrying one; null when none was given. */
+  info: unknown
+}
+
+// KEYS: 1 pres, 2 presCount, 3 presExp. Removes expired connections; every script starts with it.
+const LUA_PRELUDE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function identity_of(member)
+  local colon = string.find(member, ':', 1, true)
+  local len = tonumber(string.sub(member, 1, colon - 1))
+  return string.sub(member, colon + 1, colon + len)
+end
+local function drop(member)
+  if redis.call('ZREM', KEYS[3], member) == 0 then return end
+  local identity = identity_of(member)
+  if redis.call('HINCRBY', KEYS[2], identity, -1) <= 0 then
+    redis.call('HDEL', KEYS[2], identity)
+    redis.call('HDEL', KEYS[1], identity)
+  end
+end
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do drop(member) end
+`
+
+// ARGV: 1 identity, 2 member, 3 info JSON ('' = none given), 4 ttl ms, 5 max members. Returns 1, or 0 when full.
+const ENTER_LUA = `${LUA_PRELUDE}
+local identity = ARGV[1]
+if redis.call('HEXISTS', KEYS[2], identity) == 0 and redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[5]) then return 0 end
+if redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), ARGV[2]) == 1 then redis.call('HINCRBY', KEYS[2], identity, 1) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], identity, ARGV[3]) else redis.call('HSETNX', KEYS[1], identity, 'null') end
+-- The roster's keys live as long as its longest-lived connection, so an abandoned channel leaves nothing behind.
+local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+local at = math.floor(tonumber(last[2])) + 1000
+for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], at) end
+return 1
+`
+
+// ARGV: 1 member
+const LEAVE_LUA = `${LUA_PRELUDE}
+drop(ARGV[1])
+return 1
+`
+
+const LIST_LUA = `${LUA_PRELUDE}
+return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
+`
+
+const COUNT_LUA = `${LUA_PRELUDE}
+return {redis.call('HLEN', KEYS[2]), redis.call('ZCARD', KEYS[3])}
+`
+
+interface PresenceRedis extends Redis {
+  rtPresenceEnter(...args: (string | number)[]): Promise<number>
+  rtPresenceLeave(...args: (string | number)[]): Promise<number>
+  rtPresenceList(...args: string[]): Promise<[string[], string[]]>
+  rtPresenceCount(...args: string[]): Promise<[number, number]>
+}
+
+const prepared = new WeakSet<Redis>()
+
+function client(): PresenceRedis {
+  const r = redis()
+  if (!prepared.has(r)) {
+    r.defineCommand('rtPresenceEnter', { numberOfKeys: 3, lua: ENTER_LUA })
+    r.defineCommand('rtPresenceLeave', { numberOfKeys: 3, lua: LEAVE_LUA })
+    r.defineCommand('rtPresenceList', { numberOfKeys: 3, lua: LIST_LUA })
+    r.defineCommand('rtPresenceCount', { numberOfKeys: 3, lua: COUNT_LUA })
+    prepared.add(r)
+  }
+  return r as PresenceRedis
+}
+
+async function guarded<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    if (error instanceof ApiError) throw error
+    log('error', 'realtime presence failed', describeError(error))
+    throw unavailable('Realtime presence is unavailable')
+  }
+}
+
+function keysOf(productId: string, channel: string): [string, string, string] {
+  const keys = channelKeys(productId, channel)
+  return [keys.pres, keys.presCount, keys.presExp]
+}
+
+/** The zset member of one connection: length-prefixed identity, so any identity and connection id split back apart. */
+const memberOf = (identity: string, connectionId: string) => `${Buffer.byteLength(identity, 'utf8')}:${identity}${connectionId}` // Lua counts bytes
+
+function requireNonEmpty(value: string, name: string): void {
+  if (typeof value !== 'string' || value === '') throw badRequest(`${name} is required`, [{ path: `/${name}`, message: 'non-empty string' }])
+}
+
+/**
+ * Puts a connection on the channel's roster, or refreshes it (same connectionId): its entry lives `ttlSeconds` from now.
+ * @throws ApiError 429 `presence_full` when 100 identities are present and this one is not among them;
+ *         400 `invalid` when `info` serializes to more than 10 240 bytes.
+ */
+export async function enterPresence(input: {
+  productId: string
+  channel: string
+  identity: string
+  connectionId: string
+  info?: unknown
+  ttlSeconds?: number
+}): Promise<void> {
+  requireNonEmpty(input.identity, 'identity')
+  requireNonEmpty(input.connectionId, 'connectionId')
+  const ttl = input.ttlSeconds ?? PRESENCE_TTL_DEFAULT_SECONDS
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > PRESENCE_TTL_MAX_SECONDS)
+    throw badRequest(`ttlSeconds must be an integer from 1 to ${PRESENCE_TTL_MAX_SECONDS}`, [{ path: '/ttlSeconds', message: `integer 1..${PRESENCE_TTL_MAX_SECONDS}` }])
+  const info = input.info === undefined ? '' : (JSON.stringify(input.info) ?? 'null')
+  const size = Buffer.byteLength(info, 'utf8')
+  if (size > PRESENCE_INFO_MAX_BYTES)
+    throw new ApiError(400, 'invalid', `Presence info is ${size} bytes serialized; the limit is ${PRESENCE_INFO_MAX_BYTES}`, { limit: PRESENCE_INFO_MAX_BYTES })
+  const entered = await guarded(() =>
+    client().rtPresenceEnter(...keysOf(input.productId, input.channel), input.identity, memberOf(input.identity, input.connectionId), info, ttl * 1000, PRESENCE_MAX_MEMBERS),
+  )
+  if (entered !== 1) throw new ApiError(429, 'presence_full', `The presence roster of this channel is full (${PRESENCE_MAX_MEMBERS} members)`, { limit: PRESENCE_MAX_MEMBERS })
+}
+
+/** Removes one connection; the identity leaves the roster with its last connection. Leaving twice is harmless. */
+export async function leavePresence(input: { productId: string; channel: string; identity: string; connectionId: string }): Promise<void> {
+  await guarded(() => client().rtPresenceLeave(...keysOf(input.productId, input.channel), memberOf(input.identity, input.connectionId)))
+}
+
+/** The roster, one member per identity (sorted by identity), expired connections excluded (and removed). */
+export async function listPresence(productId: string, channel: string): Promise<PresenceMember[]> {
+  const [infos, counts] = await guarded(() => client().rtPresenceList(...keysOf(productId, channel)))
+  const infoOf = new Map<string, string>()
+  for (let i = 0; i + 1 < infos.length; i += 2) infoOf.set(infos[i]!, infos[i + 1]!)
+  const members: PresenceMember[] = []
+  for (let i = 0; i + 1 < counts.length; i += 2) {
+    const identity = counts[i]!
+    members.push({ identity, connections: Number(counts[i + 1]), info: parseInfo(infoOf.get(identity)) })
+  }
+  return members.sort((a, b) => (a.identity < b.identity ? -1 : a.identity > b.identity ? 1 : 0))
+}
+
+function parseInfo(text: string | undefined): unknown {
+  if (text === undefined) return null
+  try {
+    return JSON.parse(text)
+  } catch {
+    return null
+  }
+}
+
+/** Number of identities and of live connections on the channel. */
+export async function presenceCount(productId: string, channel: string): Promise<{ members: number; connections: number }> {
+  const [members, connections] = await guarded(() => client().rtPresenceCount(...keysOf(productId, channel)))
+  return { members: Number(members), connections: Number(connections) }
+}

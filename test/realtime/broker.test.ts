@@ -1,0 +1,273 @@
+// The Redis broker against a real Redis: publish, fan-out entries, offsets and epochs, history reads and recovery.
+import { afterAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import { ApiError } from '../../shared/errors'
+import { closeRedis, redis } from '../../shared/redis'
+import { channelTop, type HistoryPolicy, publish, type PublishResult, readHistory } from '../../shared/realtime/broker'
+import { channelKeys, FAN_MAXLEN, fanKey } from '../../shared/realtime/keys'
+import { shardOf } from '../../shared/realtime/shards'
+
+const KEEP: HistoryPolicy = { historyTtlSeconds: 300, historySize: 100 }
+const NONE: HistoryPolicy = { historyTtlSeconds: 0, historySize: 0 }
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** A fresh product per test, so tests never share a channel. */
+const fresh = () => ({ productId: randomUUID(), channel: 'chat:room-1' })
+
+afterAll(async () => {
+  await closeRedis()
+})
+
+/** Fan-out entries of one product on a shard, as field maps. */
+async function fanEntries(productId: string, channel: string): Promise<Record<string, string>[]> {
+  const rows = await redis().xrevrange(fanKey(shardOf(productId, channel)), '+', '-', 'COUNT', 2000)
+  return rows
+    .map(([, fields]) => Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i]!, fields[2 * i + 1]!])))
+    .filter((f) => f.product === productId)
+    .reverse()
+}
+
+describe('shards and keys', () => {
+  test('shardOf is stable, in range and spreads channels', () => {
+    const productId = randomUUID()
+    expect(shardOf(productId, 'chat:a')).toBe(shardOf(productId, 'chat:a'))
+    const seen = new Set<number>()
+    for (let i = 0; i < 400; i++) {
+      const shard = shardOf(productId, `chat:${i}`, 16)
+      expect(shard).toBeGreaterThanOrEqual(0)
+      expect(shard).toBeLessThan(16)
+      seen.add(shard)
+    }
+    expect(seen.size).toBe(16)
+    expect(shardOf(productId, 'chat:a', 1)).toBe(0)
+  })
+
+  test('growing the shard count moves few channels (consistent hash)', () => {
+    const productId = randomUUID()
+    let moved = 0
+    for (let i = 0; i < 1000; i++) if (shardOf(productId, `c:${i}`, 16) !== shardOf(productId, `c:${i}`, 17)) moved++
+    expect(moved).toBeLessThan(120) // ≈ 1000/17 expected
+  })
+
+  test('every key of a channel carries its shard hash tag', () => {
+    const { productId, channel } = fresh()
+    const keys = channelKeys(productId, channel)
+    const tag = `{s${shardOf(productId, channel)}}`
+    for (const key of [keys.fan, keys.hist, keys.meta, keys.pres, keys.presCount, keys.presExp]) expect(key).toContain(tag)
+    expect(keys.hist).toBe(`rt:${tag}:hist:${productId}:${channel}`)
+  })
+})
+
+describe('publish and history', () => {
+  test('round trip: increasing offsets, stable epoch, data parsed, ids kept', async () => {
+    const { productId, channel } = fresh()
+    const results = []
+    for (let i = 1; i <= 5; i++) results.push(await publish({ productId, channel, policy: KEEP, data: JSON.stringify({ n: i }), id: `m${i}` }))
+    expect(results.map((r) => r.offset)).toEqual([1, 2, 3, 4, 5])
+    const epoch = results[0]!.epoch!
+    expect(epoch).toMatch(/^[0-9a-f]{16}$/)
+    expect(results.every((r) => r.epoch === epoch)).toBe(true)
+    expect(results.map((r) => r.id)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5'])
+
+    const history = await readHistory(productId, channel, KEEP, { last_n: 10 })
+    expect(history).toMatchObject({ offset: 5, epoch, recovered: true })
+    expect(history.entries.map((e) => e.offset)).toEqual([1, 2, 3, 4, 5])
+    expect(history.entries.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }, { n: 5 }])
+    expect(history.entries[0]).toMatchObject({ id: 'm1', epoch })
+    expect(history.entries[0]!.ref).toBeUndefined()
+    expect(Math.abs(Date.parse(history.entries[0]!.publishedAt) - Date.now())).toBeLessThan(5000)
+    expect(await channelTop(productId, channel)).toEqual({ offset: 5, epoch })
+  })
+
+  test('a default id is a random uuid', async () => {
+    const { productId, channel } = fresh()
+    const result = await publish({ productId, channel, policy: KEEP, data: '1' })
+    expect(result.id).toMatch(/^[0-9a-f-]{36}$/)
+  })
+
+  test('last_n returns the newest n in ascending order', async () => {
+    const { productId, channel } = fresh()
+    for (let i = 1; i <= 10; i++) await publish({ productId, channel, policy: KEEP, data: String(i) })
+    const history = await readHistory(productId, channel, KEEP, { last_n: 3 })
+    expect(history.entries.map((e) => e.offset)).toEqual([8, 9, 10])
+    expect(history.entries.map((e) => e.data)).toEqual([8, 9, 10])
+    expect(history.offset).toBe(10)
+  })
+
+  test('last_n beyond 1000 or below 1 is refused', async () => {
+    const { productId, channel } = fresh()
+    for (const last_n of [0, 1001, 1.5]) {
+      const error = await readHistory(productId, channel, KEEP, { last_n }).catch((e) => e)
+      expect(error).toBeInstanceOf(ApiError)
+      expect(error.status).toBe(400)
+    }
+    const error = await readHistory(productId, channel, KEEP, { last_ms: 0 }).catch((e) => e)
+    expect(error.status).toBe(400)
+  })
+
+  test('last_ms returns only entries published within the window', async () => {
+    const { productId, channel } = fresh()
+    for (let i = 1; i <= 3; i++) await publish({ productId, channel, policy: KEEP, data: String(i) })
+    await sleep(400)
+    for (let i = 4; i <= 5; i++) await publish({ productId, channel, policy: KEEP, data: String(i) })
+    const recent = await readHistory(productId, channel, KEEP, { last_ms: 250 })
+    expect(recent.entries.map((e) => e.offset)).toEqual([4, 5])
+    const all = await readHistory(productId, channel, KEEP, { last_ms: 60_000 })
+    expect(all.entries.map((e) => e.offset)).toEqual([1, 2, 3, 4, 5])
+  })
+
+  test('last_ms walks past one Lua batch (more than 500 entries)', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 300, historySize: 2000 }
+    await Promise.all(Array.from({ length: 1200 }, (_, i) => publish({ productId, channel, policy, data: String(i) })))
+    const all = await readHistory(productId, channel, policy, { last_ms: 60_000 })
+    expect(all.entries.length).toBe(1200)
+    expect(all.entries[0]!.offset).toBe(1)
+    expect(all.entries.at(-1)!.offset).toBe(1200)
+  })
+
+  test('cursor: entries after the offset, recovered; at the top, nothing to recover', async () => {
+    const { productId, channel } = fresh()
+    let epoch = ''
+    for (let i = 1; i <= 6; i++) epoch = (await publish({ productId, channel, policy: KEEP, data: String(i) })).epoch!
+    const after = await readHistory(productId, channel, KEEP, { offset: 2, epoch })
+    expect(after).toMatchObject({ offset: 6, epoch, recovered: true })
+    expect(after.entries.map((e) => e.offset)).toEqual([3, 4, 5, 6])
+    const atTop = await readHistory(productId, channel, KEEP, { offset: 6, epoch })
+    expect(atTop).toEqual({ entries: [], offset: 6, epoch, recovered: true })
+    const fromZero = await readHistory(productId, channel, KEEP, { offset: 0, epoch })
+    expect(fromZero.entries.length).toBe(6)
+    const beyond = await readHistory(productId, channel, KEEP, { offset: 7, epoch })
+    expect(beyond.recovered).toBe(false)
+  })
+
+  test('cursor with another epoch: recovered false, no entries', async () => {
+    const { productId, channel } = fresh()
+    for (let i = 1; i <= 3; i++) await publish({ productId, channel, policy: KEEP, data: String(i) })
+    const result = await readHistory(productId, channel, KEEP, { offset: 1, epoch: 'not-the-epoch' })
+    expect(result.recovered).toBe(false)
+    expect(result.entries).toEqual([])
+    expect(result.offset).toBe(3)
+  })
+
+  test('cursor whose first missed entry was trimmed by size: recovered false, no partial replay', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 300, historySize: 3 }
+    let epoch = ''
+    for (let i = 1; i <= 8; i++) epoch = (await publish({ productId, channel, policy, data: String(i) })).epoch!
+    const newest = await readHistory(productId, channel, policy, { last_n: 10 })
+    expect(newest.entries.map((e) => e.offset)).toEqual([6, 7, 8])
+    expect(await readHistory(productId, channel, policy, { offset: 4, epoch })).toEqual({ entries: [], offset: 8, epoch, recovered: false })
+    const ok = await readHistory(productId, channel, policy, { offset: 5, epoch })
+    expect(ok.recovered).toBe(true)
+    expect(ok.entries.map((e) => e.offset)).toEqual([6, 7, 8])
+  })
+
+  test('entries older than the retention window are never returned, and the cursor to them does not recover', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 1, historySize: 100 }
+    const { epoch } = await publish({ productId, channel, policy, data: '"old"' })
+    // Keep the channel alive (each publish renews the keys) while the first entry ages past 1 s.
+    await sleep(600)
+    await publish({ productId, channel, policy, data: '"mid"' })
+    await sleep(600)
+    await publish({ productId, channel, policy, data: '"new"' })
+    const result = await readHistory(productId, channel, policy, { last_n: 10 })
+    expect(result.epoch).toBe(epoch!)
+    expect(result.entries.map((e) => e.data)).toEqual(['mid', 'new'])
+    expect((await readHistory(productId, channel, policy, { offset: 0, epoch: epoch! })).recovered).toBe(false)
+    const fromOne = await readHistory(productId, channel, policy, { offset: 1, epoch: epoch! })
+    expect(fromOne.recovered).toBe(true)
+    expect(fromOne.entries.map((e) => e.offset)).toEqual([2, 3])
+    // The publish script trims aged entries from the front of the stream.
+    expect(await redis().xlen(channelKeys(productId, channel).hist)).toBe(2)
+  })
+
+  test('after the history keys expire the epoch changes and offsets restart', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 1, historySize: 10 }
+    const first = await publish({ productId, channel, policy, data: '1' })
+    await publish({ productId, channel, policy, data: '2' })
+    await sleep(1200)
+    expect(await channelTop(productId, channel)).toBeNull()
+    const gone = await readHistory(productId, channel, policy, { offset: 1, epoch: first.epoch! })
+    expect(gone).toEqual({ entries: [], offset: 0, epoch: '', recovered: false })
+    const next = await publish({ productId, channel, policy, data: '3' })
+    expect(next.offset).toBe(1)
+    expect(next.epoch).not.toBe(first.epoch)
+    expect((await readHistory(productId, channel, policy, { offset: 1, epoch: first.epoch! })).recovered).toBe(false)
+  })
+
+  test('an empty channel answers offset 0 and epoch ""', async () => {
+    const { productId, channel } = fresh()
+    expect(await readHistory(productId, channel, KEEP, { last_n: 5 })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
+    expect(await readHistory(productId, channel, KEEP, { offset: 0, epoch: '' })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
+    expect(await channelTop(productId, channel)).toBeNull()
+  })
+
+  test('no-history policy: no offset or epoch, no history keys, empty reads', async () => {
+    const { productId, channel } = fresh()
+    const result = await publish({ productId, channel, policy: NONE, data: '{"a":1}', id: 'x1' })
+    expect(result).toEqual({ id: 'x1' })
+    const keys = channelKeys(productId, channel)
+    expect(await redis().exists(keys.hist, keys.meta)).toBe(0)
+    expect(await readHistory(productId, channel, NONE, { last_n: 10 })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
+    expect(await readHistory(productId, channel, NONE, { offset: 3, epoch: 'x' })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
+    const [fan] = await fanEntries(productId, channel)
+    expect(fan).toMatchObject({ channel, product: productId, id: 'x1', d: '{"a":1}' })
+    expect(fan!.offset).toBeUndefined()
+    expect(fan!.epoch).toBeUndefined()
+  })
+
+  test('a ref is stored and delivered instead of data, never both', async () => {
+    const { productId, channel } = fresh()
+    const ref = { bucket_key: `${productId}/${channel}/m1`, size: 300_000, content_type: 'application/json' }
+    const { epoch } = await publish({ productId, channel, policy: KEEP, ref, id: 'm1' })
+    const [entry] = (await readHistory(productId, channel, KEEP, { last_n: 1 })).entries
+    expect(entry).toMatchObject({ id: 'm1', offset: 1, epoch: epoch!, ref })
+    expect('data' in entry!).toBe(false)
+    const [fan] = await fanEntries(productId, channel)
+    expect(JSON.parse(fan!.r!)).toEqual(ref)
+    expect(fan!.d).toBeUndefined()
+    for (const bad of [{}, { data: '1', ref }]) {
+      const error = await publish({ productId, channel, policy: KEEP, ...bad }).catch((e) => e)
+      expect(error.status).toBe(400)
+    }
+  })
+
+  test('the fan-out stream gets one entry per publish with channel, product, id, offset, epoch and payload', async () => {
+    const { productId, channel } = fresh()
+    const published: PublishResult[] = []
+    for (let i = 1; i <= 3; i++) published.push(await publish({ productId, channel, policy: KEEP, data: JSON.stringify({ i }) }))
+    const entries = await fanEntries(productId, channel)
+    expect(entries.length).toBe(3)
+    entries.forEach((fields, i) => {
+      expect(fields).toMatchObject({ channel, product: productId, id: published[i]!.id, offset: String(i + 1), epoch: published[i]!.epoch!, d: JSON.stringify({ i: i + 1 }) })
+      expect(Number(fields.t)).toBeGreaterThan(0)
+    })
+    // The stream is capped (approximately) so it cannot grow without bound.
+    expect(FAN_MAXLEN).toBe(10_000)
+  })
+
+  test('client events are never stored and carry their sender', async () => {
+    const { productId, channel } = fresh()
+    const result = await publish({ productId, channel, policy: KEEP, data: '"hey"', senderConnectionId: 'conn-1' })
+    expect(result.offset).toBeUndefined()
+    expect(await channelTop(productId, channel)).toBeNull()
+    const [fan] = await fanEntries(productId, channel)
+    expect(fan).toMatchObject({ sender: 'conn-1', d: '"hey"' })
+    expect(fan!.offset).toBeUndefined()
+  })
+
+  test('200 concurrent publishes get offsets 1..200 exactly once, in fan-out order', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 300, historySize: 500 }
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => publish({ productId, channel, policy, data: String(i) })))
+    expect(results.map((r) => r.offset!).sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
+    expect(new Set(results.map((r) => r.epoch)).size).toBe(1)
+    const fan = await fanEntries(productId, channel)
+    expect(fan.map((f) => Number(f.offset))).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
+    const history = await readHistory(productId, channel, policy, { offset: 0, epoch: results[0]!.epoch! })
+    expect(history.entries.length).toBe(200)
+  })
+})

@@ -1,0 +1,133 @@
+// Presence rosters against a real Redis: dedupe by identity, the 100-member cap under concurrency, info limit, expiry.
+import { afterAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import { ApiError } from '../../shared/errors'
+import { closeRedis, redis } from '../../shared/redis'
+import { channelKeys } from '../../shared/realtime/keys'
+import { enterPresence, leavePresence, listPresence, presenceCount } from '../../shared/realtime/presence'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const fresh = () => ({ productId: randomUUID(), channel: 'room:lobby' })
+
+afterAll(async () => {
+  await closeRedis()
+})
+
+describe('presence', () => {
+  test('two connections of one identity are one member with connections: 2; leaving one leaves 1', async () => {
+    const where = fresh()
+    await enterPresence({ ...where, identity: 'alice', connectionId: 'c1', info: { name: 'Alice' } })
+    await enterPresence({ ...where, identity: 'alice', connectionId: 'c2', info: { name: 'Alice' } })
+    await enterPresence({ ...where, identity: 'bob', connectionId: 'c3' })
+    expect(await listPresence(where.productId, where.channel)).toEqual([
+      { identity: 'alice', connections: 2, info: { name: 'Alice' } },
+      { identity: 'bob', connections: 1, info: null },
+    ])
+    expect(await presenceCount(where.productId, where.channel)).toEqual({ members: 2, connections: 3 })
+
+    await leavePresence({ ...where, identity: 'alice', connectionId: 'c1' })
+    expect((await listPresence(where.productId, where.channel))[0]).toEqual({ identity: 'alice', connections: 1, info: { name: 'Alice' } })
+    await leavePresence({ ...where, identity: 'alice', connectionId: 'c1' }) // twice is harmless
+    await leavePresence({ ...where, identity: 'alice', connectionId: 'c2' })
+    expect(await listPresence(where.productId, where.channel)).toEqual([{ identity: 'bob', connections: 1, info: null }])
+    expect(await presenceCount(where.productId, where.channel)).toEqual({ members: 1, connections: 1 })
+  })
+
+  test('entering again with the same connection refreshes it without counting it twice; newer info wins', async () => {
+    const where = fresh()
+    await enterPresence({ ...where, identity: 'carol', connectionId: 'c1', info: { v: 1 } })
+    await enterPresence({ ...where, identity: 'carol', connectionId: 'c1', info: { v: 2 } })
+    await enterPresence({ ...where, identity: 'carol', connectionId: 'c1' }) // no info: keeps the last one
+    expect(await listPresence(where.productId, where.channel)).toEqual([{ identity: 'carol', connections: 1, info: { v: 2 } }])
+  })
+
+  test('identities with unusual characters round-trip', async () => {
+    const where = fresh()
+    const identity = 'zoë:1:ü'
+    await enterPresence({ ...where, identity, connectionId: 'x:y' })
+    await enterPresence({ ...where, identity, connectionId: 'x:z' })
+    expect(await listPresence(where.productId, where.channel)).toEqual([{ identity, connections: 2, info: null }])
+    await leavePresence({ ...where, identity, connectionId: 'x:y' })
+    expect((await listPresence(where.productId, where.channel))[0]!.connections).toBe(1)
+  })
+
+  test('150 concurrent enters with distinct identities: exactly 100 succeed, 50 get 429', async () => {
+    const where = fresh()
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 150 }, (_, i) => enterPresence({ ...where, identity: `user-${i}`, connectionId: `conn-${i}` })),
+    )
+    const ok = outcomes.filter((o) => o.status === 'fulfilled')
+    const refused = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason] : []))
+    expect(ok.length).toBe(100)
+    expect(refused.length).toBe(50)
+    for (const error of refused) {
+      expect(error).toBeInstanceOf(ApiError)
+      expect(error.status).toBe(429)
+      expect(error.code).toBe('presence_full')
+    }
+    expect(await presenceCount(where.productId, where.channel)).toEqual({ members: 100, connections: 100 })
+    expect((await listPresence(where.productId, where.channel)).length).toBe(100)
+  })
+
+  test('a full roster still accepts more connections of a present identity, and frees a seat when one leaves', async () => {
+    const where = fresh()
+    await Promise.all(Array.from({ length: 100 }, (_, i) => enterPresence({ ...where, identity: `u${i}`, connectionId: `c${i}` })))
+    await enterPresence({ ...where, identity: 'u7', connectionId: 'second-tab' })
+    const error = await enterPresence({ ...where, identity: 'newcomer', connectionId: 'n1' }).catch((e) => e)
+    expect(error.status).toBe(429)
+    await leavePresence({ ...where, identity: 'u3', connectionId: 'c3' })
+    await enterPresence({ ...where, identity: 'newcomer', connectionId: 'n1' })
+    expect(await presenceCount(where.productId, where.channel)).toEqual({ members: 100, connections: 101 })
+  })
+
+  test('info above 10 240 bytes serialized is refused with 400 invalid; exactly 10 240 is accepted', async () => {
+    const where = fresh()
+    const tooBig = 'x'.repeat(10_240 - 1) // JSON adds two quotes: 10 241 bytes
+    const error = await enterPresence({ ...where, identity: 'dave', connectionId: 'c1', info: tooBig }).catch((e) => e)
+    expect(error).toBeInstanceOf(ApiError)
+    expect(error.status).toBe(400)
+    expect(error.code).toBe('invalid')
+    const multibyte = 'é'.repeat(5_120) // 10 240 characters of UTF-8 + quotes > limit though its length is 5 122
+    expect((await enterPresence({ ...where, identity: 'dave', connectionId: 'c1', info: multibyte }).catch((e) => e)).status).toBe(400)
+    await enterPresence({ ...where, identity: 'dave', connectionId: 'c1', info: 'x'.repeat(10_238) })
+    expect((await listPresence(where.productId, where.channel))[0]!.info).toBe('x'.repeat(10_238))
+  })
+
+  test('ttlSeconds outside 1..3600 is refused', async () => {
+    const where = fresh()
+    for (const ttlSeconds of [0, 3601, 1.5]) {
+      const error = await enterPresence({ ...where, identity: 'erin', connectionId: 'c1', ttlSeconds }).catch((e) => e)
+      expect(error.status).toBe(400)
+    }
+  })
+
+  test('expired connections drop off the roster, and the keys disappear', async () => {
+    const where = fresh()
+    await enterPresence({ ...where, identity: 'frank', connectionId: 'short', ttlSeconds: 1 })
+    await enterPresence({ ...where, identity: 'grace', connectionId: 'short', ttlSeconds: 1 })
+    await enterPresence({ ...where, identity: 'grace', connectionId: 'long', ttlSeconds: 60 })
+    expect(await presenceCount(where.productId, where.channel)).toEqual({ members: 2, connections: 3 })
+    await sleep(1100)
+    expect(await listPresence(where.productId, where.channel)).toEqual([{ identity: 'grace', connections: 1, info: null }])
+    expect(await presenceCount(where.productId, where.channel)).toEqual({ members: 1, connections: 1 })
+
+    const other = fresh()
+    await enterPresence({ ...other, identity: 'henry', connectionId: 'c', ttlSeconds: 1 })
+    await sleep(2100)
+    const keys = channelKeys(other.productId, other.channel)
+    expect(await redis().exists(keys.pres, keys.presCount, keys.presExp)).toBe(0)
+    expect(await listPresence(other.productId, other.channel)).toEqual([])
+  })
+
+  test('an expired identity frees its seat on a full roster', async () => {
+    const where = fresh()
+    await enterPresence({ ...where, identity: 'ghost', connectionId: 'g', ttlSeconds: 1 })
+    await Promise.all(Array.from({ length: 99 }, (_, i) => enterPresence({ ...where, identity: `u${i}`, connectionId: `c${i}` })))
+    expect((await enterPresence({ ...where, identity: 'late', connectionId: 'l' }).catch((e) => e)).status).toBe(429)
+    await sleep(1100)
+    await enterPresence({ ...where, identity: 'late', connectionId: 'l' })
+    const members = await listPresence(where.productId, where.channel)
+    expect(members.length).toBe(100)
+    expect(members.some((m) => m.identity === 'ghost')).toBe(false)
+  })
+})
