@@ -2,7 +2,9 @@
 import type { AnyOperation } from '../../shared/catalog/operation'
 import { catalogVersion } from '../../shared/catalog/openapi'
 import { accountOperations } from './accounts/operations'
+import { governanceOperations } from './governance/operations'
+import { realtimeOperations } from './realtime/operations'
 
-export const operations: readonly AnyOperation[] = [...accountOperations]
+export const operations: readonly AnyOperation[] = [...accountOperations, ...governanceOperations, ...realtimeOperations]
 
 export const CATALOG_VERSION = catalogVersion(operations)

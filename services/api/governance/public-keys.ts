@@ -1,0 +1,81 @@
+// Product API keys (rtk_) of this environment: create, list, revoke, replace scope. Stored as digest + visible prefix.
+import { config } from '../../../shared/config'
+import { newSecret, visiblePrefix } from '../../../shared/crypto'
+import { sql } from '../../../shared/db/client'
+import { notFound } from '../../../shared/errors'
+import { log, describeError } from '../../../shared/log'
+import { publishInvalidation } from '../../../shared/realtime/invalidation'
+import { PUBLIC_KEY_PREFIX, PUBLIC_SCOPES, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
+
+export interface PublicKey {
+  id: string
+  name: string
+  /** Always a non-empty subset of PUBLIC_SCOPES, in PUBLIC_SCOPES order. */
+  scope: PublicScope[]
+  /** `rtk_` plus the six characters after it. */
+  prefix: string
+  environment: string
+  createdAt: Date
+  updatedAt: Date
+}
+
+const keyFields = (row: Record<string, any>): PublicKey => ({
+  id: row.id, name: row.name, scope: row.scope, prefix: row.prefix, environment: row.environment,
+  createdAt: row.created_at, updatedAt: row.updated_at,
+})
+
+/** Deduplicated and in catalog order, so equal scopes are stored (and compared, and shown) identically. */
+const normalizeScope = (scope: readonly PublicScope[]) => PUBLIC_SCOPES.filter((s) => scope.includes(s))
+
+/**
+ * Tells every public worker to drop its cached copy of the key. Called after the change is committed; a failed publish
+ * is logged, not thrown, because the change stands and worker caches expire within config.realtime.cacheTtlMs anyway.
+ */
+async function invalidateKey(keyHash: Uint8Array): Promise<void> {
+  await publishInvalidation({ kind: 'public_key', keyHash: Buffer.from(keyHash).toString('hex') }).catch((error) =>
+    log('warn', 'public key invalidation not published', describeError(error)))
+}
+
+/** Creates an active key; the secret is in the result only, never stored. */
+export async function createPublicKey(
+  productId: string, input: { name: string; scope?: PublicScope[] }, createdBy: string | null,
+): Promise<PublicKey & { key: string }> {
+  const key = newSecret(PUBLIC_KEY_PREFIX)
+  const scope = normalizeScope(input.scope ?? PUBLIC_SCOPES)
+  const [row] = await sql`
+    insert into public_keys (product_id, environment, name, scope, prefix, key_hash, created_by)
+    values (${productId}, ${config.environment}, ${input.name}, ${scope}, ${visiblePrefix(key, PUBLIC_KEY_PREFIX)},
+            ${publicKeyHash(key, config.environment)}, ${createdBy})
+    returning id, name, scope, prefix, environment, created_at, updated_at`
+  return { ...keyFields(row!), key }
+}
+
+/** Active keys of the product in this environment, newest first. */
+export async function listPublicKeys(productId: string): Promise<PublicKey[]> {
+  const rows = await sql`
+    select id, name, scope, prefix, environment, created_at, updated_at from public_keys
+    where product_id = ${productId} and environment = ${config.environment} and revoked_at is null
+    order by created_at desc, id`
+  return rows.map(keyFields)
+}
+
+/** Revokes an active key of the product in this environment; any other id is not found. */
+export async function revokePublicKey(productId: string, keyId: string): Promise<void> {
+  const [row] = await sql`
+    update public_keys set revoked_at = now(), updated_at = now()
+    where id = ${keyId} and product_id = ${productId} and environment = ${config.environment} and revoked_at is null
+    returning key_hash`
+  if (!row) throw notFound('Public key')
+  await invalidateKey(row.key_hash)
+}
+
+/** Replaces the scope of an active key of the product in this environment; any other id is not found. */
+export async function updatePublicKeyScope(productId: string, keyId: string, scope: PublicScope[]): Promise<PublicKey> {
+  const [row] = await sql`
+    update public_keys set scope = ${normalizeScope(scope)}, updated_at = now()
+    where id = ${keyId} and product_id = ${productId} and environment = ${config.environment} and revoked_at is null
+    returning id, name, scope, prefix, environment, created_at, updated_at, key_hash`
+  if (!row) throw notFound('Public key')
+  await invalidateKey(row.key_hash)
+  return keyFields(row)
+}

@@ -1,0 +1,110 @@
+// Realtime namespaces of a product and their policy (presence, client events, history, archive).
+import { sql } from '../../../shared/db/client'
+import { conflict, notFound } from '../../../shared/errors'
+import { describeError, log } from '../../../shared/log'
+import { publishInvalidation, type Invalidation } from '../../../shared/realtime/invalidation'
+
+/** History is kept for up to `ttlSeconds` (30 days at most) and `size` entries per channel; null keeps nothing. */
+export interface HistoryPolicy {
+  ttlSeconds: number
+  size: number
+}
+
+/** What a namespace allows on its channels. Stored as plain columns where 0 means "off". */
+export interface NamespacePolicy {
+  presence: boolean
+  /** Whether browser connections may publish (ephemeral client events). */
+  clientEvents: boolean
+  history: HistoryPolicy | null
+  archive: { retentionDays: number } | null
+}
+
+export interface Namespace extends NamespacePolicy {
+  id: string
+  name: string
+  createdAt: Date
+  updatedAt: Date
+}
+
+const namespaceFields = (row: Record<string, any>): Namespace => ({
+  id: row.id,
+  name: row.name,
+  presence: row.presence,
+  clientEvents: row.client_events,
+  history: row.history_ttl_seconds > 0 ? { ttlSeconds: row.history_ttl_seconds, size: row.history_size } : null,
+  archive: row.archive_days > 0 ? { retentionDays: row.archive_days } : null,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+})
+
+/** The stored columns for the policy fields present in `input` (absent fields are left out, so they keep their value). */
+function policyColumns(input: Partial<NamespacePolicy>): Record<string, boolean | number> {
+  const columns: Record<string, boolean | number> = {}
+  if (input.presence !== undefined) columns.presence = input.presence
+  if (input.clientEvents !== undefined) columns.client_events = input.clientEvents
+  if (input.history !== undefined) {
+    columns.history_ttl_seconds = input.history?.ttlSeconds ?? 0
+    columns.history_size = input.history?.size ?? 0
+  }
+  if (input.archive !== undefined) columns.archive_days = input.archive?.retentionDays ?? 0
+  return columns
+}
+
+export const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505'
+
+/**
+ * Publishes a cache invalidation after the change has committed. A failed publish is logged, not thrown: the change
+ * stands, and worker caches expire within config.realtime.cacheTtlMs without it.
+ */
+export async function announce(message: Invalidation): Promise<void> {
+  await publishInvalidation(message).catch((error) =>
+    log('warn', 'realtime invalidation not published', { kind: message.kind, ...describeError(error) }))
+}
+
+export async function createNamespace(productId: string, input: { name: string } & Partial<NamespacePolicy>): Promise<Namespace> {
+  const columns = { presence: false, client_events: false, history_ttl_seconds: 0, history_size: 0, archive_days: 0, ...policyColumns(input) }
+  let row
+  try {
+    ;[row] = await sql`
+      insert into realtime_namespaces ${sql({ product_id: productId, name: input.name, ...columns })}
+      returning *`
+  } catch (error) {
+    if (isUniqueViolation(error)) {
+      throw conflict(`Namespace "${input.name}" already exists in this product`, [{ path: '/body/name', message: 'already exists' }])
+    }
+    throw error
+  }
+  await announce({ kind: 'namespaces', productId })
+  return namespaceFields(row!)
+}
+
+/** The product's namespaces, by name (byte order, so the listing is the same under any database collation). */
+export async function listNamespaces(productId: string): Promise<Namespace[]> {
+  const rows = await sql`select * from realtime_namespaces where product_id = ${productId} order by name collate "C"`
+  return rows.map(namespaceFields)
+}
+
+export async function getNamespace(productId: string, name: string): Promise<Namespace> {
+  const [row] = await sql`select * from realtime_namespaces where product_id = ${productId} and name = ${name}`
+  if (!row) throw notFound('Namespace')
+  return namespaceFields(row)
+}
+
+/** Changes only the supplied policy fields; nothing supplied changes nothing (and announces nothing). */
+export async function updateNamespace(productId: string, name: string, input: Partial<NamespacePolicy>): Promise<Namespace> {
+  const columns = policyColumns(input)
+  if (Object.keys(columns).length === 0) return getNamespace(productId, name)
+  const [row] = await sql`
+    update realtime_namespaces set ${sql(columns)}, updated_at = now()
+    where product_id = ${productId} and name = ${name} returning *`
+  if (!row) throw notFound('Namespace')
+  await announce({ kind: 'namespaces', productId })
+  return namespaceFields(row)
+}
+
+/** Deletes the namespace; its grants go with it (foreign key cascade, same statement). */
+export async function deleteNamespace(productId: string, name: string): Promise<void> {
+  const [row] = await sql`delete from realtime_namespaces where product_id = ${productId} and name = ${name} returning id`
+  if (!row) throw notFound('Namespace')
+  await announce({ kind: 'namespaces', productId })
+}

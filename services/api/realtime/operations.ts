@@ -1,0 +1,175 @@
+// Realtime area, control plane: namespaces and their policy, grants, payload storage.
+import Type from 'typebox'
+import { defineOperation, productOf } from '../../../shared/catalog/operation'
+import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
+import { config } from '../../../shared/config'
+import { GrantPattern, NamespaceName, OPS, OpName } from '../../../shared/realtime/names'
+import { createGrant, deleteGrant, listGrants, type Grant } from './grants'
+import { createNamespace, deleteNamespace, getNamespace, listNamespaces, updateNamespace, type Namespace } from './namespaces'
+import { deletePayloadStorage, getPayloadStorage, provisionPayloadStorage, type PayloadStorage } from './payload-storage'
+
+// ---- namespaces
+
+const HistorySchema = Strict({
+  ttlSeconds: Type.Integer({ minimum: 1, maximum: 2_592_000, description: 'Seconds an entry is kept (30 days at most)' }),
+  size: Type.Integer({ minimum: 1, maximum: 10_000, description: 'Entries kept per channel' }),
+}, 'History retained per channel; null keeps none')
+const ArchiveSchema = Strict({
+  retentionDays: Type.Integer({ minimum: 1, maximum: 3650, description: 'Days archived messages are kept' }),
+}, 'Archive retention; null archives nothing')
+
+// Factories, not shared instances: typebox keeps its markers in non-enumerable keys, so schemas cannot be spread.
+const Presence = (options = {}) => Type.Boolean({ description: 'Whether channels of the namespace have presence rosters', ...options })
+const ClientEvents = (options = {}) =>
+  Type.Boolean({ description: 'Whether browser connections may publish ephemeral client events', ...options })
+const policyFields = {
+  presence: Presence(),
+  clientEvents: ClientEvents(),
+  history: Type.Union([HistorySchema, Type.Null()]),
+  archive: Type.Union([ArchiveSchema, Type.Null()]),
+}
+const NamespaceSchema = Strict({ id: Uuid(), name: Type.String(), ...policyFields, createdAt: Timestamp(), updatedAt: Timestamp() })
+const NamespacePath = Strict({ name: NamespaceName })
+
+const namespaceOut = (n: Namespace) => ({ ...n, createdAt: iso(n.createdAt), updatedAt: iso(n.updatedAt) })
+
+export const namespacesCreate = defineOperation({
+  id: 'realtime_namespaces_create', method: 'POST', path: '/realtime/namespaces', area: 'realtime', auth: 'product',
+  summary: 'Register a namespace and its policy; channels "<namespace>:..." exist only under a registered namespace',
+  body: Strict({
+    name: NamespaceName,
+    presence: Type.Optional(Presence({ default: false })),
+    clientEvents: Type.Optional(ClientEvents({ default: false })),
+    history: Type.Optional(policyFields.history),
+    archive: Type.Optional(policyFields.archive),
+  }),
+  response: NamespaceSchema,
+  handler: async ({ body }, ctx) => namespaceOut(await createNamespace(productOf(ctx), body)),
+})
+
+export const namespacesList = defineOperation({
+  id: 'realtime_namespaces_list', method: 'GET', path: '/realtime/namespaces', area: 'realtime', auth: 'product',
+  summary: "List the product's namespaces, by name",
+  response: Strict({ namespaces: Type.Array(NamespaceSchema) }),
+  handler: async (_input, ctx) => ({ namespaces: (await listNamespaces(productOf(ctx))).map(namespaceOut) }),
+})
+
+export const namespacesGet = defineOperation({
+  id: 'realtime_namespaces_get', method: 'GET', path: '/realtime/namespaces/{name}', area: 'realtime', auth: 'product',
+  summary: 'Get one namespace and its policy',
+  params: NamespacePath,
+  response: NamespaceSchema,
+  handler: async ({ params }, ctx) => namespaceOut(await getNamespace(productOf(ctx), params.name)),
+})
+
+export const namespacesUpdate = defineOperation({
+  id: 'realtime_namespaces_update', method: 'PATCH', path: '/realtime/namespaces/{name}', area: 'realtime', auth: 'product',
+  summary: 'Change the policy of a namespace; only supplied fields change (the name cannot)',
+  params: NamespacePath,
+  body: Strict({
+    presence: Type.Optional(policyFields.presence),
+    clientEvents: Type.Optional(policyFields.clientEvents),
+    history: Type.Optional(policyFields.history),
+    archive: Type.Optional(policyFields.archive),
+  }),
+  response: NamespaceSchema,
+  handler: async ({ params, body }, ctx) => namespaceOut(await updateNamespace(productOf(ctx), params.name, body)),
+})
+
+export const namespacesDelete = defineOperation({
+  id: 'realtime_namespaces_delete', method: 'DELETE', path: '/realtime/namespaces/{name}', area: 'realtime', auth: 'product',
+  summary: 'Delete a namespace and its grants; tokens can no longer be issued for its channels',
+  params: NamespacePath,
+  response: Strict({ name: Type.String(), deleted: Type.Boolean() }),
+  handler: async ({ params }, ctx) => {
+    await deleteNamespace(productOf(ctx), params.name)
+    return { name: params.name, deleted: true }
+  },
+})
+
+// ---- grants
+
+const Ops = Type.Array(OpName, { minItems: 1, maxItems: OPS.length, uniqueItems: true, description: `Any of ${OPS.join(', ')}` })
+const GrantSchema = Strict({ id: Uuid(), pattern: Type.String(), namespace: Type.String(), ops: Ops, createdAt: Timestamp() })
+const grantOut = (g: Grant) => ({ ...g, createdAt: iso(g.createdAt) })
+
+const GRANTS_DESCRIPTION = 'A namespace with no grants lets delegated tokens carry every operation its policy allows on any of '
+  + 'its channels; once it has a grant, a token may carry an operation on one of its channels only if some grant matches the '
+  + 'channel ("*" matches exactly one segment; segment counts must be equal) and lists the operation. Grants never widen the '
+  + "namespace policy and do not restrict the backend's own API-key calls."
+
+export const grantsCreate = defineOperation({
+  id: 'realtime_grants_create', method: 'POST', path: '/realtime/grants', area: 'realtime', auth: 'product',
+  summary: 'Grant operations on the channels matching a pattern; the first segment must be a registered namespace',
+  description: GRANTS_DESCRIPTION,
+  body: Strict({ pattern: GrantPattern, ops: Ops }),
+  response: GrantSchema,
+  handler: async ({ body }, ctx) => grantOut(await createGrant(productOf(ctx), body)),
+})
+
+export const grantsList = defineOperation({
+  id: 'realtime_grants_list', method: 'GET', path: '/realtime/grants', area: 'realtime', auth: 'product',
+  summary: "List the product's grants by pattern, optionally of one namespace",
+  description: GRANTS_DESCRIPTION,
+  query: Strict({ namespace: Type.Optional(NamespaceName) }),
+  response: Strict({ grants: Type.Array(GrantSchema) }),
+  handler: async ({ query }, ctx) => ({ grants: (await listGrants(productOf(ctx), query.namespace)).map(grantOut) }),
+})
+
+export const grantsDelete = defineOperation({
+  id: 'realtime_grants_delete', method: 'DELETE', path: '/realtime/grants/{grantId}', area: 'realtime', auth: 'product',
+  summary: 'Delete a grant',
+  params: Strict({ grantId: Uuid('Grant id') }),
+  response: Strict({ id: Uuid(), deleted: Type.Boolean() }),
+  handler: async ({ params }, ctx) => {
+    await deleteGrant(productOf(ctx), params.grantId)
+    return { id: params.grantId, deleted: true }
+  },
+})
+
+// ---- payload storage
+
+// S3 naming rules as the S3 client applies them: no "..", nothing shaped like an IP address (a dotted quad anywhere).
+const BucketName = Type.String({
+  minLength: 3, maxLength: 63, pattern: '^(?!.*\\.\\.)(?!.*[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$',
+  description: `S3 bucket name: 3 to 63 characters of [a-z0-9.-], starting and ending with a letter or digit, no "..", not an IP address; default ${config.realtime.payloadBucket}`,
+})
+const StorageSchema = Strict({
+  provisioned: Type.Boolean(),
+  bucket: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.Union([Timestamp(), Type.Null()]),
+})
+const storageOut = (s: PayloadStorage | null) =>
+  s ? { provisioned: true, bucket: s.bucket, createdAt: iso(s.createdAt) } : { provisioned: false, bucket: null, createdAt: null }
+
+export const payloadStorageProvision = defineOperation({
+  id: 'realtime_payload-storage_provision', method: 'PUT', path: '/realtime/payload-storage', area: 'realtime', auth: 'product',
+  summary: 'Provision payload storage for publishes above the inline cap: creates the bucket if missing; idempotent',
+  body: Strict({ bucket: Type.Optional(BucketName) }),
+  response: StorageSchema,
+  handler: async ({ body }, ctx) =>
+    storageOut(await provisionPayloadStorage(productOf(ctx), body.bucket ?? config.realtime.payloadBucket)),
+})
+
+export const payloadStorageGet = defineOperation({
+  id: 'realtime_payload-storage_get', method: 'GET', path: '/realtime/payload-storage', area: 'realtime', auth: 'product',
+  summary: "Whether the product's payload storage is provisioned, and in which bucket",
+  response: StorageSchema,
+  handler: async (_input, ctx) => storageOut(await getPayloadStorage(productOf(ctx))),
+})
+
+export const payloadStorageDelete = defineOperation({
+  id: 'realtime_payload-storage_delete', method: 'DELETE', path: '/realtime/payload-storage', area: 'realtime', auth: 'product',
+  summary: 'Stop storing over-cap payloads (such publishes then fail 503); objects already stored are kept',
+  response: Strict({ provisioned: Type.Boolean() }),
+  handler: async (_input, ctx) => {
+    await deletePayloadStorage(productOf(ctx))
+    return { provisioned: false }
+  },
+})
+
+export const realtimeOperations = [
+  namespacesCreate, namespacesList, namespacesGet, namespacesUpdate, namespacesDelete,
+  grantsCreate, grantsList, grantsDelete,
+  payloadStorageProvision, payloadStorageGet, payloadStorageDelete,
+]
