@@ -1,0 +1,33 @@
+// Public worker: `bun run services/public/main.ts`. Several workers share PUBLIC_PORT (reusePort).
+import { config } from '../../shared/config'
+import { sql } from '../../shared/db/client'
+import { serveApp } from '../../shared/http/serve'
+import { describeError, log } from '../../shared/log'
+import { closeRedis } from '../../shared/redis'
+import { buildPublicApp } from './app'
+import { listenForInvalidations } from './realtime/invalidation'
+import { MESSAGES_BODY_LIMIT } from './realtime/body'
+
+process.env.PROCESS_NAME ??= 'public'
+
+// Caches stay off until the invalidation subscription is live (see realtime/invalidation.ts), so serving can start now.
+let stopListening: (() => Promise<void>) | undefined
+listenForInvalidations().then(
+  (stop) => (stopListening = stop),
+  (error) => log('error', 'invalidation listener failed; serving without caches', describeError(error)),
+)
+
+serveApp({
+  name: 'public',
+  port: config.publicPort,
+  app: buildPublicApp(),
+  // Routes answer 413 in the error shape themselves (from Content-Length, or while streaming). Bun's own cap answers a
+  // bare 413 with no body, so it sits well above the largest route limit: only absurd bodies ever meet it.
+  maxRequestBodySize: MESSAGES_BODY_LIMIT * 64,
+  logRequests: config.logRequests,
+  onStop: async () => {
+    await stopListening?.()
+    await sql.end({ timeout: 5 })
+    await closeRedis()
+  },
+})

@@ -1,0 +1,87 @@
+// Product API key (rtk_) authentication for the public routes, with a short per-worker cache dropped on invalidation.
+import { config } from '../../../shared/config'
+import { looksLikeSecret } from '../../../shared/crypto'
+import { sql } from '../../../shared/db/client'
+import { unavailable } from '../../../shared/errors'
+import { describeError, log } from '../../../shared/log'
+import { PUBLIC_KEY_PREFIX, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
+import { HINTS, insufficientScope, invalidApiKey, productNotFound } from './errors'
+
+export interface KeyIdentity {
+  keyId: string
+  productId: string
+  scope: readonly PublicScope[]
+}
+
+interface Entry {
+  identity: KeyIdentity
+  until: number
+}
+
+// hex digest → identity. Only active keys are cached: a new key works at once, and an unknown key costs one index hit
+// (the IP rate limit bounds how many a client can try).
+const cache = new Map<string, Entry>()
+// Bumped by every invalidation: a lookup that started before one must not store what it read.
+let generation = 0
+// Off until this worker listens for invalidations: a cache nobody can drop would let a revoked key live on.
+let caching = false
+
+/** Turns the cache on (only while subscribed to invalidations) or off; either way it starts empty. */
+export function setKeyCaching(on: boolean): void {
+  caching = on
+  forgetAllKeys()
+}
+
+/** Drops one key (hex digest) from this worker's cache; called for every `public_key` invalidation message. */
+export function forgetKey(keyHashHex: string): void {
+  generation++
+  cache.delete(keyHashHex)
+}
+
+export function forgetAllKeys(): void {
+  generation++
+  cache.clear()
+}
+
+async function lookup(key: string): Promise<KeyIdentity | null> {
+  const digest = publicKeyHash(key, config.environment)
+  const hex = digest.toString('hex')
+  const hit = cache.get(hex)
+  if (hit && hit.until > Date.now()) return hit.identity
+  const started = generation
+  let rows
+  try {
+    rows = await sql`
+      select id, product_id, scope from public_keys
+      where key_hash = ${digest} and environment = ${config.environment} and revoked_at is null`
+  } catch (error) {
+    log('error', 'api key lookup failed', describeError(error))
+    throw unavailable('API key verification is unavailable; retry shortly')
+  }
+  const row = rows[0]
+  if (!row) {
+    cache.delete(hex)
+    return null
+  }
+  const identity: KeyIdentity = { keyId: row.id, productId: row.product_id, scope: row.scope }
+  if (caching && generation === started) cache.set(hex, { identity, until: Date.now() + config.realtime.cacheTtlMs })
+  return identity
+}
+
+/**
+ * Resolves the X-Api-Key header to a key of `productId` whose scope includes `scope`.
+ * 401 for a missing/malformed/unknown/revoked key (or one sent anywhere but X-Api-Key), 404 for another product's key,
+ * 403 when the scope lacks the route's.
+ */
+export async function authenticate(request: Request, productId: string, scope: PublicScope): Promise<KeyIdentity> {
+  // A key in the URL ends up in logs and browser history: refuse it even next to a good header, so it gets noticed.
+  if (new URL(request.url).searchParams.has('api_key')) throw invalidApiKey(HINTS.elsewhere)
+  const key = request.headers.get('x-api-key')
+  if (key === null || key === '') throw invalidApiKey(request.headers.has('authorization') ? HINTS.elsewhere : HINTS.missing)
+  if (!looksLikeSecret(key, PUBLIC_KEY_PREFIX)) throw invalidApiKey(HINTS.malformed)
+  const identity = await lookup(key)
+  if (!identity) throw invalidApiKey(HINTS.unknown)
+  if (identity.productId !== productId) throw productNotFound()
+  if (!identity.scope.includes(scope)) throw insufficientScope(scope)
+  return identity
+}

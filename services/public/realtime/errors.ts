@@ -1,0 +1,56 @@
+// The Realtime public routes' own failures, all in the platform's one error shape (shared/errors.ts).
+import { config } from '../../../shared/config'
+import { ApiError, unavailable } from '../../../shared/errors'
+import { describeError, log } from '../../../shared/log'
+
+/**
+ * 401 for a key that is missing, malformed, unknown or revoked. Unknown and revoked share one hint, so the body never
+ * tells an attacker whether a key ever existed. `gatewayUrl` names the environment actually reached, which is the usual
+ * cause of a valid-looking key being unknown (keys are per environment).
+ */
+export const invalidApiKey = (hint: string) =>
+  new ApiError(401, 'invalid_api_key', 'invalid_api_key', { hint, gatewayUrl: config.gatewayUrl })
+
+export const HINTS = {
+  missing: 'Send the product API key (rtk_...) in the X-Api-Key header.',
+  elsewhere: 'Send the product API key in the X-Api-Key header; keys in the URL (api_key) or in Authorization are not accepted.',
+  malformed: 'A product API key is "rtk_" followed by 43 URL-safe base64 characters; send it unchanged in the X-Api-Key header.',
+  unknown: 'This key is not active in this environment: it may be revoked, or created in another environment. '
+    + 'Create a key with organization_public-keys_create for the environment whose gatewayUrl is shown here.',
+} as const
+
+export const insufficientScope = (scope: string) =>
+  new ApiError(403, 'insufficient_scope', `This API key's scope does not include ${scope}`, { requiredScope: scope })
+
+export const originNotAllowed = (origin: string) =>
+  new ApiError(403, 'origin_not_allowed', `Browser requests from ${origin} are not accepted; allowed origins are https://*.${config.developerDomain}`)
+
+/** The path's product is not the key's: 404, never 403, so a key cannot probe other products. */
+export const productNotFound = () => new ApiError(404, 'not_found', 'Product not found')
+
+export const namespaceNotRegistered = (namespace: string, path: string) =>
+  new ApiError(404, 'namespace_not_registered', `Namespace "${namespace}" is not registered for this product`, {
+    fields: [{ path, message: `names namespace "${namespace}", which is not registered` }],
+  })
+
+export const presenceDisabled = (namespace: string) =>
+  new ApiError(403, 'presence_disabled', `Presence is not enabled for namespace "${namespace}"`)
+
+export const payloadStorageNotProvisioned = (size: number, cap: number) =>
+  new ApiError(503, 'payload_storage_not_provisioned',
+    `Serialized data is ${size} bytes, above the inline cap of ${cap}; provision payload storage (PUT /realtime/payload-storage) to publish it`,
+    { size, inlineCap: cap })
+
+/** 429 with Retry-After in whole seconds (at least 1). */
+export const tooMany = (code: 'quota_exceeded' | 'rate_limited', message: string, retryAfter: number, extra: Record<string, unknown> = {}) =>
+  new ApiError(429, code, message, { retryAfter, ...extra }, { 'retry-after': String(retryAfter) })
+
+/** Runs a Redis counter update; a Redis failure is 503 (retry later), never a 500. */
+export async function counted<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    log('error', `${what} unavailable`, describeError(error))
+    throw unavailable(`The ${what} cannot be checked right now; retry shortly`)
+  }
+}

@@ -1,0 +1,48 @@
+// Request schemas of the Realtime public routes (typebox, the catalog's schema source), validated by validateInput().
+import Type from 'typebox'
+import { Strict } from '../../../shared/catalog/schemas'
+import type { FieldError } from '../../../shared/errors'
+import { LAST_N_MAX } from '../../../shared/realtime/broker'
+import { ChannelName, OPS, OpName, Subject } from '../../../shared/realtime/names'
+import { TOKEN_TTL_DEFAULT, TOKEN_TTL_MAX, TOKEN_TTL_MIN } from '../../../shared/realtime/tokens'
+
+export const MAX_TOKEN_CHANNELS = 32
+
+export const TokenIssueBody = Strict({
+  subject: Subject,
+  channels: Type.Array(
+    Strict({
+      name: ChannelName,
+      ops: Type.Array(OpName, { minItems: 1, maxItems: OPS.length, uniqueItems: true, description: `Any of ${OPS.join(', ')}` }),
+    }),
+    { minItems: 1, maxItems: MAX_TOKEN_CHANNELS },
+  ),
+  ttlSeconds: Type.Optional(Type.Integer({ minimum: TOKEN_TTL_MIN, maximum: TOKEN_TTL_MAX, default: TOKEN_TTL_DEFAULT })),
+})
+export type TokenIssueBody = Type.Static<typeof TokenIssueBody>
+
+export const PublishBody = Strict({
+  channel: ChannelName,
+  data: Type.Unknown({ description: 'Any JSON value (null included); required' }),
+})
+export type PublishBody = { channel: string; data: unknown }
+
+export const ChannelPath = Strict({ channel: ChannelName })
+
+/** Window (last_n or last_ms) or cursor (offset and epoch); which combination is allowed is checked in history.ts. */
+export const HistoryQuery = Strict({
+  last_n: Type.Optional(Type.Integer({ minimum: 1, maximum: LAST_N_MAX })),
+  last_ms: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+  epoch: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+})
+export type HistoryQuery = { last_n?: number; last_ms?: number; offset?: number; epoch?: string }
+
+/**
+ * Query values of integer fields must be written as integers: the schema conversion alone would quietly turn "2.5" into 2.
+ * @example nonIntegers({ last_n: '2.5' }, ['last_n']) // → [{ path: '/query/last_n', message: 'must be integer' }]
+ */
+export function nonIntegers(query: Record<string, string>, names: readonly string[]): FieldError[] {
+  return names.filter((name) => query[name] !== undefined && !/^-?\d+$/.test(query[name]!))
+    .map((name) => ({ path: `/query/${name}`, message: 'must be integer' }))
+}
