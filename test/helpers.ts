@@ -80,8 +80,8 @@ export interface Worker {
   stop(signal?: NodeJS.Signals): Promise<number>
 }
 
-/** Starts `bun run <script>` as a real process and waits for /healthz. */
-export async function startWorker(script: string, env: Record<string, string>, port: number): Promise<Worker> {
+/** Starts `bun run <script>` as a real process and waits until it answers /readyz (or /healthz) with 200. */
+export async function startWorker(script: string, env: Record<string, string>, port: number, waitFor: '/readyz' | '/healthz' = '/readyz'): Promise<Worker> {
   const proc = Bun.spawn(['bun', 'run', script], {
     env: { ...process.env, LOG_REQUESTS: '0', ...env },
     stdout: 'ignore',
@@ -91,12 +91,12 @@ export async function startWorker(script: string, env: Record<string, string>, p
   const deadline = Date.now() + 15_000
   for (;;) {
     try {
-      const r = await fetch(`${url}/healthz`, { headers: { connection: 'close' } })
+      const r = await fetch(`${url}${waitFor}`)
       if (r.ok) break
     } catch {}
     if (Date.now() > deadline || proc.exitCode !== null) {
       proc.kill()
-      throw new Error(`${script} did not become healthy on port ${port}`)
+      throw new Error(`${script} did not answer ${waitFor} on port ${port}`)
     }
     await Bun.sleep(50)
   }

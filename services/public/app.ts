@@ -3,6 +3,7 @@
 import { Elysia } from 'elysia'
 import { ApiError, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
+import { invalidationsLive } from './realtime/invalidation'
 import { preflight } from './realtime/origin'
 import { realtimeRoutes } from './realtime/routes'
 
@@ -14,7 +15,7 @@ export function buildPublicApp() {
       }
       return toErrorResponse(error)
     })
-    .use(healthRoutes())
+    .use(healthRoutes([{ name: 'invalidations', ready: invalidationsLive }]))
     .options('/*', ({ request }) => {
       try {
         return preflight(request)

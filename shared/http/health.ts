@@ -1,4 +1,5 @@
-// /healthz (the process runs) and /readyz (PostgreSQL and Redis both answer within a second).
+// /healthz (the process runs) and /readyz (PostgreSQL and Redis both answer within a second, and any process-specific
+// condition holds, e.g. the public worker's cache-invalidation subscription is live).
 import { Elysia } from 'elysia'
 import { sql } from '../db/client'
 import { redis } from '../redis'
@@ -15,12 +16,16 @@ async function probe(check: () => Promise<unknown>): Promise<'ok' | 'down'> {
   }
 }
 
-export const healthRoutes = () =>
+/** A process-specific readiness condition, reported by name in /readyz. */
+export type ReadinessCheck = { name: string; ready: () => boolean }
+
+export const healthRoutes = (checks: ReadinessCheck[] = []) =>
   new Elysia()
     .get('/healthz', () => ({ status: 'ok', pid: process.pid }))
     .get('/readyz', async ({ set }) => {
       const [postgres, redisStatus] = await Promise.all([probe(() => sql`select 1`), probe(() => redis().ping())])
-      const ready = postgres === 'ok' && redisStatus === 'ok'
+      const extra = Object.fromEntries(checks.map((c) => [c.name, c.ready() ? 'ok' : 'down']))
+      const ready = postgres === 'ok' && redisStatus === 'ok' && Object.values(extra).every((s) => s === 'ok')
       set.status = ready ? 200 : 503
-      return { status: ready ? 'ready' : 'not_ready', postgres, redis: redisStatus }
+      return { status: ready ? 'ready' : 'not_ready', postgres, redis: redisStatus, ...extra }
     })

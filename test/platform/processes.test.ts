@@ -39,7 +39,7 @@ describe('api workers', () => {
   test('/readyz is 503 while Redis does not answer, /healthz stays 200', async () => {
     const port = await freePort()
     const deadRedis = await freePort()
-    const w = await startWorker('services/api/main.ts', { API_PORT: String(port), REDIS_URL: `redis://127.0.0.1:${deadRedis}` }, port)
+    const w = await startWorker('services/api/main.ts', { API_PORT: String(port), REDIS_URL: `redis://127.0.0.1:${deadRedis}` }, port, '/healthz')
     try {
       expect((await fetch(`${w.url}/healthz`)).status).toBe(200)
       const ready = await fetch(`${w.url}/readyz`)

@@ -217,7 +217,7 @@ describe('body limits', () => {
 describe('process', () => {
   test('/healthz and /readyz; unknown routes are 404 in the error shape', async () => {
     expect((await pub(pair.a, 'GET', '/healthz')).body).toMatchObject({ status: 'ok' })
-    expect((await pub(pair.b, 'GET', '/readyz')).body).toEqual({ status: 'ready', postgres: 'ok', redis: 'ok' })
+    expect((await pub(pair.b, 'GET', '/readyz')).body).toEqual({ status: 'ready', postgres: 'ok', redis: 'ok', invalidations: 'ok' })
     for (const path of ['/nope', `/${p.productId}/realtime/nope`, `/${p.productId}/realtime/channels/chat:a/b/c`]) {
       const result = await pub(pair.a, 'GET', path, { key: p.key })
       expect(result.status).toBe(404)

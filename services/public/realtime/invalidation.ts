@@ -5,6 +5,11 @@ import { onInvalidation } from '../../../shared/realtime/invalidation'
 import { forgetKey, setKeyCaching } from './api-keys'
 import { forgetProduct, setPolicyCaching } from './policies'
 
+let live = false
+
+/** True while this worker is subscribed to invalidations (its caches are on); part of /readyz. */
+export const invalidationsLive = () => live
+
 /**
  * Subscribes to invalidations and only then turns the caches on, so a worker never serves from a cache it cannot drop.
  * Until Redis answers, the worker serves uncached. Returns a function that unsubscribes and turns caching off.
@@ -26,7 +31,9 @@ export async function listenForInvalidations(): Promise<() => Promise<void>> {
   })
   setKeyCaching(true)
   setPolicyCaching(true)
+  live = true
   return async () => {
+    live = false
     setKeyCaching(false)
     setPolicyCaching(false)
     await stop()
