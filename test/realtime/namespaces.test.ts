@@ -5,7 +5,7 @@ import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { onInvalidation, publishInvalidation, type Invalidation } from '../../shared/realtime/invalidation'
 import type { Op } from '../../shared/realtime/names'
-import { allowedOps } from '../../services/api/realtime/grants'
+import { allowedOps } from '../../shared/realtime/grants'
 import { call, newPlatformKey, newProduct, newUser } from '../helpers'
 
 type Owner = { token: string; productId: string }

@@ -3,7 +3,7 @@ import { config } from '../../../shared/config'
 import { unprocessable } from '../../../shared/errors'
 import { namespaceOf, OPS, type Op } from '../../../shared/realtime/names'
 import { signToken, TOKEN_TTL_DEFAULT, type TokenChannel } from '../../../shared/realtime/tokens'
-import { allowedOps } from '../../api/realtime/grants'
+import { allowedOps } from '../../../shared/realtime/grants'
 import { productPolicies, type ProductPolicies } from './policies'
 import type { TokenIssueBody } from './schemas'
 
