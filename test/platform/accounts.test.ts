@@ -169,3 +169,41 @@ describe('product context of an operation', () => {
     expect(await run(analytics.key, other.productId)).toMatchObject({ ok: false, status: 404 })
   })
 })
+
+describe('organization members', () => {
+  test('an owner adds an existing user, who then reaches the organization\'s products', async () => {
+    const owner = await newProduct()
+    const teammate = await newUser()
+    expectError(await call('GET', `/products/${owner.productId}`, { token: teammate.token }), 404)
+    const added = await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: teammate.email.toUpperCase() } })
+    expect(added.body).toEqual({ userId: teammate.userId, email: teammate.email, name: null, role: 'member', joinedAt: expect.any(String) })
+    expect((await call('GET', `/products/${owner.productId}`, { token: teammate.token })).status).toBe(200)
+    const list = await call('GET', `/organizations/${owner.organizationId}/members`, { token: teammate.token })
+    expect(list.body.members.map((m: any) => [m.userId, m.role])).toEqual([[owner.userId, 'owner'], [teammate.userId, 'member']])
+    expectError(await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: teammate.email } }), 409)
+    expectError(await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: uniqueEmail() } }), 404)
+  })
+
+  test('only owners manage members; strangers see 404; the last owner stays; a member may leave', async () => {
+    const owner = await newProduct()
+    const member = await newUser()
+    const stranger = await newUser()
+    await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: member.email } })
+    expectError(await call('POST', `/organizations/${owner.organizationId}/members`, { token: member.token, body: { email: stranger.email } }), 403)
+    expectError(await call('DELETE', `/organizations/${owner.organizationId}/members/${owner.userId}`, { token: member.token }), 403)
+    expectError(await call('GET', `/organizations/${owner.organizationId}/members`, { token: stranger.token }), 404)
+    expectError(await call('POST', `/organizations/${owner.organizationId}/members`, { token: stranger.token, body: { email: stranger.email } }), 404)
+    const lastOwner = await call('DELETE', `/organizations/${owner.organizationId}/members/${owner.userId}`, { token: owner.token })
+    expectError(lastOwner, 409)
+    expect(lastOwner.body.fields).toEqual([{ path: '/path/userId', message: 'is the last owner' }])
+    expect((await call('DELETE', `/organizations/${owner.organizationId}/members/${member.userId}`, { token: member.token })).body).toEqual({ userId: member.userId, removed: true })
+    expectError(await call('GET', `/products/${owner.productId}`, { token: member.token }), 404)
+    expectError(await call('DELETE', `/organizations/${owner.organizationId}/members/${member.userId}`, { token: owner.token }), 404)
+  })
+
+  test('platform keys cannot manage members', async () => {
+    const owner = await newProduct()
+    const key = await newPlatformKey(owner, ['organization'])
+    expectError(await call('GET', `/organizations/${owner.organizationId}/members`, { token: key.key }), 403)
+  })
+})

@@ -3,6 +3,7 @@ import Type from 'typebox'
 import { defineOperation, productOf, type Principal } from '../../../shared/catalog/operation'
 import { AreaName, iso, ProductPath, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { forbidden, notFound } from '../../../shared/errors'
+import { addMember, listMembers, removeMember, type Member } from './members'
 import { createPlatformKey, listPlatformKeys, revokePlatformKey } from './platform-keys'
 import { createProduct, getProduct, listOrganizationsOfUser, listProductsOfUser, userCanAccessProduct, type Product } from './products'
 import { endSession, getUser, logIn, signUp, startSession, type User } from './users'
@@ -84,6 +85,44 @@ export const organizationsList = defineOperation({
   }),
 })
 
+const MemberSchema = Strict({
+  userId: Uuid(), email: Type.String(), name: Type.Union([Type.String(), Type.Null()]),
+  role: Type.Union([Type.Literal('owner'), Type.Literal('member')]), joinedAt: Timestamp(),
+})
+const memberOut = (m: Member) => ({ ...m, joinedAt: iso(m.joinedAt) })
+const OrganizationPath = Strict({ organizationId: Uuid('Organization id') })
+
+export const membersList = defineOperation({
+  id: 'organization_members_list', method: 'GET', path: '/organizations/{organizationId}/members', area: 'organization',
+  auth: 'principal', sessionOnly: true,
+  summary: 'List the members of an organization the user belongs to',
+  params: OrganizationPath,
+  response: Strict({ members: Type.Array(MemberSchema) }),
+  handler: async ({ params }, ctx) => ({ members: (await listMembers(params.organizationId, sessionUser(ctx.principal))).map(memberOut) }),
+})
+
+export const membersAdd = defineOperation({
+  id: 'organization_members_add', method: 'POST', path: '/organizations/{organizationId}/members', area: 'organization',
+  auth: 'principal', sessionOnly: true,
+  summary: "Add an existing user, by email, to the organization (owners only); they reach all of its products",
+  params: OrganizationPath,
+  body: Strict({ email: Email, role: Type.Optional(Type.Union([Type.Literal('owner'), Type.Literal('member')])) }),
+  response: MemberSchema,
+  handler: async ({ params, body }, ctx) => memberOut(await addMember(params.organizationId, sessionUser(ctx.principal), body)),
+})
+
+export const membersRemove = defineOperation({
+  id: 'organization_members_remove', method: 'DELETE', path: '/organizations/{organizationId}/members/{userId}',
+  area: 'organization', auth: 'principal', sessionOnly: true,
+  summary: 'Remove a member (owners only, or a member leaving); the last owner cannot be removed',
+  params: Strict({ organizationId: Uuid('Organization id'), userId: Uuid('User id') }),
+  response: Strict({ userId: Uuid(), removed: Type.Boolean() }),
+  handler: async ({ params }, ctx) => {
+    await removeMember(params.organizationId, sessionUser(ctx.principal), params.userId)
+    return { userId: params.userId, removed: true }
+  },
+})
+
 export const productsCreate = defineOperation({
   id: 'organization_products_create', method: 'POST', path: '/products', area: 'organization', auth: 'principal',
   sessionOnly: true,
@@ -158,6 +197,6 @@ export const platformKeysRevoke = defineOperation({
 })
 
 export const accountOperations = [
-  signup, login, logout, me, organizationsList, productsCreate, productsList, productsGet,
+  signup, login, logout, me, organizationsList, membersList, membersAdd, membersRemove, productsCreate, productsList, productsGet,
   platformKeysCreate, platformKeysList, platformKeysRevoke,
 ]
