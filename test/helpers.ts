@@ -1,5 +1,7 @@
 // Test helpers: in-process calls to the apps, fresh accounts and products, and real worker processes on free ports.
+import { afterAll, beforeAll } from 'bun:test'
 import { randomUUID } from 'node:crypto'
+import { onInvalidation, type Invalidation } from '../shared/realtime/invalidation'
 import { buildApiApp } from '../services/api/app'
 
 export const api = buildApiApp()
@@ -107,4 +109,17 @@ export async function startWorker(script: string, env: Record<string, string>, p
       return await proc.exited
     },
   }
+}
+
+/** Records every cache invalidation published while the calling test file runs; tests look for the ones they caused. */
+export function recordInvalidations(): Invalidation[] {
+  const heard: Invalidation[] = []
+  let stop: (() => Promise<void>) | undefined
+  beforeAll(async () => {
+    stop = await onInvalidation((message) => heard.push(message))
+  })
+  afterAll(async () => {
+    await stop?.()
+  })
+  return heard
 }

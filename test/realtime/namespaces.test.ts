@@ -1,12 +1,12 @@
 // Realtime control plane on the platform API: namespaces, grants (and allowedOps), payload storage.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { Client as S3 } from 'minio'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
-import { onInvalidation, publishInvalidation, type Invalidation } from '../../shared/realtime/invalidation'
+import { publishInvalidation, type Invalidation } from '../../shared/realtime/invalidation'
 import type { Op } from '../../shared/realtime/names'
 import { allowedOps } from '../../shared/realtime/grants'
-import { call, newPlatformKey, newProduct, newUser } from '../helpers'
+import { call, newPlatformKey, newProduct, newUser, recordInvalidations } from '../helpers'
 
 type Owner = { token: string; productId: string }
 const as = (owner: Owner, extra: Record<string, unknown> = {}) => ({ token: owner.token, productId: owner.productId, ...extra })
@@ -34,14 +34,7 @@ async function createGrant(owner: Owner, pattern: string, ops: string[]) {
 }
 
 // Every invalidation published while this file runs; tests wait for the ones they caused.
-const heard: Invalidation[] = []
-let stopListening: () => Promise<void>
-beforeAll(async () => {
-  stopListening = await onInvalidation((message) => heard.push(message))
-})
-afterAll(async () => {
-  await stopListening()
-})
+const heard = recordInvalidations()
 
 /**
  * Where the next test's messages start in `heard`: publishes a sentinel on the same Redis connection the api uses and

@@ -1,11 +1,11 @@
 // Realtime product API keys (rtk_) on the platform API: owner's login only, per environment, revocation announced.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { onInvalidation, type Invalidation } from '../../shared/realtime/invalidation'
 import { PUBLIC_SCOPES, publicKeyHash } from '../../shared/realtime/public-keys'
-import { call, newPlatformKey, newProduct, newUser } from '../helpers'
+import { call, newPlatformKey, newProduct, newUser, recordInvalidations } from '../helpers'
 
 const keysPath = (productId: string) => `/governance/api/v1/products/${productId}/public-keys`
 
@@ -27,15 +27,8 @@ async function createKey(owner: { token: string; productId: string }, body: Reco
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex')
 
-// Every invalidation published while this file runs; tests wait for the one they caused.
-const heard: Invalidation[] = []
-let stopListening: () => Promise<void>
-beforeAll(async () => {
-  stopListening = await onInvalidation((message) => heard.push(message))
-})
-afterAll(async () => {
-  await stopListening()
-})
+// Every invalidation published while this file runs; tests wait for the ones they caused.
+const heard = recordInvalidations()
 
 /**
  * Reads the key's row the moment its invalidation arrives, as a worker dropping its cache would: the change must already
