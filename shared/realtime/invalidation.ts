@@ -5,7 +5,7 @@ import { dedicatedRedis, redis } from '../redis'
 export const INVALIDATION_CHANNEL = 'platform:invalidate'
 
 export type Invalidation =
-  | { kind: 'public_key'; keyHash: string } // hex digest of the key's lookup hash
+  | { kind: 'public_key'; keyHash: string; keyId: string } // keyHash: hex digest of the key's lookup hash
   | { kind: 'namespaces'; productId: string }
   | { kind: 'payload_storage'; productId: string }
 

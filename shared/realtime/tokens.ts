@@ -24,6 +24,8 @@ export interface Claims {
   ext: true
   /** Product id. */
   pid: string
+  /** Id of the product API key that issued the token: revoking that key ends the token (shared/realtime/revocations.ts). */
+  akid: string
   /** Environment the token was issued in; a gateway refuses tokens of other environments. */
   env: string
   channels: TokenChannel[]
@@ -115,6 +117,8 @@ async function secretFor(kid: string, sql: Sql): Promise<Buffer | null> {
 
 export interface SignInput {
   productId: string
+  /** The product API key issuing the token. */
+  apiKeyId: string
   /** Without the `ext:` prefix; the caller has validated its grammar. */
   subject: string
   channels: TokenChannel[]
@@ -134,7 +138,7 @@ export async function signToken(input: SignInput, sql: Sql = defaultSql): Promis
   const key = await currentSigningKey(sql)
   const iat = input.now ?? Math.floor(Date.now() / 1000)
   const claims: Claims = {
-    sub: `ext:${input.subject}`, ext: true, pid: input.productId, env: config.environment,
+    sub: `ext:${input.subject}`, ext: true, pid: input.productId, akid: input.apiKeyId, env: config.environment,
     channels: input.channels.map((c) => ({ name: c.name, ops: [...c.ops] })), iat, exp: iat + ttl, jti: randomUUID(),
   }
   const signingInput = `${b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: key.kid }))}.${b64url(JSON.stringify(claims))}`
@@ -153,8 +157,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 function checkClaims(payload: unknown): Claims {
   if (!isObject(payload)) throw new TokenError('malformed')
-  const { sub, ext, pid, env, channels, iat, exp, jti } = payload
-  const wellFormed = typeof sub === 'string' && sub.startsWith('ext:') && ext === true && typeof pid === 'string'
+  const { sub, ext, pid, akid, env, channels, iat, exp, jti } = payload
+  const wellFormed = typeof sub === 'string' && sub.startsWith('ext:') && ext === true && typeof pid === 'string' && typeof akid === 'string'
     && typeof env === 'string' && typeof jti === 'string' && Number.isInteger(iat) && Number.isInteger(exp)
     && Array.isArray(channels)
     && channels.every((c) => isObject(c) && typeof c.name === 'string' && Array.isArray(c.ops) && c.ops.every((op) => typeof op === 'string'))

@@ -5,6 +5,7 @@ import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { onInvalidation, type Invalidation } from '../../shared/realtime/invalidation'
 import { PUBLIC_SCOPES, publicKeyHash } from '../../shared/realtime/public-keys'
+import { isKeyRevoked } from '../../shared/realtime/revocations'
 import { call, newPlatformKey, newProduct, newUser, recordInvalidations } from '../helpers'
 
 const keysPath = (productId: string) => `/governance/api/v1/products/${productId}/public-keys`
@@ -154,8 +155,10 @@ describe('revoke', () => {
     const revoked = await call('DELETE', `${keysPath(owner.productId)}/${created.id}`, { token: owner.token })
     expect(revoked.status).toBe(200)
     expect(revoked.body).toEqual({ id: created.id, revoked: true })
-    expect(await waitForInvalidation((m) => m.kind === 'public_key' && m.keyHash === digest)).toEqual({ kind: 'public_key', keyHash: digest })
+    expect(await waitForInvalidation((m) => m.kind === 'public_key' && m.keyHash === digest)).toEqual({ kind: 'public_key', keyHash: digest, keyId: created.id })
     expect((await seenOnArrival())?.revoked_at).toBeInstanceOf(Date)
+    // Tokens the key issued end with it: gateways read this marker (their own issue closes live connections).
+    expect(await isKeyRevoked(created.id)).toBe(true)
     const [row] = await sql`select revoked_at from public_keys where id = ${created.id}`
     expect(row!.revoked_at).toBeInstanceOf(Date)
     expect((await call('GET', keysPath(owner.productId), { token: owner.token })).body.keys).toEqual([])
@@ -184,6 +187,7 @@ describe('update scope', () => {
     expect(updated.body.key).toBeUndefined()
     expect(Date.parse(updated.body.updatedAt)).toBeGreaterThan(Date.parse(created.createdAt))
     expect(await waitForInvalidation((m) => m.kind === 'public_key' && m.keyHash === digest)).toBeDefined()
+    expect(await isKeyRevoked(created.id)).toBe(false) // a scope change leaves tokens the key issued valid
     expect((await seenOnArrival())?.scope).toEqual(['tokens:issue', 'presence:read'])
     const [row] = await sql`select scope, key_hash, revoked_at from public_keys where id = ${created.id}`
     expect(row!.scope).toEqual(['tokens:issue', 'presence:read'])

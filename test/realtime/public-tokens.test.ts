@@ -37,7 +37,7 @@ describe('POST /tokens/issue', () => {
       subject: 'ext:user-1', channels: [{ name: 'chat:room-1', ops: ['subscribe', 'presence'] }], dropped: [],
     })
     const claims = await verifyToken(result.body.token)
-    expect(claims).toMatchObject({ sub: 'ext:user-1', ext: true, pid: p.productId, env: config.environment, channels: result.body.channels })
+    expect(claims).toMatchObject({ sub: 'ext:user-1', ext: true, pid: p.productId, akid: p.keyId, env: config.environment, channels: result.body.channels })
     expect(claims.exp - claims.iat).toBe(3600)
     expect(claims.iat).toBeGreaterThanOrEqual(before)
     expect(new Date(result.body.expiresAt).getTime()).toBe(claims.exp * 1000)
@@ -144,7 +144,7 @@ describe('tokens module', () => {
   const channels = [{ name: 'chat:1', ops: ['subscribe' as const] }]
 
   test('tampered, truncated, expired or foreign tokens are refused with a reason', async () => {
-    const { token } = await signToken({ productId: randomUUID(), subject: 'abc', channels, ttlSeconds: 60 })
+    const { token } = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels, ttlSeconds: 60 })
     const [h, payload, s] = token.split('.') as [string, string, string]
     const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), channels: [{ name: 'chat:1', ops: ['publish'] }] })).toString('base64url')
     const reason = async (t: string, now?: number) => {
@@ -174,11 +174,11 @@ describe('tokens module', () => {
   })
 
   test('rotation: a newer key signs (kid in the header); tokens of the older key still verify', async () => {
-    const old = await signToken({ productId: randomUUID(), subject: 'abc', channels })
+    const old = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     const kid = `test-${randomUUID()}`
     await sql`insert into realtime_signing_keys (kid, secret, created_at) values (${kid}, ${randomBytes(32)}, now() + interval '1 second')`
     resetTokenKeyCache()
-    const fresh = await signToken({ productId: randomUUID(), subject: 'abc', channels })
+    const fresh = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     expect(JSON.parse(Buffer.from(fresh.token.split('.')[0]!, 'base64url').toString()).kid).toBe(kid)
     expect((await verifyToken(fresh.token)).sub).toBe('ext:abc')
     expect((await verifyToken(old.token)).sub).toBe('ext:abc')
@@ -187,7 +187,7 @@ describe('tokens module', () => {
     expect((await verifyToken(old.token, { sql: broken })).sub).toBe('ext:abc')
     await sql`update realtime_signing_keys set retired_at = now() where kid = ${kid}`
     resetTokenKeyCache()
-    const after = await signToken({ productId: randomUUID(), subject: 'abc', channels })
+    const after = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     expect(JSON.parse(Buffer.from(after.token.split('.')[0]!, 'base64url').toString()).kid).not.toBe(kid)
     expect((await verifyToken(fresh.token)).sub).toBe('ext:abc') // retired keys stop signing, not verifying
   })

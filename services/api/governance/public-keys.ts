@@ -5,6 +5,7 @@ import { sql } from '../../../shared/db/client'
 import { notFound } from '../../../shared/errors'
 import { log, describeError } from '../../../shared/log'
 import { publishInvalidation } from '../../../shared/realtime/invalidation'
+import { markKeyRevoked } from '../../../shared/realtime/revocations'
 import { PUBLIC_KEY_PREFIX, PUBLIC_SCOPES, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
 
 export interface PublicKey {
@@ -31,8 +32,8 @@ const normalizeScope = (scope: readonly PublicScope[]) => PUBLIC_SCOPES.filter((
  * Tells every public worker to drop its cached copy of the key. Called after the change is committed; a failed publish
  * is logged, not thrown, because the change stands and worker caches expire within config.realtime.cacheTtlMs anyway.
  */
-async function invalidateKey(keyHash: Uint8Array): Promise<void> {
-  await publishInvalidation({ kind: 'public_key', keyHash: Buffer.from(keyHash).toString('hex') }).catch((error) =>
+async function invalidateKey(keyId: string, keyHash: Uint8Array): Promise<void> {
+  await publishInvalidation({ kind: 'public_key', keyHash: Buffer.from(keyHash).toString('hex'), keyId }).catch((error) =>
     log('warn', 'public key invalidation not published', describeError(error)))
 }
 
@@ -66,7 +67,9 @@ export async function revokePublicKey(productId: string, keyId: string): Promise
     where id = ${keyId} and product_id = ${productId} and environment = ${config.environment} and revoked_at is null
     returning key_hash`
   if (!row) throw notFound('Public key')
-  await invalidateKey(row.key_hash)
+  // Tokens this key issued end with it; if Redis is down they live out their (at most one hour) lifetime: logged.
+  await markKeyRevoked(keyId).catch((error) => log('warn', 'revoked key marker not written', { keyId, ...describeError(error) }))
+  await invalidateKey(keyId, row.key_hash)
 }
 
 /** Replaces the scope of an active key of the product in this environment; any other id is not found. */
@@ -76,6 +79,6 @@ export async function updatePublicKeyScope(productId: string, keyId: string, sco
     where id = ${keyId} and product_id = ${productId} and environment = ${config.environment} and revoked_at is null
     returning id, name, scope, prefix, environment, created_at, updated_at, key_hash`
   if (!row) throw notFound('Public key')
-  await invalidateKey(row.key_hash)
+  await invalidateKey(row.id, row.key_hash)
   return keyFields(row)
 }

@@ -61,7 +61,7 @@ export interface IssueResult {
 }
 
 /** Narrows, then signs; 422 when nothing is left (narrowing (c)). */
-export async function issueToken(productId: string, body: TokenIssueBody): Promise<IssueResult> {
+export async function issueToken(productId: string, apiKeyId: string, body: TokenIssueBody): Promise<IssueResult> {
   const { granted, dropped } = narrow(await productPolicies(productId), body.channels)
   if (granted.length === 0) {
     throw unprocessable('Every requested channel and operation was removed by namespace policy; the token would grant nothing', [
@@ -69,7 +69,7 @@ export async function issueToken(productId: string, body: TokenIssueBody): Promi
     ])
   }
   const { token, claims, expiresAt } = await signToken({
-    productId, subject: body.subject, channels: granted, ttlSeconds: body.ttlSeconds ?? TOKEN_TTL_DEFAULT,
+    productId, apiKeyId, subject: body.subject, channels: granted, ttlSeconds: body.ttlSeconds ?? TOKEN_TTL_DEFAULT,
   })
   return { token, gatewayUrl: config.gatewayUrl, expiresAt: expiresAt.toISOString(), subject: claims.sub, channels: granted, dropped }
 }

@@ -20,6 +20,8 @@ interface Call {
   request: Request
   /** The key's product (equal to the path's). */
   productId: string
+  /** The authenticated product API key. */
+  keyId: string
   /** Decoded from the path; null when the route has none. */
   channel: string | null
   body: unknown
@@ -43,7 +45,7 @@ function endpoint(scope: PublicScope, read: (request: Request) => Promise<unknow
       const channel = 'channel' in params ? String(params.channel ?? '') : null
       if (channel !== null) validateInput({ params: ChannelPath }, { params: { channel } })
       const query = Object.fromEntries(new URL(request.url).searchParams)
-      const result = await handler({ request, productId: key.productId, channel, body, query })
+      const result = await handler({ request, productId: key.productId, keyId: key.keyId, channel, body, query })
       return Response.json(result, { headers: { ...cors, 'x-request-id': requestId } })
     } catch (error) {
       const response = toErrorResponse(error, (e) => log('error', 'public route failed', { requestId, ...describeError(e) }))
@@ -66,9 +68,9 @@ const hooks = { parse: 'none' } as const
 
 export const realtimeRoutes = () =>
   new Elysia({ prefix: '/:productId/realtime' })
-    .post('/tokens/issue', endpoint('tokens:issue', jsonBody, ({ productId, body }) => {
+    .post('/tokens/issue', endpoint('tokens:issue', jsonBody, ({ productId, keyId, body }) => {
       const input = validateInput({ body: TokenIssueBody }, { body })
-      return issueToken(productId, input.body as TokenIssueBody)
+      return issueToken(productId, keyId, input.body as TokenIssueBody)
     }), hooks)
     .post('/messages', endpoint('messages:publish', messageBody, ({ productId, body }) => {
       const input = validateInput({ body: PublishBody }, { body })

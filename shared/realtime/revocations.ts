@@ -1,0 +1,18 @@
+// Revoked product API keys, as seen by gateways: a token names the key that issued it (`akid`), and revoking that key
+// must end the token too. The database holds revocations for good; this Redis marker answers a gateway in one round
+// trip and only needs to outlive the longest token a revoked key could have issued.
+import { redis } from '../redis'
+import { TOKEN_TTL_MAX } from './tokens'
+
+const revokedKey = (keyId: string) => `rt:revoked-key:${keyId}`
+/** Longest token lifetime plus clock-skew slack. */
+const MARKER_SECONDS = TOKEN_TTL_MAX + 60
+
+export async function markKeyRevoked(keyId: string): Promise<void> {
+  await redis().set(revokedKey(keyId), '1', 'EX', MARKER_SECONDS)
+}
+
+/** True when the API key that issued a token has been revoked: a gateway refuses (4001) or closes such a connection. */
+export async function isKeyRevoked(keyId: string): Promise<boolean> {
+  return (await redis().exists(revokedKey(keyId))) === 1
+}
