@@ -53,11 +53,14 @@ function describe(part: Part, errors: RawError[]): FieldError[] {
 }
 
 /**
- * Strings PostgreSQL cannot store as text (NUL) or that are not valid Unicode (unpaired surrogates) are refused at the
- * edge, so they can never surface later as a storage failure.
+ * Strings PostgreSQL cannot store as text (NUL) or that are not valid Unicode (unpaired surrogates), and numbers JSON
+ * cannot carry (1e999 parses as Infinity and would be re-served as null), are refused at the edge, so they can never
+ * surface later as a storage failure or a silently changed value.
  */
 function unstorableStrings(value: unknown, path: string, out: FieldError[]): FieldError[] {
-  if (typeof value === 'string') {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) out.push({ path, message: 'must be a finite number' })
+  } else if (typeof value === 'string') {
     if (value.includes('\u0000') || !value.isWellFormed()) out.push({ path, message: 'must be valid Unicode text without NUL characters' })
   } else if (Array.isArray(value)) {
     value.forEach((item, i) => unstorableStrings(item, `${path}/${i}`, out))

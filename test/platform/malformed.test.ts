@@ -66,6 +66,12 @@ describe('malformed bodies on every route with a body', () => {
         const nul = await expectClientError(op, path, { body: { [field]: 'a\u0000b' } })
         expect(nul.body.fields).toContainEqual({ path: `/body/${field}`, message: expect.stringContaining('NUL') })
       }
+      // Nesting: 64 levels reach validation; deeper is refused before parsing (it would exhaust the stack).
+      const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth)
+      expect((await expectClientError(op, path, { raw: nested(64) })).body.error).toBe('validation_failed')
+      expect((await expectClientError(op, path, { raw: nested(65) })).body.error).toBe('invalid_json')
+      expect((await expectClientError(op, path, { raw: nested(100_000) })).body.error).toBe('invalid_json')
+      expect((await expectClientError(op, path, { raw: `{"a":"[[[[\\"", "b": ${nested(70)}}` })).body.error).toBe('invalid_json')
       const tooLarge = await expectClientError(op, path, { raw: JSON.stringify({ pad: 'y'.repeat(1_100_000) }) })
       expect(tooLarge.status).toBe(413)
     })

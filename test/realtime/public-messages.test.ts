@@ -80,6 +80,19 @@ describe('POST /messages', () => {
     expect({ status: notJson.status, error: notJson.body.error }).toEqual({ status: 400, error: 'invalid_json' })
   })
 
+  test('data that JSON cannot carry or that nests too deep is a 400, never a 500 — also inside a gzip body', async () => {
+    const path = `/${p.productId}/realtime/messages`
+    const infinite = await pub(pair.a, 'POST', path, { key: p.key, raw: '{"channel":"chat:1","data":{"n":1e999}}' })
+    expect({ status: infinite.status, fields: infinite.body.fields }).toEqual({ status: 400, fields: [{ path: '/body/data/n', message: 'must be a finite number' }] })
+    const deep = `{"channel":"chat:1","data":${'['.repeat(50_000)}${']'.repeat(50_000)}}`
+    for (const [raw, headers] of [[deep, {}], [Bun.gzipSync(deep), { 'content-encoding': 'gzip' }]] as const) {
+      const result = await pub(pair.a, 'POST', path, { key: p.key, raw, headers })
+      expect({ status: result.status, error: result.body.error }).toEqual({ status: 400, error: 'invalid_json' })
+    }
+    const issue = await pub(pair.b, 'POST', `/${p.productId}/realtime/tokens/issue`, { key: p.key, raw: '['.repeat(30_000) + ']'.repeat(30_000) })
+    expect({ status: issue.status, error: issue.body.error }).toEqual({ status: 400, error: 'invalid_json' })
+  })
+
   test('serialized data at the inline cap is inline; above it without payload storage: 503 payload_storage_not_provisioned', async () => {
     const q = await realtimeProduct([{ name: 'chat', history: { ttlSeconds: 300, size: 10 } }])
     const atCap = await gzipped(q, { channel: 'chat:big', data: dataOf(INLINE_CAP_BYTES) })
