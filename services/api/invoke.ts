@@ -27,9 +27,22 @@ export async function invoke(op: AnyOperation, raw: RawInput, caller: CallerHead
     throw forbidden(`${op.id} needs the owner's platform login; platform API keys cannot call it`)
   }
   const input = validateInput(op, raw)
-  const productId = op.auth === 'product' ? await resolveProduct(op, principal!, input.params, caller.productId) : null
+  canonicalUuids(op, input.params as Record<string, unknown> | undefined)
+  const header = caller.productId?.toLowerCase() ?? null
+  const productId = op.auth === 'product' ? await resolveProduct(op, principal!, input.params, header) : null
   const ctx: Context = { principal, productId, requestId: caller.requestId }
   return op.handler(input as never, ctx)
+}
+
+/**
+ * UUIDs are case-insensitive; ids in caches, invalidation messages and comparisons are lower-case. Canonicalized once
+ * here, so `X-Product-Id: <UPPER>` and `/products/<UPPER>` reach the same product and the same cache entries.
+ */
+function canonicalUuids(op: AnyOperation, params: Record<string, unknown> | undefined): void {
+  const properties = ((op.params as { properties?: Record<string, { format?: string }> } | undefined)?.properties) ?? {}
+  for (const [name, schema] of Object.entries(properties)) {
+    if (schema.format === 'uuid' && typeof params?.[name] === 'string') params[name] = (params[name] as string).toLowerCase()
+  }
 }
 
 async function resolveProduct(op: AnyOperation, principal: Principal, params: unknown, header: string | null): Promise<string> {

@@ -10,7 +10,9 @@ export type Invalidation =
   | { kind: 'payload_storage'; productId: string }
 
 export async function publishInvalidation(message: Invalidation): Promise<void> {
-  await redis().publish(INVALIDATION_CHANNEL, JSON.stringify(message))
+  // Workers key their caches by lower-case product id.
+  const canonical = 'productId' in message ? { ...message, productId: message.productId.toLowerCase() } : message
+  await redis().publish(INVALIDATION_CHANNEL, JSON.stringify(canonical))
 }
 
 /** Subscribes once per process; returns a promise that resolves when the subscription is active. */

@@ -165,6 +165,9 @@ describe('product context of an operation', () => {
     const analytics = await newPlatformKey(owner, ['analytics'])
     const mail = await newPlatformKey(owner, ['mail'])
     expect(await run(analytics.key)).toEqual({ ok: true, value: { productId: owner.productId } })
+    // UUIDs are case-insensitive: the canonical (lower-case) id is what the operation sees.
+    expect(await run(analytics.key, owner.productId.toUpperCase())).toEqual({ ok: true, value: { productId: owner.productId } })
+    expect(await run(owner.token, owner.productId.toUpperCase())).toEqual({ ok: true, value: { productId: owner.productId } })
     expect(await run(mail.key)).toMatchObject({ ok: false, status: 403, code: 'forbidden' })
     expect(await run(analytics.key, other.productId)).toMatchObject({ ok: false, status: 404 })
   })

@@ -6,6 +6,7 @@ import { INLINE_CAP_BYTES, s3 } from '../../shared/realtime/payloads'
 import { checkPublishQuota, DEFAULT_LIMITS, hardLimit, quotaKey } from '../../services/public/realtime/quota'
 import { redis } from '../../shared/redis'
 import { awayFromWindowEdge, manage, pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
+import { call } from '../helpers'
 
 let pair: Pair
 let p: RealtimeProduct
@@ -54,6 +55,20 @@ describe('POST /messages', () => {
     const result = await publish({ channel: 'live:scores', data: [1, 2, 3] })
     expect(result.status).toBe(200)
     expect(result.body).toEqual({ id: expect.any(String), channel: 'live:scores' })
+  })
+
+  test('a namespace deleted through an upper-case X-Product-Id is gone on every worker at once', async () => {
+    const q = await realtimeProduct([{ name: 'chat' }])
+    const body = { channel: 'chat:1', data: 1 }
+    for (const worker of [pair.a, pair.b]) {
+      expect((await pub(worker, 'POST', `/${q.productId}/realtime/messages`, { key: q.key, body })).status).toBe(200) // cached
+    }
+    const deleted = await call('DELETE', '/realtime/namespaces/chat', { token: q.token, productId: q.productId.toUpperCase() })
+    expect(deleted.status).toBe(200)
+    for (const worker of [pair.a, pair.b]) {
+      const result = await pub(worker, 'POST', `/${q.productId}/realtime/messages`, { key: q.key, body })
+      expect({ status: result.status, error: result.body.error }).toEqual({ status: 404, error: 'namespace_not_registered' })
+    }
   })
 
   test('unregistered namespace: 404 naming the channel', async () => {
