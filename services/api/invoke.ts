@@ -4,7 +4,7 @@ import { areaTag, type AnyOperation, type Context, type Principal } from '../../
 import { validateInput } from '../../shared/catalog/validate'
 import { badRequest, forbidden, notFound } from '../../shared/errors'
 import { authenticate } from './accounts/authenticate'
-import { userCanAccessProduct } from './accounts/products'
+import { productRole } from './accounts/products'
 
 export interface RawInput {
   params?: Record<string, unknown>
@@ -23,8 +23,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export async function invoke(op: AnyOperation, raw: RawInput, caller: CallerHeaders): Promise<unknown> {
   const principal = op.auth === 'none' ? null : await authenticate(caller.authorization)
-  if (principal?.kind === 'platform_key' && op.sessionOnly) {
-    throw forbidden(`${op.id} needs the owner's platform login; platform API keys cannot call it`)
+  if (principal?.kind === 'platform_key' && (op.sessionOnly || op.ownerOnly)) {
+    throw forbidden(`${op.id} needs ${op.ownerOnly ? "the owner's" : 'a'} platform login; platform API keys cannot call it`)
   }
   const input = validateInput(op, raw)
   canonicalUuids(op, input.params as Record<string, unknown> | undefined)
@@ -63,6 +63,8 @@ async function resolveProduct(op: AnyOperation, principal: Principal, params: un
   if (!UUID.test(requested)) {
     throw badRequest('X-Product-Id must be a uuid', [{ path: '/header/X-Product-Id', message: 'must match format "uuid"' }])
   }
-  if (!(await userCanAccessProduct(principal.userId, requested))) throw notFound('Product')
+  const role = await productRole(principal.userId, requested)
+  if (!role) throw notFound('Product')
+  if (op.ownerOnly && role !== 'owner') throw forbidden(`${op.id} needs an owner of the product's organization`)
   return requested
 }

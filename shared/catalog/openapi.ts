@@ -36,7 +36,7 @@ export function catalogVersion(operations: readonly AnyOperation[]): string {
   const contract = [...operations]
     .sort((a, b) => a.id.localeCompare(b.id))
     .map((op) => ({
-      id: op.id, method: op.method, path: op.path, area: op.area, auth: op.auth, sessionOnly: !!op.sessionOnly,
+      id: op.id, method: op.method, path: op.path, area: op.area, auth: op.auth, sessionOnly: !!op.sessionOnly, ownerOnly: !!op.ownerOnly,
       summary: op.summary, description: op.description ?? null,
       params: jsonSchema(op.params) ?? null, query: jsonSchema(op.query) ?? null,
       body: jsonSchema(op.body) ?? null, response: jsonSchema(op.response),

@@ -50,8 +50,13 @@ export interface Operation<
   summary: string
   description?: string
   auth: AuthMode
-  /** Refuse platform keys (403) even when their area matches: the owner's login only. */
+  /** Refuse platform keys (403) even when their area matches: a login session only. */
   sessionOnly?: boolean
+  /**
+   * A login session of an *owner* of the product's organization only (implies sessionOnly): members get 403, platform
+   * keys get 403. For credential management, which the spec reserves to "the owner's platform login".
+   */
+  ownerOnly?: boolean
   params?: P
   query?: Q
   body?: B

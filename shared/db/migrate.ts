@@ -1,5 +1,5 @@
 // Applies pending shared/db/migrations/*.sql in name order inside one transaction, recorded in schema_migrations.
-// A session-level advisory lock serializes concurrent runners, so two processes starting at once are safe.
+// A transaction-level advisory lock serializes concurrent runners, so two processes starting at once are safe.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Sql } from './client'

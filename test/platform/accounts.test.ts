@@ -210,3 +210,32 @@ describe('organization members', () => {
     expectError(await call('GET', `/organizations/${owner.organizationId}/members`, { token: key.key }), 403)
   })
 })
+
+describe('credential management is for owners', () => {
+  test("a member (not owner) gets 403 on every platform-key and product-API-key tool and changes nothing; an owner may", async () => {
+    const owner = await newProduct()
+    const member = await newUser()
+    await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: member.email } })
+    const platformKey = await newPlatformKey(owner, ['realtime'])
+    const publicKey = await call('POST', `/governance/api/v1/products/${owner.productId}/public-keys`, { token: owner.token, body: { name: 'backend' } })
+    const attempts: [string, string, unknown?][] = [
+      ['POST', `/products/${owner.productId}/platform-keys`, { name: 'x', areas: ['realtime'] }],
+      ['GET', `/products/${owner.productId}/platform-keys`],
+      ['DELETE', `/products/${owner.productId}/platform-keys/${platformKey.id}`],
+      ['POST', `/governance/api/v1/products/${owner.productId}/public-keys`, { name: 'x' }],
+      ['GET', `/governance/api/v1/products/${owner.productId}/public-keys`],
+      ['PUT', `/governance/api/v1/products/${owner.productId}/public-keys/${publicKey.body.id}/scope`, { scope: ['tokens:issue'] }],
+      ['DELETE', `/governance/api/v1/products/${owner.productId}/public-keys/${publicKey.body.id}`],
+    ]
+    for (const [method, path, body] of attempts) expectError(await call(method, path, { token: member.token, body }), 403, 'forbidden')
+    // The member still reaches the product itself, and the owner's keys are untouched.
+    expect((await call('GET', `/products/${owner.productId}`, { token: member.token })).status).toBe(200)
+    expect((await call('GET', `/products/${owner.productId}/platform-keys`, { token: owner.token })).body.keys.map((k: any) => k.id)).toEqual([platformKey.id])
+    const publicKeys = await call('GET', `/governance/api/v1/products/${owner.productId}/public-keys`, { token: owner.token })
+    expect(publicKeys.body.keys).toEqual([expect.objectContaining({ id: publicKey.body.id, scope: publicKey.body.scope })])
+    // Promoted to owner, the same user may.
+    await sql`update organization_members set role = 'owner' where user_id = ${member.userId} and organization_id = ${owner.organizationId}`
+    expect((await call('GET', `/governance/api/v1/products/${owner.productId}/public-keys`, { token: member.token })).status).toBe(200)
+    expect((await call('GET', `/products/${owner.productId}/platform-keys`, { token: member.token })).status).toBe(200)
+  })
+})

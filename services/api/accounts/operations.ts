@@ -162,7 +162,7 @@ export const productsGet = defineOperation({
 
 export const platformKeysCreate = defineOperation({
   id: 'organization_platform-keys_create', method: 'POST', path: '/products/{productId}/platform-keys', area: 'organization',
-  auth: 'product', sessionOnly: true,
+  auth: 'product', ownerOnly: true,
   summary: 'Create a platform API key for the product, bound to a set of areas; the secret is returned only here',
   params: ProductPath,
   body: Strict({ name: Type.String({ minLength: 1, maxLength: 256 }), areas: Type.Array(AreaName, { minItems: 1, maxItems: 13 }) }),
@@ -175,7 +175,7 @@ export const platformKeysCreate = defineOperation({
 
 export const platformKeysList = defineOperation({
   id: 'organization_platform-keys_list', method: 'GET', path: '/products/{productId}/platform-keys', area: 'organization',
-  auth: 'product', sessionOnly: true,
+  auth: 'product', ownerOnly: true,
   summary: 'List the active platform API keys of the product (prefixes only, never secrets)',
   params: ProductPath,
   response: Strict({ keys: Type.Array(PlatformKeySchema) }),
@@ -186,7 +186,7 @@ export const platformKeysList = defineOperation({
 
 export const platformKeysRevoke = defineOperation({
   id: 'organization_platform-keys_revoke', method: 'DELETE', path: '/products/{productId}/platform-keys/{keyId}',
-  area: 'organization', auth: 'product', sessionOnly: true,
+  area: 'organization', auth: 'product', ownerOnly: true,
   summary: 'Revoke a platform API key; it stops working at once on every worker',
   params: Strict({ productId: Uuid(), keyId: Uuid() }),
   response: Strict({ id: Uuid(), revoked: Type.Boolean() }),

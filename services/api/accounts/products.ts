@@ -13,11 +13,16 @@ const productFields = (row: Record<string, any>): Product => ({
   id: row.id, name: row.name, organizationId: row.organization_id, createdAt: row.created_at,
 })
 
-export async function userCanAccessProduct(userId: string, productId: string): Promise<boolean> {
+/** The user's role in the organization owning the product, or null when they cannot reach it. */
+export async function productRole(userId: string, productId: string): Promise<'owner' | 'member' | null> {
   const [row] = await sql`
-    select 1 from products p join organization_members m on m.organization_id = p.organization_id
+    select m.role from products p join organization_members m on m.organization_id = p.organization_id
     where p.id = ${productId} and m.user_id = ${userId}`
-  return !!row
+  return (row?.role as 'owner' | 'member' | undefined) ?? null
+}
+
+export async function userCanAccessProduct(userId: string, productId: string): Promise<boolean> {
+  return (await productRole(userId, productId)) !== null
 }
 
 /** Creates a product in one of the user's organizations (their first one when none is named). */

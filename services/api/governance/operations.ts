@@ -21,9 +21,10 @@ const KeyPath = Strict({ productId: Uuid('Product id'), keyId: Uuid('Public key 
 
 const keyOut = (k: PublicKey) => ({ ...k, createdAt: iso(k.createdAt), updatedAt: iso(k.updatedAt) })
 
-// Every route here is sessionOnly: a platform key, even one carrying the Realtime area, can never manage product keys.
+// Every route here is ownerOnly: only an owner's login session manages product keys; members and platform keys (even with the
+// Realtime area) get 403.
 export const publicKeysCreate = defineOperation({
-  id: 'organization_public-keys_create', method: 'POST', path: BASE, area: 'organization', auth: 'product', sessionOnly: true,
+  id: 'organization_public-keys_create', method: 'POST', path: BASE, area: 'organization', auth: 'product', ownerOnly: true,
   summary: 'Create a Realtime product API key (rtk_) for this environment; the secret is returned only here',
   params: ProductPath,
   body: Strict({
@@ -42,7 +43,7 @@ export const publicKeysCreate = defineOperation({
 })
 
 export const publicKeysList = defineOperation({
-  id: 'organization_public-keys_list', method: 'GET', path: BASE, area: 'organization', auth: 'product', sessionOnly: true,
+  id: 'organization_public-keys_list', method: 'GET', path: BASE, area: 'organization', auth: 'product', ownerOnly: true,
   summary: "List the product's active Realtime API keys of this environment, newest first (prefixes only, never secrets)",
   params: ProductPath,
   response: Strict({ keys: Type.Array(PublicKeySchema) }),
@@ -51,7 +52,7 @@ export const publicKeysList = defineOperation({
 
 export const publicKeysRevoke = defineOperation({
   id: 'organization_public-keys_revoke', method: 'DELETE', path: `${BASE}/{keyId}`, area: 'organization', auth: 'product',
-  sessionOnly: true,
+  ownerOnly: true,
   summary: 'Revoke a Realtime API key; it stops working at once on every public worker',
   params: KeyPath,
   response: Strict({ id: Uuid(), revoked: Type.Boolean() }),
@@ -63,7 +64,7 @@ export const publicKeysRevoke = defineOperation({
 
 export const publicKeysUpdateScope = defineOperation({
   id: 'organization_public-keys_update-scope', method: 'PUT', path: `${BASE}/{keyId}/scope`, area: 'organization',
-  auth: 'product', sessionOnly: true,
+  auth: 'product', ownerOnly: true,
   summary: 'Replace the scope of an active Realtime API key; takes effect at once on every public worker',
   params: KeyPath,
   body: Strict({ scope: Scope }),
