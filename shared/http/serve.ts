@@ -1,6 +1,8 @@
 // Runs an Elysia app on Bun.serve with reusePort (several processes share one port), one structured log line per
-// request, the client IP made available to handlers, and a clean shutdown on SIGTERM/SIGINT.
+// request, an x-request-id on every response, the client IP made available to handlers, and a clean shutdown on
+// SIGTERM/SIGINT.
 import type { Server } from 'bun'
+import { randomUUID } from 'node:crypto'
 import { toErrorResponse } from '../errors'
 import { describeError, log } from '../log'
 
@@ -43,12 +45,18 @@ export function serveApp(options: ServeOptions): Server<undefined> {
       } catch (error) {
         response = toErrorResponse(error, (e) => log('error', 'unhandled', describeError(e)))
       }
+      // Routes that run an operation set their own id (it is in their error logs); every other response gets one here.
+      let requestId = response.headers.get('x-request-id')
+      if (!requestId) {
+        requestId = randomUUID()
+        response.headers.set('x-request-id', requestId)
+      }
       if (options.logRequests) {
         const url = new URL(request.url)
         log('info', 'request', {
           method: request.method, path: url.pathname, status: response.status,
           ms: Math.round((performance.now() - started) * 10) / 10, ip: clientIps.get(request),
-          requestId: response.headers.get('x-request-id') ?? undefined,
+          requestId,
         })
       }
       return response

@@ -152,6 +152,7 @@ describe('browser origins', () => {
       headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key, content-type' },
     })
     expect(ok.status).toBe(204)
+    expect(ok.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
     expect(ok.headers.get('access-control-allow-origin')).toBe(origin)
     expect(ok.headers.get('access-control-allow-methods')).toContain('POST')
     const allowHeaders = ok.headers.get('access-control-allow-headers')!.toLowerCase()
@@ -222,7 +223,9 @@ describe('process', () => {
       const result = await pub(pair.a, 'GET', path, { key: p.key })
       expect(result.status).toBe(404)
       expect(result.body).toMatchObject({ error: 'not_found', message: expect.any(String) })
+      expect(result.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
     }
+    for (const path of ['/healthz', '/readyz']) expect((await pub(pair.b, 'GET', path)).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
     const wrongMethod = await pub(pair.a, 'GET', `/${p.productId}/realtime/messages`, { key: p.key })
     expect(wrongMethod.status).toBe(404)
   })
