@@ -53,5 +53,21 @@ export function toErrorResponse(error: unknown, onUnexpected?: (error: unknown) 
 
 function internal(error: unknown, onUnexpected?: (error: unknown) => void): ApiError {
   onUnexpected?.(error)
+  if (backendUnreachable(error)) {
+    return new ApiError(503, 'unavailable', 'A backing service is unavailable; retry shortly', {}, { 'retry-after': '1' })
+  }
   return new ApiError(500, 'internal', 'Internal error')
+}
+
+// Connection-level failures of PostgreSQL (postgres.js codes) or Redis (ioredis) are outages, not bugs: retry later.
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+])
+
+function backendUnreachable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const code = (error as { code?: unknown }).code
+  return (typeof code === 'string' && UNREACHABLE_CODES.has(code))
+    || error.name === 'MaxRetriesPerRequestError' || error.message === 'Connection is closed.'
 }

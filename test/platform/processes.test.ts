@@ -50,6 +50,21 @@ describe('api workers', () => {
     }
   })
 
+  test('while PostgreSQL is unreachable, operations answer 503 unavailable with Retry-After, not 500', async () => {
+    const port = await freePort()
+    const deadDb = await freePort()
+    const w = await startWorker('services/api/main.ts', { API_PORT: String(port), DATABASE_URL: `postgres://postgres@127.0.0.1:${deadDb}/none` }, port, '/healthz')
+    try {
+      const response = await fetch(`${w.url}/products`, { headers: { authorization: `Bearer pls_${'A'.repeat(43)}` } })
+      expect(response.status).toBe(503)
+      expect(response.headers.get('retry-after')).toBe('1')
+      expect(((await response.json()) as any).error).toBe('unavailable')
+      expect((await fetch(`${w.url}/readyz`)).status).toBe(503)
+    } finally {
+      await w.stop()
+    }
+  })
+
   test('logs one JSON line per request and exits 0 on SIGTERM', async () => {
     const port = await freePort()
     const proc = Bun.spawn(['bun', 'run', 'services/api/main.ts'], {
