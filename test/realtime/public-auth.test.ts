@@ -186,6 +186,9 @@ describe('request rate limit', () => {
     // Another address is unaffected; requests without a valid key count too (so keys cannot be guessed at speed).
     expect((await pub(pair.a, 'GET', path, { key: p.key, ip: uniqueIp() })).status).toBe(200)
     expect((await pub(pair.a, 'GET', path, { ip })).status).toBe(429)
+    // Behind the trusted proxy, only the address it appended counts: a client-supplied address in front changes nothing.
+    const spoofed = await pub(pair.b, 'GET', path, { key: p.key, headers: { 'x-forwarded-for': `${uniqueIp()}, ${ip}` } })
+    expect(spoofed.status).toBe(429)
   })
 })
 

@@ -6,12 +6,16 @@ import { counted, tooMany } from './errors'
 
 const WINDOW_SECONDS = 60
 
-/** The peer address, or the first X-Forwarded-For address when the deployment sits behind a trusted proxy. */
+/**
+ * The peer address, or — behind a trusted proxy — the last X-Forwarded-For address: the one that proxy appended for
+ * the peer it saw. Earlier entries are whatever the client sent (nginx and cloud load balancers append), so trusting
+ * the first would let any client pick its own rate-limit bucket.
+ */
 export function clientIp(request: Request): string {
   if (config.trustProxy) {
-    const first = request.headers.get('x-forwarded-for')?.split(',')[0]?.trim()
+    const last = request.headers.get('x-forwarded-for')?.split(',').at(-1)?.trim()
     // Bounded: the value becomes part of a Redis key, and a proxy never forwards anything longer than an IPv6 address.
-    if (first) return normalizeIp(first.slice(0, 64))
+    if (last) return normalizeIp(last.slice(0, 64))
   }
   return peerIp(request)
 }
