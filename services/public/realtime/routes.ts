@@ -14,7 +14,7 @@ import { issueToken } from './issue'
 import { publishMessage } from './messages'
 import { checkOrigin } from './origin'
 import { checkIpRate, clientIp } from './rate-limit'
-import { ChannelPath, HistoryQuery, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
+import { ChannelPath, HistoryQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
 
 interface Call {
   request: Request
@@ -79,8 +79,8 @@ export const realtimeRoutes = () =>
     .get('/channels/:channel', endpoint('channels:read', noBody, ({ productId, channel }) =>
       channelStatus(productId, channel!)), hooks)
     .get('/channels/:channel/history', endpoint('history:read', noBody, ({ productId, channel, query }) => {
-      const notIntegers = nonIntegers(query, ['last_n', 'offset'])
-      if (notIntegers.length) throw badRequest(`Invalid request: ${notIntegers.map((f) => f.path).join(', ')} must be integer`, notIntegers)
+      const malformed = [...nonIntegers(query, ['last_n', 'offset']), ...nonDecimals(query, ['last_ms'])]
+      if (malformed.length) throw badRequest(`Invalid request: ${malformed.map((f) => `${f.path} ${f.message}`).join('; ')}`, malformed)
       const input = validateInput({ query: HistoryQuery }, { query })
       return channelHistory(productId, channel!, input.query as HistoryQuery)
     }), hooks)

@@ -46,3 +46,12 @@ export function nonIntegers(query: Record<string, string>, names: readonly strin
   return names.filter((name) => query[name] !== undefined && !/^-?\d+$/.test(query[name]!))
     .map((name) => ({ path: `/query/${name}`, message: 'must be integer' }))
 }
+
+/**
+ * Query values of number fields must be plain decimals: Number() would also read "0x10" as 16 and "" as 0.
+ * @example nonDecimals({ last_ms: '0x10' }, ['last_ms']) // → [{ path: '/query/last_ms', message: 'must be a decimal number' }]
+ */
+export function nonDecimals(query: Record<string, string>, names: readonly string[]): FieldError[] {
+  return names.filter((name) => query[name] !== undefined && !/^-?\d+(\.\d+)?$/.test(query[name]!))
+    .map((name) => ({ path: `/query/${name}`, message: 'must be a decimal number' }))
+}
