@@ -20,7 +20,8 @@ export function buildApiApp() {
       }
       return toErrorResponse(error)
     })
-    .use(cors({ exposeHeaders: ['x-request-id'] }))
+    // Bearer tokens only, never cookies: any origin may call, and no credentials are ever shared.
+    .use(cors({ credentials: false, exposeHeaders: ['x-request-id'] }))
     .use(healthRoutes())
     .get('/openapi.json', () => openapi)
     .all('/mcp', ({ request }) => mcp(request), { parse: 'none' })

@@ -126,3 +126,12 @@ describe('MCP endpoint', () => {
     await client.close()
   })
 })
+
+test('the platform API answers browsers from any origin without sharing credentials (bearer tokens only)', async () => {
+  const preflight = await call('OPTIONS', '/products', {
+    headers: { origin: 'https://dashboard.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+  })
+  expect(preflight.status).toBeLessThan(300)
+  expect(preflight.headers.get('access-control-allow-origin')).toBeTruthy()
+  expect(preflight.headers.get('access-control-allow-credentials')).not.toBe('true')
+})
