@@ -15,16 +15,38 @@ export async function publishInvalidation(message: Invalidation): Promise<void> 
   await redis().publish(INVALIDATION_CHANNEL, JSON.stringify(canonical))
 }
 
-/** Subscribes once per process; returns a promise that resolves when the subscription is active. */
-export async function onInvalidation(listener: (message: Invalidation) => void): Promise<() => Promise<void>> {
+/**
+ * Subscribes on a dedicated connection; resolves once the subscription is active (rejects, leaving nothing open, if it
+ * cannot be made). `onLive(false)` is called when the connection drops — messages published meanwhile are lost, so a
+ * cache must stop trusting itself — and `onLive(true)` once it is subscribed again after reconnecting.
+ */
+export async function onInvalidation(
+  listener: (message: Invalidation) => void,
+  onLive: (live: boolean) => void = () => {},
+): Promise<() => Promise<void>> {
   const subscriber = dedicatedRedis('invalidation')
+  let stopped = false
   subscriber.on('message', (_channel: string, text: string) => {
     try {
       listener(JSON.parse(text) as Invalidation)
     } catch {}
   })
-  await subscriber.subscribe(INVALIDATION_CHANNEL)
+  subscriber.on('close', () => {
+    if (!stopped) onLive(false)
+  })
+  // After a reconnect: subscribe again explicitly and only then report live (the connection is down again if it fails).
+  subscriber.on('ready', () => {
+    subscriber.subscribe(INVALIDATION_CHANNEL).then(() => !stopped && onLive(true), () => {})
+  })
+  try {
+    await subscriber.subscribe(INVALIDATION_CHANNEL)
+  } catch (error) {
+    stopped = true
+    subscriber.disconnect()
+    throw error
+  }
   return async () => {
+    stopped = true
     await subscriber.quit().catch(() => {})
   }
 }
