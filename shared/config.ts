@@ -65,6 +65,11 @@ function loadConfig() {
       maxDecompressedBytes: int('REALTIME_MAX_DECOMPRESSED_BYTES', 8 * 1024 * 1024),
       /** Default bucket for provisioned payload storage. */
       payloadBucket: str('REALTIME_PAYLOAD_BUCKET', 'realtime-payloads'),
+      /**
+       * Buckets a product may choose (comma-separated); the default bucket is always allowed. Products never name
+       * arbitrary buckets: the platform's S3 credentials would otherwise reach any bucket, another tenant's included.
+       */
+      payloadBucketsAllowed: str('REALTIME_PAYLOAD_BUCKETS', '').split(',').map((b) => b.trim()).filter(Boolean),
       /** Longest a worker trusts a cached API key or namespace policy without an invalidation message. */
       cacheTtlMs: int('REALTIME_CACHE_TTL_MS', 5000),
     },

@@ -373,6 +373,8 @@ describe('payload storage', () => {
     })
   })()
   const uniqueBucket = () => `rt-test-${crypto.randomUUID().slice(0, 13)}`
+  /** Offers a bucket the way a deployment does with REALTIME_PAYLOAD_BUCKETS (config is read at call time). */
+  const allowBucket = (bucket: string) => (config.realtime.payloadBucketsAllowed.push(bucket), bucket)
 
   test('not provisioned at first; provisioning creates the default bucket, and is idempotent', async () => {
     const owner = await newProduct()
@@ -387,7 +389,7 @@ describe('payload storage', () => {
 
   test('a named bucket is created when missing; moving to another bucket resets createdAt', async () => {
     const owner = await newProduct()
-    const bucket = uniqueBucket()
+    const bucket = allowBucket(uniqueBucket())
     expect(await s3.bucketExists(bucket)).toBe(false)
     const provisioned = await call('PUT', '/realtime/payload-storage', as(owner, { body: { bucket } }))
     expect(provisioned).toMatchObject({ status: 200, body: { provisioned: true, bucket } })
@@ -399,9 +401,21 @@ describe('payload storage', () => {
     expect(Date.parse(moved.body.createdAt)).toBeGreaterThan(Date.parse(provisioned.body.createdAt))
   })
 
+  test("a bucket the platform does not offer is refused (422 naming the field), never created, and nothing changes", async () => {
+    const owner = await newProduct()
+    await call('PUT', '/realtime/payload-storage', as(owner, { body: {} }))
+    const before = (await call('GET', '/realtime/payload-storage', as(owner))).body
+    const foreign = uniqueBucket() // e.g. another tenant's bucket, reachable with the platform's credentials
+    const refused = await call('PUT', '/realtime/payload-storage', as(owner, { body: { bucket: foreign } }))
+    expect(refused.status).toBe(422)
+    expect(refused.body.fields).toEqual([{ path: '/body/bucket', message: expect.stringContaining(config.realtime.payloadBucket) }])
+    expect(await s3.bucketExists(foreign)).toBe(false)
+    expect((await call('GET', '/realtime/payload-storage', as(owner))).body).toEqual(before)
+  })
+
   test('delete forgets the storage but keeps the bucket and its objects; it is idempotent', async () => {
     const owner = await newProduct()
-    const bucket = uniqueBucket()
+    const bucket = allowBucket(uniqueBucket())
     await call('PUT', '/realtime/payload-storage', as(owner, { body: { bucket } }))
     await s3.putObject(bucket, 'kept.json', Buffer.from('{"kept":true}'))
     expect(await call('DELETE', '/realtime/payload-storage', as(owner))).toMatchObject({ status: 200, body: { provisioned: false } })

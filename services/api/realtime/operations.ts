@@ -132,7 +132,8 @@ export const grantsDelete = defineOperation({
 // S3 naming rules as the S3 client applies them: no "..", nothing shaped like an IP address (a dotted quad anywhere).
 const BucketName = Type.String({
   minLength: 3, maxLength: 63, pattern: '^(?!.*\\.\\.)(?!.*[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$',
-  description: `S3 bucket name: 3 to 63 characters of [a-z0-9.-], starting and ending with a letter or digit, no "..", not an IP address; default ${config.realtime.payloadBucket}`,
+  description: 'One of the buckets this platform offers (REALTIME_PAYLOAD_BUCKET, the default, and REALTIME_PAYLOAD_BUCKETS; another is 422). '
+    + 'S3 bucket name: 3 to 63 characters of [a-z0-9.-], starting and ending with a letter or digit, no "..", not an IP address',
 })
 const StorageSchema = Strict({
   provisioned: Type.Boolean(),

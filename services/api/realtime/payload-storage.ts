@@ -1,6 +1,7 @@
 // Payload storage of a product: the S3 bucket where publishes above the inline cap are stored (one row per product).
+import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
-import { ApiError, badRequest } from '../../../shared/errors'
+import { ApiError, badRequest, unprocessable } from '../../../shared/errors'
 import { ensureBucket } from '../../../shared/realtime/payloads'
 import { announce } from './namespaces'
 
@@ -15,6 +16,12 @@ export interface PayloadStorage {
  * keeps its createdAt; naming another bucket moves the product there (objects already stored stay where they are).
  */
 export async function provisionPayloadStorage(productId: string, bucket: string): Promise<PayloadStorage> {
+  const allowed = allowedBuckets()
+  if (!allowed.includes(bucket)) {
+    throw unprocessable(`Bucket "${bucket}" is not one this platform offers for payload storage`, [
+      { path: '/body/bucket', message: `must be one of: ${allowed.join(', ')}` },
+    ])
+  }
   try {
     await ensureBucket(bucket) // S3 failures are already a 503 there
   } catch (error) {
@@ -34,6 +41,9 @@ export async function provisionPayloadStorage(productId: string, bucket: string)
   await announce({ kind: 'payload_storage', productId })
   return { bucket: row!.bucket, createdAt: row!.created_at }
 }
+
+/** The platform's buckets a product may choose: objects are keyed by product id, so products can share one safely. */
+export const allowedBuckets = () => [...new Set([config.realtime.payloadBucket, ...config.realtime.payloadBucketsAllowed])]
 
 export async function getPayloadStorage(productId: string): Promise<PayloadStorage | null> {
   const [row] = await sql`select bucket, created_at from realtime_payload_storage where product_id = ${productId}`
