@@ -70,6 +70,8 @@ function loadConfig() {
        * arbitrary buckets: the platform's S3 credentials would otherwise reach any bucket, another tenant's included.
        */
       payloadBucketsAllowed: str('REALTIME_PAYLOAD_BUCKETS', '').split(',').map((b) => b.trim()).filter(Boolean),
+      /** Most payload bytes one history reply carries (built inside Redis, so it must stay bounded). */
+      historyMaxReplyBytes: int('REALTIME_HISTORY_MAX_REPLY_BYTES', 16 * 1024 * 1024),
       /** Longest a worker trusts a cached API key or namespace policy without an invalidation message. */
       cacheTtlMs: int('REALTIME_CACHE_TTL_MS', 5000),
     },

@@ -2,6 +2,7 @@
 // Key layout: ./keys.ts. Semantics and failure modes: docs/realtime-data-plane.md.
 import { randomUUID } from 'node:crypto'
 import type Redis from 'ioredis'
+import { config } from '../config'
 import { ApiError, badRequest, unavailable } from '../errors'
 import { describeError, log } from '../log'
 import { redis } from '../redis'
@@ -67,8 +68,13 @@ export interface HistoryResult {
   offset: number
   /** The channel's current epoch; '' if the channel has no history stream. */
   epoch: string
-  /** False only for a cursor read whose epoch differs or whose first missed entry is gone; then `entries` is empty. */
+  /**
+   * False only for a cursor read whose epoch differs, whose first missed entry is gone, or whose gap is larger than one
+   * reply may carry (config.realtime.historyMaxReplyBytes); then `entries` is empty and the client must resync.
+   */
   recovered: boolean
+  /** Present (true) when a window read stopped at the reply budget: `entries` are the newest that fit. */
+  truncated?: true
 }
 
 /** True when a namespace policy keeps history. */
@@ -131,10 +137,19 @@ return result
 `
 
 // KEYS: 1 hist, 2 meta
-// ARGV: 1 mode ('n' last_n, 'ms' last_ms, 'c' cursor), 2 n | ms | cursor offset, 3 retention ms, 4 cursor epoch
-// Returns {epoch or '', top offset, recovered 0/1, entries}; entries newest first for 'n'/'ms', ascending for 'c'.
-// Every entry's first field is t (publish time), set by the publish script.
+// ARGV: 1 mode ('n' last_n, 'ms' last_ms, 'c' cursor), 2 n | ms | cursor offset, 3 retention ms, 4 cursor epoch,
+//       5 reply budget (bytes of entry field values)
+// Returns {epoch or '', top offset, recovered 0/1, entries, truncated 0/1}; entries newest first for 'n'/'ms',
+// ascending for 'c'. Every entry's first field is t (publish time), set by the publish script.
+// The budget bounds what one reply builds inside Redis: a cursor gap larger than it does not recover (all or nothing);
+// a window returns the newest entries that fit and says it was truncated.
 const HISTORY_LUA = `${LUA_NOW}
+local budget = tonumber(ARGV[5])
+local function entry_bytes(entry)
+  local n = 0
+  for j = 2, #entry[2], 2 do n = n + #entry[2][j] end
+  return n
+end
 local now = now_ms()
 local meta = redis.call('HMGET', KEYS[2], 'e', 'o')
 local epoch = meta[1] or ''
@@ -149,19 +164,35 @@ if mode == 'c' then
   local first = redis.call('XRANGE', KEYS[1], from, from)
   -- All or nothing: the first missed entry must still be there and inside the retention window.
   if #first == 0 or tonumber(first[1][2][2]) < cutoff then return {epoch, top, 0, {}} end
-  return {epoch, top, 1, redis.call('XRANGE', KEYS[1], from, '+')}
+  local out = {}
+  local bytes = 0
+  local start = from
+  while true do
+    local batch = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', 500)
+    for i = 1, #batch do
+      bytes = bytes + entry_bytes(batch[i])
+      if bytes > budget then return {epoch, top, 0, {}} end
+      out[#out + 1] = batch[i]
+    end
+    if #batch < 500 then break end
+    start = '(' .. batch[#batch][1]
+  end
+  return {epoch, top, 1, out}
 end
 if epoch == '' then return {'', 0, 1, {}} end
 local count = 0
 if mode == 'n' then count = tonumber(ARGV[2])
 else cutoff = math.max(cutoff, now - tonumber(ARGV[2])) end
 local out = {}
+local bytes = 0
 local last = '+'
 while true do
   local batch = redis.call('XREVRANGE', KEYS[1], last, '-', 'COUNT', 500)
   if #batch == 0 then break end
   for i = 1, #batch do
     if tonumber(batch[i][2][2]) < cutoff then return {epoch, top, 1, out} end
+    bytes = bytes + entry_bytes(batch[i])
+    if bytes > budget then return {epoch, top, 1, out, 1} end
     out[#out + 1] = batch[i]
     if count > 0 and #out >= count then return {epoch, top, 1, out} end
   end
@@ -172,7 +203,7 @@ return {epoch, top, 1, out}
 `
 
 type StreamEntry = [id: string, fields: string[]]
-type HistoryReply = [epoch: string, top: number, recovered: number, entries: StreamEntry[]]
+type HistoryReply = [epoch: string, top: number, recovered: number, entries: StreamEntry[], truncated?: number]
 
 interface BrokerRedis extends Redis {
   rtPublish(...args: (string | number)[]): Promise<[number, string] | []>
@@ -283,16 +314,19 @@ function toEntry([streamId, fields]: StreamEntry, epoch: string): HistoryEntry {
  * without touching Redis. Entries older than the retention window are never returned. A cursor read is all-or-nothing:
  * `recovered: false` with no entries when the epoch differs or the first missed entry (offset + 1) is gone.
  */
-export async function readHistory(productId: string, channel: string, policy: HistoryPolicy, query: HistoryQuery): Promise<HistoryResult> {
+export async function readHistory(
+  productId: string, channel: string, policy: HistoryPolicy, query: HistoryQuery,
+  maxReplyBytes = config.realtime.historyMaxReplyBytes,
+): Promise<HistoryResult> {
   const [mode, value, cursorEpoch] = validateQuery(query)
   if (!keepsHistory(policy)) return { entries: [], offset: 0, epoch: '', recovered: true }
   const keys = channelKeys(productId, channel)
-  const [epoch, top, recovered, rows] = await guarded('history', () =>
-    client().rtHistory(keys.hist, keys.meta, mode, value, policy.historyTtlSeconds * 1000, cursorEpoch),
+  const [epoch, top, recovered, rows, truncated] = await guarded('history', () =>
+    client().rtHistory(keys.hist, keys.meta, mode, value, policy.historyTtlSeconds * 1000, cursorEpoch, maxReplyBytes),
   )
   const entries = rows.map((row) => toEntry(row, String(epoch)))
   if (mode !== 'c') entries.reverse()
-  return { entries, offset: Number(top), epoch: String(epoch), recovered: recovered === 1 }
+  return { entries, offset: Number(top), epoch: String(epoch), recovered: recovered === 1, ...(truncated === 1 ? { truncated: true } : {}) }
 }
 
 /** The channel's top offset and epoch, or null when it has no history stream (never published, or expired). */

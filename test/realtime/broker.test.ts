@@ -150,6 +150,29 @@ describe('publish and history', () => {
     expect(result.offset).toBe(3)
   })
 
+  test('one reply carries a bounded number of bytes: a larger cursor gap does not recover, a window is truncated', async () => {
+    const { productId, channel } = fresh()
+    const data = JSON.stringify({ text: 'x'.repeat(100) })
+    let epoch = ''
+    for (let i = 0; i < 10; i++) epoch = (await publish({ productId, channel, policy: KEEP, data })).epoch!
+    // An entry's field values: publish time (13 digits) + message id (36) + payload (111) = 160 bytes.
+    const budget = 3 * 160 + 80 // room for 3 entries, not 4
+    const gapOf3 = await readHistory(productId, channel, KEEP, { offset: 7, epoch }, budget)
+    expect(gapOf3).toMatchObject({ recovered: true, offset: 10 })
+    expect(gapOf3.entries.map((e) => e.offset)).toEqual([8, 9, 10])
+    expect(gapOf3.truncated).toBeUndefined()
+    // All or nothing: a gap of 4 would need more than one reply may carry.
+    expect(await readHistory(productId, channel, KEEP, { offset: 6, epoch }, budget)).toEqual({ entries: [], offset: 10, epoch, recovered: false })
+    const window = await readHistory(productId, channel, KEEP, { last_n: 10 }, budget)
+    expect(window.entries.map((e) => e.offset)).toEqual([8, 9, 10]) // the newest that fit, still ascending
+    expect(window.truncated).toBe(true)
+    const byTime = await readHistory(productId, channel, KEEP, { last_ms: 60_000 }, budget)
+    expect({ offsets: byTime.entries.map((e) => e.offset), truncated: byTime.truncated }).toEqual({ offsets: [8, 9, 10], truncated: true })
+    // With the default budget nothing is cut.
+    const all = await readHistory(productId, channel, KEEP, { last_n: 10 })
+    expect({ n: all.entries.length, truncated: all.truncated }).toEqual({ n: 10, truncated: undefined })
+  })
+
   test('cursor whose first missed entry was trimmed by size: recovered false, no partial replay', async () => {
     const { productId, channel } = fresh()
     const policy = { historyTtlSeconds: 300, historySize: 3 }
