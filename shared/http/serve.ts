@@ -3,6 +3,7 @@
 // SIGTERM/SIGINT.
 import type { Server } from 'bun'
 import { randomUUID } from 'node:crypto'
+import { config } from '../config'
 import { toErrorResponse } from '../errors'
 import { describeError, log } from '../log'
 
@@ -15,6 +16,20 @@ const clientIps = new WeakMap<Request, string>()
 /** The peer address of a request served by serveApp (or 127.0.0.1 for in-process app.handle calls). */
 export function peerIp(request: Request): string {
   return clientIps.get(request) ?? '127.0.0.1'
+}
+
+/**
+ * The client's address: the peer, or — with TRUST_PROXY behind a proxy — the last X-Forwarded-For address, the one that
+ * proxy appended for the peer it saw. Earlier entries are whatever the client sent (nginx and cloud load balancers
+ * append), so trusting the first would let any client pick its own rate-limit bucket.
+ */
+export function clientIp(request: Request): string {
+  if (config.trustProxy) {
+    const last = request.headers.get('x-forwarded-for')?.split(',').at(-1)?.trim()
+    // Bounded: the value becomes part of a Redis key, and a proxy never forwards anything longer than an IPv6 address.
+    if (last) return normalizeIp(last.slice(0, 64))
+  }
+  return peerIp(request)
 }
 
 /** `::ffff:1.2.3.4` (an IPv4 peer on a dual-stack socket) is the IPv4 address 1.2.3.4. */

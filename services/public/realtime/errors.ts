@@ -1,7 +1,6 @@
 // The Realtime public routes' own failures, all in the platform's one error shape (shared/errors.ts).
 import { config } from '../../../shared/config'
-import { ApiError, unavailable } from '../../../shared/errors'
-import { describeError, log } from '../../../shared/log'
+import { ApiError } from '../../../shared/errors'
 
 /**
  * 401 for a key that is missing, malformed, unknown or revoked. Unknown and revoked share one hint, so the body never
@@ -40,17 +39,3 @@ export const payloadStorageNotProvisioned = (size: number, cap: number) =>
   new ApiError(503, 'payload_storage_not_provisioned',
     `Serialized data is ${size} bytes, above the inline cap of ${cap}; provision payload storage (PUT /realtime/payload-storage) to publish it`,
     { size, inlineCap: cap })
-
-/** 429 with Retry-After in whole seconds (at least 1). */
-export const tooMany = (code: 'quota_exceeded' | 'rate_limited', message: string, retryAfter: number, extra: Record<string, unknown> = {}) =>
-  new ApiError(429, code, message, { retryAfter, ...extra }, { 'retry-after': String(retryAfter) })
-
-/** Runs a Redis counter update; a Redis failure is 503 (retry later), never a 500. */
-export async function counted<T>(what: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run()
-  } catch (error) {
-    log('error', `${what} unavailable`, describeError(error))
-    throw unavailable(`The ${what} cannot be checked right now; retry shortly`)
-  }
-}

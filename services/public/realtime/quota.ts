@@ -1,8 +1,7 @@
 // Publish quota per product: fixed windows aligned to epoch time, counted in Redis across every public worker.
 // Only crossing the hard limit (burst + 2 x sustained x window) is refused; the sustained rate is never enforced by itself.
 import { config } from '../../../shared/config'
-import { redis } from '../../../shared/redis'
-import { counted, tooMany } from './errors'
+import { hitWindow, tooMany } from '../../../shared/fixed-window'
 
 export interface QuotaLimits {
   windowSeconds: number
@@ -19,8 +18,10 @@ export const DEFAULT_LIMITS: QuotaLimits = {
 /** 1 100 publishes per 10-second window with the defaults. */
 export const hardLimit = (l: QuotaLimits) => l.burst + 2 * l.sustainedPerSecond * l.windowSeconds
 
+const quotaPrefix = (productId: string) => `pub:quota:${productId}`
+
 /** Redis key of one product's window. */
-export const quotaKey = (productId: string, window: number) => `pub:quota:${productId}:${window}`
+export const quotaKey = (productId: string, window: number) => `${quotaPrefix(productId)}:${window}`
 
 export interface QuotaResult {
   allowed: boolean
@@ -36,12 +37,9 @@ export interface QuotaResult {
  * @example const { allowed, retryAfter } = await checkPublishQuota(productId)
  */
 export async function checkPublishQuota(productId: string, now = Date.now(), limits = DEFAULT_LIMITS): Promise<QuotaResult> {
-  const windowMs = limits.windowSeconds * 1000
-  const window = Math.floor(now / windowMs)
-  const key = quotaKey(productId, window)
-  const [[, count]] = (await counted('publish quota', () => redis().multi().incr(key).expire(key, limits.windowSeconds + 5).exec())) as [[null, number], unknown]
+  const { count, retryAfter } = await hitWindow(quotaPrefix(productId), limits.windowSeconds, 'publish quota', now)
   const limit = hardLimit(limits)
-  return { allowed: count <= limit, count, limit, retryAfter: Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000)) }
+  return { allowed: count <= limit, count, limit, retryAfter }
 }
 
 /** checkPublishQuota, throwing 429 `quota_exceeded` with Retry-After past the hard limit. */
