@@ -51,6 +51,8 @@ function loadConfig() {
     /** Largest request body on the platform API, in bytes. */
     apiBodyLimit: int('API_BODY_LIMIT', 1_048_576),
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', 30 * 24 * 3600),
+    /** Sign-ups and logins per client IP per minute (each costs an argon2id hash: brute force and CPU both). */
+    authRequestsPerMinute: int('AUTH_RATE_LIMIT', 20),
     logRequests: bool('LOG_REQUESTS', true),
     realtime: {
       /** Channels hash onto this many shards (Redis Streams); fixed for a deployment's lifetime. */

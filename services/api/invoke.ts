@@ -2,7 +2,9 @@
 // authenticate, validate, resolve the product, authorize, then run the handler.
 import { areaTag, type AnyOperation, type Context, type Principal } from '../../shared/catalog/operation'
 import { validateInput } from '../../shared/catalog/validate'
+import { config } from '../../shared/config'
 import { badRequest, forbidden, notFound } from '../../shared/errors'
+import { hitWindow, tooMany } from '../../shared/fixed-window'
 import { authenticate } from './accounts/authenticate'
 import { productRole } from './accounts/products'
 
@@ -17,11 +19,14 @@ export interface CallerHeaders {
   /** `X-Product-Id`: the product a login session acts on. */
   productId: string | null
   requestId: string
+  /** The client's address (shared/http/serve.ts clientIp): unauthenticated operations are rate limited by it. */
+  clientIp: string
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export async function invoke(op: AnyOperation, raw: RawInput, caller: CallerHeaders): Promise<unknown> {
+  if (op.auth === 'none') await limitAnonymous(caller.clientIp)
   const principal = op.auth === 'none' ? null : await authenticate(caller.authorization)
   if (principal?.kind === 'platform_key' && (op.sessionOnly || op.ownerOnly)) {
     throw forbidden(`${op.id} needs ${op.ownerOnly ? "the owner's" : 'a'} platform login; platform API keys cannot call it`)
@@ -32,6 +37,13 @@ export async function invoke(op: AnyOperation, raw: RawInput, caller: CallerHead
   const productId = op.auth === 'product' ? await resolveProduct(op, principal!, input.params, header) : null
   const ctx: Context = { principal, productId, requestId: caller.requestId }
   return op.handler(input as never, ctx)
+}
+
+/** Sign-up and login hash a password with argon2id each time: per-IP fixed windows bound guessing and CPU alike. */
+async function limitAnonymous(ip: string): Promise<void> {
+  const { count, retryAfter } = await hitWindow(`auth:rl:ip:${ip}`, 60, 'sign-in rate limit')
+  const limit = config.authRequestsPerMinute
+  if (count > limit) throw tooMany('rate_limited', `More than ${limit} sign-ups or logins per minute from this address`, retryAfter, { limit })
 }
 
 /**

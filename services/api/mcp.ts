@@ -7,6 +7,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@model
 import type { AnyOperation } from '../../shared/catalog/operation'
 import { ApiError, badRequest, toErrorResponse } from '../../shared/errors'
 import { parseJson, readBytes } from '../../shared/http/body'
+import { clientIp } from '../../shared/http/serve'
 import { describeError, log } from '../../shared/log'
 import { authenticate } from './accounts/authenticate'
 import { invoke } from './invoke'
@@ -61,7 +62,7 @@ export function mcpEndpoint(operations: readonly AnyOperation[], version: string
         return toErrorResponse(error)
       }
     }
-    const caller = { authorization, productId: request.headers.get('x-product-id') }
+    const caller = { authorization, productId: request.headers.get('x-product-id'), clientIp: clientIp(request) }
 
     const server = new Server(
       { name: 'platform', version },

@@ -4,6 +4,7 @@ import { Elysia } from 'elysia'
 import type { AnyOperation } from '../../shared/catalog/operation'
 import { toErrorResponse } from '../../shared/errors'
 import { readJson } from '../../shared/http/body'
+import { clientIp } from '../../shared/http/serve'
 import { describeError, log } from '../../shared/log'
 import { invoke } from './invoke'
 
@@ -24,6 +25,7 @@ export function restRoutes(operations: readonly AnyOperation[], bodyLimit: numbe
           authorization: request.headers.get('authorization'),
           productId: request.headers.get('x-product-id'),
           requestId,
+          clientIp: clientIp(request),
         })
         return Response.json(result, { headers })
       } catch (error) {

@@ -145,7 +145,7 @@ describe('product context of an operation', () => {
     handler: async (_input, ctx) => ({ productId: ctx.productId! }),
   })
   const run = (authorization: string, productId: string | null = null) =>
-    invoke(probe, {}, { authorization: `Bearer ${authorization}`, productId, requestId: 'test' }).then(
+    invoke(probe, {}, { authorization: `Bearer ${authorization}`, productId, requestId: 'test', clientIp: '127.0.0.1' }).then(
       (value) => ({ ok: true as const, value }),
       (error) => ({ ok: false as const, status: error.status as number, code: error.code as string }),
     )

@@ -65,6 +65,31 @@ describe('api workers', () => {
     }
   })
 
+  test('sign-ups and logins are limited per client IP (429 with Retry-After); other addresses are not affected', async () => {
+    const port = await freePort()
+    const w = await startWorker('services/api/main.ts', { API_PORT: String(port), AUTH_RATE_LIMIT: '3', TRUST_PROXY: '1' }, port)
+    const ip = `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`
+    const attempt = (from: string, path = '/auth/login') => fetch(`${w.url}${path}`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': from },
+      body: JSON.stringify({ email: `${crypto.randomUUID()}@example.test`, password: 'wrong password' }),
+    })
+    try {
+      // All attempts must land in one fixed minute window: start clear of its end.
+      const left = 60_000 - (Date.now() % 60_000)
+      if (left < 5000) await Bun.sleep(left + 50)
+      const statuses = []
+      for (let i = 0; i < 3; i++) statuses.push((await attempt(ip, i === 0 ? '/auth/signup' : '/auth/login')).status)
+      expect(statuses).toEqual([200, 401, 401])
+      const limited = await attempt(ip)
+      expect(limited.status).toBe(429)
+      expect(((await limited.json()) as any).error).toBe('rate_limited')
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+      expect((await attempt(`${ip}9`)).status).toBe(401) // another address: counted on its own
+    } finally {
+      await w.stop()
+    }
+  })
+
   test('logs one JSON line per request and exits 0 on SIGTERM', async () => {
     const port = await freePort()
     const proc = Bun.spawn(['bun', 'run', 'services/api/main.ts'], {
