@@ -4,16 +4,22 @@ import { Elysia } from 'elysia'
 import { ApiError, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
 import { invalidationsLive } from './realtime/invalidation'
-import { preflight } from './realtime/origin'
+import { isAllowedOrigin, preflight } from './realtime/origin'
 import { realtimeRoutes } from './realtime/routes'
 
 export function buildPublicApp() {
   return new Elysia()
     .onError({ as: 'global' }, ({ code, error, request }) => {
-      if (code === 'NOT_FOUND') {
-        return toErrorResponse(new ApiError(404, 'not_found', `No route ${request.method} ${new URL(request.url).pathname}`))
+      const response = code === 'NOT_FOUND'
+        ? toErrorResponse(new ApiError(404, 'not_found', `No route ${request.method} ${new URL(request.url).pathname}`))
+        : toErrorResponse(error)
+      // An allowed page can read why its request failed; other origins get no CORS headers.
+      const origin = request.headers.get('origin')
+      if (origin !== null && isAllowedOrigin(origin)) {
+        response.headers.set('access-control-allow-origin', origin)
+        response.headers.set('vary', 'Origin')
       }
-      return toErrorResponse(error)
+      return response
     })
     .use(healthRoutes([{ name: 'invalidations', ready: invalidationsLive }]))
     .options('/*', ({ request }) => {

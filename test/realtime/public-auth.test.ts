@@ -139,6 +139,14 @@ describe('browser origins', () => {
     }
   })
 
+  test('an unknown route answers an allowed page with CORS headers too, and another origin without', async () => {
+    const allowed = `https://app.${config.developerDomain}`
+    const seen = await pub(pair.a, 'GET', `/${p.productId}/realtime/nope`, { key: p.key, headers: { origin: allowed } })
+    expect({ status: seen.status, cors: seen.headers.get('access-control-allow-origin') }).toEqual({ status: 404, cors: allowed })
+    const other = await pub(pair.a, 'GET', `/${p.productId}/realtime/nope`, { key: p.key, headers: { origin: 'https://evil.example' } })
+    expect({ status: other.status, cors: other.headers.get('access-control-allow-origin') }).toEqual({ status: 404, cors: null })
+  })
+
   test('errors to an allowed origin still carry CORS headers, so the page can read them', async () => {
     const origin = `https://app.${config.developerDomain}`
     const result = await pub(pair.a, 'GET', path(), { headers: { origin } })

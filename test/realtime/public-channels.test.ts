@@ -135,6 +135,15 @@ describe('channel names in paths', () => {
     expect((await get(`/channels/${encoded}/presence`)).body).toEqual({ channel, members: [] })
   })
 
+  test('status and presence take no query parameters: an unknown one is a 400 naming it', async () => {
+    for (const route of ['', '/presence']) {
+      const result = await pub(pair.a, 'GET', `/${p.productId}/realtime/channels/chat:lobby${route}?limit=5`, { key: p.key })
+      expect({ route, status: result.status, fields: result.body.fields }).toEqual({
+        route, status: 400, fields: [{ path: '/query/limit', message: 'is not an allowed field' }],
+      })
+    }
+  })
+
   test('malformed names: 400 naming /path/channel, on every read', async () => {
     for (const name of ['nocolon', 'ch', 'chat%3Aa%20b', 'chat%ZZ', 'chat%2Fx', `chat:${'x'.repeat(124)}`]) {
       for (const suffix of ['', '/history?last_n=1', '/presence']) {

@@ -15,7 +15,7 @@ import { issueToken } from './issue'
 import { publishMessage } from './messages'
 import { checkOrigin } from './origin'
 import { checkIpRate } from './rate-limit'
-import { ChannelPath, HistoryQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
+import { ChannelPath, HistoryQuery, NoQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
 
 interface Call {
   request: Request
@@ -77,13 +77,17 @@ export const realtimeRoutes = () =>
       const input = validateInput({ body: PublishBody }, { body })
       return publishMessage(productId, input.body as PublishBody)
     }), hooks)
-    .get('/channels/:channel', endpoint('channels:read', noBody, ({ productId, channel }) =>
-      channelStatus(productId, channel!)), hooks)
+    .get('/channels/:channel', endpoint('channels:read', noBody, ({ productId, channel, query }) => {
+      validateInput({ query: NoQuery }, { query })
+      return channelStatus(productId, channel!)
+    }), hooks)
     .get('/channels/:channel/history', endpoint('history:read', noBody, ({ productId, channel, query }) => {
       const malformed = [...nonIntegers(query, ['last_n', 'offset']), ...nonDecimals(query, ['last_ms'])]
       if (malformed.length) throw badRequest(`Invalid request: ${malformed.map((f) => `${f.path} ${f.message}`).join('; ')}`, malformed)
       const input = validateInput({ query: HistoryQuery }, { query })
       return channelHistory(productId, channel!, input.query as HistoryQuery)
     }), hooks)
-    .get('/channels/:channel/presence', endpoint('presence:read', noBody, ({ productId, channel }) =>
-      channelPresence(productId, channel!)), hooks)
+    .get('/channels/:channel/presence', endpoint('presence:read', noBody, ({ productId, channel, query }) => {
+      validateInput({ query: NoQuery }, { query })
+      return channelPresence(productId, channel!)
+    }), hooks)

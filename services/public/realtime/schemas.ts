@@ -29,6 +29,9 @@ export type PublishBody = { channel: string; data: unknown }
 
 export const ChannelPath = Strict({ channel: ChannelName })
 
+/** Routes that take no query parameters refuse unknown ones, as every route refuses unknown body fields. */
+export const NoQuery = Strict({})
+
 /** Window (last_n or last_ms) or cursor (offset and epoch); which combination is allowed is checked in history.ts. */
 export const HistoryQuery = Strict({
   last_n: Type.Optional(Type.Integer({ minimum: 1, maximum: LAST_N_MAX })),
