@@ -25,7 +25,9 @@ export interface ProductPolicies {
 }
 
 const cache = new Map<string, { value: ProductPolicies; until: number }>()
-const generations = new Map<string, number>()
+// Bumped by every invalidation and by every switch of caching: a load that started before one must not store what it
+// read. One counter for all products (as in api-keys.ts), so nothing grows with the number of products ever changed.
+let generation = 0
 // Off until this worker listens for invalidations (see api-keys.ts).
 let caching = false
 
@@ -37,12 +39,12 @@ export function setPolicyCaching(on: boolean): void {
 
 /** Drops a product's cached policies; called for every `namespaces` and `payload_storage` invalidation message. */
 export function forgetProduct(productId: string): void {
-  generations.set(productId, (generations.get(productId) ?? 0) + 1)
+  generation++
   cache.delete(productId)
 }
 
 export function forgetAllProducts(): void {
-  for (const productId of cache.keys()) forgetProduct(productId)
+  generation++
   cache.clear()
 }
 
@@ -70,7 +72,7 @@ async function load(productId: string): Promise<ProductPolicies> {
 export async function productPolicies(productId: string): Promise<ProductPolicies> {
   const hit = cache.get(productId)
   if (hit && hit.until > Date.now()) return hit.value
-  const started = generations.get(productId) ?? 0
+  const started = generation
   let value: ProductPolicies
   try {
     value = await load(productId)
@@ -79,6 +81,6 @@ export async function productPolicies(productId: string): Promise<ProductPolicie
     throw unavailable('Realtime configuration is unavailable; retry shortly')
   }
   // An invalidation that arrived during the load may describe a change the load did not see: do not cache it.
-  if (caching && (generations.get(productId) ?? 0) === started) cache.set(productId, { value, until: Date.now() + config.realtime.cacheTtlMs })
+  if (caching && generation === started) cache.set(productId, { value, until: Date.now() + config.realtime.cacheTtlMs })
   return value
 }
