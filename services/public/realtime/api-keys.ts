@@ -6,6 +6,7 @@ import { unavailable } from '../../../shared/errors'
 import { describeError, log } from '../../../shared/log'
 import { PUBLIC_KEY_PREFIX, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
 import { HINTS, insufficientScope, invalidApiKey, productNotFound } from './errors'
+import { InvalidatedCache } from './invalidated-cache'
 
 export interface KeyIdentity {
   keyId: string
@@ -13,59 +14,31 @@ export interface KeyIdentity {
   scope: readonly PublicScope[]
 }
 
-interface Entry {
-  identity: KeyIdentity
-  until: number
-}
-
 // hex digest → identity. Only active keys are cached: a new key works at once, and an unknown key costs one index hit
 // (the IP rate limit bounds how many a client can try).
-const cache = new Map<string, Entry>()
-// Bumped by every invalidation: a lookup that started before one must not store what it read.
-let generation = 0
-// Off until this worker listens for invalidations: a cache nobody can drop would let a revoked key live on.
-let caching = false
+const keys = new InvalidatedCache<KeyIdentity | null>()
 
-/** Turns the cache on (only while subscribed to invalidations) or off; either way it starts empty. */
-export function setKeyCaching(on: boolean): void {
-  caching = on
-  forgetAllKeys()
-}
+/** Turns the key cache on (only while subscribed to invalidations) or off. */
+export const setKeyCaching = (on: boolean) => keys.setCaching(on)
 
 /** Drops one key (hex digest) from this worker's cache; called for every `public_key` invalidation message. */
-export function forgetKey(keyHashHex: string): void {
-  generation++
-  cache.delete(keyHashHex)
-}
-
-export function forgetAllKeys(): void {
-  generation++
-  cache.clear()
-}
+export const forgetKey = (keyHashHex: string) => keys.forget(keyHashHex)
 
 async function lookup(key: string): Promise<KeyIdentity | null> {
   const digest = publicKeyHash(key, config.environment)
-  const hex = digest.toString('hex')
-  const hit = cache.get(hex)
-  if (hit && hit.until > Date.now()) return hit.identity
-  const started = generation
-  let rows
-  try {
-    rows = await sql`
-      select id, product_id, scope from public_keys
-      where key_hash = ${digest} and environment = ${config.environment} and revoked_at is null`
-  } catch (error) {
-    log('error', 'api key lookup failed', describeError(error))
-    throw unavailable('API key verification is unavailable; retry shortly')
-  }
-  const row = rows[0]
-  if (!row) {
-    cache.delete(hex)
-    return null
-  }
-  const identity: KeyIdentity = { keyId: row.id, productId: row.product_id, scope: row.scope }
-  if (caching && generation === started) cache.set(hex, { identity, until: Date.now() + config.realtime.cacheTtlMs })
-  return identity
+  return keys.get(digest.toString('hex'), async () => {
+    let rows
+    try {
+      rows = await sql`
+        select id, product_id, scope from public_keys
+        where key_hash = ${digest} and environment = ${config.environment} and revoked_at is null`
+    } catch (error) {
+      log('error', 'api key lookup failed', describeError(error))
+      throw unavailable('API key verification is unavailable; retry shortly')
+    }
+    const row = rows[0]
+    return row ? { keyId: row.id, productId: row.product_id, scope: row.scope } : null
+  }, (identity) => identity !== null)
 }
 
 /**

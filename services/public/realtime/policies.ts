@@ -1,10 +1,10 @@
 // Namespace policies, grants and payload storage of a product, cached per worker and dropped on invalidation.
-import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { unavailable } from '../../../shared/errors'
 import { describeError, log } from '../../../shared/log'
 import type { HistoryPolicy as BrokerHistoryPolicy } from '../../../shared/realtime/broker'
 import type { Op } from '../../../shared/realtime/names'
+import { InvalidatedCache } from './invalidated-cache'
 
 /** A namespace's policy in the shape allowedOps() reads, plus the broker's history policy. */
 export interface NamespacePolicy {
@@ -24,29 +24,13 @@ export interface ProductPolicies {
   payloadBucket: string | null
 }
 
-const cache = new Map<string, { value: ProductPolicies; until: number }>()
-// Bumped by every invalidation and by every switch of caching: a load that started before one must not store what it
-// read. One counter for all products (as in api-keys.ts), so nothing grows with the number of products ever changed.
-let generation = 0
-// Off until this worker listens for invalidations (see api-keys.ts).
-let caching = false
+const products = new InvalidatedCache<ProductPolicies>()
 
-/** Turns the cache on (only while subscribed to invalidations) or off; either way it starts empty. */
-export function setPolicyCaching(on: boolean): void {
-  caching = on
-  forgetAllProducts()
-}
+/** Turns the policy cache on (only while subscribed to invalidations) or off. */
+export const setPolicyCaching = (on: boolean) => products.setCaching(on)
 
 /** Drops a product's cached policies; called for every `namespaces` and `payload_storage` invalidation message. */
-export function forgetProduct(productId: string): void {
-  generation++
-  cache.delete(productId)
-}
-
-export function forgetAllProducts(): void {
-  generation++
-  cache.clear()
-}
+export const forgetProduct = (productId: string) => products.forget(productId)
 
 async function load(productId: string): Promise<ProductPolicies> {
   const [namespaces, grants, storage] = await Promise.all([
@@ -70,17 +54,12 @@ async function load(productId: string): Promise<ProductPolicies> {
 
 /** The product's policies, at most config.realtime.cacheTtlMs old unless an invalidation dropped them sooner. */
 export async function productPolicies(productId: string): Promise<ProductPolicies> {
-  const hit = cache.get(productId)
-  if (hit && hit.until > Date.now()) return hit.value
-  const started = generation
-  let value: ProductPolicies
-  try {
-    value = await load(productId)
-  } catch (error) {
-    log('error', 'realtime policy lookup failed', { productId, ...describeError(error) })
-    throw unavailable('Realtime configuration is unavailable; retry shortly')
-  }
-  // An invalidation that arrived during the load may describe a change the load did not see: do not cache it.
-  if (caching && generation === started) cache.set(productId, { value, until: Date.now() + config.realtime.cacheTtlMs })
-  return value
+  return products.get(productId, async () => {
+    try {
+      return await load(productId)
+    } catch (error) {
+      log('error', 'realtime policy lookup failed', { productId, ...describeError(error) })
+      throw unavailable('Realtime configuration is unavailable; retry shortly')
+    }
+  })
 }

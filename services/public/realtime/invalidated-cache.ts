@@ -1,0 +1,41 @@
+// A per-worker cache that is trusted only while the worker hears invalidations, for at most config.realtime.cacheTtlMs.
+// Used for API keys and for product policies: the same rules for both, in one place.
+import { config } from '../../../shared/config'
+
+export class InvalidatedCache<V> {
+  private readonly entries = new Map<string, { value: V; until: number }>()
+  // Bumped by every invalidation and every switch: a load that started before one must not store what it read.
+  private generation = 0
+  // Off until the worker listens for invalidations: a cache nobody can drop would let a revoked key live on.
+  private caching = false
+
+  /** On only while subscribed to invalidations; either way the cache starts empty. */
+  setCaching(on: boolean): void {
+    this.caching = on
+    this.forgetAll()
+  }
+
+  forget(key: string): void {
+    this.generation++
+    this.entries.delete(key)
+  }
+
+  forgetAll(): void {
+    this.generation++
+    this.entries.clear()
+  }
+
+  /**
+   * The cached value, or `load()`'s, stored when `keep(value)` holds, caching is on and no invalidation arrived while it
+   * loaded. A value not kept also drops an expired entry for the key.
+   */
+  async get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
+    const hit = this.entries.get(key)
+    if (hit && hit.until > Date.now()) return hit.value
+    const started = this.generation
+    const value = await load()
+    if (!keep(value)) this.entries.delete(key)
+    else if (this.caching && this.generation === started) this.entries.set(key, { value, until: Date.now() + config.realtime.cacheTtlMs })
+    return value
+  }
+}
