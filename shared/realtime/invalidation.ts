@@ -1,5 +1,6 @@
 // Cross-process cache invalidation over Redis pub/sub. A worker caches API keys and namespace policies for at most
 // config.realtime.cacheTtlMs; a change published here drops the entry on every worker at once.
+import { describeError, log } from '../log'
 import { dedicatedRedis, redis } from '../redis'
 
 export const INVALIDATION_CHANNEL = 'platform:invalidate'
@@ -9,10 +10,15 @@ export type Invalidation =
   | { kind: 'namespaces'; productId: string }
   | { kind: 'payload_storage'; productId: string }
 
+/**
+ * Tells every worker to drop what the message names. Call it after the change has committed. A failed publish is
+ * logged, not thrown: the change stands, and worker caches expire within config.realtime.cacheTtlMs without it.
+ */
 export async function publishInvalidation(message: Invalidation): Promise<void> {
   // Workers key their caches by lower-case product id.
   const canonical = 'productId' in message ? { ...message, productId: message.productId.toLowerCase() } : message
-  await redis().publish(INVALIDATION_CHANNEL, JSON.stringify(canonical))
+  await redis().publish(INVALIDATION_CHANNEL, JSON.stringify(canonical)).catch((error) =>
+    log('warn', 'invalidation not published', { kind: message.kind, ...describeError(error) }))
 }
 
 /**

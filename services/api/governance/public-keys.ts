@@ -28,14 +28,9 @@ const keyFields = (row: Record<string, any>): PublicKey => ({
 /** Deduplicated and in catalog order, so equal scopes are stored (and compared, and shown) identically. */
 const normalizeScope = (scope: readonly PublicScope[]) => PUBLIC_SCOPES.filter((s) => scope.includes(s))
 
-/**
- * Tells every public worker to drop its cached copy of the key. Called after the change is committed; a failed publish
- * is logged, not thrown, because the change stands and worker caches expire within config.realtime.cacheTtlMs anyway.
- */
-async function invalidateKey(keyId: string, keyHash: Uint8Array): Promise<void> {
-  await publishInvalidation({ kind: 'public_key', keyHash: Buffer.from(keyHash).toString('hex'), keyId }).catch((error) =>
-    log('warn', 'public key invalidation not published', describeError(error)))
-}
+/** Every public worker drops its cached copy of the key (and gateways learn its id); after the change commits. */
+const invalidateKey = (keyId: string, keyHash: Uint8Array) =>
+  publishInvalidation({ kind: 'public_key', keyHash: Buffer.from(keyHash).toString('hex'), keyId })
 
 /** Creates an active key; the secret is in the result only, never stored. */
 export async function createPublicKey(

@@ -3,7 +3,8 @@
 import { sql } from '../../../shared/db/client'
 import { conflict, notFound, unprocessable } from '../../../shared/errors'
 import { OPS, type Op } from '../../../shared/realtime/names'
-import { announce, isUniqueViolation } from './namespaces'
+import { publishInvalidation } from '../../../shared/realtime/invalidation'
+import { isUniqueViolation } from './namespaces'
 
 export interface Grant {
   id: string
@@ -47,7 +48,7 @@ export async function createGrant(productId: string, input: { pattern: string; o
       { path: '/body/pattern', message: `names namespace "${namespace}", which is not registered` },
     ])
   }
-  await announce({ kind: 'namespaces', productId })
+  await publishInvalidation({ kind: 'namespaces', productId })
   return grantFields(row)
 }
 
@@ -64,5 +65,5 @@ export async function listGrants(productId: string, namespace?: string): Promise
 export async function deleteGrant(productId: string, grantId: string): Promise<void> {
   const [row] = await sql`delete from realtime_grants where id = ${grantId} and product_id = ${productId} returning id`
   if (!row) throw notFound('Grant')
-  await announce({ kind: 'namespaces', productId })
+  await publishInvalidation({ kind: 'namespaces', productId })
 }

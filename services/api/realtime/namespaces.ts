@@ -1,8 +1,7 @@
 // Realtime namespaces of a product and their policy (presence, client events, history, archive).
 import { sql } from '../../../shared/db/client'
 import { conflict, notFound } from '../../../shared/errors'
-import { describeError, log } from '../../../shared/log'
-import { publishInvalidation, type Invalidation } from '../../../shared/realtime/invalidation'
+import { publishInvalidation } from '../../../shared/realtime/invalidation'
 
 /** History is kept for up to `ttlSeconds` (30 days at most) and `size` entries per channel; null keeps nothing. */
 export interface HistoryPolicy {
@@ -52,15 +51,6 @@ function policyColumns(input: Partial<NamespacePolicy>): Record<string, boolean 
 
 export const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505'
 
-/**
- * Publishes a cache invalidation after the change has committed. A failed publish is logged, not thrown: the change
- * stands, and worker caches expire within config.realtime.cacheTtlMs without it.
- */
-export async function announce(message: Invalidation): Promise<void> {
-  await publishInvalidation(message).catch((error) =>
-    log('warn', 'realtime invalidation not published', { kind: message.kind, ...describeError(error) }))
-}
-
 export async function createNamespace(productId: string, input: { name: string } & Partial<NamespacePolicy>): Promise<Namespace> {
   const columns = { presence: false, client_events: false, history_ttl_seconds: 0, history_size: 0, archive_days: 0, ...policyColumns(input) }
   let row
@@ -74,7 +64,7 @@ export async function createNamespace(productId: string, input: { name: string }
     }
     throw error
   }
-  await announce({ kind: 'namespaces', productId })
+  await publishInvalidation({ kind: 'namespaces', productId })
   return namespaceFields(row!)
 }
 
@@ -98,7 +88,7 @@ export async function updateNamespace(productId: string, name: string, input: Pa
     update realtime_namespaces set ${sql(columns)}, updated_at = now()
     where product_id = ${productId} and name = ${name} returning *`
   if (!row) throw notFound('Namespace')
-  await announce({ kind: 'namespaces', productId })
+  await publishInvalidation({ kind: 'namespaces', productId })
   return namespaceFields(row)
 }
 
@@ -106,5 +96,5 @@ export async function updateNamespace(productId: string, name: string, input: Pa
 export async function deleteNamespace(productId: string, name: string): Promise<void> {
   const [row] = await sql`delete from realtime_namespaces where product_id = ${productId} and name = ${name} returning id`
   if (!row) throw notFound('Namespace')
-  await announce({ kind: 'namespaces', productId })
+  await publishInvalidation({ kind: 'namespaces', productId })
 }

@@ -3,7 +3,7 @@ import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { ApiError, badRequest, unprocessable } from '../../../shared/errors'
 import { ensureBucket } from '../../../shared/realtime/payloads'
-import { announce } from './namespaces'
+import { publishInvalidation } from '../../../shared/realtime/invalidation'
 
 export interface PayloadStorage {
   bucket: string
@@ -38,7 +38,7 @@ export async function provisionPayloadStorage(productId: string, bucket: string)
       created_at = case when realtime_payload_storage.bucket = excluded.bucket
                         then realtime_payload_storage.created_at else now() end
     returning bucket, created_at`
-  await announce({ kind: 'payload_storage', productId })
+  await publishInvalidation({ kind: 'payload_storage', productId })
   return { bucket: row!.bucket, createdAt: row!.created_at }
 }
 
@@ -53,5 +53,5 @@ export async function getPayloadStorage(productId: string): Promise<PayloadStora
 /** Forgets the product's storage (idempotent); stored objects are kept, and later over-cap publishes fail 503. */
 export async function deletePayloadStorage(productId: string): Promise<void> {
   const [row] = await sql`delete from realtime_payload_storage where product_id = ${productId} returning product_id`
-  if (row) await announce({ kind: 'payload_storage', productId })
+  if (row) await publishInvalidation({ kind: 'payload_storage', productId })
 }
