@@ -1,6 +1,6 @@
 // Channel reads for a backend: history (window or cursor), presence roster, and status (occupancy and stream position).
 import { badRequest, type FieldError } from '../../../shared/errors'
-import { channelTop, readHistory, type HistoryEntry, type HistoryQuery as BrokerQuery } from '../../../shared/realtime/broker'
+import { channelTop, readHistory, type HistoryQuery as BrokerQuery, type HistoryResult } from '../../../shared/realtime/broker'
 import { namespaceOf } from '../../../shared/realtime/names'
 import { listPresence, presenceCount, type PresenceMember } from '../../../shared/realtime/presence'
 import { namespaceNotRegistered, presenceDisabled } from './errors'
@@ -43,14 +43,8 @@ export function historyQuery(query: HistoryQuery): BrokerQuery {
   return { offset: query.offset!, epoch: query.epoch! }
 }
 
-export interface HistoryResponse {
-  channel: string
-  /** Ascending by offset; each carries `data` or `ref`, never both. */
-  entries: HistoryEntry[]
-  offset: number
-  epoch: string
-  recovered: boolean
-}
+/** The broker's history result (entries ascending, each with `data` or `ref`), named by its channel. */
+export type HistoryResponse = HistoryResult & { channel: string }
 
 /** A namespace that keeps no history answers an empty result (offset 0, epoch ''), not an error. */
 export async function channelHistory(productId: string, channel: string, query: HistoryQuery): Promise<HistoryResponse> {

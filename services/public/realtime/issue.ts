@@ -2,7 +2,7 @@
 import { config } from '../../../shared/config'
 import { unprocessable } from '../../../shared/errors'
 import { namespaceOf, OPS, type Op } from '../../../shared/realtime/names'
-import { signToken, TOKEN_TTL_DEFAULT, type TokenChannel } from '../../../shared/realtime/tokens'
+import { signToken, type TokenChannel } from '../../../shared/realtime/tokens'
 import { allowedOps } from '../../../shared/realtime/grants'
 import { productPolicies, type ProductPolicies } from './policies'
 import type { TokenIssueBody } from './schemas'
@@ -69,7 +69,7 @@ export async function issueToken(productId: string, apiKeyId: string, body: Toke
     ])
   }
   const { token, claims, expiresAt } = await signToken({
-    productId, apiKeyId, subject: body.subject, channels: granted, ttlSeconds: body.ttlSeconds ?? TOKEN_TTL_DEFAULT,
+    productId, apiKeyId, subject: body.subject, channels: granted, ttlSeconds: body.ttlSeconds, // signToken defaults it
   })
   return { token, gatewayUrl: config.gatewayUrl, expiresAt: expiresAt.toISOString(), subject: claims.sub, channels: granted, dropped }
 }

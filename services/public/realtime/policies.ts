@@ -2,7 +2,7 @@
 import { sql } from '../../../shared/db/client'
 import { unavailable } from '../../../shared/errors'
 import { describeError, log } from '../../../shared/log'
-import type { HistoryPolicy as BrokerHistoryPolicy } from '../../../shared/realtime/broker'
+import { keepsHistory, type HistoryPolicy as BrokerHistoryPolicy } from '../../../shared/realtime/broker'
 import type { Op } from '../../../shared/realtime/names'
 import { InvalidatedCache } from './invalidated-cache'
 
@@ -12,7 +12,7 @@ export interface NamespacePolicy {
   presence: boolean
   clientEvents: boolean
   history: { ttlSeconds: number; size: number } | null
-  /** What the broker needs: 0/0 when no history is kept. */
+  /** What the broker needs: the stored retention and size (either 0 = no history; see keepsHistory). */
   broker: BrokerHistoryPolicy
 }
 
@@ -40,11 +40,11 @@ async function load(productId: string): Promise<ProductPolicies> {
   ])
   return {
     namespaces: new Map(namespaces.map((row) => {
-      const keeps = row.history_ttl_seconds > 0 && row.history_size > 0
+      const broker = { historyTtlSeconds: row.history_ttl_seconds as number, historySize: row.history_size as number }
       return [row.name as string, {
         name: row.name, presence: row.presence, clientEvents: row.client_events,
-        history: keeps ? { ttlSeconds: row.history_ttl_seconds, size: row.history_size } : null,
-        broker: keeps ? { historyTtlSeconds: row.history_ttl_seconds, historySize: row.history_size } : { historyTtlSeconds: 0, historySize: 0 },
+        history: keepsHistory(broker) ? { ttlSeconds: broker.historyTtlSeconds, size: broker.historySize } : null,
+        broker,
       }]
     })),
     grants: grants.map((row) => ({ pattern: row.pattern as string, ops: row.ops as Op[] })),
