@@ -54,6 +54,18 @@ function loadConfig() {
     /** Sign-ups and logins per client IP per minute (each costs an argon2id hash: brute force and CPU both). */
     authRequestsPerMinute: int('AUTH_RATE_LIMIT', 20),
     logRequests: bool('LOG_REQUESTS', true),
+    /** Show the runtime's own error pages (stack, source lines). Never in production: they disclose paths and code. */
+    developmentErrors: bool('DEVELOPMENT_ERRORS', false),
+    db: {
+      /** Longest a request waits for PostgreSQL per statement or per transaction before answering 503. */
+      timeoutMs: int('DB_TIMEOUT_MS', 2000),
+      /** After a connection failure, requests needing PostgreSQL get 503 at once for this long, then one probes. */
+      coolDownMs: int('DB_COOL_DOWN_MS', 1000),
+    },
+    redis: {
+      /** Longest a request waits for one Redis command before answering 503 (blocking reads are exempt). */
+      commandTimeoutMs: int('REDIS_COMMAND_TIMEOUT_MS', 1000),
+    },
     realtime: {
       /** Channels hash onto this many shards (Redis Streams); fixed for a deployment's lifetime. */
       shards: int('REALTIME_SHARDS', 16),

@@ -43,18 +43,23 @@ export const payloadTooLarge = (limit: number) =>
   new ApiError(413, 'payload_too_large', `Request body exceeds ${limit} bytes`, { limit })
 export const unprocessable = (message: string, fields?: FieldError[]) =>
   new ApiError(422, 'unprocessable', message, fields ? { fields } : {})
-export const unavailable = (message: string) => new ApiError(503, 'unavailable', message)
+/** 503 for a backing service that cannot serve now; Retry-After in whole seconds (every 503 carries one). */
+export const unavailable = (message: string, retryAfter = 1) =>
+  new ApiError(503, 'unavailable', message, {}, { 'retry-after': String(retryAfter) })
 
 /** Turn anything thrown into the platform's JSON error response; unknown failures become a logged 500. */
 export function toErrorResponse(error: unknown, onUnexpected?: (error: unknown) => void): Response {
   const apiError = error instanceof ApiError ? error : internal(error, onUnexpected)
-  return Response.json(apiError.body(), { status: apiError.status, headers: apiError.headers })
+  const response = Response.json(apiError.body(), { status: apiError.status, headers: apiError.headers })
+  // A 503 always says when to come back, whichever module raised it.
+  if (apiError.status === 503 && !response.headers.has('retry-after')) response.headers.set('retry-after', '1')
+  return response
 }
 
 function internal(error: unknown, onUnexpected?: (error: unknown) => void): ApiError {
   onUnexpected?.(error)
   if (backendUnreachable(error)) {
-    return new ApiError(503, 'unavailable', 'A backing service is unavailable; retry shortly', {}, { 'retry-after': '1' })
+    return unavailable('A backing service is unavailable; retry shortly')
   }
   return new ApiError(500, 'internal', 'Internal error')
 }
@@ -65,9 +70,14 @@ const UNREACHABLE_CODES = new Set([
   'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
 ])
 
+// ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected.
+const REDIS_UNREACHABLE_MESSAGES = new Set([
+  'Connection is closed.', 'Command timed out', "Stream isn't writeable and enableOfflineQueue options is false",
+])
+
 function backendUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false
   const code = (error as { code?: unknown }).code
   return (typeof code === 'string' && UNREACHABLE_CODES.has(code))
-    || error.name === 'MaxRetriesPerRequestError' || error.message === 'Connection is closed.'
+    || error.name === 'MaxRetriesPerRequestError' || REDIS_UNREACHABLE_MESSAGES.has(error.message)
 }

@@ -1,5 +1,5 @@
 // Fixed-window counters in Redis, shared by every worker: request rate limits and the publish quota.
-import { ApiError, unavailable } from './errors'
+import { ApiError } from './errors'
 import { describeError, log } from './log'
 import { redis } from './redis'
 
@@ -8,26 +8,49 @@ export interface WindowCount {
   count: number
   /** Whole seconds until the window rolls, at least 1: the Retry-After of a refusal. */
   retryAfter: number
+  /** True when Redis could not count and this worker counted alone (see hitWindow). */
+  local?: true
+}
+
+// Per-worker counters used only while Redis cannot count: key → count, for the windows now in use.
+const localCounts = new Map<string, { count: number; expiresAt: number }>()
+let lastFallbackLog = 0
+
+function countLocally(key: string, expiresAt: number, now: number): number {
+  if (localCounts.size > 10_000) {
+    for (const [k, entry] of localCounts) if (entry.expiresAt <= now) localCounts.delete(k)
+    if (localCounts.size > 10_000) localCounts.clear() // a flood of distinct keys: start over rather than grow
+  }
+  const entry = localCounts.get(key) ?? { count: 0, expiresAt }
+  entry.count++
+  localCounts.set(key, entry)
+  return entry.count
 }
 
 /**
  * Counts one hit in the window of `windowSeconds` (aligned to epoch time) that `now` falls in. The Redis key is
  * `<prefix>:<window number>` and expires shortly after its window, so counters clean themselves up.
- * A Redis failure is 503 (the limit cannot be checked): never a 500, never a silent pass.
+ *
+ * While Redis cannot count (down, or no answer within REDIS_COMMAND_TIMEOUT_MS), the hit is counted in this worker's
+ * memory against the same limit instead: a limit then holds per worker rather than across workers, and whatever the
+ * route does next still works or fails on its own (token issue keeps working without Redis; a publish still gets its
+ * 503). Refusing every request because a counter is unreachable would turn a Redis outage into a full outage.
  */
 export async function hitWindow(prefix: string, windowSeconds: number, what: string, now = Date.now()): Promise<WindowCount> {
   const windowMs = windowSeconds * 1000
   const window = Math.floor(now / windowMs)
   const key = `${prefix}:${window}`
-  let count: number
+  const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))
   try {
     const [[, counted]] = (await redis().multi().incr(key).expire(key, windowSeconds + 5).exec()) as [[null, number], unknown]
-    count = counted
+    return { count: counted, retryAfter }
   } catch (error) {
-    log('error', `${what} unavailable`, describeError(error))
-    throw unavailable(`The ${what} cannot be checked right now; retry shortly`)
+    if (now - lastFallbackLog > 5000) {
+      lastFallbackLog = now
+      log('warn', `${what}: Redis cannot count, counting in this worker`, describeError(error))
+    }
+    return { count: countLocally(key, (window + 1) * windowMs, now), retryAfter, local: true }
   }
-  return { count, retryAfter: Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000)) }
 }
 
 /** 429 with Retry-After in whole seconds (at least 1). */

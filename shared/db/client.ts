@@ -1,14 +1,29 @@
 // The process's one PostgreSQL pool. Values always go through tagged templates (postgres.js).
+// Every statement and transaction is bounded (./deadline.ts): an unreachable or stalled server is a quick 503.
 import postgres from 'postgres'
 import { config } from '../config'
+import { withDeadlines } from './deadline'
 
 export type Sql = postgres.Sql
 
+function pool(): Sql {
+  return postgres(config.databaseUrl, {
+    max: 10,
+    idle_timeout: 30,
+    // Seconds; at least 1. The statement deadline bounds the wait anyway: this only stops a dead attempt early.
+    connect_timeout: Math.max(1, Math.ceil(config.db.timeoutMs / 1000)),
+    // Seconds between reconnect attempts (postgres.js grows its default to 20 s): come back within a second of the server.
+    backoff: (attempt: number) => Math.min(0.05 * attempt, 0.5),
+    onnotice: () => {},
+    // uuid columns come back as strings; timestamps as Date, serialized to ISO-8601 by JSON.
+  })
+}
+
 /** The shared pool, created on first use so that modules can import it without connecting. */
-export const sql: Sql = postgres(config.databaseUrl, {
-  max: 10,
-  idle_timeout: 30,
-  connect_timeout: 10,
-  onnotice: () => {},
-  // uuid columns come back as strings; timestamps as Date, serialized to ISO-8601 by JSON.
-})
+export const sql: Sql = withDeadlines(pool(), { timeoutMs: config.db.timeoutMs, coolDownMs: config.db.coolDownMs })
+
+/**
+ * A pool without deadlines, for scripts whose statements may legitimately run long (migrations, key rotation).
+ * The caller ends it.
+ */
+export const unboundedSql = (): Sql => pool()

@@ -1,6 +1,14 @@
 // A per-worker cache that is trusted only while the worker hears invalidations, for at most config.realtime.cacheTtlMs.
 // Used for API keys and for product policies: the same rules for both, in one place.
 import { config } from '../../../shared/config'
+import { ApiError } from '../../../shared/errors'
+
+/**
+ * How long past its expiry an entry may still answer while its source (PostgreSQL) is unavailable. Safe because it only
+ * happens while invalidations are heard (a revocation would have dropped the entry), and a change needs that same
+ * database, which is down: the stale value is still the current one. Bounded anyway, so an outage cannot make it eternal.
+ */
+export const STALE_IF_UNAVAILABLE_MS = 60_000
 
 export class InvalidatedCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>()
@@ -27,13 +35,21 @@ export class InvalidatedCache<V> {
 
   /**
    * The cached value, or `load()`'s, stored when `keep(value)` holds, caching is on and no invalidation arrived while it
-   * loaded. A value not kept also drops an expired entry for the key.
+   * loaded. A value not kept also drops an expired entry for the key. When `load()` fails with 503 (its source is
+   * unavailable), a recently expired entry answers instead (STALE_IF_UNAVAILABLE_MS).
    */
   async get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
     const hit = this.entries.get(key)
     if (hit && hit.until > Date.now()) return hit.value
     const started = this.generation
-    const value = await load()
+    let value: V
+    try {
+      value = await load()
+    } catch (error) {
+      const usable = hit && this.caching && this.generation === started && Date.now() - hit.until < STALE_IF_UNAVAILABLE_MS
+      if (usable && error instanceof ApiError && error.status === 503) return hit.value
+      throw error
+    }
     if (!keep(value)) this.entries.delete(key)
     else if (this.caching && this.generation === started) this.entries.set(key, { value, until: Date.now() + config.realtime.cacheTtlMs })
     return value

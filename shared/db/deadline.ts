@@ -1,0 +1,211 @@
+// Bounded waits on PostgreSQL: every statement and every transaction of a guarded pool answers within a deadline, and a
+// pool that cannot reach the server fails new work at once (a circuit breaker) instead of queueing it.
+//
+// Why: postgres.js keeps queries queued through its reconnect backoff while the server is unreachable, and a stalled
+// link never answers at all, so without this a request could hang for tens of seconds or forever. With it, a request
+// that needs PostgreSQL gets `503 unavailable` with Retry-After within the deadline, and the pool serves again on its
+// own as soon as one statement succeeds after the cool-down.
+import type postgres from 'postgres'
+import { type ApiError, unavailable } from '../errors'
+import { log } from '../log'
+
+type Sql = postgres.Sql
+
+export interface DeadlineOptions {
+  /** Longest wait for one statement, or for one transaction as a whole: queueing, connecting and running. */
+  timeoutMs: number
+  /** After a connection failure, new work fails at once for this long; then the next statement probes the server. */
+  coolDownMs: number
+}
+
+/** The 503 every PostgreSQL outage turns into; `retryAfter` seconds. */
+export const databaseUnavailable = (reason: string, retryAfter = 1) =>
+  unavailable(`The database is unavailable (${reason}); retry shortly`, retryAfter)
+
+// postgres.js and socket codes that mean "the server cannot be reached", as opposed to a failing statement.
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+])
+
+export const isConnectionFailure = (error: unknown) =>
+  typeof (error as { code?: unknown } | null)?.code === 'string' && CONNECTION_CODES.has((error as { code: string }).code)
+
+/** A connection failure as the caller sees it: the platform's 503, logged once per outage by the breaker, not per request. */
+const asUnavailable = (error: unknown) => (isConnectionFailure(error) ? databaseUnavailable('cannot connect') : error)
+
+/**
+ * Open after a connection failure, for `coolDownMs`; a success closes it. Plain state (the clock is a parameter), so it
+ * is unit-testable; it logs only its transitions.
+ */
+export class Breaker {
+  private openUntil = 0
+  private down = false
+  constructor(private readonly coolDownMs: number, private readonly now: () => number = Date.now) {}
+
+  get isOpen(): boolean {
+    return this.now() < this.openUntil
+  }
+
+  failed(): void {
+    this.openUntil = this.now() + this.coolDownMs
+    if (!this.down) log('warn', 'postgres unreachable: refusing new work between probes', { coolDownMs: this.coolDownMs })
+    this.down = true
+  }
+
+  succeeded(): void {
+    this.openUntil = 0
+    if (this.down) log('info', 'postgres reachable again')
+    this.down = false
+  }
+
+  /** Whole seconds until the next probe is let through (at least 1): the Retry-After of a refusal. */
+  get retryAfter(): number {
+    return Math.max(1, Math.ceil((this.openUntil - this.now()) / 1000))
+  }
+}
+
+/** The parts of a postgres.js Query this module relies on (see node_modules/postgres/src/query.js). */
+interface PendingQuery extends Promise<unknown> {
+  state: unknown
+  executed: boolean
+  reject(error: unknown): void
+  cancel(): unknown
+}
+
+const isQuery = (value: unknown): value is PendingQuery =>
+  value instanceof Promise && typeof (value as Partial<PendingQuery>).cancel === 'function' && 'executed' in value
+
+/** What the queries of one pool share: its breaker, and the queries handed to it that are not sent yet. */
+class PoolState {
+  readonly waiting = new Set<PendingQuery>()
+  constructor(readonly breaker: Breaker) {}
+
+  /** A connection failure: open the breaker and answer every query still waiting for a connection now, not one by one. */
+  connectionFailed(): void {
+    this.breaker.failed()
+    for (const query of this.waiting) {
+      if (query.state !== null) continue
+      this.waiting.delete(query)
+      query.reject(databaseUnavailable('cannot connect')) // first: cancel() rejects with its own error otherwise
+      query.cancel() // only for unsent queries: for a sent one it opens a cancel connection whose failure nobody would catch
+    }
+  }
+}
+
+/**
+ * Arms a postgres.js query when it is first awaited (fragments interpolated into other queries are never awaited, so
+ * they stay untouched): refuse it while `refuse()` says so, else reject it at the deadline. A query still waiting for
+ * a connection at the deadline is taken out of the queue, so a 503 never turns into a late write; one already sent
+ * finishes in the background (its outcome is unknown to the caller, as with any timeout).
+ */
+function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () => number, pool: PoolState): void {
+  const then = query.then
+  let armed = false
+  query.then = function (this: PendingQuery, ...args: Parameters<Promise<unknown>['then']>) {
+    if (!armed) {
+      armed = true
+      const refusal = refuse()
+      if (refusal) {
+        query.executed = true // postgres.js then never hands it to a connection
+        query.reject(refusal)
+      } else {
+        watch(query, then, deadline(), pool)
+      }
+    }
+    const [onFulfilled, onRejected] = args
+    return then.call(this, onFulfilled, onRejected && ((error: unknown) => onRejected(asUnavailable(error)))) as never
+  } as never
+}
+
+/** Rejects `query` at the deadline and reports its outcome to the breaker (through the query's own, untranslated `then`). */
+function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool: PoolState): void {
+  pool.waiting.add(query)
+  const timer = setTimeout(() => {
+    // Never sent: it did not even get a connection, so the server is unreachable, not slow.
+    if (query.state === null) pool.connectionFailed()
+    else query.reject(databaseUnavailable('no answer within the deadline'))
+  }, ms)
+  const settled = () => {
+    clearTimeout(timer)
+    pool.waiting.delete(query)
+  }
+  then.call(
+    query,
+    () => {
+      settled()
+      pool.breaker.succeeded()
+    },
+    (error) => {
+      settled()
+      if (isConnectionFailure(error)) pool.connectionFailed()
+    },
+  )
+}
+
+/**
+ * A postgres.js pool whose statements and transactions are bounded by `options.timeoutMs` and refused at once while the
+ * breaker is open. Everything else (helpers, fragments, `end`) behaves exactly as the pool's own.
+ */
+export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new Breaker(options.coolDownMs)): Sql {
+  const state = new PoolState(breaker)
+  const refuseWhileOpen = () => (breaker.isOpen ? databaseUnavailable('recent connection failure', breaker.retryAfter) : null)
+  const guardQueries = (target: Sql, refuse: () => ApiError | null, deadline: () => number): Sql =>
+    new Proxy(target, {
+      apply(fn, self, args) {
+        const result = Reflect.apply(fn as never, self, args)
+        if (isQuery(result)) arm(result, refuse, deadline, state)
+        return result
+      },
+      get(fn, property, receiver) {
+        const value = Reflect.get(fn, property, receiver)
+        if (property === 'unsafe' && typeof value === 'function') {
+          return (...args: unknown[]) => {
+            const result = value.apply(fn, args)
+            if (isQuery(result)) arm(result, refuse, deadline, state)
+            return result
+          }
+        }
+        if (property === 'begin' && target === pool) return begin
+        return value
+      },
+    })
+
+  /**
+   * The whole transaction gets one deadline. Past it, the caller has its 503 and the transaction must not go on: a
+   * statement issued afterwards is refused (the callback then throws and postgres.js rolls back), and a transaction
+   * that only gets its connection afterwards never runs the callback.
+   */
+  const begin = (...args: unknown[]) => {
+    if (breaker.isOpen) return Promise.reject(databaseUnavailable('recent connection failure', breaker.retryAfter))
+    const fn = args.pop() as (tx: Sql) => unknown
+    let expired = false
+    const started = Date.now()
+    const remaining = () => Math.max(1, options.timeoutMs - (Date.now() - started))
+    const refuseExpired = () => (expired ? databaseUnavailable('transaction outlived its deadline') : null)
+    const run = (pool.begin as (...a: unknown[]) => Promise<unknown>)(...args, (tx: Sql) => {
+      if (expired) throw databaseUnavailable('transaction started after its deadline')
+      return fn(guardQueries(tx, refuseExpired, remaining))
+    })
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        expired = true
+        reject(databaseUnavailable('transaction did not finish within the deadline'))
+      }, options.timeoutMs)
+      run.then(
+        (value) => {
+          clearTimeout(timer)
+          breaker.succeeded()
+          resolve(value)
+        },
+        (error) => {
+          clearTimeout(timer)
+          if (isConnectionFailure(error)) state.connectionFailed()
+          reject(asUnavailable(error))
+        },
+      )
+    })
+  }
+
+  return guardQueries(pool, refuseWhileOpen, () => options.timeoutMs)
+}
