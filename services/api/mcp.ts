@@ -41,6 +41,13 @@ export function toolOf(op: AnyOperation): Tool {
 
 const ARGUMENT_PARTS = new Set(['path', 'query', 'body'])
 
+/**
+ * tools/call registered with a schema that checks only the method: the SDK's Server then validates the params itself
+ * and answers a malformed call with JSON-RPC -32602 (invalid params). Registered with the full schema, the protocol
+ * layer's own parse fails first and answers -32603 (internal error), which blames the server for the client's mistake.
+ */
+const LENIENT_CALL_TOOL = CallToolRequestSchema.pick({ method: true }).passthrough() as unknown as typeof CallToolRequestSchema
+
 export function mcpEndpoint(operations: readonly AnyOperation[], version: string, bodyLimit: number) {
   const tools = operations.map(toolOf)
   const byName = new Map(operations.map((op) => [op.id, op]))
@@ -72,7 +79,7 @@ export function mcpEndpoint(operations: readonly AnyOperation[], version: string
       },
     )
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools, _meta: { catalogVersion: version } }))
-    server.setRequestHandler(CallToolRequestSchema, async (call) => {
+    server.setRequestHandler(LENIENT_CALL_TOOL, async (call) => {
       const op = byName.get(call.params.name)
       const args = (call.params.arguments ?? {}) as Record<string, unknown>
       const requestId = randomUUID()

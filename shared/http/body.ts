@@ -1,5 +1,5 @@
 // Request bodies read with a byte limit (checked on the declared length and while streaming), then parsed as JSON.
-import { ApiError, payloadTooLarge } from '../errors'
+import { ApiError, badRequest, payloadTooLarge } from '../errors'
 
 /** Reads at most `limit` bytes; a larger body is a 413 without buffering the rest. */
 export async function readBytes(request: Request, limit: number): Promise<Uint8Array> {
@@ -10,7 +10,15 @@ export async function readBytes(request: Request, limit: number): Promise<Uint8A
   let total = 0
   const reader = request.body.getReader()
   for (;;) {
-    const { done, value } = await reader.read()
+    let chunk: Awaited<ReturnType<typeof reader.read>>
+    try {
+      chunk = await reader.read()
+    } catch {
+      // The only way a request body fails to arrive is the client going away: its failure, not ours (and nobody reads
+      // the answer). 499 as nginx logs it.
+      throw new ApiError(499, 'client_closed_request', 'The client closed the connection before the request body arrived')
+    }
+    const { done, value } = chunk
     if (done) break
     total += value.byteLength
     if (total > limit) {
@@ -27,26 +35,74 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 /** Deepest nesting of arrays and objects accepted in a request body. */
 export const MAX_JSON_DEPTH = 64
 
+/** Where the scanner is inside one array or object: the next index, or the raw span of the last key read. */
+type Frame = { array: true; index: number } | { array: false; keyStart: number; keyEnd: number; expectKey: boolean }
+
+const pointerOf = (text: string, stack: Frame[]) =>
+  '/body' + stack.map((frame) => '/' + (frame.array
+    ? String(frame.index)
+    : String(JSON.parse(text.slice(frame.keyStart, frame.keyEnd + 1))).replaceAll('~', '~0').replaceAll('/', '~1'))).join('')
+
 /**
- * Refuses JSON nested deeper than MAX_JSON_DEPTH before it is parsed: parsing, validating and serializing deeply nested
- * values recurse, and a small body of brackets would otherwise exhaust the stack (a 500 anyone could trigger).
+ * One pass over the text before it is parsed, refusing what JSON.parse would accept but the platform must not:
+ * - nesting deeper than MAX_JSON_DEPTH: parsing, validating and serializing recurse, and a small body of brackets would
+ *   otherwise exhaust the stack (a 500 anyone could trigger);
+ * - integer literals beyond ±(2^53 − 1): JSON.parse rounds them silently, so stored or relayed data would change. The
+ *   400 names the field by JSON pointer.
+ * Syntax errors are left to JSON.parse, which reports them.
  */
-function checkDepth(text: string): void {
-  let depth = 0
-  let inString = false
+function scan(text: string): void {
+  const stack: Frame[] = []
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
-    if (inString) {
-      if (c === 92 /* \\ */) i++
-      else if (c === 34 /* " */) inString = false
-    } else if (c === 34) inString = true
-    else if (c === 91 /* [ */ || c === 123 /* { */) {
-      if (++depth > MAX_JSON_DEPTH) throw new ApiError(400, 'invalid_json', `Request body is nested deeper than ${MAX_JSON_DEPTH} levels`)
-    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--
+    if (c === 34 /* " */) {
+      const start = i
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i)
+        if (d === 92 /* \\ */) i++
+        else if (d === 34) break
+      }
+      const top = stack.at(-1)
+      if (top && !top.array && top.expectKey) {
+        top.keyStart = start
+        top.keyEnd = i
+        top.expectKey = false
+      }
+    } else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (stack.length >= MAX_JSON_DEPTH) throw new ApiError(400, 'invalid_json', `Request body is nested deeper than ${MAX_JSON_DEPTH} levels`)
+      stack.push(c === 91 ? { array: true, index: 0 } : { array: false, keyStart: 0, keyEnd: 0, expectKey: true })
+    } else if (c === 93 /* ] */ || c === 125 /* } */) {
+      stack.pop()
+    } else if (c === 44 /* , */) {
+      const top = stack.at(-1)
+      if (top?.array) top.index++
+      else if (top) top.expectKey = true
+    } else if (c === 45 /* - */ || (c >= 48 && c <= 57) /* 0-9 */) {
+      let end = i + 1
+      let integer = true
+      for (; end < text.length; end++) {
+        const d = text.charCodeAt(end)
+        if (d === 46 /* . */ || d === 101 /* e */ || d === 69 /* E */) integer = false
+        else if (!((d >= 48 && d <= 57) || d === 43 || d === 45)) break
+      }
+      // More than 15 digits may not fit; only then is the exact check worth it.
+      if (integer && end - i > 15 && !Number.isSafeInteger(Number(text.slice(i, end)))) {
+        let path: string
+        try {
+          path = pointerOf(text, stack)
+        } catch {
+          path = '/body' // a malformed key: JSON.parse would refuse the body anyway
+        }
+        throw badRequest(`Invalid request: ${path} is an integer beyond ±(2^53 − 1), which cannot be kept exactly`, [
+          { path, message: 'must be an integer between -(2^53 - 1) and 2^53 - 1 (send larger values as strings)' },
+        ])
+      }
+      i = end - 1
+    }
   }
 }
 
-/** An empty body is `undefined`; anything else must be valid UTF-8 JSON, nested at most MAX_JSON_DEPTH deep. */
+/** An empty body is `undefined`; anything else must be valid UTF-8 JSON that scan() accepts. */
 export function parseJson(bytes: Uint8Array): unknown {
   if (bytes.byteLength === 0) return undefined
   let text: string
@@ -55,7 +111,7 @@ export function parseJson(bytes: Uint8Array): unknown {
   } catch {
     throw new ApiError(400, 'invalid_json', 'Request body is not valid UTF-8')
   }
-  checkDepth(text)
+  scan(text)
   try {
     return JSON.parse(text)
   } catch (error) {

@@ -4,8 +4,9 @@
 import type { Server } from 'bun'
 import { randomUUID } from 'node:crypto'
 import { config } from '../config'
-import { toErrorResponse } from '../errors'
+import { ApiError, toErrorResponse } from '../errors'
 import { describeError, log } from '../log'
+import { parseTarget, routable } from './target'
 
 interface Handler {
   handle(request: Request): Promise<Response> | Response
@@ -35,6 +36,43 @@ export function clientIp(request: Request): string {
 /** `::ffff:1.2.3.4` (an IPv4 peer on a dual-stack socket) is the IPv4 address 1.2.3.4. */
 export const normalizeIp = (ip: string) => (ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip)
 
+const invalidHost = () =>
+  new ApiError(400, 'invalid_host', 'The Host header is not a valid host name (letters, digits, ".", "-", "_" or an IP literal, optional port 1-65535)')
+
+/**
+ * One request, start to end: the target is read once (a malformed Host is a 400 in the platform's body, never a throw),
+ * the app routes the same path that is logged, any failure becomes the one error body, and a client that went away
+ * mid-request is logged as such rather than as a server error.
+ */
+async function handleRequest(request: Request, peer: string, options: ServeOptions): Promise<Response> {
+  const started = performance.now()
+  const target = parseTarget(request.url)
+  let response: Response
+  try {
+    if (!target) throw invalidHost()
+    const routed = routable(request, target)
+    clientIps.set(routed, peer)
+    response = await options.app.handle(routed)
+  } catch (error) {
+    response = toErrorResponse(error, (e) => log('error', 'unhandled', describeError(e)))
+  }
+  // Routes that run an operation set their own id (it is in their error logs); every other response gets one here.
+  let requestId = response.headers.get('x-request-id')
+  if (!requestId) {
+    requestId = randomUUID()
+    response.headers.set('x-request-id', requestId)
+  }
+  if (options.logRequests) {
+    const aborted = request.signal.aborted
+    log('info', 'request', {
+      method: request.method, path: target?.path ?? null, status: response.status,
+      ms: Math.round((performance.now() - started) * 10) / 10, ip: peer, requestId,
+      ...(target ? {} : { host: request.headers.get('host') }), ...(aborted ? { aborted: true } : {}),
+    })
+  }
+  return response
+}
+
 export interface ServeOptions {
   name: string
   port: number
@@ -51,31 +89,11 @@ export function serveApp(options: ServeOptions): Server<undefined> {
     port: options.port,
     reusePort: true,
     maxRequestBodySize: options.maxRequestBodySize,
-    async fetch(request, srv) {
-      const started = performance.now()
-      clientIps.set(request, normalizeIp(srv.requestIP(request)?.address ?? '127.0.0.1'))
-      let response: Response
-      try {
-        response = await options.app.handle(request)
-      } catch (error) {
-        response = toErrorResponse(error, (e) => log('error', 'unhandled', describeError(e)))
-      }
-      // Routes that run an operation set their own id (it is in their error logs); every other response gets one here.
-      let requestId = response.headers.get('x-request-id')
-      if (!requestId) {
-        requestId = randomUUID()
-        response.headers.set('x-request-id', requestId)
-      }
-      if (options.logRequests) {
-        const url = new URL(request.url)
-        log('info', 'request', {
-          method: request.method, path: url.pathname, status: response.status,
-          ms: Math.round((performance.now() - started) * 10) / 10, ip: clientIps.get(request),
-          requestId,
-        })
-      }
-      return response
-    },
+    // The runtime's development error page shows the working directory and source lines: never unless asked for.
+    development: config.developmentErrors,
+    fetch: (request, srv) => handleRequest(request, normalizeIp(srv.requestIP(request)?.address ?? '127.0.0.1'), options),
+    // Only reached if handleRequest itself throws: still the platform's body, never the runtime's page.
+    error: (error) => toErrorResponse(error, (e) => log('error', 'unhandled', describeError(e))),
   })
   log('info', 'listening', { name: options.name, port: server.port })
 

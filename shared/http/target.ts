@@ -1,0 +1,53 @@
+// The request target as every process routes and logs it, read without `new URL()` (which throws on a malformed Host)
+// and without Elysia's shortcut of taking the path from the first "/" after character 11 of the URL (which a Host
+// shorter than four characters shifts: `Host: a` + `/xy/openapi.json` would route as `/openapi.json`).
+
+/** A host name, IPv4 or bracketed IPv6 literal, with an optional port 1..65535. No `%`, spaces or delimiters. */
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9._~-]*[A-Za-z0-9_~-])?|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/
+
+export function isValidHost(host: string): boolean {
+  const match = HOST.exec(host)
+  if (!match) return false
+  const port = match[1]
+  if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) return false
+  // The pattern admits any bracketed run of hex digits and colons; only a real IPv6 literal may pass.
+  return !host.startsWith('[') || URL.canParse(`http://${host}/`)
+}
+
+export interface RequestTarget {
+  host: string
+  /** Starts with "/"; without the query. */
+  path: string
+  /** "" or "?..." */
+  search: string
+}
+
+/**
+ * Splits `request.url` (scheme://host/path?query, as Bun builds it from the Host header) into its parts; null when the
+ * Host part is not a valid host.
+ * @example parseTarget('http://a/xy/openapi.json') // → { host: 'a', path: '/xy/openapi.json', search: '' }
+ */
+export function parseTarget(url: string): RequestTarget | null {
+  const schemeEnd = url.indexOf('://')
+  if (schemeEnd < 0) return null
+  const hostStart = schemeEnd + 3
+  let pathStart = url.indexOf('/', hostStart)
+  // A '?' or '#' before any '/' belongs to the (invalid) host, which the host check below refuses.
+  if (pathStart < 0) pathStart = url.length
+  const host = url.slice(hostStart, pathStart)
+  if (!isValidHost(host)) return null
+  const rest = url.slice(pathStart) || '/'
+  const queryStart = rest.indexOf('?')
+  return queryStart < 0
+    ? { host, path: rest, search: '' }
+    : { host, path: rest.slice(0, queryStart), search: rest.slice(queryStart) }
+}
+
+/** Elysia reads the path from character 11 on: a host this long or longer keeps scheme + host before that point. */
+const MIN_ROUTABLE_HOST = 4
+
+/** The request itself, or a copy whose URL names a placeholder host when the real one is too short for Elysia's router. */
+export function routable(request: Request, target: RequestTarget): Request {
+  if (target.host.length >= MIN_ROUTABLE_HOST) return request
+  return new Request(`http://host.invalid${target.path}${target.search}`, request)
+}
