@@ -80,15 +80,31 @@ export interface Worker {
   port: number
   proc: ReturnType<typeof Bun.spawn>
   stop(signal?: NodeJS.Signals): Promise<number>
+  /** The JSON log lines the process wrote so far (only with `logs: true`; request logs need LOG_REQUESTS=1). */
+  logs(): Record<string, any>[]
+}
+
+/** Collects a process's stdout as it arrives. */
+function collect(stream: ReadableStream<Uint8Array>): () => string {
+  let text = ''
+  const decoder = new TextDecoder()
+  void (async () => {
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true })
+  })()
+  return () => text
 }
 
 /** Starts `bun run <script>` as a real process and waits until it answers /readyz (or /healthz) with 200. */
-export async function startWorker(script: string, env: Record<string, string>, port: number, waitFor: '/readyz' | '/healthz' = '/readyz'): Promise<Worker> {
+export async function startWorker(
+  script: string, env: Record<string, string>, port: number, waitFor: '/readyz' | '/healthz' = '/readyz',
+  options: { logs?: boolean } = {},
+): Promise<Worker> {
   const proc = Bun.spawn(['bun', 'run', script], {
     env: { ...process.env, LOG_REQUESTS: '0', ...env },
-    stdout: 'ignore',
+    stdout: options.logs ? 'pipe' : 'ignore',
     stderr: 'inherit',
   })
+  const output = options.logs ? collect(proc.stdout as ReadableStream<Uint8Array>) : () => ''
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 15_000
   for (;;) {
@@ -108,6 +124,7 @@ export async function startWorker(script: string, env: Record<string, string>, p
       proc.kill(signal)
       return await proc.exited
     },
+    logs: () => output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line)),
   }
 }
 

@@ -46,7 +46,7 @@ const invalidHost = () =>
  */
 async function handleRequest(request: Request, peer: string, options: ServeOptions): Promise<Response> {
   const started = performance.now()
-  const target = parseTarget(request.url)
+  const target = parseTarget(request.url, request.headers.get('host'))
   let response: Response
   try {
     if (!target) throw invalidHost()
@@ -67,7 +67,7 @@ async function handleRequest(request: Request, peer: string, options: ServeOptio
     log('info', 'request', {
       method: request.method, path: target?.path ?? null, status: response.status,
       ms: Math.round((performance.now() - started) * 10) / 10, ip: peer, requestId,
-      ...(target ? {} : { host: request.headers.get('host') }), ...(aborted ? { aborted: true } : {}),
+      ...(target ? {} : { host: request.headers.get('host'), url: request.url.slice(0, 512) }), ...(aborted ? { aborted: true } : {}),
     })
   }
   return response

@@ -23,20 +23,25 @@ export interface RequestTarget {
 }
 
 /**
- * Splits `request.url` (scheme://host/path?query, as Bun builds it from the Host header) into its parts; null when the
- * Host part is not a valid host.
- * @example parseTarget('http://a/xy/openapi.json') // → { host: 'a', path: '/xy/openapi.json', search: '' }
+ * Splits `request.url` (scheme://host/path?query, as Bun builds it from the Host header; just /path?query when the
+ * request had no Host, as HTTP/1.0 allows) into its parts. `hostHeader` is the Host header as received (null when
+ * absent). Null when that header is not a valid host: malformed, or present but empty.
+ * @example parseTarget('http://a/xy/openapi.json', 'a') // → { host: 'a', path: '/xy/openapi.json', search: '' }
  */
-export function parseTarget(url: string): RequestTarget | null {
-  const schemeEnd = url.indexOf('://')
-  if (schemeEnd < 0) return null
-  const hostStart = schemeEnd + 3
-  let pathStart = url.indexOf('/', hostStart)
-  // A '?' or '#' before any '/' belongs to the (invalid) host, which the host check below refuses.
-  if (pathStart < 0) pathStart = url.length
-  const host = url.slice(hostStart, pathStart)
-  if (!isValidHost(host)) return null
-  const rest = url.slice(pathStart) || '/'
+export function parseTarget(url: string, hostHeader: string | null): RequestTarget | null {
+  let host = ''
+  let rest = url
+  if (!url.startsWith('/')) {
+    const schemeEnd = url.indexOf('://')
+    if (schemeEnd < 0) return null
+    const hostStart = schemeEnd + 3
+    // A '?' or '#' before any '/' belongs to the (invalid) host, which the host check below refuses.
+    const pathStart = url.indexOf('/', hostStart)
+    host = url.slice(hostStart, pathStart < 0 ? url.length : pathStart)
+    rest = pathStart < 0 ? '/' : url.slice(pathStart)
+  }
+  // The header as sent, not the URL's host: Bun has already decoded it there ("a%41" reads "aA", "a:" reads "a").
+  if (hostHeader === null ? host !== '' : !isValidHost(hostHeader)) return null
   const queryStart = rest.indexOf('?')
   return queryStart < 0
     ? { host, path: rest, search: '' }
@@ -46,7 +51,10 @@ export function parseTarget(url: string): RequestTarget | null {
 /** Elysia reads the path from character 11 on: a host this long or longer keeps scheme + host before that point. */
 const MIN_ROUTABLE_HOST = 4
 
-/** The request itself, or a copy whose URL names a placeholder host when the real one is too short for Elysia's router. */
+/**
+ * The request itself, or a copy whose URL names a placeholder host when the real one is too short (or absent) for
+ * Elysia's router.
+ */
 export function routable(request: Request, target: RequestTarget): Request {
   if (target.host.length >= MIN_ROUTABLE_HOST) return request
   return new Request(`http://host.invalid${target.path}${target.search}`, request)
