@@ -70,12 +70,13 @@ const UNREACHABLE_CODES = new Set([
   'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
 ])
 
-// ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected.
+// ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected (shared/redis.ts).
 const REDIS_UNREACHABLE_MESSAGES = new Set([
   'Connection is closed.', 'Command timed out', "Stream isn't writeable and enableOfflineQueue options is false",
 ])
 
-function backendUnreachable(error: unknown): boolean {
+/** True for a connection-level failure of PostgreSQL or Redis (an outage), as opposed to a failing statement or command. */
+export function backendUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false
   const code = (error as { code?: unknown }).code
   return (typeof code === 'string' && UNREACHABLE_CODES.has(code))

@@ -1,11 +1,34 @@
 // Redis connections. The command connection is shared; blocking readers and subscribers take their own.
 //
 // Outage behaviour (docs/architecture.md, "Outages"): every command on the command connection answers within
-// config.redis.commandTimeoutMs (a stalled link times out), and once the connection has been ready, commands issued
-// while it is down fail at once instead of queueing; ioredis reconnects by itself within half a second of Redis's return.
+// config.redis.commandTimeoutMs (a stalled link times out); once the connection has been ready, commands issued while it
+// is down fail at once instead of queueing; after a timeout or a connection failure a breaker fails new commands at
+// once for a cool-down, so one request never waits out several timeouts in a row. ioredis reconnects by itself within
+// half a second of Redis's return, and the first command after the cool-down closes the breaker.
 import Redis, { type RedisOptions } from 'ioredis'
+import { Breaker } from './breaker'
 import { config } from './config'
+import { backendUnreachable } from './errors'
 import { log } from './log'
+
+
+interface PendingCommand {
+  promise: Promise<unknown>
+  reject(error: Error): void
+}
+
+/** Routes every command of `client` through `breaker` (ioredis funnels all commands, pipelines too, through sendCommand). */
+function guardCommands(client: Redis, breaker: Breaker): void {
+  const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: unknown) => unknown
+  ;(client as unknown as { sendCommand: typeof send }).sendCommand = (command, stream) => {
+    if (breaker.isOpen) {
+      command.reject(new Error('Connection is closed.')) // the same words as a dead link, so every caller maps it alike
+      return command.promise
+    }
+    command.promise.then(() => breaker.succeeded(), (error) => backendUnreachable(error) && breaker.failed())
+    return send(command, stream)
+  }
+}
 
 function connect(name: string, options: RedisOptions = {}): Redis {
   const client = new Redis(config.redisUrl, {
@@ -34,6 +57,7 @@ export function redis(): Redis {
   // Queue commands only until the first connection (foreman starts processes in no order); after that a command sent
   // while Redis is down fails at once: a request should hear "unavailable" now, not after a reconnect backoff.
   client.once('ready', () => (client.options.enableOfflineQueue = false))
+  guardCommands(client, new Breaker('redis', config.redis.commandTimeoutMs))
   shared = client
   return client
 }

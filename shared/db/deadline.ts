@@ -7,7 +7,7 @@
 // own as soon as one statement succeeds after the cool-down.
 import type postgres from 'postgres'
 import { type ApiError, unavailable } from '../errors'
-import { log } from '../log'
+import { Breaker } from '../breaker'
 
 type Sql = postgres.Sql
 
@@ -33,37 +33,6 @@ export const isConnectionFailure = (error: unknown) =>
 
 /** A connection failure as the caller sees it: the platform's 503, logged once per outage by the breaker, not per request. */
 const asUnavailable = (error: unknown) => (isConnectionFailure(error) ? databaseUnavailable('cannot connect') : error)
-
-/**
- * Open after a connection failure, for `coolDownMs`; a success closes it. Plain state (the clock is a parameter), so it
- * is unit-testable; it logs only its transitions.
- */
-export class Breaker {
-  private openUntil = 0
-  private down = false
-  constructor(private readonly coolDownMs: number, private readonly now: () => number = Date.now) {}
-
-  get isOpen(): boolean {
-    return this.now() < this.openUntil
-  }
-
-  failed(): void {
-    this.openUntil = this.now() + this.coolDownMs
-    if (!this.down) log('warn', 'postgres unreachable: refusing new work between probes', { coolDownMs: this.coolDownMs })
-    this.down = true
-  }
-
-  succeeded(): void {
-    this.openUntil = 0
-    if (this.down) log('info', 'postgres reachable again')
-    this.down = false
-  }
-
-  /** Whole seconds until the next probe is let through (at least 1): the Retry-After of a refusal. */
-  get retryAfter(): number {
-    return Math.max(1, Math.ceil((this.openUntil - this.now()) / 1000))
-  }
-}
 
 /** The parts of a postgres.js Query this module relies on (see node_modules/postgres/src/query.js). */
 interface PendingQuery extends Promise<unknown> {
@@ -147,7 +116,7 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
  * A postgres.js pool whose statements and transactions are bounded by `options.timeoutMs` and refused at once while the
  * breaker is open. Everything else (helpers, fragments, `end`) behaves exactly as the pool's own.
  */
-export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new Breaker(options.coolDownMs)): Sql {
+export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new Breaker('postgres', options.coolDownMs)): Sql {
   const state = new PoolState(breaker)
   const refuseWhileOpen = () => (breaker.isOpen ? databaseUnavailable('recent connection failure', breaker.retryAfter) : null)
   const guardQueries = (target: Sql, refuse: () => ApiError | null, deadline: () => number): Sql =>

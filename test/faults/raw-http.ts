@@ -19,7 +19,7 @@ export function rawRequest(port: number, text: string | Uint8Array, timeoutMs = 
       socket.destroy()
       reject(new Error(`no complete answer within ${timeoutMs} ms; got: ${Buffer.concat(chunks).toString().slice(0, 200)}`))
     }, timeoutMs)
-    socket.on('data', (chunk) => chunks.push(chunk))
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
     socket.on('error', () => {}) // a reset after the answer is the server closing: judged by what arrived
     socket.on('close', () => {
       clearTimeout(timer)

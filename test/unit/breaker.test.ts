@@ -1,10 +1,11 @@
-// The PostgreSQL breaker's state machine, on a clock the test moves.
+// The backing-service breaker's state machine, on a clock the test moves.
 import { expect, test } from 'bun:test'
-import { Breaker, isConnectionFailure } from '../../shared/db/deadline'
+import { Breaker } from '../../shared/breaker'
+import { isConnectionFailure } from '../../shared/db/deadline'
 
 test('opens on a failure for the cool-down, says when to retry, and closes on a success', () => {
   let now = 1_000_000
-  const breaker = new Breaker(1500, () => now)
+  const breaker = new Breaker('test', 1500, () => now)
   expect(breaker.isOpen).toBe(false)
   breaker.failed()
   expect(breaker.isOpen).toBe(true)
