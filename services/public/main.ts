@@ -2,20 +2,16 @@
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { serveApp } from '../../shared/http/serve'
-import { describeError, log } from '../../shared/log'
 import { closeRedis } from '../../shared/redis'
 import { buildPublicApp } from './app'
-import { listenForInvalidations } from './realtime/invalidation'
+import { listenForCacheInvalidations } from './realtime/invalidation'
 import { MESSAGES_BODY_LIMIT } from './realtime/body'
 
 process.env.PROCESS_NAME ??= 'public'
 
-// Caches stay off until the invalidation subscription is live (see realtime/invalidation.ts), so serving can start now.
-let stopListening: (() => Promise<void>) | undefined
-listenForInvalidations().then(
-  (stop) => (stopListening = stop),
-  (error) => log('error', 'invalidation listener failed; serving without caches', describeError(error)),
-)
+// Caches stay off until the invalidation subscription is live (shared/realtime/invalidation-listener.ts), so serving
+// can start now.
+const stopListening = listenForCacheInvalidations()
 
 serveApp({
   name: 'public',
@@ -26,7 +22,7 @@ serveApp({
   maxRequestBodySize: MESSAGES_BODY_LIMIT * 64,
   logRequests: config.logRequests,
   onStop: async () => {
-    await stopListening?.()
+    await stopListening()
     await sql.end({ timeout: 5 })
     await closeRedis()
   },

@@ -6,7 +6,7 @@ import { unavailable } from '../../../shared/errors'
 import { describeError, log } from '../../../shared/log'
 import { PUBLIC_KEY_PREFIX, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
 import { HINTS, insufficientScope, invalidApiKey, productNotFound } from './errors'
-import { InvalidatedCache } from './invalidated-cache'
+import { InvalidatedCache } from '../../../shared/realtime/invalidated-cache'
 
 export interface KeyIdentity {
   keyId: string
@@ -14,19 +14,15 @@ export interface KeyIdentity {
   scope: readonly PublicScope[]
 }
 
-// hex digest → identity. Only active keys are cached: a new key works at once, and an unknown key costs one index hit
-// (the IP rate limit bounds how many a client can try).
-const keys = new InvalidatedCache<KeyIdentity | null>()
-
-/** Turns the key cache on (only while subscribed to invalidations) or off. */
-export const setKeyCaching = (on: boolean) => keys.setCaching(on)
-
-/** Drops one key (hex digest) from this worker's cache; called for every `public_key` invalidation message. */
-export const forgetKey = (keyHashHex: string) => keys.forget(keyHashHex)
+/**
+ * hex digest → identity. Only active keys are cached: a new key works at once, and an unknown key costs one index hit
+ * (the IP rate limit bounds how many a client can try). Dropped by `public_key` invalidation messages.
+ */
+export const keyCache = new InvalidatedCache<KeyIdentity | null>()
 
 async function lookup(key: string): Promise<KeyIdentity | null> {
   const digest = publicKeyHash(key, config.environment)
-  return keys.get(digest.toString('hex'), async () => {
+  return keyCache.get(digest.toString('hex'), async () => {
     let rows
     try {
       rows = await sql`

@@ -4,7 +4,7 @@ import { channelTop, readHistory, type HistoryQuery as BrokerQuery, type History
 import { namespaceOf } from '../../../shared/realtime/names'
 import { listPresence, presenceCount, type PresenceMember } from '../../../shared/realtime/presence'
 import { namespaceNotRegistered, presenceDisabled } from './errors'
-import { productPolicies, type NamespacePolicy } from './policies'
+import { productPolicies, type NamespacePolicy } from '../../../shared/realtime/policies'
 import type { HistoryQuery } from './schemas'
 
 async function policyOf(productId: string, channel: string): Promise<NamespacePolicy> {

@@ -4,7 +4,7 @@ import { unprocessable } from '../../../shared/errors'
 import { namespaceOf, OPS, type Op } from '../../../shared/realtime/names'
 import { signToken, type TokenChannel } from '../../../shared/realtime/tokens'
 import { allowedOps } from '../../../shared/realtime/grants'
-import { productPolicies, type ProductPolicies } from './policies'
+import { productPolicies, type ProductPolicies } from '../../../shared/realtime/policies'
 import type { TokenIssueBody } from './schemas'
 
 /** Why a requested channel or operation is not in the token. */

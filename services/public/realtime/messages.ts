@@ -4,7 +4,7 @@ import { publish, type PayloadRef } from '../../../shared/realtime/broker'
 import { namespaceOf } from '../../../shared/realtime/names'
 import { INLINE_CAP_BYTES, storePayload } from '../../../shared/realtime/payloads'
 import { namespaceNotRegistered, payloadStorageNotProvisioned } from './errors'
-import { productPolicies } from './policies'
+import { productPolicies } from '../../../shared/realtime/policies'
 import { enforcePublishQuota } from './quota'
 import type { PublishBody } from './schemas'
 

@@ -1,7 +1,7 @@
 // A per-worker cache that is trusted only while the worker hears invalidations, for at most config.realtime.cacheTtlMs.
-// Used for API keys and for product policies: the same rules for both, in one place.
-import { config } from '../../../shared/config'
-import { ApiError } from '../../../shared/errors'
+// Used for API keys and product policies (public workers) and policies (gateways): the same rules, in one place.
+import { config } from '../config'
+import { ApiError } from '../errors'
 
 /**
  * How long past its expiry an entry may still answer while its source (PostgreSQL) is unavailable. Safe because it only

@@ -1,10 +1,11 @@
-// Namespace policies, grants and payload storage of a product, cached per worker and dropped on invalidation.
-import { sql } from '../../../shared/db/client'
-import { unavailable } from '../../../shared/errors'
-import { describeError, log } from '../../../shared/log'
-import { keepsHistory, type HistoryPolicy as BrokerHistoryPolicy } from '../../../shared/realtime/broker'
-import type { Op } from '../../../shared/realtime/names'
+// Namespace policies, grants and payload storage of a product, cached per process and dropped on invalidation.
+// The one policy shape: public workers and gateways read it from here.
+import { sql } from '../db/client'
+import { unavailable } from '../errors'
+import { describeError, log } from '../log'
+import { keepsHistory, type HistoryPolicy as BrokerHistoryPolicy } from './broker'
 import { InvalidatedCache } from './invalidated-cache'
+import type { Op } from './names'
 
 /** A namespace's policy in the shape allowedOps() reads, plus the broker's history policy. */
 export interface NamespacePolicy {
@@ -24,13 +25,8 @@ export interface ProductPolicies {
   payloadBucket: string | null
 }
 
-const products = new InvalidatedCache<ProductPolicies>()
-
-/** Turns the policy cache on (only while subscribed to invalidations) or off. */
-export const setPolicyCaching = (on: boolean) => products.setCaching(on)
-
-/** Drops a product's cached policies; called for every `namespaces` and `payload_storage` invalidation message. */
-export const forgetProduct = (productId: string) => products.forget(productId)
+/** Per product id; wired to invalidations by ./invalidation-listener.ts (`namespaces` and `payload_storage` messages). */
+export const policyCache = new InvalidatedCache<ProductPolicies>()
 
 async function load(productId: string): Promise<ProductPolicies> {
   const [namespaces, grants, storage] = await Promise.all([
@@ -54,7 +50,7 @@ async function load(productId: string): Promise<ProductPolicies> {
 
 /** The product's policies, at most config.realtime.cacheTtlMs old unless an invalidation dropped them sooner. */
 export async function productPolicies(productId: string): Promise<ProductPolicies> {
-  return products.get(productId, async () => {
+  return policyCache.get(productId, async () => {
     try {
       return await load(productId)
     } catch (error) {
