@@ -1,5 +1,6 @@
 // The platform's one error type and one error body: {"error": code, "message": text, ...extra}.
 // Every process maps thrown errors through toErrorResponse(), so no route invents its own shape.
+import { describeError, log } from './log'
 
 /** One failing input field: `path` is a JSON pointer into the request part (e.g. "/body/tiles/0/layout/w"). */
 export interface FieldError {
@@ -74,6 +75,15 @@ const UNREACHABLE_CODES = new Set([
 const REDIS_UNREACHABLE_MESSAGES = new Set([
   'Connection is closed.', 'Command timed out', "Stream isn't writeable and enableOfflineQueue options is false",
 ])
+
+/**
+ * A failure a data-access module turns into its own 503 and logs: outages are logged once by the service's breaker
+ * (shared/breaker.ts), so only anything else (a bug, a wrong key type) is logged per request, at error level.
+ */
+export function logUnlessOutage(what: string, error: unknown, fields: Record<string, unknown> = {}): void {
+  if (backendUnreachable(error) || (error instanceof ApiError && error.status === 503)) return
+  log('error', what, { ...fields, ...describeError(error) })
+}
 
 /** True for a connection-level failure of PostgreSQL or Redis (an outage), as opposed to a failing statement or command. */
 export function backendUnreachable(error: unknown): boolean {

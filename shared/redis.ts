@@ -21,7 +21,9 @@ interface PendingCommand {
 function guardCommands(client: Redis, breaker: Breaker): void {
   const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: unknown) => unknown
   ;(client as unknown as { sendCommand: typeof send }).sendCommand = (command, stream) => {
-    if (breaker.isOpen) {
+    // Only while ready: the handshake of a reconnect (CLIENT SETNAME, SELECT, the ready check) must pass, or the breaker
+    // would keep the connection from ever coming back. While not ready, ioredis refuses user commands at once itself.
+    if (breaker.isOpen && client.status === 'ready') {
       command.reject(new Error('Connection is closed.')) // the same words as a dead link, so every caller maps it alike
       return command.promise
     }

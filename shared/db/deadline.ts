@@ -36,19 +36,45 @@ const asUnavailable = (error: unknown) => (isConnectionFailure(error) ? database
 
 /** The parts of a postgres.js Query this module relies on (see node_modules/postgres/src/query.js). */
 interface PendingQuery extends Promise<unknown> {
+  /** Set once the statement is written to a connection. */
   state: unknown
   executed: boolean
   reject(error: unknown): void
-  cancel(): unknown
+  strings: readonly string[]
+  args: unknown[]
+  tagged: boolean
+}
+
+const NO_OP = Object.freeze(['select 1 where false'])
+
+/**
+ * A statement already answered 503 that has not reached the server yet must never run later (a write the caller was
+ * told failed): it becomes a no-op. postgres.js' own cancel() cannot be used for this: on a statement that is the first
+ * one of a connection still connecting, it leaves that connection stuck in the pool for good.
+ */
+function defuse(query: PendingQuery): void {
+  query.strings = NO_OP
+  query.args = []
+  query.tagged = false
 }
 
 const isQuery = (value: unknown): value is PendingQuery =>
-  value instanceof Promise && typeof (value as Partial<PendingQuery>).cancel === 'function' && 'executed' in value
+  value instanceof Promise && 'executed' in value && 'strings' in value
 
 /** What the queries of one pool share: its breaker, and the queries handed to it that are not sent yet. */
 class PoolState {
   readonly waiting = new Set<PendingQuery>()
-  constructor(readonly breaker: Breaker) {}
+  constructor(readonly breaker: Breaker, private readonly pool: Sql) {}
+
+  /**
+   * postgres.js fetches the array types on every new connection and drops that promise: when the link dies during the
+   * fetch (an outage), its rejection is unhandled and would end the process. The parsers it registers are kept for the
+   * pool, so once one statement has succeeded (its connection fetched them), later connections need not fetch again.
+   */
+  succeeded(): void {
+    this.breaker.succeeded()
+    if (this.pool.options.fetch_types) (this.pool.options as { fetch_types: boolean }).fetch_types = false
+  }
 
   /** A connection failure: open the breaker and answer every query still waiting for a connection now, not one by one. */
   connectionFailed(): void {
@@ -56,8 +82,8 @@ class PoolState {
     for (const query of this.waiting) {
       if (query.state !== null) continue
       this.waiting.delete(query)
-      query.reject(databaseUnavailable('cannot connect')) // first: cancel() rejects with its own error otherwise
-      query.cancel() // only for unsent queries: for a sent one it opens a cancel connection whose failure nobody would catch
+      query.reject(databaseUnavailable('cannot connect'))
+      defuse(query)
     }
   }
 }
@@ -65,8 +91,8 @@ class PoolState {
 /**
  * Arms a postgres.js query when it is first awaited (fragments interpolated into other queries are never awaited, so
  * they stay untouched): refuse it while `refuse()` says so, else reject it at the deadline. A query still waiting for
- * a connection at the deadline is taken out of the queue, so a 503 never turns into a late write; one already sent
- * finishes in the background (its outcome is unknown to the caller, as with any timeout).
+ * a connection at the deadline is defused, so a 503 never turns into a late write; one already sent finishes in the
+ * background (its outcome is unknown to the caller, as with any timeout).
  */
 function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () => number, pool: PoolState): void {
   const then = query.then
@@ -91,9 +117,10 @@ function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () =>
 function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool: PoolState): void {
   pool.waiting.add(query)
   const timer = setTimeout(() => {
-    // Never sent: it did not even get a connection, so the server is unreachable, not slow.
-    if (query.state === null) pool.connectionFailed()
-    else query.reject(databaseUnavailable('no answer within the deadline'))
+    // Not a verdict on the server: a busy pool queues statements too. Only connection errors open the breaker.
+    const sent = query.state !== null
+    query.reject(databaseUnavailable(sent ? 'no answer within the deadline' : 'no connection within the deadline'))
+    if (!sent) defuse(query)
   }, ms)
   const settled = () => {
     clearTimeout(timer)
@@ -103,7 +130,7 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
     query,
     () => {
       settled()
-      pool.breaker.succeeded()
+      pool.succeeded()
     },
     (error) => {
       settled()
@@ -117,7 +144,7 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
  * breaker is open. Everything else (helpers, fragments, `end`) behaves exactly as the pool's own.
  */
 export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new Breaker('postgres', options.coolDownMs)): Sql {
-  const state = new PoolState(breaker)
+  const state = new PoolState(breaker, pool)
   const refuseWhileOpen = () => (breaker.isOpen ? databaseUnavailable('recent connection failure', breaker.retryAfter) : null)
   const guardQueries = (target: Sql, refuse: () => ApiError | null, deadline: () => number): Sql =>
     new Proxy(target, {
@@ -164,7 +191,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
       run.then(
         (value) => {
           clearTimeout(timer)
-          breaker.succeeded()
+          state.succeeded()
           resolve(value)
         },
         (error) => {

@@ -106,6 +106,9 @@ export function serveApp(options: ServeOptions): Server<undefined> {
     await options.onStop?.().catch((error) => log('error', 'shutdown', describeError(error)))
     process.exit(0)
   }
+  // A stray rejection inside a library (a driver's background work on a dying connection) must not end a process that
+  // is serving: under foreman one exiting process stops the whole cluster. Logged loudly, so it gets fixed at its source.
+  process.on('unhandledRejection', (error) => log('error', 'unhandled rejection', describeError(error)))
   process.on('SIGTERM', () => void stop('SIGTERM'))
   process.on('SIGINT', () => void stop('SIGINT'))
   return server

@@ -3,8 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import type Redis from 'ioredis'
 import { config } from '../config'
-import { ApiError, badRequest, unavailable } from '../errors'
-import { describeError, log } from '../log'
+import { ApiError, badRequest, logUnlessOutage, unavailable } from '../errors'
 import { redis } from '../redis'
 import { channelKeys, FAN_MAXLEN } from './keys'
 
@@ -229,7 +228,7 @@ async function guarded<T>(what: string, run: () => Promise<T>): Promise<T> {
     return await run()
   } catch (error) {
     if (error instanceof ApiError) throw error
-    log('error', `realtime ${what} failed`, describeError(error))
+    logUnlessOutage(`realtime ${what} failed`, error)
     throw unavailable(`Realtime ${what} is unavailable`)
   }
 }

@@ -1,8 +1,7 @@
 // Namespace policies, grants and payload storage of a product, cached per process and dropped on invalidation.
 // The one policy shape: public workers and gateways read it from here.
 import { sql } from '../db/client'
-import { unavailable } from '../errors'
-import { describeError, log } from '../log'
+import { logUnlessOutage, unavailable } from '../errors'
 import { keepsHistory, type HistoryPolicy as BrokerHistoryPolicy } from './broker'
 import { InvalidatedCache } from './invalidated-cache'
 import type { Op } from './names'
@@ -54,7 +53,7 @@ export async function productPolicies(productId: string): Promise<ProductPolicie
     try {
       return await load(productId)
     } catch (error) {
-      log('error', 'realtime policy lookup failed', { productId, ...describeError(error) })
+      logUnlessOutage('realtime policy lookup failed', error, { productId })
       throw unavailable('Realtime configuration is unavailable; retry shortly')
     }
   })

@@ -8,8 +8,7 @@
 // An identity is on the roster exactly while it has a live connection. Expired connections are removed at the start of
 // every script, so a dead gateway's connections fall off by expiry; live gateways refresh by entering again.
 import type Redis from 'ioredis'
-import { ApiError, badRequest, unavailable } from '../errors'
-import { describeError, log } from '../log'
+import { ApiError, badRequest, logUnlessOutage, unavailable } from '../errors'
 import { redis } from '../redis'
 import { channelKeys } from './keys'
 
@@ -102,7 +101,7 @@ async function guarded<T>(run: () => Promise<T>): Promise<T> {
     return await run()
   } catch (error) {
     if (error instanceof ApiError) throw error
-    log('error', 'realtime presence failed', describeError(error))
+    logUnlessOutage('realtime presence failed', error)
     throw unavailable('Realtime presence is unavailable')
   }
 }

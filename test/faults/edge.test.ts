@@ -14,7 +14,7 @@ beforeAll(async () => {
     startWorker('services/api/main.ts', { API_PORT: String(apiPort), LOG_REQUESTS: '1' }, apiPort, '/readyz', { logs: true }),
     startWorker('services/public/main.ts', { PUBLIC_PORT: String(publicPort), LOG_REQUESTS: '1' }, publicPort, '/readyz', { logs: true }),
   ])
-})
+}, 30_000)
 
 afterAll(async () => {
   await Promise.all([api?.stop(), pub?.stop()])

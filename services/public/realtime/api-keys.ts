@@ -2,8 +2,7 @@
 import { config } from '../../../shared/config'
 import { looksLikeSecret } from '../../../shared/crypto'
 import { sql } from '../../../shared/db/client'
-import { unavailable } from '../../../shared/errors'
-import { describeError, log } from '../../../shared/log'
+import { logUnlessOutage, unavailable } from '../../../shared/errors'
 import { PUBLIC_KEY_PREFIX, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
 import { HINTS, insufficientScope, invalidApiKey, productNotFound } from './errors'
 import { InvalidatedCache } from '../../../shared/realtime/invalidated-cache'
@@ -29,7 +28,7 @@ async function lookup(key: string): Promise<KeyIdentity | null> {
         select id, product_id, scope from public_keys
         where key_hash = ${digest} and environment = ${config.environment} and revoked_at is null`
     } catch (error) {
-      log('error', 'api key lookup failed', describeError(error))
+      logUnlessOutage('api key lookup failed', error)
       throw unavailable('API key verification is unavailable; retry shortly')
     }
     const row = rows[0]
