@@ -1,12 +1,14 @@
-// A circuit breaker for one backing service: after a connection failure, new work fails at once for a cool-down instead
-// of queueing behind a dead link; then the next call probes, and a success closes it. Used for PostgreSQL
-// (shared/db/deadline.ts) and Redis (shared/redis.ts).
+// A circuit breaker for one backing service: after a connection failure, calls fail at once for a cool-down instead of
+// queueing behind a dead link; then one call at a time probes (half-open), and a success closes it. Used for
+// PostgreSQL (shared/db/deadline.ts) and Redis (shared/redis.ts).
 import { log } from './log'
 
 /** Plain state (the clock is a parameter), so it is unit-testable; it logs only its transitions. */
 export class Breaker {
+  /** 0 while closed; else when the cool-down ends. */
   private openUntil = 0
-  private down = false
+  /** While open: until when the probe let through last may still answer before another is let through. */
+  private probeUntil = 0
   constructor(
     /** The service, for logs. */
     private readonly service: string,
@@ -14,24 +16,36 @@ export class Breaker {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /**
+   * May a call go to the service now? Closed: yes. Open: no during the cool-down; after it, one call (the probe) and then
+   * no again until that call reports or one more cool-down passes, so an outage never makes every caller wait.
+   */
+  tryPass(): boolean {
+    if (this.openUntil === 0) return true
+    const now = this.now()
+    if (now < this.openUntil || now < this.probeUntil) return false
+    this.probeUntil = now + this.coolDownMs
+    return true
+  }
+
   get isOpen(): boolean {
-    return this.now() < this.openUntil
+    return this.openUntil !== 0
   }
 
   failed(): void {
+    if (this.openUntil === 0) log('warn', `${this.service} unreachable: refusing new work between probes`, { coolDownMs: this.coolDownMs })
     this.openUntil = this.now() + this.coolDownMs
-    if (!this.down) log('warn', `${this.service} unreachable: refusing new work between probes`, { coolDownMs: this.coolDownMs })
-    this.down = true
+    this.probeUntil = 0
   }
 
   succeeded(): void {
+    if (this.openUntil !== 0) log('info', `${this.service} reachable again`)
     this.openUntil = 0
-    if (this.down) log('info', `${this.service} reachable again`)
-    this.down = false
+    this.probeUntil = 0
   }
 
-  /** Whole seconds until the next probe is let through (at least 1): the Retry-After of a refusal. */
+  /** Whole seconds until the next probe may be let through (at least 1): the Retry-After of a refusal. */
   get retryAfter(): number {
-    return Math.max(1, Math.ceil((this.openUntil - this.now()) / 1000))
+    return Math.max(1, Math.ceil((Math.max(this.openUntil, this.probeUntil) - this.now()) / 1000))
   }
 }

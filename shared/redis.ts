@@ -17,13 +17,24 @@ interface PendingCommand {
   reject(error: Error): void
 }
 
-/** Routes every command of `client` through `breaker` (ioredis funnels all commands, pipelines too, through sendCommand). */
+/**
+ * Routes every command of `client` through `breaker` (ioredis funnels all commands, pipelines too, through sendCommand).
+ * A pipeline (MULTI included) is admitted or refused as a whole, on its first command: refusing only part of one would
+ * leave a MULTI open on the connection and wreck every command after it.
+ */
 function guardCommands(client: Redis, breaker: Breaker): void {
-  const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: unknown) => unknown
+  const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: object) => unknown
+  const pipelines = new WeakMap<object, boolean>() // pipeline writer → admitted
+  const admit = (stream: object | undefined) => {
+    if (!stream) return breaker.tryPass()
+    let admitted = pipelines.get(stream)
+    if (admitted === undefined) pipelines.set(stream, (admitted = breaker.tryPass()))
+    return admitted
+  }
   ;(client as unknown as { sendCommand: typeof send }).sendCommand = (command, stream) => {
     // Only while ready: the handshake of a reconnect (CLIENT SETNAME, SELECT, the ready check) must pass, or the breaker
     // would keep the connection from ever coming back. While not ready, ioredis refuses user commands at once itself.
-    if (breaker.isOpen && client.status === 'ready') {
+    if (client.status === 'ready' && !admit(stream)) {
       command.reject(new Error('Connection is closed.')) // the same words as a dead link, so every caller maps it alike
       return command.promise
     }

@@ -145,7 +145,7 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
  */
 export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new Breaker('postgres', options.coolDownMs)): Sql {
   const state = new PoolState(breaker, pool)
-  const refuseWhileOpen = () => (breaker.isOpen ? databaseUnavailable('recent connection failure', breaker.retryAfter) : null)
+  const refuseWhileOpen = () => (breaker.tryPass() ? null : databaseUnavailable('recent connection failure', breaker.retryAfter))
   const guardQueries = (target: Sql, refuse: () => ApiError | null, deadline: () => number): Sql =>
     new Proxy(target, {
       apply(fn, self, args) {
@@ -173,7 +173,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
    * that only gets its connection afterwards never runs the callback.
    */
   const begin = (...args: unknown[]) => {
-    if (breaker.isOpen) return Promise.reject(databaseUnavailable('recent connection failure', breaker.retryAfter))
+    if (!breaker.tryPass()) return Promise.reject(databaseUnavailable('recent connection failure', breaker.retryAfter))
     const fn = args.pop() as (tx: Sql) => unknown
     let expired = false
     const started = Date.now()

@@ -3,20 +3,24 @@ import { expect, test } from 'bun:test'
 import { Breaker } from '../../shared/breaker'
 import { isConnectionFailure } from '../../shared/db/deadline'
 
-test('opens on a failure for the cool-down, says when to retry, and closes on a success', () => {
+test('closed lets everything through; a failure opens it for the cool-down, then one probe at a time passes', () => {
   let now = 1_000_000
   const breaker = new Breaker('test', 1500, () => now)
-  expect(breaker.isOpen).toBe(false)
+  expect([breaker.tryPass(), breaker.tryPass()]).toEqual([true, true])
   breaker.failed()
-  expect(breaker.isOpen).toBe(true)
+  expect(breaker.tryPass()).toBe(false)
   expect(breaker.retryAfter).toBe(2) // 1.5 s, in whole seconds
   now += 1499
-  expect(breaker.isOpen).toBe(true)
+  expect(breaker.tryPass()).toBe(false)
   now += 1
-  expect(breaker.isOpen).toBe(false) // half-open: the next statement probes
+  expect(breaker.tryPass()).toBe(true) // the probe
+  expect(breaker.tryPass()).toBe(false) // everyone else still fails fast while it is out
+  now += 1500
+  expect(breaker.tryPass()).toBe(true) // a probe that never reported does not block forever
   breaker.failed()
-  expect(breaker.isOpen).toBe(true)
+  expect(breaker.tryPass()).toBe(false)
   breaker.succeeded()
+  expect([breaker.tryPass(), breaker.tryPass()]).toEqual([true, true])
   expect(breaker.isOpen).toBe(false)
 })
 
