@@ -1,6 +1,6 @@
 // bun run scripts/seed-dev.ts — once per .data/: a development user, product and platform key with every area.
 // Writes them shell-sourceable to .data/dev.env and prints them. Re-running reuses what still works.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { AREAS } from '../shared/catalog/operation'
 import { config } from '../shared/config'
@@ -62,5 +62,6 @@ const env = {
 const text = Object.entries(env).map(([k, v]) => `${k}='${v}'`).join('\n') + '\n'
 mkdirSync(DATA_DIR, { recursive: true })
 writeFileSync(ENV_FILE, text, { mode: 0o600 })
+chmodSync(ENV_FILE, 0o600) // the mode above applies only when the file is created; it holds credentials
 process.stdout.write(text)
 await sql.end()

@@ -62,6 +62,14 @@ function loadConfig() {
       /** After a connection failure, requests needing PostgreSQL get 503 at once for this long, then one probes. */
       coolDownMs: int('DB_COOL_DOWN_MS', 1000),
     },
+    /**
+     * Master keys for secrets at rest (shared/secrets.ts): the current one seals, older ones (comma-separated) still
+     * open during a rotation. Validated where used, so processes that hold no secrets do not need them.
+     */
+    secretKeys: {
+      current: process.env.PLATFORM_SECRET_KEY || null,
+      previous: str('PLATFORM_SECRET_KEY_PREVIOUS', '').split(',').map((k) => k.trim()).filter(Boolean),
+    },
     redis: {
       /** Longest a request waits for one Redis command before answering 503 (blocking reads are exempt). */
       commandTimeoutMs: int('REDIS_COMMAND_TIMEOUT_MS', 1000),

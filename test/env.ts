@@ -1,3 +1,18 @@
 // Loaded before anything reads shared/config: the in-process test suite is one client address creating hundreds of
 // accounts a minute, so it raises its own sign-in limit. The limit itself is tested against a worker that keeps a low one.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+
 process.env.AUTH_RATE_LIMIT ??= '1000000'
+
+// scripts/test exports PLATFORM_SECRET_KEY from .data/secret.key; a plain `bun test` reads (or makes) the same file, so
+// secrets sealed by earlier runs against the same database still open.
+if (!process.env.PLATFORM_SECRET_KEY) {
+  const file = join(import.meta.dir, '..', '.data', 'secret.key')
+  if (!existsSync(file)) {
+    mkdirSync(join(import.meta.dir, '..', '.data'), { recursive: true })
+    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600 })
+  }
+  process.env.PLATFORM_SECRET_KEY = readFileSync(file, 'utf8').trim()
+}

@@ -345,6 +345,23 @@ start_s3() {
 }
 
 # ---------------------------------------------------------------------------------------------------------------
+# Secrets at rest
+
+# The master key that seals stored secrets (shared/secrets.ts). Unless PLATFORM_SECRET_KEY is already set, use
+# .data/secret.key, creating it (32 random bytes, base64, mode 0600) the first time. Exports PLATFORM_SECRET_KEY.
+ensure_secret_key() {
+  local file=$DATA_DIR/secret.key
+  [[ -z ${PLATFORM_SECRET_KEY:-} ]] || { export PLATFORM_SECRET_KEY; return 0; }
+  if [[ ! -s $file ]]; then
+    log "generating the master key for secrets at rest: .data/secret.key"
+    (umask 077 && head -c 32 /dev/urandom | base64 >"$file")
+  fi
+  chmod 600 "$file"
+  PLATFORM_SECRET_KEY=$(<"$file")
+  export PLATFORM_SECRET_KEY
+}
+
+# ---------------------------------------------------------------------------------------------------------------
 # Signals and the foreground program
 
 # INT/TERM/HUP: forward once to the foreground program (it shuts down, then the EXIT trap stops the

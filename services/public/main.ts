@@ -3,11 +3,13 @@ import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { serveApp } from '../../shared/http/serve'
 import { closeRedis } from '../../shared/redis'
+import { requireSecretKey } from '../../shared/secrets'
 import { buildPublicApp } from './app'
 import { listenForCacheInvalidations } from './realtime/invalidation'
 import { MESSAGES_BODY_LIMIT } from './realtime/body'
 
 process.env.PROCESS_NAME ??= 'public'
+requireSecretKey() // token signing keys are sealed: without the master key, fail now with a clear message
 
 // Caches stay off until the invalidation subscription is live (shared/realtime/invalidation-listener.ts), so serving
 // can start now.

@@ -1,13 +1,16 @@
 // Delegated tokens: HS256 compact JWTs signed by the public process and verified by WebSocket gateways.
 //
-// Signing keys live in realtime_signing_keys. The newest non-retired key signs; its `kid` goes in the JWT header, so a
-// key can be rotated (insert a new one, later set retired_at on the old one) while tokens signed by the old key keep
-// verifying until they expire (at most 3600 s). Secrets are cached by kid in memory: after the first lookup of a kid,
-// verification is pure CPU with no database round trip.
+// Signing keys live in realtime_signing_keys, sealed (shared/secrets.ts): reading the database is not enough to mint
+// tokens. The newest non-retired key signs; its `kid` goes in the JWT header, so a key can be rotated (insert a new one,
+// later set retired_at on the old one) while tokens signed by the old key keep verifying until they expire (at most
+// 3600 s). Secrets are cached by kid in memory: after the first lookup of a kid, verification is pure CPU with no
+// database round trip.
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import type postgres from 'postgres'
 import { config } from '../config'
 import { sql as defaultSql, type Sql } from '../db/client'
+import { aadOf } from '../db/seal-secrets'
+import { open, seal } from '../secrets'
 import type { Op } from './names'
 
 /** One channel a token reaches, with the operations it may perform there (already narrowed by namespace policy). */
@@ -73,8 +76,9 @@ const secrets = new Map<string, { secret: Buffer | null; until: number }>()
 async function loadSigningKey(sql: Sql): Promise<SigningKey> {
   const newest = async (q: Sql | postgres.TransactionSql) => {
     const [row] = await q`
-      select kid, secret from realtime_signing_keys where retired_at is null order by created_at desc, kid desc limit 1`
-    return row ? { kid: row.kid as string, secret: Buffer.from(row.secret) } : undefined
+      select kid, secret_sealed from realtime_signing_keys
+      where retired_at is null and secret_sealed is not null order by created_at desc, kid desc limit 1`
+    return row ? { kid: row.kid as string, secret: openSecret(row.kid, row.secret_sealed) } : undefined
   }
   const found = await newest(sql)
   if (found) return found
@@ -84,10 +88,14 @@ async function loadSigningKey(sql: Sql): Promise<SigningKey> {
     const existing = await newest(tx)
     if (existing) return existing
     const key = { kid: randomUUID(), secret: randomBytes(32) }
-    await tx`insert into realtime_signing_keys (kid, secret) values (${key.kid}, ${key.secret})`
+    await tx`insert into realtime_signing_keys (kid, secret_sealed) values (${key.kid}, ${sealSecret(key.kid, key.secret)})`
     return key
   })
 }
+
+/** A signing secret as stored: sealed for its own row. */
+export const sealSecret = (kid: string, secret: Buffer) => seal(secret, aadOf('realtime_signing_keys', kid))
+const openSecret = (kid: string, sealed: Uint8Array) => open(Buffer.from(sealed), aadOf('realtime_signing_keys', kid))
 
 async function currentSigningKey(sql: Sql): Promise<SigningKey> {
   if (signing && Date.now() - signing.loadedAt < SIGNING_KEY_REFRESH_MS) return signing.key
@@ -98,7 +106,10 @@ async function currentSigningKey(sql: Sql): Promise<SigningKey> {
       return key
     })
     .finally(() => (signingLoad = undefined))
-  return signingLoad
+  if (!signing) return signingLoad
+  // A refresh only looks for a newer key: while the database cannot answer, the key in hand still signs.
+  const held = signing.key
+  return signingLoad.catch(() => held)
 }
 
 function remember(kid: string, secret: Buffer | null, ms: number) {
@@ -109,8 +120,8 @@ function remember(kid: string, secret: Buffer | null, ms: number) {
 async function secretFor(kid: string, sql: Sql): Promise<Buffer | null> {
   const cached = secrets.get(kid)
   if (cached && cached.until > Date.now()) return cached.secret
-  const [row] = await sql`select secret from realtime_signing_keys where kid = ${kid}`
-  const secret = row ? Buffer.from(row.secret) : null
+  const [row] = await sql`select secret_sealed from realtime_signing_keys where kid = ${kid} and secret_sealed is not null`
+  const secret = row ? openSecret(kid, row.secret_sealed) : null
   remember(kid, secret, secret ? VERIFY_CACHE_MS : UNKNOWN_KID_MS)
   return secret
 }

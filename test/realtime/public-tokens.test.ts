@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
-import { resetTokenKeyCache, signToken, TokenError, verifyToken } from '../../shared/realtime/tokens'
+import { resetTokenKeyCache, sealSecret, signToken, TokenError, verifyToken } from '../../shared/realtime/tokens'
+import { open } from '../../shared/secrets'
 import { manage, pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
 
 let pair: Pair
@@ -167,16 +168,17 @@ describe('tokens module', () => {
 
     // Correctly signed, but for another environment.
     const kid = JSON.parse(Buffer.from(h, 'base64url').toString()).kid
-    const [row] = await sql`select secret from realtime_signing_keys where kid = ${kid}`
+    const [row] = await sql`select secret_sealed from realtime_signing_keys where kid = ${kid}`
+    const secret = open(Buffer.from(row!.secret_sealed), `realtime_signing_keys:${kid}`)
     const otherEnv = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), env: 'elsewhere' })).toString('base64url')
-    const sig = createHmac('sha256', row!.secret).update(`${h}.${otherEnv}`).digest('base64url')
+    const sig = createHmac('sha256', secret).update(`${h}.${otherEnv}`).digest('base64url')
     expect(await reason(`${h}.${otherEnv}.${sig}`)).toBe('wrong_environment')
   })
 
   test('rotation: a newer key signs (kid in the header); tokens of the older key still verify', async () => {
     const old = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     const kid = `test-${randomUUID()}`
-    await sql`insert into realtime_signing_keys (kid, secret, created_at) values (${kid}, ${randomBytes(32)}, now() + interval '1 second')`
+    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() + interval '1 second')`
     resetTokenKeyCache()
     const fresh = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     expect(JSON.parse(Buffer.from(fresh.token.split('.')[0]!, 'base64url').toString()).kid).toBe(kid)
