@@ -1,6 +1,8 @@
 // Secrets at rest: the AES-256-GCM envelope, master-key rotation, and the signing keys stored only sealed.
 import { describe, expect, test } from 'bun:test'
 import { randomBytes, randomUUID } from 'node:crypto'
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { sql } from '../../shared/db/client'
 import { aadOf, rewrapSecrets, sealPlainSecrets } from '../../shared/db/seal-secrets'
 import { resetTokenKeyCache, signToken, verifyToken } from '../../shared/realtime/tokens'
@@ -98,4 +100,12 @@ describe('signing keys in the database', () => {
     expect(open(Buffer.from(row!.secret_sealed), aadOf('realtime_signing_keys', kid), current)).toEqual(plain)
     await sql`delete from realtime_signing_keys where kid = ${kid}`
   })
+})
+
+const keyFile = join(import.meta.dir, '..', '..', '.data', 'secret.key')
+
+// The scripts (and a plain `bun test`) create it unless PLATFORM_SECRET_KEY comes from elsewhere.
+test.if(existsSync(keyFile))('the generated master key file is readable by its owner only, and is the key in use', () => {
+  expect(statSync(keyFile).mode & 0o077).toBe(0)
+  expect(masterKeyId(parseMasterKey(readFileSync(keyFile, 'utf8')))).toBe(masterKeyId(requireSecretKey().current))
 })
