@@ -1,0 +1,135 @@
+// One WebSocket connection's state machine: waiting for `connect` (a delegated token), then connected with its token's
+// channels; subscribe, unsubscribe, ping. Errors answer one request and never close the connection; a missing, invalid,
+// expired or revoked token closes it with 4001.
+import { randomUUID } from 'node:crypto'
+import { config } from '../shared/config'
+import { logUnlessOutage } from '../shared/errors'
+import { namespaceOf } from '../shared/realtime/names'
+import { productPolicies } from '../shared/realtime/policies'
+import { isKeyRevoked } from '../shared/realtime/revocations'
+import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
+import { DISCONNECTS, type Disconnect } from './disconnect'
+import type { Hub } from './hub'
+import { encode, parseFrame, type Request } from './protocol'
+
+
+/** The socket as the client sees it: Bun's ServerWebSocket is touched only through this. */
+export interface Transport {
+  send(frame: string): void
+  close(code: number, reason: string): void
+}
+
+/** What a connection needs from its gateway. */
+export interface GatewayContext {
+  hub: Hub<Connection>
+  /** Makes the shard of a newly wanted channel read (resolves once its position is known). */
+  wantShard(shard: number): Promise<void>
+  unwantShard(shard: number): void
+  /** Every live connection, for revocations and draining. */
+  connections: Set<Connection>
+}
+
+export class Connection {
+  readonly id = randomUUID()
+  claims: Claims | null = null
+  private readonly channels = new Set<string>()
+  private connectTimer: ReturnType<typeof setTimeout> | undefined
+  private expiryTimer: ReturnType<typeof setTimeout> | undefined
+  private closed = false
+
+  constructor(private readonly transport: Transport, private readonly gateway: GatewayContext) {
+    gateway.connections.add(this)
+    const timeout = config.realtime.gatewayConnectTimeoutMs
+    this.connectTimer = setTimeout(() => this.disconnect(DISCONNECTS.invalidToken, 'no connect frame in time'), timeout)
+  }
+
+  send(frame: string): void {
+    if (!this.closed) this.transport.send(frame)
+  }
+
+  disconnect(reason: Disconnect, detail?: string): void {
+    if (this.closed) return
+    this.transport.close(reason.code, detail ? `${reason.reason}: ${detail}`.slice(0, 120) : reason.reason)
+    this.cleanup()
+  }
+
+  /** The socket closed (either side): forget everything this connection held. */
+  cleanup(): void {
+    if (this.closed) return
+    this.closed = true
+    clearTimeout(this.connectTimer)
+    clearTimeout(this.expiryTimer)
+    for (const channel of this.channels) this.leave(channel)
+    this.gateway.connections.delete(this)
+  }
+
+  async onMessage(message: string | Buffer): Promise<void> {
+    const parsed = parseFrame(message)
+    if (!parsed.ok) return this.send(encode.error(parsed.id, 'invalid', parsed.message))
+    const request = parsed.request
+    try {
+      if (request.type === 'connect') return await this.connect(request)
+      if (!this.claims) return this.send(encode.error(request.id, 'invalid', 'send a connect frame with a token first'))
+      if (request.type === 'subscribe') return await this.subscribe(request)
+      if (request.type === 'unsubscribe') return this.unsubscribe(request)
+      return this.send(encode.reply(request.id, 'ping'))
+    } catch (error) {
+      // A backing service could not answer: this request fails, the connection stays.
+      logUnlessOutage('gateway request failed', error, { type: request.type })
+      this.send(encode.error(request.id, 'unavailable', 'the service cannot serve this request now; retry with backoff'))
+    }
+  }
+
+  private async connect(request: Extract<Request, { type: 'connect' }>): Promise<void> {
+    if (this.claims) return this.send(encode.error(request.id, 'invalid', 'already connected'))
+    let claims: Claims
+    try {
+      claims = await verifyToken(request.token)
+    } catch (error) {
+      if (error instanceof TokenError) return this.disconnect(DISCONNECTS.invalidToken, error.reason)
+      throw error // the database could not tell: unavailable, not 4001
+    }
+    if (await isKeyRevoked(claims.akid)) return this.disconnect(DISCONNECTS.invalidToken, 'api key revoked')
+    if (this.closed) return
+    this.claims = claims
+    clearTimeout(this.connectTimer)
+    this.expiryTimer = setTimeout(() => this.disconnect(DISCONNECTS.invalidToken, 'token expired'), Math.max(0, claims.exp * 1000 - Date.now()))
+    this.send(encode.reply(request.id, 'connect', { client: this.id, subject: claims.sub, expiresAt: new Date(claims.exp * 1000).toISOString() }))
+  }
+
+  private async subscribe(request: Extract<Request, { type: 'subscribe' }>): Promise<void> {
+    const claims = this.claims!
+    const { channel } = request
+    const granted = claims.channels.find((c) => c.name === channel)?.ops.includes('subscribe') ?? false
+    if (!granted) return this.send(encode.error(request.id, 'forbidden', `the token does not allow subscribe on ${channel}`))
+    if (this.channels.has(channel)) return this.send(encode.error(request.id, 'invalid', `already subscribed to ${channel}`))
+    // The namespace may have been removed since the token was issued: a token never reaches more than its namespace allows.
+    const policies = await productPolicies(claims.pid)
+    if (!policies.namespaces.has(namespaceOf(channel))) {
+      return this.send(encode.error(request.id, 'forbidden', `namespace ${namespaceOf(channel)} is not registered`))
+    }
+    this.channels.add(channel)
+    const { shard, firstOfShard } = this.gateway.hub.subscribe(claims.pid, channel, this)
+    if (firstOfShard) {
+      try {
+        await this.gateway.wantShard(shard)
+      } catch (error) {
+        this.leave(channel)
+        throw error
+      }
+    }
+    this.send(encode.reply(request.id, 'subscribe', { channel }))
+  }
+
+  private unsubscribe(request: Extract<Request, { type: 'unsubscribe' }>): void {
+    if (!this.channels.has(request.channel)) return this.send(encode.error(request.id, 'invalid', `not subscribed to ${request.channel}`))
+    this.leave(request.channel)
+    this.send(encode.reply(request.id, 'unsubscribe', { channel: request.channel }))
+  }
+
+  private leave(channel: string): void {
+    this.channels.delete(channel)
+    const unwanted = this.gateway.hub.unsubscribe(this.claims!.pid, channel, this)
+    if (unwanted !== null) this.gateway.unwantShard(unwanted)
+  }
+}

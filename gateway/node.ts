@@ -1,0 +1,106 @@
+// The gateway node: the WebSocket server (Bun-native), the hub of local subscriptions, the fan-out reader that feeds it,
+// cache invalidations (policies, revoked keys), health endpoints, and draining on shutdown.
+import type { Server, ServerWebSocket } from 'bun'
+import { config } from '../shared/config'
+import { liveness, readiness } from '../shared/http/health'
+import { parseTarget } from '../shared/http/target'
+import { describeError, log } from '../shared/log'
+import { listenForInvalidations } from '../shared/realtime/invalidation-listener'
+import { policyCache } from '../shared/realtime/policies'
+import { Connection, type GatewayContext } from './client'
+import { DISCONNECTS } from './disconnect'
+import { type FanEntry, FanoutReader } from './fanout'
+import { Hub } from './hub'
+import { MAX_FRAME_BYTES } from './protocol'
+
+/** The path WebSocket clients connect to (the path of GATEWAY_URL). */
+export const WEBSOCKET_PATH = new URL(config.gatewayUrl).pathname
+
+/**
+ * A publication frame, built once per fan-out entry for every subscriber of this gateway. `d` and `r` are already JSON
+ * text (written by the publisher), so they are spliced in, not parsed and serialized again.
+ */
+export function publicationFrame(entry: FanEntry): string {
+  const position = entry.offset !== undefined && entry.epoch !== undefined ? `,"offset":${entry.offset},"epoch":${JSON.stringify(entry.epoch)}` : ''
+  const payload = entry.r !== undefined ? `"ref":${entry.r}` : `"data":${entry.d ?? 'null'}`
+  return `{"type":"publication","channel":${JSON.stringify(entry.channel)},"id":${JSON.stringify(entry.id)}${position},${payload}}`
+}
+
+type Socket = ServerWebSocket<{ connection?: Connection }>
+
+export interface Gateway {
+  server: Server<{ connection?: Connection }>
+  /** Closes every connection with 4100, stops reading, and releases its connections. */
+  drain(): Promise<void>
+}
+
+export function startGateway(port: number): Gateway {
+  const hub = new Hub<Connection>()
+  const connections = new Set<Connection>()
+  const reader = new FanoutReader((entry) => hub.publish(entry.product, entry.channel, publicationFrame(entry), entry.sender))
+  const context: GatewayContext = { hub, connections, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
+  reader.start()
+  const invalidations = listenForInvalidations({
+    caches: [policyCache],
+    onMessage: (message) => {
+      if (message.kind !== 'public_key') return policyCache.forget(message.productId)
+      // Revoking an API key ends the tokens it issued, live connections included.
+      for (const connection of connections) {
+        if (connection.claims?.akid === message.keyId) connection.disconnect(DISCONNECTS.invalidToken, 'api key revoked')
+      }
+    },
+  })
+  let draining = false
+
+  const server = Bun.serve<{ connection?: Connection }>({
+    port,
+    reusePort: true,
+    development: config.developmentErrors,
+    async fetch(request, srv) {
+      const target = parseTarget(request.url, request.headers.get('host'))
+      if (!target) return Response.json({ error: 'invalid_host', message: 'The Host header is not a valid host name' }, { status: 400 })
+      if (target.path === WEBSOCKET_PATH) {
+        if (draining) return Response.json({ error: 'unavailable', message: 'draining' }, { status: 503, headers: { 'retry-after': '1' } })
+        if (srv.upgrade(request, { data: {} })) return undefined
+        return Response.json({ error: 'upgrade_required', message: 'Connect with a WebSocket client' }, { status: 426 })
+      }
+      if (target.path === '/healthz') return Response.json(liveness())
+      if (target.path === '/readyz') {
+        const { status, body } = await readiness([{ name: 'invalidations', ready: invalidations.live }, { name: 'accepting', ready: () => !draining }])
+        return Response.json(body, { status })
+      }
+      return Response.json({ error: 'not_found', message: `No route ${request.method} ${target.path}` }, { status: 404 })
+    },
+    error: (error) => {
+      log('error', 'unhandled', describeError(error))
+      return Response.json({ error: 'internal', message: 'Internal error' }, { status: 500 })
+    },
+    websocket: {
+      // Frames above MAX_FRAME_BYTES are read and answered `invalid`; above this hard limit the runtime closes with 1009.
+      maxPayloadLength: MAX_FRAME_BYTES * 16,
+      open(ws: Socket) {
+        ws.data.connection = new Connection({ send: (frame) => void ws.send(frame), close: (code, reason) => ws.close(code, reason) }, context)
+      },
+      message(ws: Socket, message) {
+        void ws.data.connection?.onMessage(message)
+      },
+      close(ws: Socket) {
+        ws.data.connection?.cleanup()
+      },
+    },
+  })
+  log('info', 'listening', { name: 'gateway', port: server.port, path: WEBSOCKET_PATH })
+
+  return {
+    server,
+    async drain() {
+      draining = true
+      for (const connection of [...connections]) connection.disconnect(DISCONNECTS.draining)
+      // Let the close frames go out; then stop for good.
+      await Promise.race([server.stop(), Bun.sleep(2000)])
+      server.stop(true)
+      await reader.stop()
+      await invalidations.stop()
+    },
+  }
+}

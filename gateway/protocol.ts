@@ -1,0 +1,65 @@
+// The WebSocket protocol: JSON text frames, one `type` per frame, a client-chosen `id` echoed by each reply.
+// Every frame is documented in docs/realtime-protocol.md. Parsing never throws: a bad frame is an `invalid` error frame.
+import Type, { type Static } from 'typebox'
+import { Compile } from 'typebox/compile'
+import { ChannelName } from '../shared/realtime/names'
+
+/** Client → gateway request types (this step of the gateway). */
+export const REQUEST_TYPES = ['connect', 'subscribe', 'unsubscribe', 'ping'] as const
+export type RequestType = (typeof REQUEST_TYPES)[number]
+
+/** The spec's error frame codes: each answers one request and never closes the connection. */
+export const ERROR_CODES = ['invalid', 'forbidden', 'unavailable', 'rate_limited'] as const
+export type ErrorCode = (typeof ERROR_CODES)[number]
+
+/** Largest frame the gateway reads; larger ones are answered `invalid` (docs: what happens above the hard limit). */
+export const MAX_FRAME_BYTES = 65_536
+
+const Id = Type.Union([Type.String({ maxLength: 64 }), Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })])
+const frame = <K extends RequestType, T extends Type.TProperties>(type: K, properties: T) =>
+  Type.Object({ type: Type.Literal(type), id: Id, ...properties }, { additionalProperties: false })
+
+const Connect = frame('connect', { token: Type.String({ minLength: 1, maxLength: 16_384 }) })
+const Subscribe = frame('subscribe', { channel: ChannelName })
+const Unsubscribe = frame('unsubscribe', { channel: ChannelName })
+const Ping = frame('ping', {})
+
+const Request = Type.Union([Connect, Subscribe, Unsubscribe, Ping])
+export type Request = Static<typeof Request>
+const check = Compile(Request)
+const byType = new Map<string, ReturnType<typeof Compile>>([
+  ['connect', Compile(Connect)], ['subscribe', Compile(Subscribe)], ['unsubscribe', Compile(Unsubscribe)], ['ping', Compile(Ping)],
+])
+
+export type Parsed = { ok: true; request: Request } | { ok: false; id: string | number | null; message: string }
+
+const idOf = (value: unknown): string | number | null => {
+  const id = (value as { id?: unknown } | null)?.id
+  return (typeof id === 'string' && id.length <= 64) || (Number.isSafeInteger(id) && (id as number) >= 0) ? (id as string | number) : null
+}
+
+/** Reads one frame; never throws. A reply to a frame with an unusable id carries `id: null`. */
+export function parseFrame(message: string | Buffer): Parsed {
+  if (typeof message !== 'string') return { ok: false, id: null, message: 'frames are JSON text; binary frames are not accepted' }
+  if (message.length > MAX_FRAME_BYTES) return { ok: false, id: null, message: `frame larger than ${MAX_FRAME_BYTES} bytes` }
+  let value: unknown
+  try {
+    value = JSON.parse(message)
+  } catch {
+    return { ok: false, id: null, message: 'frame is not valid JSON' }
+  }
+  if (check.Check(value)) return { ok: true, request: value }
+  const id = idOf(value)
+  const type = (value as { type?: unknown } | null)?.type
+  const schema = typeof type === 'string' ? byType.get(type) : undefined
+  if (!schema) return { ok: false, id, message: `unknown frame type; one of ${REQUEST_TYPES.join(', ')}` }
+  const first = [...schema.Errors(value)][0] as { instancePath?: string; message?: string } | undefined
+  return { ok: false, id, message: `${type}: ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}`.trim() }
+}
+
+/** Server → client frames, serialized once. */
+export const encode = {
+  reply: (id: string | number, type: RequestType, extra: Record<string, unknown> = {}) => JSON.stringify({ type: 'reply', id, to: type, ...extra }),
+  error: (id: string | number | null, code: ErrorCode, message: string) =>
+    JSON.stringify({ type: 'error', id, code, message, temporary: code === 'unavailable' || code === 'rate_limited' }),
+}

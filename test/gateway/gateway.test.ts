@@ -1,0 +1,165 @@
+// The WebSocket gateway with two real gateway processes, real Redis and real WebSocket clients: the connect handshake
+// and 4001, subscribe and cross-gateway delivery once and in order, error frames that never close, revocation, draining.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import { publish } from '../../shared/realtime/broker'
+import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
+import { call } from '../helpers'
+import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
+import { startGateway, type GatewayProcess, WsClient } from './ws-helpers'
+
+let a: GatewayProcess
+let b: GatewayProcess
+let product: RealtimeProduct
+const HISTORY = { historyTtlSeconds: 300, historySize: 100 }
+
+beforeAll(async () => {
+  ;[a, b, product] = await Promise.all([
+    startGateway({ GATEWAY_CONNECT_TIMEOUT_MS: '500' }),
+    startGateway({ GATEWAY_CONNECT_TIMEOUT_MS: '500' }),
+    realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }, { name: 'live' }]),
+  ])
+}, 30_000)
+
+afterAll(async () => {
+  await Promise.all([a?.stop(), b?.stop()])
+})
+
+const channel = () => `chat:room-${randomUUID().slice(0, 8)}`
+
+async function token(channels: TokenChannel[], options: { apiKeyId?: string; ttlSeconds?: number; productId?: string } = {}) {
+  return (await signToken({
+    productId: options.productId ?? product.productId, apiKeyId: options.apiKeyId ?? product.keyId,
+    subject: `user-${randomUUID().slice(0, 8)}`, channels, ttlSeconds: options.ttlSeconds,
+  })).token
+}
+
+/** A connected client whose token reaches `channels` with subscribe. */
+async function connected(gateway: GatewayProcess, channels: string[], options: { apiKeyId?: string } = {}): Promise<WsClient> {
+  const client = await WsClient.open(gateway.wsUrl)
+  const reply = await client.request({ type: 'connect', token: await token(channels.map((name) => ({ name, ops: ['subscribe'] })), options) })
+  expect(reply).toMatchObject({ type: 'reply', to: 'connect', subject: expect.stringMatching(/^ext:user-/) })
+  return client
+}
+
+describe('connect', () => {
+  test('no connect frame in time: closed 4001', async () => {
+    const client = await WsClient.open(a.wsUrl)
+    expect(await client.closed).toEqual({ code: 4001, reason: 'invalid token: no connect frame in time' })
+  })
+
+  test('a malformed or forged token: closed 4001 naming why', async () => {
+    const client = await WsClient.open(a.wsUrl)
+    client.send({ type: 'connect', id: 1, token: 'not.a.token' })
+    expect(await client.closed).toMatchObject({ code: 4001, reason: expect.stringContaining('invalid token') })
+    const good = await token([{ name: 'chat:x', ops: ['subscribe'] }])
+    const [h, p] = good.split('.')
+    const forged = await WsClient.open(a.wsUrl)
+    forged.send({ type: 'connect', id: 1, token: `${h}.${p}.${'A'.repeat(43)}` })
+    expect(await forged.closed).toEqual({ code: 4001, reason: 'invalid token: bad_signature' })
+  })
+
+  test('a valid token: the reply names the client, the subject and the expiry; ping answers', async () => {
+    const client = await connected(a, ['chat:x'])
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply', to: 'ping' })
+    client.close()
+  })
+
+  test('a token of a revoked API key is refused, and live connections holding one are closed 4001', async () => {
+    const owner = await realtimeProduct([{ name: 'chat' }])
+    const live = await connected(a, ['chat:x'], { apiKeyId: owner.keyId })
+    const revoked = await call('DELETE', `/governance/api/v1/products/${owner.productId}/public-keys/${owner.keyId}`, { token: owner.token })
+    expect(revoked.status).toBe(200)
+    expect(await live.closed).toEqual({ code: 4001, reason: 'invalid token: api key revoked' })
+    const late = await WsClient.open(b.wsUrl)
+    late.send({ type: 'connect', id: 1, token: await token([{ name: 'chat:x', ops: ['subscribe'] }], { apiKeyId: owner.keyId, productId: owner.productId }) })
+    expect(await late.closed).toEqual({ code: 4001, reason: 'invalid token: api key revoked' })
+  })
+})
+
+describe('errors answer one request and never close the connection', () => {
+  test('malformed frames get `invalid`; a request before connect gets `invalid`', async () => {
+    const client = await WsClient.open(a.wsUrl)
+    expect(await client.request({ type: 'subscribe', channel: 'chat:x' })).toMatchObject({ type: 'error', code: 'invalid' })
+    const bad: (string | Uint8Array)[] = [
+      'not json', '[]', '{"type":"nope","id":1}', '{"type":"subscribe","id":2}', '{"type":"subscribe","id":3,"channel":"nonamespace"}',
+      JSON.stringify({ type: 'ping', id: 'x'.repeat(100) }), JSON.stringify({ type: 'ping', id: 1, extra: true }),
+      new Uint8Array([1, 2, 3]), JSON.stringify({ type: 'ping', id: 1, pad: 'x'.repeat(70_000) }),
+    ]
+    for (const frame of bad) {
+      client.ws.send(frame)
+      expect(await client.next((f) => f.type === 'error')).toMatchObject({ code: 'invalid', message: expect.any(String), temporary: false })
+    }
+    await client.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['subscribe'] }]) })
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
+    client.close()
+  })
+
+  test('a channel the token does not reach, or a namespace removed since: `forbidden`, and the connection lives on', async () => {
+    const client = await connected(a, ['chat:x', 'gone:x'])
+    expect(await client.request({ type: 'subscribe', channel: 'chat:other' })).toMatchObject({ type: 'error', code: 'forbidden' })
+    expect(await client.request({ type: 'subscribe', channel: 'gone:x' })).toMatchObject({ type: 'error', code: 'forbidden', message: expect.stringContaining('not registered') })
+    expect(await client.request({ type: 'subscribe', channel: 'chat:x' })).toMatchObject({ type: 'reply', to: 'subscribe', channel: 'chat:x' })
+    expect(await client.request({ type: 'subscribe', channel: 'chat:x' })).toMatchObject({ type: 'error', code: 'invalid' })
+    client.close()
+  })
+})
+
+describe('delivery', () => {
+  test('every subscriber on both gateways gets each message exactly once, in offset order', async () => {
+    const room = channel()
+    const clients = await Promise.all([connected(a, [room]), connected(a, [room]), connected(b, [room]), connected(b, [room])])
+    for (const client of clients) expect(await client.request({ type: 'subscribe', channel: room })).toMatchObject({ type: 'reply' })
+    const count = 200
+    for (let i = 1; i <= count; i++) await publish({ productId: product.productId, channel: room, policy: HISTORY, data: JSON.stringify({ i }) })
+    for (const client of clients) {
+      const deadline = Date.now() + 5000
+      let got: any[] = []
+      while (got.length < count && Date.now() < deadline) {
+        got = got.concat(client.publications(room))
+        if (got.length < count) await client.next((f) => f.type === 'publication' && f.channel === room, 5000).then((f) => got.push(f), () => {})
+      }
+      await Bun.sleep(100)
+      got = got.concat(client.publications(room)) // nothing more may arrive
+      expect(got.map((f) => f.offset)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
+      expect(got.map((f) => f.data.i)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
+      expect(got[0]).toMatchObject({ type: 'publication', channel: room, id: expect.any(String), epoch: expect.any(String) })
+    }
+    for (const client of clients) client.close()
+  })
+
+  test('a channel without history delivers without offset or epoch; another product\'s channel of the same name is not delivered', async () => {
+    const client = await connected(b, ['live:feed'])
+    await client.request({ type: 'subscribe', channel: 'live:feed' })
+    const other = await realtimeProduct([{ name: 'live' }])
+    await publish({ productId: other.productId, channel: 'live:feed', policy: { historyTtlSeconds: 0, historySize: 0 }, data: '"theirs"' })
+    await publish({ productId: product.productId, channel: 'live:feed', policy: { historyTtlSeconds: 0, historySize: 0 }, data: '"ours"' })
+    const frame = await client.next((f) => f.type === 'publication')
+    expect(frame).toEqual({ type: 'publication', channel: 'live:feed', id: expect.any(String), data: 'ours' })
+    await Bun.sleep(100)
+    expect(client.publications('live:feed')).toEqual([])
+    client.close()
+  })
+
+  test('after unsubscribe nothing more arrives', async () => {
+    const room = channel()
+    const client = await connected(a, [room])
+    await client.request({ type: 'subscribe', channel: room })
+    await publish({ productId: product.productId, channel: room, policy: HISTORY, data: '1' })
+    expect((await client.next((f) => f.type === 'publication')).data).toBe(1)
+    expect(await client.request({ type: 'unsubscribe', channel: room })).toMatchObject({ type: 'reply', to: 'unsubscribe' })
+    await publish({ productId: product.productId, channel: room, policy: HISTORY, data: '2' })
+    await Bun.sleep(200)
+    expect(client.publications(room)).toEqual([])
+    expect(await client.request({ type: 'unsubscribe', channel: room })).toMatchObject({ type: 'error', code: 'invalid' })
+    client.close()
+  })
+})
+
+test('SIGTERM closes every connection with 4100, then the gateway exits 0', async () => {
+  const gateway = await startGateway()
+  const clients = await Promise.all([connected(gateway, ['chat:x']), connected(gateway, ['chat:y'])])
+  const exit = gateway.stop('SIGTERM')
+  for (const client of clients) expect(await client.closed).toEqual({ code: 4100, reason: 'draining' })
+  expect(await exit).toBe(0)
+}, 20_000)
