@@ -4,13 +4,15 @@
 import { randomUUID } from 'node:crypto'
 import { config } from '../shared/config'
 import { logUnlessOutage } from '../shared/errors'
+import { channelTop, type HistoryPolicy, keepsHistory, readHistory } from '../shared/realtime/broker'
 import { namespaceOf } from '../shared/realtime/names'
 import { productPolicies } from '../shared/realtime/policies'
 import { isKeyRevoked } from '../shared/realtime/revocations'
 import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
 import { DISCONNECTS, type Disconnect } from './disconnect'
 import type { Hub } from './hub'
-import { encode, parseFrame, type Request } from './protocol'
+import { encode, historyFrame, parseFrame, type Request } from './protocol'
+import { merge, type Positioned } from './recovery'
 
 
 /** The socket as the client sees it: Bun's ServerWebSocket is touched only through this. */
@@ -33,6 +35,8 @@ export class Connection {
   readonly id = randomUUID()
   claims: Claims | null = null
   private readonly channels = new Set<string>()
+  /** Channels whose subscription is being set up: live publications wait here until history is merged in. */
+  private readonly buffering = new Map<string, Positioned[]>()
   private connectTimer: ReturnType<typeof setTimeout> | undefined
   private expiryTimer: ReturnType<typeof setTimeout> | undefined
   private closed = false
@@ -45,6 +49,12 @@ export class Connection {
 
   send(frame: string): void {
     if (!this.closed) this.transport.send(frame)
+  }
+
+  deliver(channel: string, offset: number | undefined, frame: string): void {
+    const buffer = this.buffering.get(channel)
+    if (buffer && offset !== undefined) buffer.push({ offset, frame })
+    else this.send(frame)
   }
 
   disconnect(reason: Disconnect, detail?: string): void {
@@ -100,25 +110,56 @@ export class Connection {
   private async subscribe(request: Extract<Request, { type: 'subscribe' }>): Promise<void> {
     const claims = this.claims!
     const { channel } = request
+    if ((request.offset === undefined) !== (request.epoch === undefined)) {
+      return this.send(encode.error(request.id, 'invalid', 'a cursor needs both offset and epoch'))
+    }
     const granted = claims.channels.find((c) => c.name === channel)?.ops.includes('subscribe') ?? false
     if (!granted) return this.send(encode.error(request.id, 'forbidden', `the token does not allow subscribe on ${channel}`))
     if (this.channels.has(channel)) return this.send(encode.error(request.id, 'invalid', `already subscribed to ${channel}`))
     // The namespace may have been removed since the token was issued: a token never reaches more than its namespace allows.
-    const policies = await productPolicies(claims.pid)
-    if (!policies.namespaces.has(namespaceOf(channel))) {
-      return this.send(encode.error(request.id, 'forbidden', `namespace ${namespaceOf(channel)} is not registered`))
-    }
+    const policy = (await productPolicies(claims.pid)).namespaces.get(namespaceOf(channel))
+    if (!policy) return this.send(encode.error(request.id, 'forbidden', `namespace ${namespaceOf(channel)} is not registered`))
+    if (this.closed || this.channels.has(channel)) return
+
+    // Live first (buffered), then the position or the history after the cursor: no gap, no duplicate.
+    const history = keepsHistory(policy.broker)
+    if (history) this.buffering.set(channel, [])
     this.channels.add(channel)
     const { shard, firstOfShard } = this.gateway.hub.subscribe(claims.pid, channel, this)
-    if (firstOfShard) {
-      try {
-        await this.gateway.wantShard(shard)
-      } catch (error) {
-        this.leave(channel)
-        throw error
-      }
+    let position: { offset: number; epoch: string; recovered?: boolean; missed: Positioned[]; after: number } | null = null
+    try {
+      if (firstOfShard) await this.gateway.wantShard(shard)
+      if (history) position = await this.position(claims.pid, channel, policy.broker, request)
+    } catch (error) {
+      this.buffering.delete(channel)
+      this.leave(channel)
+      throw error
     }
-    this.send(encode.reply(request.id, 'subscribe', { channel }))
+    if (this.closed) return
+    const buffered = this.buffering.get(channel) ?? []
+    this.buffering.delete(channel)
+    // Without history nothing can be recovered: a cursor is answered `recovered: false`.
+    if (!position) return this.send(encode.reply(request.id, 'subscribe', { channel, ...(request.offset !== undefined ? { recovered: false } : {}) }))
+    const { missed, after, ...where } = position
+    // The reply first, then what was missed and what arrived meanwhile, each once and in offset order.
+    this.send(encode.reply(request.id, 'subscribe', { channel, ...where }))
+    for (const item of merge(missed, buffered, after)) this.send(item.frame)
+  }
+
+  /**
+   * Where the subscription starts, and after which offset publications are sent. Without a cursor: the channel's top.
+   * With one: everything after it from history, all or nothing (`recovered: false`, and delivery from the current
+   * position on, when the epoch changed or entries aged out).
+   */
+  private async position(productId: string, channel: string, policy: HistoryPolicy, request: Extract<Request, { type: 'subscribe' }>) {
+    if (request.offset === undefined) {
+      const top = (await channelTop(productId, channel)) ?? { offset: 0, epoch: '' }
+      return { ...top, missed: [], after: top.offset }
+    }
+    const result = await readHistory(productId, channel, policy, { offset: request.offset, epoch: request.epoch! })
+    if (!result.recovered) return { offset: result.offset, epoch: result.epoch, recovered: false, missed: [], after: result.offset }
+    const missed = result.entries.map((entry) => ({ offset: entry.offset, frame: historyFrame(channel, entry) }))
+    return { offset: result.offset, epoch: result.epoch, recovered: true, missed, after: request.offset }
   }
 
   private unsubscribe(request: Extract<Request, { type: 'unsubscribe' }>): void {

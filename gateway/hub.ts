@@ -5,8 +5,8 @@ import { shardOf } from '../shared/realtime/shards'
 /** What the hub needs of a connection. */
 export interface Subscriber {
   readonly id: string
-  /** Sends one already-encoded frame. */
-  send(frame: string): void
+  /** Takes one publication of `channel`: its offset (when it has one) and its frame, encoded once for everyone. */
+  deliver(channel: string, offset: number | undefined, frame: string): void
 }
 
 const keyOf = (productId: string, channel: string) => `${productId}:${channel}`
@@ -49,14 +49,14 @@ export class Hub<S extends Subscriber = Subscriber> {
     return this.channels.get(keyOf(productId, channel))
   }
 
-  /** Sends one encoded frame to every subscriber of the channel except `skip`; returns how many got it. */
-  publish(productId: string, channel: string, frame: string, skip?: string): number {
+  /** Hands one encoded publication to every subscriber of the channel except `skip`; returns how many got it. */
+  publish(productId: string, channel: string, offset: number | undefined, frame: string, skip?: string): number {
     const set = this.channels.get(keyOf(productId, channel))
     if (!set) return 0
     let sent = 0
     for (const subscriber of set) {
       if (subscriber.id === skip) continue
-      subscriber.send(frame)
+      subscriber.deliver(channel, offset, frame)
       sent++
     }
     return sent

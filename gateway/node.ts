@@ -9,22 +9,13 @@ import { listenForInvalidations } from '../shared/realtime/invalidation-listener
 import { policyCache } from '../shared/realtime/policies'
 import { Connection, type GatewayContext } from './client'
 import { DISCONNECTS } from './disconnect'
-import { type FanEntry, FanoutReader } from './fanout'
+import { FanoutReader } from './fanout'
 import { Hub } from './hub'
-import { MAX_FRAME_BYTES } from './protocol'
+import { MAX_FRAME_BYTES, publicationFrame } from './protocol'
 
 /** The path WebSocket clients connect to (the path of GATEWAY_URL). */
 export const WEBSOCKET_PATH = new URL(config.gatewayUrl).pathname
 
-/**
- * A publication frame, built once per fan-out entry for every subscriber of this gateway. `d` and `r` are already JSON
- * text (written by the publisher), so they are spliced in, not parsed and serialized again.
- */
-export function publicationFrame(entry: FanEntry): string {
-  const position = entry.offset !== undefined && entry.epoch !== undefined ? `,"offset":${entry.offset},"epoch":${JSON.stringify(entry.epoch)}` : ''
-  const payload = entry.r !== undefined ? `"ref":${entry.r}` : `"data":${entry.d ?? 'null'}`
-  return `{"type":"publication","channel":${JSON.stringify(entry.channel)},"id":${JSON.stringify(entry.id)}${position},${payload}}`
-}
 
 type Socket = ServerWebSocket<{ connection?: Connection }>
 
@@ -37,7 +28,7 @@ export interface Gateway {
 export function startGateway(port: number): Gateway {
   const hub = new Hub<Connection>()
   const connections = new Set<Connection>()
-  const reader = new FanoutReader((entry) => hub.publish(entry.product, entry.channel, publicationFrame(entry), entry.sender))
+  const reader = new FanoutReader((entry) => hub.publish(entry.product, entry.channel, entry.offset, publicationFrame(entry), entry.sender))
   const context: GatewayContext = { hub, connections, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
   reader.start()
   const invalidations = listenForInvalidations({

@@ -2,6 +2,7 @@
 // Every frame is documented in docs/realtime-protocol.md. Parsing never throws: a bad frame is an `invalid` error frame.
 import Type, { type Static } from 'typebox'
 import { Compile } from 'typebox/compile'
+import type { HistoryEntry } from '../shared/realtime/broker'
 import { ChannelName } from '../shared/realtime/names'
 
 /** Client → gateway request types (this step of the gateway). */
@@ -20,7 +21,12 @@ const frame = <K extends RequestType, T extends Type.TProperties>(type: K, prope
   Type.Object({ type: Type.Literal(type), id: Id, ...properties }, { additionalProperties: false })
 
 const Connect = frame('connect', { token: Type.String({ minLength: 1, maxLength: 16_384 }) })
-const Subscribe = frame('subscribe', { channel: ChannelName })
+const Subscribe = frame('subscribe', {
+  channel: ChannelName,
+  /** The client's last position, to recover what it missed: both or neither. */
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+  epoch: Type.Optional(Type.String({ maxLength: 64 })),
+})
 const Unsubscribe = frame('unsubscribe', { channel: ChannelName })
 const Ping = frame('ping', {})
 
@@ -63,3 +69,28 @@ export const encode = {
   error: (id: string | number | null, code: ErrorCode, message: string) =>
     JSON.stringify({ type: 'error', id, code, message, temporary: code === 'unavailable' || code === 'rate_limited' }),
 }
+
+/** The parts of a message a publication frame is made of (a fan-out entry, or a history entry). */
+export interface PublicationParts {
+  channel: string
+  id: string
+  offset?: number
+  epoch?: string
+  /** Data or ref as JSON text (fan-out entries carry them so: they are spliced in, not parsed and serialized again). */
+  d?: string
+  r?: string
+}
+
+/** A publication frame, built once per message for every subscriber of this gateway. */
+export function publicationFrame(parts: PublicationParts): string {
+  const position = parts.offset !== undefined && parts.epoch !== undefined ? `,"offset":${parts.offset},"epoch":${JSON.stringify(parts.epoch)}` : ''
+  const payload = parts.r !== undefined ? `"ref":${parts.r}` : `"data":${parts.d ?? 'null'}`
+  return `{"type":"publication","channel":${JSON.stringify(parts.channel)},"id":${JSON.stringify(parts.id)}${position},${payload}}`
+}
+
+/** The same frame for a message read back from history. */
+export const historyFrame = (channel: string, entry: HistoryEntry) =>
+  publicationFrame({
+    channel, id: entry.id, offset: entry.offset, epoch: entry.epoch,
+    ...(entry.ref ? { r: JSON.stringify(entry.ref) } : { d: JSON.stringify(entry.data ?? null) }),
+  })
