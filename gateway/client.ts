@@ -80,6 +80,7 @@ export class Connection {
     try {
       if (request.type === 'connect') return await this.connect(request)
       if (!this.claims) return this.send(encode.error(request.id, 'invalid', 'send a connect frame with a token first'))
+      if (request.type === 'auth') return await this.auth(request)
       if (request.type === 'subscribe') return await this.subscribe(request)
       if (request.type === 'unsubscribe') return this.unsubscribe(request)
       return this.send(encode.reply(request.id, 'ping'))
@@ -90,21 +91,55 @@ export class Connection {
     }
   }
 
-  private async connect(request: Extract<Request, { type: 'connect' }>): Promise<void> {
-    if (this.claims) return this.send(encode.error(request.id, 'invalid', 'already connected'))
+  /** The token's claims, or why it is refused (a TokenError reason, or a revoked key). Throws when it cannot be told. */
+  private async check(token: string): Promise<Claims | string> {
     let claims: Claims
     try {
-      claims = await verifyToken(request.token)
+      claims = await verifyToken(token)
     } catch (error) {
-      if (error instanceof TokenError) return this.disconnect(DISCONNECTS.invalidToken, error.reason)
+      if (error instanceof TokenError) return error.reason
       throw error // the database could not tell: unavailable, not 4001
     }
-    if (await isKeyRevoked(claims.akid)) return this.disconnect(DISCONNECTS.invalidToken, 'api key revoked')
-    if (this.closed) return
+    return (await isKeyRevoked(claims.akid)) ? 'api key revoked' : claims
+  }
+
+  /** Takes `claims` as the connection's token: it closes the connection 4001 when it expires. */
+  private adopt(claims: Claims): void {
     this.claims = claims
     clearTimeout(this.connectTimer)
+    clearTimeout(this.expiryTimer)
     this.expiryTimer = setTimeout(() => this.disconnect(DISCONNECTS.invalidToken, 'token expired'), Math.max(0, claims.exp * 1000 - Date.now()))
+  }
+
+  private async connect(request: Extract<Request, { type: 'connect' }>): Promise<void> {
+    if (this.claims) return this.send(encode.error(request.id, 'invalid', 'already connected'))
+    const claims = await this.check(request.token)
+    if (typeof claims === 'string') return this.disconnect(DISCONNECTS.invalidToken, claims)
+    if (this.closed) return
+    this.adopt(claims)
     this.send(encode.reply(request.id, 'connect', { client: this.id, subject: claims.sub, expiresAt: new Date(claims.exp * 1000).toISOString() }))
+  }
+
+  /**
+   * A newer token for the same subject and product, before the current one expires: the connection keeps its
+   * subscriptions (those the new token no longer reaches are ended by the server). A token the service does not accept
+   * is an `invalid` error frame; the connection keeps its current token until that one expires.
+   */
+  private async auth(request: Extract<Request, { type: 'auth' }>): Promise<void> {
+    const current = this.claims!
+    const claims = await this.check(request.token)
+    if (typeof claims === 'string') return this.send(encode.error(request.id, 'invalid', `token not accepted: ${claims}`))
+    if (claims.sub !== current.sub || claims.pid !== current.pid) {
+      return this.send(encode.error(request.id, 'invalid', 'token not accepted: it is for another subject or product'))
+    }
+    if (this.closed) return
+    this.adopt(claims)
+    for (const channel of [...this.channels]) {
+      if (claims.channels.some((c) => c.name === channel && c.ops.includes('subscribe'))) continue
+      this.leave(channel)
+      this.send(encode.unsubscribed(channel, 'the new token does not allow subscribe on this channel'))
+    }
+    this.send(encode.reply(request.id, 'auth', { expiresAt: new Date(claims.exp * 1000).toISOString() }))
   }
 
   private async subscribe(request: Extract<Request, { type: 'subscribe' }>): Promise<void> {

@@ -6,7 +6,7 @@ import type { HistoryEntry } from '../shared/realtime/broker'
 import { ChannelName } from '../shared/realtime/names'
 
 /** Client → gateway request types (this step of the gateway). */
-export const REQUEST_TYPES = ['connect', 'subscribe', 'unsubscribe', 'ping'] as const
+export const REQUEST_TYPES = ['connect', 'auth', 'subscribe', 'unsubscribe', 'ping'] as const
 export type RequestType = (typeof REQUEST_TYPES)[number]
 
 /** The spec's error frame codes: each answers one request and never closes the connection. */
@@ -20,7 +20,10 @@ const Id = Type.Union([Type.String({ maxLength: 64 }), Type.Integer({ minimum: 0
 const frame = <K extends RequestType, T extends Type.TProperties>(type: K, properties: T) =>
   Type.Object({ type: Type.Literal(type), id: Id, ...properties }, { additionalProperties: false })
 
-const Connect = frame('connect', { token: Type.String({ minLength: 1, maxLength: 16_384 }) })
+const Token = Type.String({ minLength: 1, maxLength: 16_384 })
+const Connect = frame('connect', { token: Token })
+/** A newer token for the same subject, before the current one expires. */
+const Auth = frame('auth', { token: Token })
 const Subscribe = frame('subscribe', {
   channel: ChannelName,
   /** The client's last position, to recover what it missed: both or neither. */
@@ -30,11 +33,11 @@ const Subscribe = frame('subscribe', {
 const Unsubscribe = frame('unsubscribe', { channel: ChannelName })
 const Ping = frame('ping', {})
 
-const Request = Type.Union([Connect, Subscribe, Unsubscribe, Ping])
+const Request = Type.Union([Connect, Auth, Subscribe, Unsubscribe, Ping])
 export type Request = Static<typeof Request>
 const check = Compile(Request)
 const byType = new Map<string, ReturnType<typeof Compile>>([
-  ['connect', Compile(Connect)], ['subscribe', Compile(Subscribe)], ['unsubscribe', Compile(Unsubscribe)], ['ping', Compile(Ping)],
+  ['connect', Compile(Connect)], ['auth', Compile(Auth)], ['subscribe', Compile(Subscribe)], ['unsubscribe', Compile(Unsubscribe)], ['ping', Compile(Ping)],
 ])
 
 export type Parsed = { ok: true; request: Request } | { ok: false; id: string | number | null; message: string }
@@ -65,6 +68,8 @@ export function parseFrame(message: string | Buffer): Parsed {
 
 /** Server → client frames, serialized once. */
 export const encode = {
+  /** The server ended a subscription (the token no longer reaches the channel). */
+  unsubscribed: (channel: string, reason: string) => JSON.stringify({ type: 'unsubscribe', channel, reason }),
   reply: (id: string | number, type: RequestType, extra: Record<string, unknown> = {}) => JSON.stringify({ type: 'reply', id, to: type, ...extra }),
   error: (id: string | number | null, code: ErrorCode, message: string) =>
     JSON.stringify({ type: 'error', id, code, message, temporary: code === 'unavailable' || code === 'rate_limited' }),

@@ -246,3 +246,40 @@ describe('recovery', () => {
     client.close()
   })
 })
+
+describe('token lifetime', () => {
+  /** A token that expires `seconds` from now (the lifetime is at least 60 s, so it is issued in the past). */
+  async function expiringIn(seconds: number, channels: TokenChannel[], subject = 'user-expiring') {
+    const now = Math.floor(Date.now() / 1000)
+    return (await signToken({ productId: product.productId, apiKeyId: product.keyId, subject, channels, ttlSeconds: 60, now: now - 60 + seconds })).token
+  }
+  const sub = (name: string): TokenChannel => ({ name, ops: ['subscribe'] })
+
+  test('at expiresAt the connection is closed 4001', async () => {
+    const client = await WsClient.open(a.wsUrl)
+    await client.request({ type: 'connect', token: await expiringIn(2, [sub('chat:x')]) })
+    expect(await client.closed).toEqual({ code: 4001, reason: 'invalid token: token expired' })
+  })
+
+  test('`auth` with a newer token of the same subject keeps the connection past the old expiry; channels it no longer reaches are ended by the server', async () => {
+    const client = await WsClient.open(b.wsUrl)
+    await client.request({ type: 'connect', token: await expiringIn(2, [sub('chat:x'), sub('chat:y')]) })
+    await client.request({ type: 'subscribe', channel: 'chat:x' })
+    await client.request({ type: 'subscribe', channel: 'chat:y' })
+    const reply = await client.request({ type: 'auth', token: await expiringIn(60, [sub('chat:x')]) })
+    expect(reply).toMatchObject({ type: 'reply', to: 'auth', expiresAt: expect.any(String) })
+    expect(await client.next((f) => f.type === 'unsubscribe')).toMatchObject({ channel: 'chat:y', reason: expect.any(String) })
+    await Bun.sleep(2500)
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
+    client.close()
+  })
+
+  test('`auth` with a token for another subject, or an invalid one, is refused with an error frame; the old token still governs', async () => {
+    const client = await WsClient.open(a.wsUrl)
+    await client.request({ type: 'connect', token: await expiringIn(2, [sub('chat:x')]) })
+    expect(await client.request({ type: 'auth', token: await expiringIn(60, [sub('chat:x')], 'someone-else') }))
+      .toMatchObject({ type: 'error', code: 'invalid', message: expect.stringContaining('another subject') })
+    expect(await client.request({ type: 'auth', token: 'not.a.token' })).toMatchObject({ type: 'error', code: 'invalid' })
+    expect(await client.closed).toEqual({ code: 4001, reason: 'invalid token: token expired' })
+  })
+})
