@@ -35,7 +35,10 @@ export function parseMasterKey(text: string, variable = 'PLATFORM_SECRET_KEY'): 
   return key
 }
 
-export const masterKeyId = (key: Buffer) => createHash('sha256').update(key).digest().subarray(0, ID_BYTES).toString('hex')
+/** Id of a master key (hex, first 8 bytes of its SHA-256); without an argument, the current key's. */
+export function masterKeyId(key: Buffer = requireSecretKey().current): string {
+  return createHash('sha256').update(key).digest().subarray(0, ID_BYTES).toString('hex')
+}
 
 /** Builds a keyring from the environment's text (the current key, then older ones kept only to open). */
 export function keyring(current: string | null, previous: readonly string[] = []): Keyring {

@@ -12,7 +12,12 @@ if (!process.env.PLATFORM_SECRET_KEY) {
   const file = join(import.meta.dir, '..', '.data', 'secret.key')
   if (!existsSync(file)) {
     mkdirSync(join(import.meta.dir, '..', '.data'), { recursive: true })
-    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600 })
+    // 'wx': two runs starting at once must not each write a different key; the loser reads the winner's.
+    try {
+      writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600, flag: 'wx' })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
   }
   process.env.PLATFORM_SECRET_KEY = readFileSync(file, 'utf8').trim()
 }

@@ -88,6 +88,7 @@ describe('signing keys in the database', () => {
 
   test('rotation re-wraps every secret sealed under an older master key, and leaves the current ones alone', async () => {
     const current = requireSecretKey()
+    expect(masterKeyId()).toBe(masterKeyId(current.current)) // without an argument: the current key's id
     const old = keyring(randomBytes(32).toString('base64'))
     const kid = `rotated-${randomUUID()}`
     const plain = randomBytes(32)
