@@ -73,7 +73,16 @@ export class Connection {
     this.gateway.connections.delete(this)
   }
 
-  async onMessage(message: string | Buffer): Promise<void> {
+  /** Frames are handled one after another, in the order sent: a client may send `connect` and `subscribe` at once. */
+  onMessage(message: string | Buffer): Promise<void> {
+    this.inbox = this.inbox.then(() => this.handle(message))
+    return this.inbox
+  }
+
+  private inbox: Promise<void> = Promise.resolve()
+
+  private async handle(message: string | Buffer): Promise<void> {
+    if (this.closed) return
     const parsed = parseFrame(message)
     if (!parsed.ok) return this.send(encode.error(parsed.id, 'invalid', parsed.message))
     const request = parsed.request

@@ -69,8 +69,18 @@ export function startGateway(port: number): Gateway {
     websocket: {
       // Frames above MAX_FRAME_BYTES are read and answered `invalid`; above this hard limit the runtime closes with 1009.
       maxPayloadLength: MAX_FRAME_BYTES * 16,
+      // Past this many buffered bytes Bun drops a message (send() answers 0): that connection is then closed 4200, so
+      // a message is delivered exactly once or the client knows to recover; Bun never picks the close code itself.
+      backpressureLimit: config.realtime.gatewayMaxBufferedBytes,
+      closeOnBackpressureLimit: false,
       open(ws: Socket) {
-        ws.data.connection = new Connection({ send: (frame) => void ws.send(frame), close: (code, reason) => ws.close(code, reason) }, context)
+        const connection: Connection = new Connection({
+          send: (frame) => {
+            if (ws.send(frame) === 0) connection.disconnect(DISCONNECTS.slowConsumer)
+          },
+          close: (code, reason) => ws.close(code, reason),
+        }, context)
+        ws.data.connection = connection
       },
       message(ws: Socket, message) {
         void ws.data.connection?.onMessage(message)

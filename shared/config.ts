@@ -94,6 +94,11 @@ function loadConfig() {
       payloadBucketsAllowed: str('REALTIME_PAYLOAD_BUCKETS', '').split(',').map((b) => b.trim()).filter(Boolean),
       /** Most payload bytes one history reply carries (built inside Redis, so it must stay bounded). */
       historyMaxReplyBytes: int('REALTIME_HISTORY_MAX_REPLY_BYTES', 16 * 1024 * 1024),
+      /**
+       * Most bytes a gateway holds for one connection that does not read fast enough; past it the connection is closed
+       * with 4200 (slow consumer) and recovers through its cursor, rather than silently missing messages.
+       */
+      gatewayMaxBufferedBytes: int('GATEWAY_MAX_BUFFERED_BYTES', 4 * 1024 * 1024),
       /** How long a new WebSocket connection has to send its `connect` frame before it is closed with 4001. */
       gatewayConnectTimeoutMs: int('GATEWAY_CONNECT_TIMEOUT_MS', 5000),
       /** Longest a worker trusts a cached API key or namespace policy without an invalidation message. */

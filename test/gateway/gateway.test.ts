@@ -6,7 +6,7 @@ import { publish } from '../../shared/realtime/broker'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { call } from '../helpers'
 import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
-import { startGateway, type GatewayProcess, WsClient } from './ws-helpers'
+import { RawWsClient, startGateway, type GatewayProcess, WsClient } from './ws-helpers'
 
 let a: GatewayProcess
 let b: GatewayProcess
@@ -283,3 +283,34 @@ describe('token lifetime', () => {
     expect(await client.closed).toEqual({ code: 4001, reason: 'invalid token: token expired' })
   })
 })
+
+test('a subscriber that stops reading is closed 4200 once its buffer overflows, while the others keep receiving everything', async () => {
+  const gateway = await startGateway({ GATEWAY_MAX_BUFFERED_BYTES: String(256 * 1024) })
+  try {
+    const room = channel()
+    const slow = await RawWsClient.open(gateway.port)
+    slow.sendText(JSON.stringify({ type: 'connect', id: 1, token: await token([{ name: room, ops: ['subscribe'] }]) }))
+    slow.sendText(JSON.stringify({ type: 'subscribe', id: 2, channel: room }))
+    const fast = await connected(gateway, [room])
+    await fast.request({ type: 'subscribe', channel: room })
+    for (const deadline = Date.now() + 5000; !slow.texts.some((t) => t.includes('"to":"subscribe"')) && Date.now() < deadline; ) await Bun.sleep(20)
+    slow.pause()
+    const big = 'x'.repeat(60_000)
+    const count = 150 // 9 MB: far past the 256 KiB buffer plus what the kernel's socket buffers hold
+    for (let i = 1; i <= count; i++) {
+      await publish({ productId: product.productId, channel: room, policy: { historyTtlSeconds: 0, historySize: 0 }, data: JSON.stringify({ i, big }) })
+    }
+    let received = 0
+    for (const deadline = Date.now() + 15_000; received < count && Date.now() < deadline; ) {
+      received += fast.publications(room).length
+      if (received < count) await fast.next((f) => f.type === 'publication', 2000).then(() => received++, () => {})
+    }
+    expect(received).toBe(count)
+    slow.resume()
+    for (const deadline = Date.now() + 10_000; slow.closeCode === null && Date.now() < deadline; ) await Bun.sleep(50)
+    expect(slow.closeCode).toBe(4200)
+    fast.close()
+  } finally {
+    await gateway.stop()
+  }
+}, 40_000)

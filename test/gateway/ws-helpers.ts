@@ -84,3 +84,99 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ga
   }, port)
   return { ...worker, wsUrl: `ws://127.0.0.1:${port}/connection/websocket` }
 }
+
+/**
+ * A WebSocket client on a raw TCP socket that can stop reading (a slow consumer), which no WebSocket API allows.
+ * Client frames are masked as the protocol requires; server frames are parsed only far enough to find text and close.
+ */
+export class RawWsClient {
+  private buffer: Buffer = Buffer.alloc(0)
+  readonly texts: string[] = []
+  closeCode: number | null = null
+  /** True once the TCP connection ended. */
+  ended = false
+  private constructor(private readonly socket: import('node:net').Socket) {
+    socket.on('close', () => (this.ended = true))
+    socket.on('data', (chunk: Buffer) => {
+      this.buffer = Buffer.concat([this.buffer, chunk])
+      this.parse()
+    })
+    socket.on('error', () => {})
+  }
+
+  static async open(port: number, path = '/connection/websocket'): Promise<RawWsClient> {
+    const { connect } = await import('node:net')
+    const socket = connect(port, '127.0.0.1')
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve)
+      socket.once('error', reject)
+    })
+    const key = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('base64')
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`)
+    const head = await new Promise<Buffer>((resolve) => {
+      let data = Buffer.alloc(0)
+      const onData = (chunk: Buffer) => {
+        data = Buffer.concat([data, chunk])
+        const end = data.indexOf('\r\n\r\n')
+        if (end >= 0) {
+          socket.off('data', onData)
+          resolve(data)
+        }
+      }
+      socket.on('data', onData)
+    })
+    const end = head.indexOf('\r\n\r\n') + 4
+    if (!head.subarray(0, end).toString().startsWith('HTTP/1.1 101')) throw new Error(`no upgrade: ${head.toString().slice(0, 100)}`)
+    const client = new RawWsClient(socket)
+    if (head.length > end) {
+      client.buffer = head.subarray(end)
+      client.parse()
+    }
+    return client
+  }
+
+  sendText(text: string): void {
+    const payload = Buffer.from(text)
+    const mask = Buffer.from(crypto.getRandomValues(new Uint8Array(4)))
+    const header = payload.length < 126
+      ? Buffer.from([0x81, 0x80 | payload.length])
+      : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff])
+    const masked = Buffer.from(payload.map((byte, i) => byte ^ mask[i % 4]!))
+    this.socket.write(Buffer.concat([header, mask, masked]))
+  }
+
+  pause(): void {
+    this.socket.pause()
+  }
+
+  resume(): void {
+    this.socket.resume()
+  }
+
+  destroy(): void {
+    this.socket.destroy()
+  }
+
+  private parse(): void {
+    for (;;) {
+      if (this.buffer.length < 2) return
+      const opcode = this.buffer[0]! & 0x0f
+      let length = this.buffer[1]! & 0x7f
+      let offset = 2
+      if (length === 126) {
+        if (this.buffer.length < 4) return
+        length = this.buffer.readUInt16BE(2)
+        offset = 4
+      } else if (length === 127) {
+        if (this.buffer.length < 10) return
+        length = Number(this.buffer.readBigUInt64BE(2))
+        offset = 10
+      }
+      if (this.buffer.length < offset + length) return
+      const payload = this.buffer.subarray(offset, offset + length)
+      if (opcode === 0x1) this.texts.push(payload.toString())
+      if (opcode === 0x8) this.closeCode = payload.length >= 2 ? payload.readUInt16BE(0) : 1005
+      this.buffer = this.buffer.subarray(offset + length)
+    }
+  }
+}
