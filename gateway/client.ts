@@ -10,7 +10,7 @@ import { productPolicies } from '../shared/realtime/policies'
 import { isKeyRevoked } from '../shared/realtime/revocations'
 import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
 import { DISCONNECTS, type Disconnect } from './disconnect'
-import type { Hub } from './hub'
+import type { Hub, Position } from './hub'
 import { encode, historyFrame, parseFrame, type Request } from './protocol'
 import { merge, type Positioned } from './recovery'
 
@@ -37,6 +37,11 @@ export class Connection {
   private readonly channels = new Set<string>()
   /** Channels whose subscription is being set up: live publications wait here until history is merged in. */
   private readonly buffering = new Map<string, Positioned[]>()
+  /**
+   * The last offset sent per channel: a live publication at or below it was already sent from history (the reader may
+   * deliver an entry after the history read that covered it), so it is dropped, never sent twice.
+   */
+  private readonly sent = new Map<string, Position>()
   private connectTimer: ReturnType<typeof setTimeout> | undefined
   private expiryTimer: ReturnType<typeof setTimeout> | undefined
   private closed = false
@@ -51,10 +56,15 @@ export class Connection {
     if (!this.closed) this.transport.send(frame)
   }
 
-  deliver(channel: string, offset: number | undefined, frame: string): void {
+  deliver(channel: string, position: Position | undefined, frame: string): void {
+    if (position === undefined) return this.send(frame)
     const buffer = this.buffering.get(channel)
-    if (buffer && offset !== undefined) buffer.push({ offset, frame })
-    else this.send(frame)
+    if (buffer) return void buffer.push({ offset: position.offset, frame })
+    const sent = this.sent.get(channel)
+    // Same epoch, not newer: already sent. A new epoch (the channel's history was lost) starts its offsets again.
+    if (sent && sent.epoch === position.epoch && position.offset <= sent.offset) return
+    this.sent.set(channel, position)
+    this.send(frame)
   }
 
   disconnect(reason: Disconnect, detail?: string): void {
@@ -145,8 +155,7 @@ export class Connection {
     this.adopt(claims)
     for (const channel of [...this.channels]) {
       if (claims.channels.some((c) => c.name === channel && c.ops.includes('subscribe'))) continue
-      this.leave(channel)
-      this.send(encode.unsubscribed(channel, 'the new token does not allow subscribe on this channel'))
+      this.endSubscription(channel, 'token')
     }
     this.send(encode.reply(request.id, 'auth', { expiresAt: new Date(claims.exp * 1000).toISOString() }))
   }
@@ -187,7 +196,12 @@ export class Connection {
     const { missed, after, ...where } = position
     // The reply first, then what was missed and what arrived meanwhile, each once and in offset order.
     this.send(encode.reply(request.id, 'subscribe', { channel, ...where }))
-    for (const item of merge(missed, buffered, after)) this.send(item.frame)
+    let last = after
+    for (const item of merge(missed, buffered, after)) {
+      this.send(item.frame)
+      last = item.offset
+    }
+    this.sent.set(channel, { offset: last, epoch: where.epoch })
   }
 
   /**
@@ -212,8 +226,19 @@ export class Connection {
     this.send(encode.reply(request.id, 'unsubscribe', { channel: request.channel }))
   }
 
+  /** Ends a subscription from the server side and says why (see encode.unsubscribed). */
+  endSubscription(channel: string, why: 'recover' | 'token'): void {
+    if (!this.channels.has(channel)) return
+    this.buffering.delete(channel)
+    this.leave(channel)
+    this.send(why === 'recover'
+      ? encode.unsubscribed(channel, 'continuity lost: subscribe again with your cursor to recover', true)
+      : encode.unsubscribed(channel, 'the new token does not allow subscribe on this channel'))
+  }
+
   private leave(channel: string): void {
     this.channels.delete(channel)
+    this.sent.delete(channel)
     const unwanted = this.gateway.hub.unsubscribe(this.claims!.pid, channel, this)
     if (unwanted !== null) this.gateway.unwantShard(unwanted)
   }

@@ -1,6 +1,12 @@
 // Reads the shard fan-out streams (rt:{sN}:fan) that hold at least one channel this gateway's clients subscribe to,
 // in order, and hands each entry to `deliver` once. A dedicated Redis connection blocks in XREAD; when a shard becomes
 // wanted it is woken (CLIENT UNBLOCK) so the new shard is read at once.
+//
+// It never skips silently. After a failed read (Redis unreachable) and after every full batch (it may be behind), it
+// checks that the entry at its cursor is still in the stream: streams are trimmed from the head (MAXLEN ~ FAN_MAXLEN)
+// and lost whole when Redis loses its data, so if nothing at or before the cursor is left, entries after it may be gone.
+// Then `gap(shard)` is called (the gateway tells that shard's subscriptions to recover through history) and reading
+// goes on from the stream's top.
 import type Redis from 'ioredis'
 import { describeError, log } from '../shared/log'
 import { fanKey } from '../shared/realtime/keys'
@@ -45,8 +51,10 @@ export class FanoutReader {
   private blocked = false
   private running = false
   private wake: (() => void) | undefined
+  /** Fails the read in progress when the reader's connection closes. */
+  private dropped: ((error: Error) => void) | undefined
 
-  constructor(private readonly deliver: (entry: FanEntry) => void) {}
+  constructor(private readonly deliver: (entry: FanEntry) => void, private readonly gap: (shard: number) => void) {}
 
   /** Starts reading `shard` from its current top: entries published from now on are delivered. */
   async add(shard: number): Promise<void> {
@@ -69,10 +77,14 @@ export class FanoutReader {
   start(): void {
     if (this.running) return
     this.running = true
-    this.reader = dedicatedRedis('fanout')
+    // A read pending when the connection drops must fail, not be sent again after the reconnect: the gap has to be
+    // checked before reading on.
+    this.reader = dedicatedRedis('fanout', { autoResendUnfulfilledCommands: false })
     this.reader.on('ready', () => {
       void this.reader!.client('ID').then((id) => (this.readerId = Number(id)), () => {})
     })
+    // ioredis drops (never settles) a command pending at a disconnect when it does not resend: fail it ourselves.
+    this.reader.on('close', () => this.dropped?.(new Error('fan-out reader connection closed')))
     void this.loop()
   }
 
@@ -89,8 +101,34 @@ export class FanoutReader {
     if (this.blocked && this.readerId !== undefined) void redis().client('UNBLOCK', this.readerId).catch(() => {})
   }
 
+  /** After a failed read or a full batch: the shards whose continuity cannot be proven are reported and moved to their top. */
+  private async verify(shards: number[]): Promise<void> {
+    for (const shard of shards) {
+      const cursor = this.cursors.get(shard)
+      if (cursor === undefined || cursor === '0-0') continue
+      const [kept] = await redis().xrevrange(fanKey(shard), cursor, '-', 'COUNT', 1)
+      if (kept) continue
+      const [top] = await redis().xrevrange(fanKey(shard), '+', '-', 'COUNT', 1)
+      if (!this.cursors.has(shard)) continue
+      this.cursors.set(shard, top?.[0] ?? '0-0')
+      log('warn', 'fan-out gap: subscriptions told to recover', { shard, cursor })
+      this.gap(shard)
+    }
+  }
+
   private async loop(): Promise<void> {
+    let suspect: number[] = []
     while (this.running) {
+      if (suspect.length) {
+        try {
+          await this.verify(suspect)
+          suspect = []
+        } catch (error) {
+          log('warn', 'fan-out check failed; retrying', describeError(error))
+          await Bun.sleep(200)
+          continue
+        }
+      }
       const shards = [...this.cursors.keys()]
       if (shards.length === 0) {
         await new Promise<void>((resolve) => (this.wake = resolve))
@@ -100,19 +138,23 @@ export class FanoutReader {
       let reply: [key: string, entries: [id: string, fields: string[]][]][] | null
       try {
         this.blocked = true
-        reply = (await this.reader!.xread('COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS',
-          ...shards.map(fanKey), ...shards.map((s) => this.cursors.get(s)!))) as typeof reply
+        const read = this.reader!.xread('COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS',
+          ...shards.map(fanKey), ...shards.map((s) => this.cursors.get(s)!)) as Promise<typeof reply>
+        reply = await Promise.race([read, new Promise<never>((_, reject) => (this.dropped = reject))])
       } catch (error) {
         if (!this.running) return
         log('warn', 'fan-out read failed; retrying', describeError(error))
+        suspect = [...this.cursors.keys()] // whatever happened meanwhile must be checked before reading on
         await Bun.sleep(200)
         continue
       } finally {
         this.blocked = false
+        this.dropped = undefined
       }
       for (const [key, entries] of reply ?? []) {
         const shard = Number(/\{s(\d+)\}/.exec(key)![1])
         if (!this.cursors.has(shard)) continue // no longer wanted
+        if (entries.length >= COUNT) suspect.push(shard) // a full batch: it may be behind, so check before the next read
         for (const [id, fields] of entries) {
           this.cursors.set(shard, id)
           try {

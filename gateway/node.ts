@@ -28,7 +28,16 @@ export interface Gateway {
 export function startGateway(port: number): Gateway {
   const hub = new Hub<Connection>()
   const connections = new Set<Connection>()
-  const reader = new FanoutReader((entry) => hub.publish(entry.product, entry.channel, entry.offset, publicationFrame(entry), entry.sender))
+  const reader = new FanoutReader(
+    (entry) => {
+      const position = entry.offset !== undefined && entry.epoch !== undefined ? { offset: entry.offset, epoch: entry.epoch } : undefined
+      hub.publish(entry.product, entry.channel, position, publicationFrame(entry), entry.sender)
+    },
+    // Continuity lost on a shard: its subscriptions end, and their clients subscribe again with their cursors.
+    (shard) => {
+      for (const { subscriber, channel } of hub.subscriptionsOf(shard)) subscriber.endSubscription(channel, 'recover')
+    },
+  )
   const context: GatewayContext = { hub, connections, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
   reader.start()
   const invalidations = listenForInvalidations({

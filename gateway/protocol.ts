@@ -68,8 +68,11 @@ export function parseFrame(message: string | Buffer): Parsed {
 
 /** Server → client frames, serialized once. */
 export const encode = {
-  /** The server ended a subscription (the token no longer reaches the channel). */
-  unsubscribed: (channel: string, reason: string) => JSON.stringify({ type: 'unsubscribe', channel, reason }),
+  /**
+   * The server ended a subscription: `resubscribe` tells the client to subscribe again at once with its cursor (the
+   * gateway cannot prove it delivered everything); without it, the token no longer reaches the channel.
+   */
+  unsubscribed: (channel: string, reason: string, resubscribe = false) => JSON.stringify({ type: 'unsubscribe', channel, reason, resubscribe }),
   reply: (id: string | number, type: RequestType, extra: Record<string, unknown> = {}) => JSON.stringify({ type: 'reply', id, to: type, ...extra }),
   error: (id: string | number | null, code: ErrorCode, message: string) =>
     JSON.stringify({ type: 'error', id, code, message, temporary: code === 'unavailable' || code === 'rate_limited' }),

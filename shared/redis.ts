@@ -76,8 +76,8 @@ export function redis(): Redis {
 }
 
 /** A dedicated connection for SUBSCRIBE or blocking reads (no command timeout); the caller closes it. */
-export function dedicatedRedis(name: string): Redis {
-  return connect(name)
+export function dedicatedRedis(name: string, options: RedisOptions = {}): Redis {
+  return connect(name, options)
 }
 
 export async function closeRedis(): Promise<void> {

@@ -101,7 +101,7 @@ export async function startWorker(
 ): Promise<Worker> {
   const proc = Bun.spawn(['bun', 'run', script], {
     env: { ...process.env, LOG_REQUESTS: '0', ...env },
-    stdout: options.logs ? 'pipe' : 'ignore',
+    stdout: options.logs ? 'pipe' : (process.env.DEBUG_WORKERS ? 'inherit' : 'ignore'),
     stderr: 'inherit',
   })
   const output = options.logs ? collect(proc.stdout as ReadableStream<Uint8Array>) : () => ''

@@ -2,9 +2,13 @@
 // and 4001, subscribe and cross-gateway delivery once and in order, error frames that never close, revocation, draining.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { publish } from '../../shared/realtime/broker'
+import { config } from '../../shared/config'
+import { publish, readHistory } from '../../shared/realtime/broker'
+import { channelKeys } from '../../shared/realtime/keys'
+import { redis } from '../../shared/redis'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { call } from '../helpers'
+import { startFaultProxy, type FaultProxy } from '../faults/proxy'
 import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { RawWsClient, startGateway, type GatewayProcess, WsClient } from './ws-helpers'
 
@@ -314,3 +318,70 @@ test('a subscriber that stops reading is closed 4200 once its buffer overflows, 
     await gateway.stop()
   }
 }, 40_000)
+
+describe('Redis outage under live subscriptions', () => {
+  let link: FaultProxy
+  let gateway: GatewayProcess
+
+  beforeAll(async () => {
+    const url = new URL(config.redisUrl)
+    link = await startFaultProxy({ host: url.hostname, port: Number(url.port) })
+    gateway = await startGateway({ REDIS_URL: link.url(config.redisUrl), REDIS_COMMAND_TIMEOUT_MS: '500' })
+  }, 30_000)
+
+  afterAll(async () => {
+    await gateway?.stop()
+    await link?.close()
+  })
+
+  const send = (room: string, i: number) => publish({ productId: product.productId, channel: room, policy: HISTORY, data: JSON.stringify({ i }) })
+
+  async function subscribed(room: string, more: string[] = []) {
+    const client = await connected(gateway, [room, ...more])
+    expect(await client.request({ type: 'subscribe', channel: room })).toMatchObject({ type: 'reply' })
+    await send(room, 1)
+    expect((await client.next((f) => f.type === 'publication')).offset).toBe(1)
+    return client
+  }
+
+  test('while Redis is cut requests answer `unavailable` and the connection stays; when it returns the gateway reads on by itself, losing nothing', async () => {
+    const room = channel()
+    const client = await subscribed(room, [`${room}-b`])
+    link.cut()
+    // Both need Redis: a new channel's position, and a new connection's revocation check. Neither closes anything.
+    expect(await client.request({ type: 'subscribe', channel: `${room}-b` })).toMatchObject({ type: 'error', code: 'unavailable', temporary: true })
+    const late = await WsClient.open(gateway.wsUrl)
+    expect(await late.request({ type: 'connect', token: await token([{ name: room, ops: ['subscribe'] }]) })).toMatchObject({ type: 'error', code: 'unavailable' })
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
+    late.close()
+    for (let i = 2; i <= 4; i++) await send(room, i) // published meanwhile (the test reaches Redis directly)
+    await link.restore()
+    const got: number[] = []
+    for (const deadline = Date.now() + 8000; got.length < 3 && Date.now() < deadline; ) {
+      await client.next((f) => f.type === 'publication', 1000).then((f) => got.push(f.offset), () => {})
+    }
+    expect(got).toEqual([2, 3, 4])
+    expect(client.frames.filter((f) => f.type === 'unsubscribe')).toEqual([])
+    client.close()
+  }, 30_000)
+
+  test('entries trimmed from the fan-out stream while the gateway was cut off: the subscription is ended with `resubscribe`, and recovering through the cursor loses nothing', async () => {
+    const room = channel()
+    const client = await subscribed(room)
+    const { epoch } = (await readHistory(product.productId, room, HISTORY, { last_n: 1 }))
+    link.cut()
+    for (let i = 2; i <= 4; i++) await send(room, i)
+    await redis().xtrim(channelKeys(product.productId, room).fan, 'MAXLEN', 0) // as a long outage under load would
+    await link.restore()
+    const ended = await client.next((f) => f.type === 'unsubscribe', 10_000)
+    expect(ended).toMatchObject({ channel: room, resubscribe: true })
+    const reply = await client.request({ type: 'subscribe', channel: room, offset: 1, epoch })
+    expect(reply).toMatchObject({ recovered: true, offset: 4 })
+    const got: number[] = []
+    for (const deadline = Date.now() + 5000; got.length < 3 && Date.now() < deadline; ) {
+      await client.next((f) => f.type === 'publication', 1000).then((f) => got.push(f.offset), () => {})
+    }
+    expect(got).toEqual([2, 3, 4])
+    client.close()
+  }, 30_000)
+})
