@@ -4,15 +4,16 @@
 import { randomUUID } from 'node:crypto'
 import { config } from '../shared/config'
 import { logUnlessOutage } from '../shared/errors'
-import { channelTop, type HistoryPolicy, keepsHistory, readHistory } from '../shared/realtime/broker'
+import { channelTop, type HistoryPolicy, keepsHistory, publish as publishMessage, readHistory } from '../shared/realtime/broker'
 import { namespaceOf } from '../shared/realtime/names'
-import { productPolicies } from '../shared/realtime/policies'
+import { type NamespacePolicy, productPolicies } from '../shared/realtime/policies'
 import { isKeyRevoked } from '../shared/realtime/revocations'
 import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
 import { DISCONNECTS, type Disconnect } from './disconnect'
 import type { Hub, Position } from './hub'
-import { encode, historyFrame, parseFrame, type Request } from './protocol'
+import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
 import { merge, type Positioned } from './recovery'
+import { TokenBucket } from './token-bucket'
 
 
 /** The socket as the client sees it: Bun's ServerWebSocket is touched only through this. */
@@ -45,6 +46,8 @@ export class Connection {
   private connectTimer: ReturnType<typeof setTimeout> | undefined
   private expiryTimer: ReturnType<typeof setTimeout> | undefined
   private closed = false
+  /** Client events: 5 a second, burst 10 (the spec's limit). */
+  private readonly events = new TokenBucket(5, 10)
 
   constructor(private readonly transport: Transport, private readonly gateway: GatewayContext) {
     gateway.connections.add(this)
@@ -102,6 +105,8 @@ export class Connection {
       if (request.type === 'auth') return await this.auth(request)
       if (request.type === 'subscribe') return await this.subscribe(request)
       if (request.type === 'unsubscribe') return this.unsubscribe(request)
+      if (request.type === 'publish') return await this.publish(request)
+      if (request.type === 'history') return await this.history(request)
       return this.send(encode.reply(request.id, 'ping'))
     } catch (error) {
       // A backing service could not answer: this request fails, the connection stays.
@@ -224,6 +229,46 @@ export class Connection {
     if (!this.channels.has(request.channel)) return this.send(encode.error(request.id, 'invalid', `not subscribed to ${request.channel}`))
     this.leave(request.channel)
     this.send(encode.reply(request.id, 'unsubscribe', { channel: request.channel }))
+  }
+
+  /** The token's operations on a channel, and the channel's namespace policy (null when no longer registered). */
+  private async access(channel: string): Promise<{ ops: readonly string[]; policy: NamespacePolicy | null }> {
+    const claims = this.claims!
+    const ops = claims.channels.find((c) => c.name === channel)?.ops ?? []
+    return { ops, policy: ops.length ? ((await productPolicies(claims.pid)).namespaces.get(namespaceOf(channel)) ?? null) : null }
+  }
+
+  /**
+   * A client event: allowed where the token carries `publish` (issued only where the namespace enables client events)
+   * and the namespace still does; at most 32 KiB serialized; 5 a second, burst 10, per connection. Fanned out through
+   * the shard stream like any publication, never stored, no offset or epoch, skipped for this connection on every
+   * gateway; the reply is the sender's only confirmation.
+   */
+  private async publish(request: Extract<Request, { type: 'publish' }>): Promise<void> {
+    const { ops, policy } = await this.access(request.channel)
+    if (!ops.includes('publish')) return this.send(encode.error(request.id, 'forbidden', `the token does not allow publish on ${request.channel}`))
+    if (!policy?.clientEvents) return this.send(encode.error(request.id, 'forbidden', `client events are not enabled for ${namespaceOf(request.channel)}`))
+    const data = JSON.stringify(request.data)
+    const size = Buffer.byteLength(data, 'utf8')
+    if (size > CLIENT_EVENT_MAX_BYTES) return this.send(encode.error(request.id, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`))
+    if (!this.events.take()) return this.send(encode.error(request.id, 'rate_limited', 'more than 5 client events a second (burst 10) on this connection'))
+    const { id } = await publishMessage({ productId: this.claims!.pid, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id })
+    this.send(encode.reply(request.id, 'publish', { channel: request.channel, messageId: id }))
+  }
+
+  /** A history read, as the public route's: a window or a cursor; empty on a namespace that keeps no history. */
+  private async history(request: Extract<Request, { type: 'history' }>): Promise<void> {
+    const { ops, policy } = await this.access(request.channel)
+    if (!ops.includes('history') || !policy) return this.send(encode.error(request.id, 'forbidden', `the token does not allow history on ${request.channel}`))
+    const window = [request.last_n, request.last_ms].filter((v) => v !== undefined).length
+    const cursor = [request.offset, request.epoch].filter((v) => v !== undefined).length
+    if (window + (cursor ? 1 : 0) !== 1 || cursor === 1) {
+      return this.send(encode.error(request.id, 'invalid', 'give exactly one of last_n, last_ms, or a cursor (offset and epoch together)'))
+    }
+    const query = request.last_n !== undefined ? { last_n: request.last_n }
+      : request.last_ms !== undefined ? { last_ms: request.last_ms } : { offset: request.offset!, epoch: request.epoch! }
+    const result = await readHistory(this.claims!.pid, request.channel, policy.broker, query)
+    this.send(encode.reply(request.id, 'history', { channel: request.channel, ...result }))
   }
 
   /** Ends a subscription from the server side and says why (see encode.unsubscribed). */

@@ -2,16 +2,19 @@
 // Every frame is documented in docs/realtime-protocol.md. Parsing never throws: a bad frame is an `invalid` error frame.
 import Type, { type Static } from 'typebox'
 import { Compile } from 'typebox/compile'
-import type { HistoryEntry } from '../shared/realtime/broker'
+import { type HistoryEntry, LAST_N_MAX } from '../shared/realtime/broker'
 import { ChannelName } from '../shared/realtime/names'
 
 /** Client → gateway request types (this step of the gateway). */
-export const REQUEST_TYPES = ['connect', 'auth', 'subscribe', 'unsubscribe', 'ping'] as const
+export const REQUEST_TYPES = ['connect', 'auth', 'subscribe', 'unsubscribe', 'publish', 'history', 'ping'] as const
 export type RequestType = (typeof REQUEST_TYPES)[number]
 
 /** The spec's error frame codes: each answers one request and never closes the connection. */
 export const ERROR_CODES = ['invalid', 'forbidden', 'unavailable', 'rate_limited'] as const
 export type ErrorCode = (typeof ERROR_CODES)[number]
+
+/** Largest client event, serialized (the spec's limit). */
+export const CLIENT_EVENT_MAX_BYTES = 32_768
 
 /** Largest frame the gateway reads; larger ones are answered `invalid` (docs: what happens above the hard limit). */
 export const MAX_FRAME_BYTES = 65_536
@@ -31,13 +34,24 @@ const Subscribe = frame('subscribe', {
   epoch: Type.Optional(Type.String({ maxLength: 64 })),
 })
 const Unsubscribe = frame('unsubscribe', { channel: ChannelName })
+/** A client event: fanned out to the channel's other subscribers, never stored. */
+const Publish = frame('publish', { channel: ChannelName, data: Type.Unknown({ description: 'any JSON value, at most 32 KiB serialized' }) })
+/** A history read: a window (last_n or last_ms) or a cursor (offset and epoch). */
+const History = frame('history', {
+  channel: ChannelName,
+  last_n: Type.Optional(Type.Integer({ minimum: 1, maximum: LAST_N_MAX })),
+  last_ms: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+  epoch: Type.Optional(Type.String({ maxLength: 64 })),
+})
 const Ping = frame('ping', {})
 
-const Request = Type.Union([Connect, Auth, Subscribe, Unsubscribe, Ping])
+const Request = Type.Union([Connect, Auth, Subscribe, Unsubscribe, Publish, History, Ping])
 export type Request = Static<typeof Request>
 const check = Compile(Request)
 const byType = new Map<string, ReturnType<typeof Compile>>([
-  ['connect', Compile(Connect)], ['auth', Compile(Auth)], ['subscribe', Compile(Subscribe)], ['unsubscribe', Compile(Unsubscribe)], ['ping', Compile(Ping)],
+  ['connect', Compile(Connect)], ['auth', Compile(Auth)], ['subscribe', Compile(Subscribe)], ['unsubscribe', Compile(Unsubscribe)],
+  ['publish', Compile(Publish)], ['history', Compile(History)], ['ping', Compile(Ping)],
 ])
 
 export type Parsed = { ok: true; request: Request } | { ok: false; id: string | number | null; message: string }

@@ -21,7 +21,10 @@ beforeAll(async () => {
   ;[a, b, product] = await Promise.all([
     startGateway({ GATEWAY_CONNECT_TIMEOUT_MS: '500' }),
     startGateway({ GATEWAY_CONNECT_TIMEOUT_MS: '500' }),
-    realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }, { name: 'live' }]),
+    realtimeProduct([
+      { name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }, { name: 'live' },
+      { name: 'events', clientEvents: true, history: { ttlSeconds: 300, size: 100 } },
+    ]),
   ])
 }, 30_000)
 
@@ -384,4 +387,65 @@ describe('Redis outage under live subscriptions', () => {
     expect(got).toEqual([2, 3, 4])
     client.close()
   }, 30_000)
+})
+
+describe('client events and history over the socket', () => {
+  async function withOps(gateway: GatewayProcess, name: string, ops: TokenChannel['ops']) {
+    const client = await WsClient.open(gateway.wsUrl)
+    await client.request({ type: 'connect', token: await token([{ name, ops }]) })
+    return client
+  }
+
+  test('a client event reaches the other subscribers on every gateway once, without offset or epoch, not the sender; it is acknowledged and never stored', async () => {
+    const room = `events:${randomUUID().slice(0, 8)}`
+    const sender = await withOps(a, room, ['subscribe', 'publish'])
+    const here = await withOps(a, room, ['subscribe'])
+    const there = await withOps(b, room, ['subscribe'])
+    for (const client of [sender, here, there]) await client.request({ type: 'subscribe', channel: room })
+    const ack = await sender.request({ type: 'publish', channel: room, data: { typing: true } })
+    expect(ack).toMatchObject({ type: 'reply', to: 'publish', channel: room, messageId: expect.any(String) })
+    for (const client of [here, there]) {
+      expect(await client.next((f) => f.type === 'publication')).toEqual({ type: 'publication', channel: room, id: ack.messageId, data: { typing: true } })
+    }
+    await Bun.sleep(200)
+    expect(sender.publications(room)).toEqual([])
+    expect([...here.publications(room), ...there.publications(room)]).toEqual([])
+    expect((await readHistory(product.productId, room, HISTORY, { last_n: 10 })).entries).toEqual([])
+    for (const client of [sender, here, there]) client.close()
+  })
+
+  test('over 32 KiB is `invalid`, past 5 a second (burst 10) is `rate_limited`, without the operation or the namespace switch `forbidden`; the connection stays', async () => {
+    const room = `events:${randomUUID().slice(0, 8)}`
+    const client = await withOps(a, room, ['subscribe', 'publish'])
+    expect(await client.request({ type: 'publish', channel: room, data: 'x'.repeat(32_767) })).toMatchObject({ type: 'error', code: 'invalid' })
+    const answers = []
+    for (let i = 0; i < 12; i++) answers.push(await client.request({ type: 'publish', channel: room, data: i }))
+    expect(answers.filter((f) => f.type === 'reply').length).toBeGreaterThanOrEqual(10)
+    expect(answers.filter((f) => f.type === 'error').length).toBeGreaterThanOrEqual(1)
+    expect(answers.find((f) => f.type === 'error')).toMatchObject({ code: 'rate_limited', temporary: true })
+    const reader = await withOps(a, room, ['subscribe'])
+    expect(await reader.request({ type: 'publish', channel: room, data: 1 })).toMatchObject({ type: 'error', code: 'forbidden' })
+    const chat = await withOps(a, 'chat:x', ['subscribe', 'publish']) // a token claiming more than the namespace allows
+    expect(await chat.request({ type: 'publish', channel: 'chat:x', data: 1 })).toMatchObject({ type: 'error', code: 'forbidden', message: expect.stringContaining('client events') })
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
+    for (const c of [client, reader, chat]) c.close()
+  })
+
+  test('history: a window or a cursor with the `history` operation; anything else `invalid` or `forbidden`', async () => {
+    const room = channel()
+    for (let i = 1; i <= 3; i++) await publish({ productId: product.productId, channel: room, policy: HISTORY, data: JSON.stringify({ i }) })
+    const client = await withOps(b, room, ['subscribe', 'history'])
+    const last = await client.request({ type: 'history', channel: room, last_n: 2 })
+    expect(last).toMatchObject({ type: 'reply', to: 'history', channel: room, offset: 3, recovered: true })
+    expect(last.entries.map((e: any) => [e.offset, e.data.i])).toEqual([[2, 2], [3, 3]])
+    const since = await client.request({ type: 'history', channel: room, offset: 1, epoch: last.epoch })
+    expect(since.entries.map((e: any) => e.offset)).toEqual([2, 3])
+    for (const bad of [{}, { last_n: 1, last_ms: 10 }, { offset: 1 }, { last_n: 1, offset: 1, epoch: 'e' }, { last_n: 0 }]) {
+      expect(await client.request({ type: 'history', channel: room, ...bad })).toMatchObject({ type: 'error', code: 'invalid' })
+    }
+    const plain = await withOps(b, room, ['subscribe'])
+    expect(await plain.request({ type: 'history', channel: room, last_n: 1 })).toMatchObject({ type: 'error', code: 'forbidden' })
+    client.close()
+    plain.close()
+  })
 })
