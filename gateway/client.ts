@@ -3,10 +3,11 @@
 // expired or revoked token closes it with 4001.
 import { randomUUID } from 'node:crypto'
 import { config } from '../shared/config'
-import { logUnlessOutage } from '../shared/errors'
+import { ApiError, logUnlessOutage } from '../shared/errors'
 import { channelTop, type HistoryPolicy, keepsHistory, publish as publishMessage, readHistory } from '../shared/realtime/broker'
 import { namespaceOf } from '../shared/realtime/names'
 import { type NamespacePolicy, productPolicies } from '../shared/realtime/policies'
+import { enterPresence, leavePresence as leavePresenceEntry, listPresence, PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
 import { isKeyRevoked } from '../shared/realtime/revocations'
 import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
 import { DISCONNECTS, type Disconnect } from './disconnect'
@@ -46,6 +47,8 @@ export class Connection {
   private connectTimer: ReturnType<typeof setTimeout> | undefined
   private expiryTimer: ReturnType<typeof setTimeout> | undefined
   private closed = false
+  /** Rosters this connection entered: their lifetime and the timer that refreshes the entry. */
+  private readonly presence = new Map<string, { ttlSeconds: number; refresh: ReturnType<typeof setInterval> }>()
   /** Client events: 5 a second, burst 10 (the spec's limit). */
   private readonly events = new TokenBucket(5, 10)
 
@@ -83,6 +86,8 @@ export class Connection {
     clearTimeout(this.connectTimer)
     clearTimeout(this.expiryTimer)
     for (const channel of this.channels) this.leave(channel)
+    // Off every roster it entered (its refreshes stop); if Redis cannot be told now, the entries expire by themselves.
+    for (const channel of [...this.presence.keys()]) void this.leaveRoster(channel).catch((error) => logUnlessOutage('presence leave failed', error))
     this.gateway.connections.delete(this)
   }
 
@@ -107,6 +112,9 @@ export class Connection {
       if (request.type === 'unsubscribe') return this.unsubscribe(request)
       if (request.type === 'publish') return await this.publish(request)
       if (request.type === 'history') return await this.history(request)
+      if (request.type === 'presence.enter' || request.type === 'presence.update') return await this.enter(request)
+      if (request.type === 'presence.leave') return await this.leavePresence(request)
+      if (request.type === 'presence.read') return await this.readPresence(request)
       return this.send(encode.reply(request.id, 'ping'))
     } catch (error) {
       // A backing service could not answer: this request fails, the connection stays.
@@ -269,6 +277,63 @@ export class Connection {
       : request.last_ms !== undefined ? { last_ms: request.last_ms } : { offset: request.offset!, epoch: request.epoch! }
     const result = await readHistory(this.claims!.pid, request.channel, policy.broker, query)
     this.send(encode.reply(request.id, 'history', { channel: request.channel, ...result }))
+  }
+
+  /** The presence operation on a channel: the token must carry it and the namespace still have presence on. */
+  private async presenceAllowed(request: { id: string | number; channel: string }): Promise<boolean> {
+    const { ops, policy } = await this.access(request.channel)
+    if (ops.includes('presence') && policy?.presence) return true
+    this.send(encode.error(request.id, 'forbidden', `the token does not allow presence on ${request.channel}`))
+    return false
+  }
+
+  /**
+   * Enter (or, with `presence.update`, change the info of an entry this connection already has). The entry lives
+   * `ttlSeconds` (default 60) and the gateway refreshes it at half that while the connection lives, so a gateway that
+   * dies leaves ghosts for at most one lifetime. Another tab of the same subject is not a second member, and no second join.
+   */
+  private async enter(request: Extract<Request, { type: 'presence.enter' | 'presence.update' }>): Promise<void> {
+    if (!(await this.presenceAllowed(request))) return
+    const entered = this.presence.get(request.channel)
+    if (request.type === 'presence.update' && !entered) {
+      return this.send(encode.error(request.id, 'invalid', `this connection is not on the roster of ${request.channel}; enter first`))
+    }
+    const ttlSeconds = (request.type === 'presence.enter' ? request.ttlSeconds : undefined) ?? entered?.ttlSeconds ?? PRESENCE_TTL_DEFAULT_SECONDS
+    try {
+      await enterPresence({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, info: request.info, ttlSeconds })
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'presence_full') return this.send(encode.error(request.id, 'rate_limited', error.message))
+      if (error instanceof ApiError && error.status === 400) return this.send(encode.error(request.id, 'invalid', error.message))
+      throw error
+    }
+    if (this.closed) return void (await this.leaveRoster(request.channel))
+    if (entered) clearInterval(entered.refresh)
+    const refresh = setInterval(() => {
+      void enterPresence({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, ttlSeconds })
+        .catch((error) => logUnlessOutage('presence refresh failed', error))
+    }, Math.max(500, (ttlSeconds * 1000) / 2))
+    this.presence.set(request.channel, { ttlSeconds, refresh })
+    this.send(encode.reply(request.id, request.type, { channel: request.channel }))
+  }
+
+  private async leavePresence(request: Extract<Request, { type: 'presence.leave' }>): Promise<void> {
+    if (!this.presence.has(request.channel)) return this.send(encode.error(request.id, 'invalid', `not on the roster of ${request.channel}`))
+    await this.leaveRoster(request.channel)
+    this.send(encode.reply(request.id, 'presence.leave', { channel: request.channel }))
+  }
+
+  /** Off the roster: this connection's entry goes (the identity leaves with its last connection). */
+  private async leaveRoster(channel: string): Promise<void> {
+    const entered = this.presence.get(channel)
+    if (entered) clearInterval(entered.refresh)
+    this.presence.delete(channel)
+    await leavePresenceEntry({ productId: this.claims!.pid, channel, identity: this.claims!.sub, connectionId: this.id })
+  }
+
+  private async readPresence(request: Extract<Request, { type: 'presence.read' }>): Promise<void> {
+    if (!(await this.presenceAllowed(request))) return
+    const members = await listPresence(this.claims!.pid, request.channel)
+    this.send(encode.reply(request.id, 'presence.read', { channel: request.channel, members }))
   }
 
   /** Ends a subscription from the server side and says why (see encode.unsubscribed). */

@@ -27,6 +27,10 @@ export interface FanEntry {
   /** Serialized JSON data, or the payload ref as JSON text. */
   d?: string
   r?: string
+  /** Set on a presence event instead of data: `join` or `leave`, whose identity, and its info as JSON text. */
+  kind?: 'join' | 'leave'
+  identity?: string
+  info?: string
 }
 
 const BLOCK_MS = 5000

@@ -11,7 +11,7 @@ import { Connection, type GatewayContext } from './client'
 import { DISCONNECTS } from './disconnect'
 import { FanoutReader } from './fanout'
 import { Hub } from './hub'
-import { MAX_FRAME_BYTES, publicationFrame } from './protocol'
+import { MAX_FRAME_BYTES, presenceFrame, publicationFrame } from './protocol'
 
 /** The path WebSocket clients connect to (the path of GATEWAY_URL). */
 export const WEBSOCKET_PATH = new URL(config.gatewayUrl).pathname
@@ -30,6 +30,7 @@ export function startGateway(port: number): Gateway {
   const connections = new Set<Connection>()
   const reader = new FanoutReader(
     (entry) => {
+      if (entry.kind) return void hub.publish(entry.product, entry.channel, undefined, presenceFrame(entry))
       const position = entry.offset !== undefined && entry.epoch !== undefined ? { offset: entry.offset, epoch: entry.epoch } : undefined
       hub.publish(entry.product, entry.channel, position, publicationFrame(entry), entry.sender)
     },

@@ -4,9 +4,13 @@ import Type, { type Static } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { type HistoryEntry, LAST_N_MAX } from '../shared/realtime/broker'
 import { ChannelName } from '../shared/realtime/names'
+import { PRESENCE_TTL_MAX_SECONDS } from '../shared/realtime/presence'
 
 /** Client → gateway request types (this step of the gateway). */
-export const REQUEST_TYPES = ['connect', 'auth', 'subscribe', 'unsubscribe', 'publish', 'history', 'ping'] as const
+export const REQUEST_TYPES = [
+  'connect', 'auth', 'subscribe', 'unsubscribe', 'publish', 'history',
+  'presence.enter', 'presence.update', 'presence.leave', 'presence.read', 'ping',
+] as const
 export type RequestType = (typeof REQUEST_TYPES)[number]
 
 /** The spec's error frame codes: each answers one request and never closes the connection. */
@@ -45,13 +49,24 @@ const History = frame('history', {
   epoch: Type.Optional(Type.String({ maxLength: 64 })),
 })
 const Ping = frame('ping', {})
+const Info = Type.Unknown({ description: 'any JSON value, at most 10 240 bytes serialized' })
+/** On the channel's roster as the token's subject, for `ttlSeconds` (refreshed by the gateway while connected). */
+const PresenceEnter = frame('presence.enter', {
+  channel: ChannelName, info: Type.Optional(Info),
+  ttlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: PRESENCE_TTL_MAX_SECONDS })),
+})
+const PresenceUpdate = frame('presence.update', { channel: ChannelName, info: Info })
+const PresenceLeave = frame('presence.leave', { channel: ChannelName })
+const PresenceRead = frame('presence.read', { channel: ChannelName })
 
-const Request = Type.Union([Connect, Auth, Subscribe, Unsubscribe, Publish, History, Ping])
+const Request = Type.Union([Connect, Auth, Subscribe, Unsubscribe, Publish, History, PresenceEnter, PresenceUpdate, PresenceLeave, PresenceRead, Ping])
 export type Request = Static<typeof Request>
 const check = Compile(Request)
 const byType = new Map<string, ReturnType<typeof Compile>>([
   ['connect', Compile(Connect)], ['auth', Compile(Auth)], ['subscribe', Compile(Subscribe)], ['unsubscribe', Compile(Unsubscribe)],
   ['publish', Compile(Publish)], ['history', Compile(History)], ['ping', Compile(Ping)],
+  ['presence.enter', Compile(PresenceEnter)], ['presence.update', Compile(PresenceUpdate)],
+  ['presence.leave', Compile(PresenceLeave)], ['presence.read', Compile(PresenceRead)],
 ])
 
 export type Parsed = { ok: true; request: Request } | { ok: false; id: string | number | null; message: string }
@@ -116,3 +131,7 @@ export const historyFrame = (channel: string, entry: HistoryEntry) =>
     channel, id: entry.id, offset: entry.offset, epoch: entry.epoch,
     ...(entry.ref ? { r: JSON.stringify(entry.ref) } : { d: JSON.stringify(entry.data ?? null) }),
   })
+
+/** A presence event (one per identity: its first connection joins, its last one leaves), built once per gateway. */
+export const presenceFrame = (entry: { kind?: string; channel: string; identity?: string; info?: string }) =>
+  `{"type":${JSON.stringify(entry.kind)},"channel":${JSON.stringify(entry.channel)},"identity":${JSON.stringify(entry.identity ?? '')},"info":${entry.info || 'null'}}`

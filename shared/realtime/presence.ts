@@ -10,7 +10,7 @@
 import type Redis from 'ioredis'
 import { ApiError, badRequest, logUnlessOutage, unavailable } from '../errors'
 import { redis } from '../redis'
-import { channelKeys } from './keys'
+import { channelKeys, FAN_MAXLEN } from './keys'
 
 /** Identities per channel; entering a full roster as a new identity is refused with 429. */
 export const PRESENCE_MAX_MEMBERS = 100
@@ -28,10 +28,18 @@ export interface PresenceMember {
   info: unknown
 }
 
-// KEYS: 1 pres, 2 presCount, 3 presExp. Removes expired connections; every script starts with it.
+// KEYS: 1 pres, 2 presCount, 3 presExp, 4 the shard's fan-out stream. ARGV: 1 productId, 2 channel, 3 fan-out MAXLEN,
+// then each script's own. Removes expired connections; every script starts with it.
+// Join and leave are emitted here, into the shard's fan-out stream, in the same atomic step that changes the roster: one
+// `join` when an identity's first connection enters, one `leave` when its last one leaves or expires, however many tabs
+// and gateways it uses. Gateways deliver them to the channel's subscribers.
 const LUA_PRELUDE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function emit(kind, identity, info)
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'channel', ARGV[2], 'product', ARGV[1], 'id', '', 't', now,
+    'kind', kind, 'identity', identity, 'info', info)
+end
 local function identity_of(member)
   local colon = string.find(member, ':', 1, true)
   local len = tonumber(string.sub(member, 1, colon - 1))
@@ -43,27 +51,32 @@ local function drop(member)
   if redis.call('HINCRBY', KEYS[2], identity, -1) <= 0 then
     redis.call('HDEL', KEYS[2], identity)
     redis.call('HDEL', KEYS[1], identity)
+    emit('leave', identity, '')
   end
 end
 for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do drop(member) end
 `
 
-// ARGV: 1 identity, 2 member, 3 info JSON ('' = none given), 4 ttl ms, 5 max members. Returns 1, or 0 when full.
+// ARGV: 4 identity, 5 member, 6 info JSON ('' = none given), 7 ttl ms, 8 max members. Returns 2 when the identity
+// joined, 1 when it was already there (another connection, or a refresh), 0 when the roster is full.
 const ENTER_LUA = `${LUA_PRELUDE}
-local identity = ARGV[1]
-if redis.call('HEXISTS', KEYS[2], identity) == 0 and redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[5]) then return 0 end
-if redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), ARGV[2]) == 1 then redis.call('HINCRBY', KEYS[2], identity, 1) end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], identity, ARGV[3]) else redis.call('HSETNX', KEYS[1], identity, 'null') end
+local identity = ARGV[4]
+local present = redis.call('HEXISTS', KEYS[2], identity) == 1
+if not present and redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[8]) then return 0 end
+if redis.call('ZADD', KEYS[3], now + tonumber(ARGV[7]), ARGV[5]) == 1 then redis.call('HINCRBY', KEYS[2], identity, 1) end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], identity, ARGV[6]) else redis.call('HSETNX', KEYS[1], identity, 'null') end
 -- The roster's keys live as long as its longest-lived connection, so an abandoned channel leaves nothing behind.
 local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
 local at = math.floor(tonumber(last[2])) + 1000
 for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], at) end
-return 1
+if present then return 1 end
+emit('join', identity, redis.call('HGET', KEYS[1], identity))
+return 2
 `
 
-// ARGV: 1 member
+// ARGV: 4 member
 const LEAVE_LUA = `${LUA_PRELUDE}
-drop(ARGV[1])
+drop(ARGV[4])
 return 1
 `
 
@@ -78,8 +91,8 @@ return {redis.call('HLEN', KEYS[2]), redis.call('ZCARD', KEYS[3])}
 interface PresenceRedis extends Redis {
   rtPresenceEnter(...args: (string | number)[]): Promise<number>
   rtPresenceLeave(...args: (string | number)[]): Promise<number>
-  rtPresenceList(...args: string[]): Promise<[string[], string[]]>
-  rtPresenceCount(...args: string[]): Promise<[number, number]>
+  rtPresenceList(...args: (string | number)[]): Promise<[string[], string[]]>
+  rtPresenceCount(...args: (string | number)[]): Promise<[number, number]>
 }
 
 const prepared = new WeakSet<Redis>()
@@ -87,10 +100,10 @@ const prepared = new WeakSet<Redis>()
 function client(): PresenceRedis {
   const r = redis()
   if (!prepared.has(r)) {
-    r.defineCommand('rtPresenceEnter', { numberOfKeys: 3, lua: ENTER_LUA })
-    r.defineCommand('rtPresenceLeave', { numberOfKeys: 3, lua: LEAVE_LUA })
-    r.defineCommand('rtPresenceList', { numberOfKeys: 3, lua: LIST_LUA })
-    r.defineCommand('rtPresenceCount', { numberOfKeys: 3, lua: COUNT_LUA })
+    r.defineCommand('rtPresenceEnter', { numberOfKeys: 4, lua: ENTER_LUA })
+    r.defineCommand('rtPresenceLeave', { numberOfKeys: 4, lua: LEAVE_LUA })
+    r.defineCommand('rtPresenceList', { numberOfKeys: 4, lua: LIST_LUA })
+    r.defineCommand('rtPresenceCount', { numberOfKeys: 4, lua: COUNT_LUA })
     prepared.add(r)
   }
   return r as PresenceRedis
@@ -106,9 +119,10 @@ async function guarded<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-function keysOf(productId: string, channel: string): [string, string, string] {
+/** The four keys and the three leading arguments every presence script takes. */
+function keysOf(productId: string, channel: string): [string, string, string, string, string, string, number] {
   const keys = channelKeys(productId, channel)
-  return [keys.pres, keys.presCount, keys.presExp]
+  return [keys.pres, keys.presCount, keys.presExp, keys.fan, productId, channel, FAN_MAXLEN]
 }
 
 /** The zset member of one connection: length-prefixed identity, so any identity and connection id split back apart. */
@@ -130,7 +144,7 @@ export async function enterPresence(input: {
   connectionId: string
   info?: unknown
   ttlSeconds?: number
-}): Promise<void> {
+}): Promise<{ joined: boolean }> {
   requireNonEmpty(input.identity, 'identity')
   requireNonEmpty(input.connectionId, 'connectionId')
   const ttl = input.ttlSeconds ?? PRESENCE_TTL_DEFAULT_SECONDS
@@ -143,7 +157,8 @@ export async function enterPresence(input: {
   const entered = await guarded(() =>
     client().rtPresenceEnter(...keysOf(input.productId, input.channel), input.identity, memberOf(input.identity, input.connectionId), info, ttl * 1000, PRESENCE_MAX_MEMBERS),
   )
-  if (entered !== 1) throw new ApiError(429, 'presence_full', `The presence roster of this channel is full (${PRESENCE_MAX_MEMBERS} members)`, { limit: PRESENCE_MAX_MEMBERS })
+  if (entered === 0) throw new ApiError(429, 'presence_full', `The presence roster of this channel is full (${PRESENCE_MAX_MEMBERS} members)`, { limit: PRESENCE_MAX_MEMBERS })
+  return { joined: entered === 2 }
 }
 
 /** Removes one connection; the identity leaves the roster with its last connection. Leaving twice is harmless. */

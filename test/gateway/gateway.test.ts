@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { publish, readHistory } from '../../shared/realtime/broker'
 import { channelKeys } from '../../shared/realtime/keys'
+import { enterPresence, listPresence } from '../../shared/realtime/presence'
 import { redis } from '../../shared/redis'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { call } from '../helpers'
@@ -447,5 +448,67 @@ describe('client events and history over the socket', () => {
     expect(await plain.request({ type: 'history', channel: room, last_n: 1 })).toMatchObject({ type: 'error', code: 'forbidden' })
     client.close()
     plain.close()
+  })
+})
+
+describe('presence over the socket', () => {
+  async function as(gateway: GatewayProcess, subject: string, name: string, ops: TokenChannel['ops']) {
+    const client = await WsClient.open(gateway.wsUrl)
+    const signed = await signToken({ productId: product.productId, apiKeyId: product.keyId, subject, channels: [{ name, ops }] })
+    await client.request({ type: 'connect', token: signed.token })
+    return client
+  }
+
+  test('one join per identity however many tabs and gateways, one leave with its last connection; the roster counts connections', async () => {
+    const room = channel()
+    const watcher = await as(a, 'watcher', room, ['subscribe'])
+    await watcher.request({ type: 'subscribe', channel: room })
+    const tab1 = await as(a, 'alice', room, ['presence'])
+    const tab2 = await as(b, 'alice', room, ['presence'])
+    expect(await tab1.request({ type: 'presence.enter', channel: room, info: { name: 'Alice' } })).toMatchObject({ type: 'reply', to: 'presence.enter' })
+    expect(await watcher.next((f) => f.type === 'join')).toEqual({ type: 'join', channel: room, identity: 'ext:alice', info: { name: 'Alice' } })
+    expect(await tab2.request({ type: 'presence.enter', channel: room })).toMatchObject({ type: 'reply' })
+    const roster = await tab2.request({ type: 'presence.read', channel: room })
+    expect(roster.members).toEqual([{ identity: 'ext:alice', connections: 2, info: { name: 'Alice' } }])
+    tab1.close() // leaving with one of two connections: no leave
+    await Bun.sleep(300)
+    expect(await tab2.request({ type: 'presence.leave', channel: room })).toMatchObject({ type: 'reply', to: 'presence.leave' })
+    expect(await watcher.next((f) => f.type === 'leave')).toEqual({ type: 'leave', channel: room, identity: 'ext:alice', info: null })
+    await Bun.sleep(200)
+    expect(watcher.frames.filter((f) => f.type === 'join' || f.type === 'leave')).toEqual([])
+    expect(await listPresence(product.productId, room)).toEqual([])
+    for (const c of [watcher, tab2]) c.close()
+  })
+
+  test('update needs an entry, info is at most 10 240 bytes, the operation and the namespace switch are required, a full roster refuses', async () => {
+    const room = channel()
+    const client = await as(a, 'bob', room, ['presence'])
+    expect(await client.request({ type: 'presence.update', channel: room, info: 1 })).toMatchObject({ type: 'error', code: 'invalid' })
+    expect(await client.request({ type: 'presence.enter', channel: room, info: 'x'.repeat(10_239) })).toMatchObject({ type: 'error', code: 'invalid' })
+    expect(await client.request({ type: 'presence.enter', channel: room, info: { v: 1 } })).toMatchObject({ type: 'reply' })
+    expect(await client.request({ type: 'presence.update', channel: room, info: { v: 2 } })).toMatchObject({ type: 'reply', to: 'presence.update' })
+    expect((await listPresence(product.productId, room))[0]!.info).toEqual({ v: 2 })
+    const without = await as(a, 'carol', room, ['subscribe'])
+    expect(await without.request({ type: 'presence.enter', channel: room })).toMatchObject({ type: 'error', code: 'forbidden' })
+    const live = await as(a, 'dave', 'live:x', ['subscribe', 'presence'])
+    expect(await live.request({ type: 'presence.read', channel: 'live:x' })).toMatchObject({ type: 'error', code: 'forbidden' })
+    const full = channel()
+    for (let i = 0; i < 100; i++) await enterPresence({ productId: product.productId, channel: full, identity: `ext:m${i}`, connectionId: `c${i}` })
+    const late = await as(b, 'late', full, ['presence'])
+    expect(await late.request({ type: 'presence.enter', channel: full })).toMatchObject({ type: 'error', code: 'rate_limited', temporary: true })
+    expect(await late.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
+    for (const c of [client, without, live, late]) c.close()
+  })
+
+  test('the gateway keeps an entry alive past its lifetime while the connection lives, and takes it off the roster when it closes', async () => {
+    const room = channel()
+    const client = await as(b, 'erin', room, ['presence'])
+    await client.request({ type: 'presence.enter', channel: room, ttlSeconds: 1 })
+    await Bun.sleep(2500)
+    expect((await listPresence(product.productId, room)).map((m) => m.identity)).toEqual(['ext:erin'])
+    client.close()
+    await client.closed
+    for (const deadline = Date.now() + 3000; (await listPresence(product.productId, room)).length && Date.now() < deadline; ) await Bun.sleep(100)
+    expect(await listPresence(product.productId, room)).toEqual([])
   })
 })
