@@ -9,111 +9,153 @@ export interface FaultProxy {
   url(serviceUrl: string): string
   /** Closes every proxied connection (both sides) and refuses new ones (connection refused), like a crashed server. */
   cut(): void
-  /** Forwards nothing in either direction and holds new connections, like a frozen network; nothing is dropped. */
+  /** Forwards nothing in either direction, holds new connections and closes, like a frozen network; nothing is dropped. */
   stall(): void
   /** Back to normal: after a stall what was held flows in order; after a cut the same port accepts again. */
   restore(): Promise<void>
-  /** Live client connections. */
+  /** Live client connections, held ones included. */
   readonly connections: number
+  /** Stops listening and closes every connection; the proxy cannot be restored afterwards. */
   close(): Promise<void>
 }
 
-/** One side's outgoing bytes not yet written: held during a stall, or left over when the kernel buffer was full. */
-class Outbox {
-  private chunks: Uint8Array[] = []
-  private retry: ReturnType<typeof setTimeout> | undefined
-  constructor(private readonly isHeld: () => boolean) {}
+/** Listening again on the port a cut just released can fail for a moment: 50 tries 20 ms apart. */
+const RELISTEN_TRIES = 50
+const RELISTEN_PAUSE_MS = 20
 
-  push(socket: Socket<unknown> | undefined, data: Uint8Array): void {
-    this.chunks.push(new Uint8Array(data)) // copy: Bun reuses the buffer it hands to `data`
-    this.flush(socket)
-  }
-
-  /** Writes in order what the socket takes; keeps the rest for the next `drain`. */
-  flush(socket: Socket<unknown> | undefined): void {
-    if (!socket || this.isHeld()) return
-    while (this.chunks.length) {
-      const chunk = this.chunks[0]!
-      const written = socket.write(chunk)
-      if (written < chunk.byteLength) {
-        this.chunks[0] = chunk.subarray(Math.max(0, written))
-        // `drain` flushes the rest; retry soon as well, in case the runtime reports no drain for a short write
-        this.retry ??= setTimeout(() => {
-          this.retry = undefined
-          this.flush(socket)
-        }, 5)
-        return
-      }
-      this.chunks.shift()
-    }
-  }
+/** One end of a proxied connection and the bytes waiting to be written to it. */
+interface Side {
+  socket?: Socket<Tagged>
+  /** In order; copies, because Bun reuses the buffer it hands to `data`. */
+  pending: Uint8Array[]
+  /** Its peer closed; outside a stall the other side is ended once its pending bytes are written. */
+  gone: boolean
 }
 
 interface Link {
-  client: Socket<Link>
-  upstream?: Socket<Link>
-  /** Bytes from the client, for the upstream; and the other way. */
-  toUpstream: Outbox
-  toClient: Outbox
+  client: Side
+  upstream: Side
+  /** An upstream connect is in flight: restore must not start a second one. */
+  connecting: boolean
   closed: boolean
+}
+
+/** What each Bun socket carries: its link and which side of it it is. */
+interface Tagged {
+  link: Link
+  side: Side
 }
 
 export async function startFaultProxy(target: { host: string; port: number }): Promise<FaultProxy> {
   let stalled = false
+  let shut = false
   const links = new Set<Link>()
-  const held = () => stalled
 
-  const close = (link: Link) => {
+  const peer = (link: Link, side: Side) => (side === link.client ? link.upstream : link.client)
+
+  const finish = (link: Link) => {
     if (link.closed) return
     link.closed = true
     links.delete(link)
-    link.client.end()
-    link.upstream?.end()
+    link.client.socket?.end()
+    link.upstream.socket?.end()
+  }
+
+  /** Writes a side's pending bytes in order, as far as the kernel takes them; `drain` calls it again for the rest. */
+  const pump = (link: Link, side: Side) => {
+    const socket = side.socket
+    if (stalled || link.closed || !socket || side.gone) return
+    while (side.pending.length) {
+      const chunk = side.pending[0]!
+      const written = socket.write(chunk)
+      if (written < chunk.byteLength) {
+        side.pending[0] = chunk.subarray(Math.max(0, written))
+        return
+      }
+      side.pending.shift()
+    }
+    // Everything its peer sent before closing has been written: now pass the close on.
+    if (peer(link, side).gone) finish(link)
+  }
+
+  /** Bytes one side sent, for the other. */
+  const forward = (link: Link, to: Side, data: Uint8Array) => {
+    if (link.closed || to.gone) return
+    to.pending.push(new Uint8Array(data))
+    pump(link, to)
+  }
+
+  /** Passes on closes and held bytes; nothing moves during a stall. */
+  const settle = (link: Link) => {
+    if (stalled || link.closed) return
+    // Both gone, or a client that left before its upstream was connected: nothing left to pass on.
+    if (link.client.gone && (link.upstream.gone || !link.upstream.socket)) return finish(link)
+    pump(link, link.client)
+    pump(link, link.upstream)
+  }
+
+  const lost = (tagged: Tagged | undefined) => {
+    if (!tagged || tagged.link.closed) return
+    tagged.side.gone = true
+    tagged.side.pending = [] // nobody left to read them
+    settle(tagged.link)
+  }
+
+  const handlers = {
+    data: (socket: Socket<Tagged>, data: Uint8Array) => forward(socket.data.link, peer(socket.data.link, socket.data.side), data),
+    drain: (socket: Socket<Tagged>) => pump(socket.data.link, socket.data.side),
+    close: (socket: Socket<Tagged>) => lost(socket.data),
+    error: (socket: Socket<Tagged>) => lost(socket.data),
   }
 
   const connectUpstream = async (link: Link) => {
+    link.connecting = true
     try {
-      await Bun.connect<Link>({
+      await Bun.connect<Tagged>({
         hostname: target.host,
         port: target.port,
-        data: link,
+        data: { link, side: link.upstream },
         socket: {
+          ...handlers,
           open(upstream) {
+            link.connecting = false
             if (link.closed) return void upstream.end()
-            link.upstream = upstream
-            link.toUpstream.flush(upstream)
+            link.upstream.socket = upstream
+            settle(link) // sends what the client wrote before the upstream was open, unless stalled
           },
-          data: (_upstream, data) => link.toClient.push(link.client, data),
-          drain: (upstream) => link.toUpstream.flush(upstream),
-          close: () => close(link),
-          error: () => close(link),
         },
       })
     } catch {
-      close(link) // the real server is down: the client sees its connection close, as it would
+      // The real server is down: the client sees its connection close, as it would (after a stall, if one is on).
+      link.connecting = false
+      lost({ link, side: link.upstream })
     }
   }
 
-  const listen = (port: number): TCPSocketListener<Link> =>
-    Bun.listen<Link>({
+  const listen = (port: number): TCPSocketListener<Tagged> =>
+    Bun.listen<Tagged>({
       hostname: '127.0.0.1',
       port,
       socket: {
+        ...handlers,
         open(client) {
-          const link: Link = { client, toUpstream: new Outbox(held), toClient: new Outbox(held), closed: false }
-          client.data = link
+          const link: Link = { client: { socket: client, pending: [], gone: false }, upstream: { pending: [], gone: false }, connecting: false, closed: false }
+          client.data = { link, side: link.client }
           links.add(link)
           if (!stalled) void connectUpstream(link) // during a stall the connection is held, and connected on restore
         },
-        data: (client, data) => client.data.toUpstream.push(client.data.upstream, data),
-        drain: (client) => client.data.toClient.flush(client),
-        close: (client) => client.data && close(client.data),
-        error: (client) => client.data && close(client.data),
       },
     })
 
-  let listener: TCPSocketListener<Link> | undefined = listen(0)
+  let listener: TCPSocketListener<Tagged> | undefined = listen(0)
   const port = listener.port
+
+  const closeAll = () => {
+    stalled = false
+    listener?.stop(true)
+    listener = undefined
+    for (const link of [...links]) finish(link)
+  }
 
   return {
     port,
@@ -123,29 +165,23 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       url.port = String(port)
       return url.toString()
     },
-    cut() {
-      stalled = false
-      listener?.stop(true)
-      listener = undefined
-      for (const link of [...links]) close(link)
-    },
+    cut: closeAll,
     stall() {
       stalled = true
     },
     async restore() {
+      if (shut) throw new Error('fault proxy is closed')
       stalled = false
       for (const link of [...links]) {
-        if (!link.upstream) void connectUpstream(link)
-        link.toUpstream.flush(link.upstream)
-        link.toClient.flush(link.client)
+        if (!link.upstream.socket && !link.connecting && !link.client.gone) void connectUpstream(link)
+        settle(link)
       }
-      // The port was just released by stop(): listening again can fail for a moment.
-      for (let attempt = 0; !listener; attempt++) {
+      for (let attempt = 1; !listener; attempt++) {
         try {
           listener = listen(port)
         } catch (error) {
-          if (attempt >= 50) throw error
-          await Bun.sleep(20)
+          if (attempt >= RELISTEN_TRIES) throw error
+          await Bun.sleep(RELISTEN_PAUSE_MS)
         }
       }
     },
@@ -153,9 +189,8 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       return links.size
     },
     async close() {
-      listener?.stop(true)
-      listener = undefined
-      for (const link of [...links]) close(link)
+      shut = true
+      closeAll()
     },
   }
 }
