@@ -106,9 +106,11 @@ export function startGateway(port: number): Gateway {
     server,
     async drain() {
       draining = true
+      // Stop listening first, so the clients told to reconnect at once reach another gateway (reusePort), not this one.
+      const stopped = server.stop()
       for (const connection of [...connections]) connection.disconnect(DISCONNECTS.draining)
       // Let the close frames go out; then stop for good.
-      await Promise.race([server.stop(), Bun.sleep(2000)])
+      await Promise.race([stopped, Bun.sleep(2000)])
       server.stop(true)
       await reader.stop()
       await invalidations.stop()

@@ -76,9 +76,9 @@ export interface GatewayProcess extends Worker {
   wsUrl: string
 }
 
-/** A real gateway process on its own port. */
-export async function startGateway(env: Record<string, string> = {}): Promise<GatewayProcess> {
-  const port = await freePort()
+/** A real gateway process on its own port, or on `port` beside others (reusePort). */
+export async function startGateway(env: Record<string, string> = {}, port?: number): Promise<GatewayProcess> {
+  port ??= await freePort()
   const worker = await startWorker('gateway/main.ts', {
     GATEWAY_PORT: String(port), GATEWAY_URL: `ws://127.0.0.1:${port}/connection/websocket`, ...env,
   }, port)

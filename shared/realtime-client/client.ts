@@ -1,0 +1,283 @@
+// The reference Realtime client: the same code in browsers and in Bun, no dependencies. It connects with a token from
+// its provider, keeps every subscription's last {offset, epoch} and resubscribes with it after any reconnect (reporting
+// whether it recovered), refreshes the token with `auth` before it expires, reconnects at once on 4001 (with a fresh
+// token) and 4100, and with full-jitter exponential backoff after any other close. Protocol: docs/realtime-protocol.md.
+
+/** A message delivered on a channel; `offset`/`epoch` when the namespace keeps history; `data` or `ref`. */
+export interface Publication<T = unknown> {
+  channel: string
+  id: string
+  offset?: number
+  epoch?: string
+  data?: T
+  ref?: { bucket_key: string; size: number; content_type?: string }
+}
+
+export interface PresenceEvent {
+  channel: string
+  identity: string
+  info: unknown
+}
+
+/** Why a subscription (re)started: `recovered` is meaningful when `wasRecovering`. */
+export interface SubscribedContext {
+  wasRecovering: boolean
+  recovered: boolean
+  offset?: number
+  epoch?: string
+}
+
+export interface SubscriptionHandlers<T = unknown> {
+  publication?(publication: Publication<T>): void
+  join?(event: PresenceEvent): void
+  leave?(event: PresenceEvent): void
+  /** After every successful subscribe, the first and each one after a reconnect. */
+  subscribed?(context: SubscribedContext): void
+  /** The server ended the subscription for good (the token no longer reaches the channel), or subscribing failed. */
+  unsubscribed?(reason: string): void
+}
+
+/** An error frame, as a rejected request. */
+export class RealtimeError extends Error {
+  constructor(readonly code: string, message: string, readonly temporary: boolean) {
+    super(message)
+  }
+}
+
+export interface ClientOptions {
+  /** The gateway URL, as `gatewayUrl` from token issue. */
+  url: string
+  /** Returns a fresh delegated token (typically by asking the product's backend, which calls POST /tokens/issue). */
+  getToken(): Promise<string>
+  /** Defaults to the global WebSocket (browsers, Bun, Node ≥ 22). */
+  WebSocket?: typeof WebSocket
+  /** Backoff bounds after a close other than 4001/4100 (centrifuge-js uses the same defaults). */
+  minReconnectDelayMs?: number
+  maxReconnectDelayMs?: number
+  /** Refresh the token this long before it expires. */
+  refreshAheadMs?: number
+  /** Connection state changes, for a UI. */
+  onState?(state: 'connecting' | 'connected' | 'disconnected', detail?: { code?: number; reason?: string }): void
+}
+
+/** Full jitter (AWS): a random delay in [0, min(max, base × 2^attempt)). Pure, for tests. */
+export function backoffDelay(attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
+  return Math.floor(random() * Math.min(maxMs, minMs * 2 ** attempt))
+}
+
+/** Close codes after which the client reconnects at once: 4001 (fresh token) and 4100 (draining). */
+const RECONNECT_AT_ONCE = new Set([4001, 4100])
+
+interface Pending {
+  resolve(frame: Record<string, unknown>): void
+  reject(error: Error): void
+}
+
+export class Subscription<T = unknown> {
+  /** The last position handled; sent back on resubscribe to recover what was missed. */
+  offset?: number
+  epoch?: string
+  active = false
+
+  constructor(readonly channel: string, readonly handlers: SubscriptionHandlers<T>, private readonly client: RealtimeClient) {}
+
+  unsubscribe(): void {
+    this.client.unsubscribe(this)
+  }
+}
+
+export class RealtimeClient {
+  private socket: WebSocket | undefined
+  private state: 'disconnected' | 'connecting' | 'connected' = 'disconnected'
+  private readonly subscriptions = new Map<string, Subscription<any>>()
+  private readonly pending = new Map<number, Pending>()
+  private nextId = 1
+  private attempt = 0
+  private wanted = false
+  private reconnectTimer: ReturnType<typeof setTimeout> | undefined
+  private refreshTimer: ReturnType<typeof setTimeout> | undefined
+
+  constructor(private readonly options: ClientOptions) {}
+
+  get connected(): boolean {
+    return this.state === 'connected'
+  }
+
+  connect(): void {
+    this.wanted = true
+    if (this.state === 'disconnected') this.open()
+  }
+
+  disconnect(): void {
+    this.wanted = false
+    clearTimeout(this.reconnectTimer)
+    clearTimeout(this.refreshTimer)
+    this.socket?.close(1000, 'client disconnect')
+  }
+
+  /** Subscribes now if connected, else on connect; resubscribes with its cursor after every reconnect. */
+  subscribe<T = unknown>(channel: string, handlers: SubscriptionHandlers<T> = {}): Subscription<T> {
+    const existing = this.subscriptions.get(channel)
+    if (existing) return existing as Subscription<T>
+    const subscription = new Subscription<T>(channel, handlers, this)
+    this.subscriptions.set(channel, subscription)
+    if (this.connected) void this.sendSubscribe(subscription)
+    return subscription
+  }
+
+  unsubscribe(subscription: Subscription<any>): void {
+    if (this.subscriptions.get(subscription.channel) !== subscription) return
+    this.subscriptions.delete(subscription.channel)
+    if (this.connected && subscription.active) void this.request({ type: 'unsubscribe', channel: subscription.channel }).catch(() => {})
+    subscription.active = false
+  }
+
+  /** A client event (the namespace must enable them); resolves with the acknowledgement. */
+  publish(channel: string, data: unknown) {
+    return this.request({ type: 'publish', channel, data })
+  }
+
+  history(channel: string, query: { last_n?: number; last_ms?: number; offset?: number; epoch?: string }) {
+    return this.request({ type: 'history', channel, ...query })
+  }
+
+  presence(channel: string) {
+    return {
+      enter: (info?: unknown, ttlSeconds?: number) => this.request({ type: 'presence.enter', channel, ...(info === undefined ? {} : { info }), ...(ttlSeconds ? { ttlSeconds } : {}) }),
+      update: (info: unknown) => this.request({ type: 'presence.update', channel, info }),
+      leave: () => this.request({ type: 'presence.leave', channel }),
+      read: () => this.request({ type: 'presence.read', channel }),
+    }
+  }
+
+  /** Sends a request and resolves with its reply, or rejects with a RealtimeError (or when the connection closes). */
+  request(frame: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const socket = this.socket
+    if (!socket || socket.readyState !== 1) return Promise.reject(new RealtimeError('disconnected', 'not connected', true))
+    const id = this.nextId++
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject })
+      socket.send(JSON.stringify({ ...frame, id }))
+    })
+  }
+
+  private setState(state: 'disconnected' | 'connecting' | 'connected', detail?: { code?: number; reason?: string }): void {
+    this.state = state
+    this.options.onState?.(state, detail)
+  }
+
+  private open(): void {
+    this.setState('connecting')
+    const Socket = this.options.WebSocket ?? globalThis.WebSocket
+    const socket = new Socket(this.options.url)
+    this.socket = socket
+    socket.onopen = () => void this.handshake(socket)
+    socket.onmessage = (event) => this.receive(String(event.data))
+    socket.onclose = (event) => this.closed(socket, event.code, event.reason)
+  }
+
+  private async handshake(socket: WebSocket): Promise<void> {
+    try {
+      const token = await this.options.getToken()
+      const reply = await this.request({ type: 'connect', token })
+      if (socket !== this.socket) return
+      this.attempt = 0
+      this.setState('connected')
+      this.scheduleRefresh(String(reply.expiresAt))
+      for (const subscription of this.subscriptions.values()) void this.sendSubscribe(subscription)
+    } catch (error) {
+      // A token provider failure or an `unavailable` answer: close and retry with backoff.
+      if (socket === this.socket && socket.readyState === 1) socket.close(4000, `connect failed: ${(error as Error).message}`.slice(0, 120))
+    }
+  }
+
+  private scheduleRefresh(expiresAt: string): void {
+    clearTimeout(this.refreshTimer)
+    const ahead = this.options.refreshAheadMs ?? 30_000
+    const due = Math.max(0, Date.parse(expiresAt) - Date.now() - ahead)
+    this.refreshTimer = setTimeout(async () => {
+      try {
+        const reply = await this.request({ type: 'auth', token: await this.options.getToken() })
+        this.scheduleRefresh(String(reply.expiresAt))
+      } catch {
+        // Not accepted or not sent: the gateway closes with 4001 at expiry, and the client reconnects with a fresh token.
+      }
+    }, due)
+  }
+
+  private async sendSubscribe(subscription: Subscription<any>): Promise<void> {
+    const wasRecovering = subscription.offset !== undefined && subscription.epoch !== undefined
+    const cursor = wasRecovering ? { offset: subscription.offset, epoch: subscription.epoch } : {}
+    try {
+      const reply = await this.request({ type: 'subscribe', channel: subscription.channel, ...cursor })
+      if (this.subscriptions.get(subscription.channel) !== subscription) return
+      subscription.active = true
+      // A fresh subscription starts at the channel's position; a failed recovery jumps there too (what was missed must
+      // be resynced by the application: `recovered: false`). A successful one keeps the cursor: the replayed
+      // publications that follow the reply move it.
+      if (typeof reply.offset === 'number' && !(wasRecovering && reply.recovered === true)) {
+        subscription.offset = reply.offset
+        subscription.epoch = String(reply.epoch)
+      }
+      subscription.handlers.subscribed?.({
+        wasRecovering, recovered: reply.recovered === true,
+        ...(typeof reply.offset === 'number' ? { offset: reply.offset, epoch: String(reply.epoch) } : {}),
+      })
+    } catch (error) {
+      if (error instanceof RealtimeError && !error.temporary && error.code !== 'disconnected') {
+        this.subscriptions.delete(subscription.channel)
+        subscription.handlers.unsubscribed?.(error.message)
+      }
+      // temporary: the next reconnect subscribes again
+    }
+  }
+
+  private receive(text: string): void {
+    let frame: Record<string, any>
+    try {
+      frame = JSON.parse(text)
+    } catch {
+      return
+    }
+    if ((frame.type === 'reply' || frame.type === 'error') && typeof frame.id === 'number') {
+      const pending = this.pending.get(frame.id)
+      if (!pending) return
+      this.pending.delete(frame.id)
+      if (frame.type === 'reply') pending.resolve(frame)
+      else pending.reject(new RealtimeError(frame.code, frame.message, frame.temporary === true))
+      return
+    }
+    const subscription = typeof frame.channel === 'string' ? this.subscriptions.get(frame.channel) : undefined
+    if (!subscription) return
+    if (frame.type === 'publication') {
+      if (typeof frame.offset === 'number') {
+        subscription.offset = frame.offset
+        subscription.epoch = frame.epoch
+      }
+      subscription.handlers.publication?.(frame as Publication)
+    } else if (frame.type === 'join' || frame.type === 'leave') {
+      subscription.handlers[frame.type as 'join' | 'leave']?.({ channel: frame.channel, identity: frame.identity, info: frame.info })
+    } else if (frame.type === 'unsubscribe') {
+      subscription.active = false
+      if (frame.resubscribe) void this.sendSubscribe(subscription) // continuity lost: recover through the cursor
+      else {
+        this.subscriptions.delete(subscription.channel)
+        subscription.handlers.unsubscribed?.(String(frame.reason))
+      }
+    }
+  }
+
+  private closed(socket: WebSocket, code: number, reason: string): void {
+    if (socket !== this.socket) return
+    this.socket = undefined
+    clearTimeout(this.refreshTimer)
+    for (const pending of this.pending.values()) pending.reject(new RealtimeError('disconnected', `connection closed (${code})`, true))
+    this.pending.clear()
+    for (const subscription of this.subscriptions.values()) subscription.active = false
+    this.setState('disconnected', { code, reason })
+    if (!this.wanted) return
+    const delay = RECONNECT_AT_ONCE.has(code) ? 0
+      : backoffDelay(this.attempt++, this.options.minReconnectDelayMs ?? 500, this.options.maxReconnectDelayMs ?? 20_000)
+    this.reconnectTimer = setTimeout(() => this.wanted && this.open(), delay)
+  }
+}

@@ -1,0 +1,116 @@
+// The reference client (shared/realtime-client) against real gateways: typed handlers and cursors, failover to
+// another gateway on 4100 with recovery and no gap, reconnecting at once with a fresh token after 4001, token refresh.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import { publish } from '../../shared/realtime/broker'
+import { signToken } from '../../shared/realtime/tokens'
+import { backoffDelay, type Publication, RealtimeClient, type SubscribedContext } from '../../shared/realtime-client/client'
+import { freePort } from '../helpers'
+import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
+import { startGateway, type GatewayProcess } from './ws-helpers'
+
+let product: RealtimeProduct
+const HISTORY = { historyTtlSeconds: 300, historySize: 1000 }
+
+beforeAll(async () => {
+  product = await realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 1000 } }])
+})
+
+const tokenFor = async (channel: string, ttlSeconds = 3600, now?: number) =>
+  (await signToken({ productId: product.productId, apiKeyId: product.keyId, subject: 'client-test', channels: [{ name: channel, ops: ['subscribe', 'presence'] }], ttlSeconds, now })).token
+
+const until = async (what: () => boolean, ms = 10_000) => {
+  for (const deadline = Date.now() + ms; !what() && Date.now() < deadline; ) await Bun.sleep(20)
+  return what()
+}
+
+test('full-jitter backoff stays within [0, min(max, base × 2^attempt))', () => {
+  expect(backoffDelay(0, 500, 20_000, () => 0.999)).toBe(499)
+  expect(backoffDelay(3, 500, 20_000, () => 0.5)).toBe(2000)
+  expect(backoffDelay(10, 500, 20_000, () => 0.999)).toBe(19_980)
+  expect(backoffDelay(10, 500, 20_000, () => 0)).toBe(0)
+})
+
+let first: GatewayProcess | undefined
+let second: GatewayProcess | undefined
+afterAll(async () => {
+  await Promise.all([first?.stop(), second?.stop()])
+})
+
+test('a gateway draining (4100) sends the client to another at once; it resubscribes with its cursor and misses nothing', async () => {
+  const port = await freePort()
+  first = await startGateway({}, port)
+  const channel = `chat:client-${randomUUID().slice(0, 8)}`
+  const received: Publication<{ i: number }>[] = []
+  const subscribed: SubscribedContext[] = []
+  const states: { state: string; code?: number; at: number }[] = []
+  const client = new RealtimeClient({
+    url: first.wsUrl, getToken: () => tokenFor(channel),
+    onState: (state, detail) => states.push({ state, code: detail?.code, at: performance.now() }),
+  })
+  const subscription = client.subscribe<{ i: number }>(channel, { publication: (p) => received.push(p), subscribed: (c) => subscribed.push(c) })
+  client.connect()
+  expect(await until(() => subscription.active)).toBe(true)
+
+  second = await startGateway({}, port) // the same port: the next connection can only reach it once the first is gone
+  let i = 0
+  let running = true
+  const publisher = (async () => {
+    while (running) {
+      await publish({ productId: product.productId, channel, policy: HISTORY, data: JSON.stringify({ i: ++i }) })
+      await Bun.sleep(5)
+    }
+  })()
+  await Bun.sleep(200)
+  expect(await first.stop('SIGTERM')).toBe(0)
+  first = undefined
+  expect(await until(() => subscribed.length >= 2 && subscription.active)).toBe(true)
+  await Bun.sleep(200)
+  running = false
+  await publisher
+  expect(await until(() => received.length >= i)).toBe(true)
+  await Bun.sleep(100)
+  // Closed 4100, then a new attempt at once (no backoff). If that attempt races the draining gateway's listener going
+  // away (the kernel may still hand it over), it fails and the next one, after a backoff, reaches the other gateway.
+  const drained = states.findIndex((s) => s.state === 'disconnected')
+  expect(states[drained]!.code).toBe(4100)
+  expect(states[drained + 1]!.state).toBe('connecting')
+  expect(states[drained + 1]!.at - states[drained]!.at).toBeLessThan(50)
+  expect(states.at(-1)!.state).toBe('connected')
+  expect(subscribed.at(-1)).toMatchObject({ wasRecovering: true, recovered: true })
+  expect(received.map((p) => p.offset)).toEqual(Array.from({ length: i }, (_, k) => k + 1))
+  expect(received.map((p) => p.data!.i)).toEqual(Array.from({ length: i }, (_, k) => k + 1))
+  expect(subscription.offset).toBe(i)
+  client.disconnect()
+}, 30_000)
+
+test('closed 4001 (a token refused) the client reconnects at once with a fresh token; a token near expiry is refreshed with auth', async () => {
+  second ??= await startGateway()
+  const channel = `chat:client-${randomUUID().slice(0, 8)}`
+  const tokens: string[] = []
+  const closes: (number | undefined)[] = []
+  let calls = 0
+  const client = new RealtimeClient({
+    url: second.wsUrl, refreshAheadMs: 1000,
+    getToken: async () => {
+      calls++
+      // first a token that is refused, then one that expires in 2 s (to be refreshed), then normal ones
+      const token = calls === 1 ? 'not-a-token' : calls === 2 ? await tokenFor(channel, 60, Math.floor(Date.now() / 1000) - 58) : await tokenFor(channel)
+      tokens.push(token)
+      return token
+    },
+    onState: (state, detail) => state === 'disconnected' && closes.push(detail?.code),
+  })
+  const subscription = client.subscribe(channel)
+  const started = Date.now()
+  client.connect()
+  expect(await until(() => subscription.active)).toBe(true)
+  expect(closes).toEqual([4001])
+  expect(Date.now() - started).toBeLessThan(2000) // at once, not after a backoff
+  await Bun.sleep(3000) // past the second token's expiry: refreshed with auth, still connected
+  expect(calls).toBeGreaterThanOrEqual(3)
+  expect(closes).toEqual([4001])
+  expect(client.connected).toBe(true)
+  expect((await client.presence(channel).enter({ name: 'c' })).to).toBe('presence.enter')
+  client.disconnect()
+}, 30_000)
