@@ -1,8 +1,10 @@
 // The reference client (shared/realtime-client) against real gateways: typed handlers and cursors, failover to
-// another gateway on 4100 with recovery and no gap, reconnecting at once with a fresh token after 4001, token refresh.
+// another gateway on 4100 and after a SIGKILL with recovery and no gap, reconnecting at once with a fresh token after
+// 4001, token refresh.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { publish } from '../../shared/realtime/broker'
+import { listPresence } from '../../shared/realtime/presence'
 import { signToken } from '../../shared/realtime/tokens'
 import { backoffDelay, type Publication, RealtimeClient, type SubscribedContext } from '../../shared/realtime-client/client'
 import { freePort } from '../helpers'
@@ -113,4 +115,45 @@ test('closed 4001 (a token refused) the client reconnects at once with a fresh t
   expect(client.connected).toBe(true)
   expect((await client.presence(channel).enter({ name: 'c' })).to).toBe('presence.enter')
   client.disconnect()
+}, 30_000)
+
+test('one of two gateways killed with SIGKILL under a paced publish: its client reconnects to the other and recovers through its cursor, nothing lost or duplicated; its presence entry expires within one lifetime', async () => {
+  const port = await freePort()
+  const doomed = await startGateway({}, port)
+  const channel = `chat:client-${randomUUID().slice(0, 8)}`
+  const received: Publication<{ i: number }>[] = []
+  const subscribed: SubscribedContext[] = []
+  const client = new RealtimeClient({ url: doomed.wsUrl, getToken: () => tokenFor(channel), minReconnectDelayMs: 100, maxReconnectDelayMs: 500 })
+  const subscription = client.subscribe<{ i: number }>(channel, { publication: (p) => received.push(p), subscribed: (c) => subscribed.push(c) })
+  client.connect()
+  expect(await until(() => subscription.active)).toBe(true)
+  await client.presence(channel).enter({ tab: 1 }, 2)
+  const survivor = await startGateway({}, port)
+  try {
+    let i = 0
+    let running = true
+    const publisher = (async () => {
+      while (running) {
+        await publish({ productId: product.productId, channel, policy: HISTORY, data: JSON.stringify({ i: ++i }) })
+        await Bun.sleep(10)
+      }
+    })()
+    await Bun.sleep(200)
+    doomed.proc.kill('SIGKILL')
+    await doomed.proc.exited
+    expect(await until(() => subscribed.length >= 2 && subscription.active)).toBe(true)
+    await Bun.sleep(200)
+    running = false
+    await publisher
+    expect(await until(() => received.length >= i)).toBe(true)
+    await Bun.sleep(100)
+    expect(subscribed.at(-1)).toMatchObject({ wasRecovering: true, recovered: true })
+    expect(received.map((p) => p.offset)).toEqual(Array.from({ length: i }, (_, k) => k + 1))
+    // The killed gateway could not take its entry off the roster: it is gone within its 2 s lifetime.
+    await Bun.sleep(2500)
+    expect(await listPresence(product.productId, channel)).toEqual([])
+  } finally {
+    client.disconnect()
+    await survivor.stop()
+  }
 }, 30_000)
