@@ -26,6 +26,25 @@ const until = async (what: () => boolean, ms = 10_000) => {
   return what()
 }
 
+/** Publishes {i: 1}, {i: 2}, … to `channel` every `pauseMs` until stopped; `stop` answers how many. */
+function pacedPublisher(channel: string, pauseMs: number) {
+  let i = 0
+  let running = true
+  const loop = (async () => {
+    while (running) {
+      await publish({ productId: product.productId, channel, policy: HISTORY, data: JSON.stringify({ i: ++i }) })
+      await Bun.sleep(pauseMs)
+    }
+  })()
+  return {
+    async stop() {
+      running = false
+      await loop
+      return i
+    },
+  }
+}
+
 test('full-jitter backoff stays within [0, min(max, base × 2^attempt))', () => {
   expect(backoffDelay(0, 500, 20_000, () => 0.999)).toBe(499)
   expect(backoffDelay(3, 500, 20_000, () => 0.5)).toBe(2000)
@@ -55,21 +74,13 @@ test('a gateway draining (4100) sends the client to another at once; it resubscr
   expect(await until(() => subscription.active)).toBe(true)
 
   second = await startGateway({}, port) // the same port: the next connection can only reach it once the first is gone
-  let i = 0
-  let running = true
-  const publisher = (async () => {
-    while (running) {
-      await publish({ productId: product.productId, channel, policy: HISTORY, data: JSON.stringify({ i: ++i }) })
-      await Bun.sleep(5)
-    }
-  })()
+  const publisher = pacedPublisher(channel, 5)
   await Bun.sleep(200)
   expect(await first.stop('SIGTERM')).toBe(0)
   first = undefined
   expect(await until(() => subscribed.length >= 2 && subscription.active)).toBe(true)
   await Bun.sleep(200)
-  running = false
-  await publisher
+  const i = await publisher.stop()
   expect(await until(() => received.length >= i)).toBe(true)
   await Bun.sleep(100)
   // Closed 4100, then a new attempt at once (no backoff). If that attempt races the draining gateway's listener going
@@ -130,21 +141,13 @@ test('one of two gateways killed with SIGKILL under a paced publish: its client 
   await client.presence(channel).enter({ tab: 1 }, 2)
   const survivor = await startGateway({}, port)
   try {
-    let i = 0
-    let running = true
-    const publisher = (async () => {
-      while (running) {
-        await publish({ productId: product.productId, channel, policy: HISTORY, data: JSON.stringify({ i: ++i }) })
-        await Bun.sleep(10)
-      }
-    })()
+    const publisher = pacedPublisher(channel, 10)
     await Bun.sleep(200)
     doomed.proc.kill('SIGKILL')
     await doomed.proc.exited
     expect(await until(() => subscribed.length >= 2 && subscription.active)).toBe(true)
     await Bun.sleep(200)
-    running = false
-    await publisher
+    const i = await publisher.stop()
     expect(await until(() => received.length >= i)).toBe(true)
     await Bun.sleep(100)
     expect(subscribed.at(-1)).toMatchObject({ wasRecovering: true, recovered: true })
