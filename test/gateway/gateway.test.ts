@@ -149,6 +149,18 @@ describe('delivery', () => {
     client.close()
   })
 
+  test('a payload stored over the inline cap is delivered as `ref`, with its position', async () => {
+    const room = channel()
+    const client = await connected(b, [room])
+    await client.request({ type: 'subscribe', channel: room })
+    const ref = { bucket_key: `${product.productId}/${room}/m1`, size: 300_000, content_type: 'application/json' }
+    await publish({ productId: product.productId, channel: room, policy: HISTORY, ref })
+    expect(await client.next((f) => f.type === 'publication')).toEqual({
+      type: 'publication', channel: room, id: expect.any(String), offset: 1, epoch: expect.any(String), ref,
+    })
+    client.close()
+  })
+
   test('after unsubscribe nothing more arrives', async () => {
     const room = channel()
     const client = await connected(a, [room])
