@@ -103,6 +103,12 @@ describe('errors answer one request and never close the connection', () => {
     client.close()
   })
 
+  test('above the hard frame limit (1 MiB) the runtime closes the connection with 1009 before the gateway reads it, as documented', async () => {
+    const client = await connected(a, ['chat:x'])
+    client.send(JSON.stringify({ type: 'ping', id: 1, pad: 'x'.repeat(1_100_000) }))
+    expect((await client.closed).code).toBe(1009)
+  })
+
   test('a channel the token does not reach, or a namespace removed since: `forbidden`, and the connection lives on', async () => {
     const client = await connected(a, ['chat:x', 'gone:x'])
     expect(await client.request({ type: 'subscribe', channel: 'chat:other' })).toMatchObject({ type: 'error', code: 'forbidden' })
