@@ -93,7 +93,8 @@ export class Connection {
 
   /** Frames are handled one after another, in the order sent: a client may send `connect` and `subscribe` at once. */
   onMessage(message: string | Buffer): Promise<void> {
-    this.inbox = this.inbox.then(() => this.handle(message))
+    // A failure must not stop the queue: every later frame still gets its answer.
+    this.inbox = this.inbox.then(() => this.handle(message)).catch((error) => logUnlessOutage('gateway frame failed', error))
     return this.inbox
   }
 
