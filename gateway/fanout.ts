@@ -58,7 +58,12 @@ export class FanoutReader {
   /** Fails the read in progress when the reader's connection closes. */
   private dropped: ((error: Error) => void) | undefined
 
-  constructor(private readonly deliver: (entry: FanEntry) => void, private readonly gap: (shard: number) => void) {}
+  constructor(
+    private readonly deliver: (entry: FanEntry) => void,
+    private readonly gap: (shard: number) => void,
+    /** Called after each batch read has been delivered: the gateway writes out what the batch queued, per socket. */
+    private readonly batchDone: () => void = () => {},
+  ) {}
 
   /** Starts reading `shard` from its current top: entries published from now on are delivered. */
   async add(shard: number): Promise<void> {
@@ -168,6 +173,7 @@ export class FanoutReader {
           }
         }
       }
+      this.batchDone()
     }
   }
 }

@@ -17,10 +17,16 @@ import { MAX_FRAME_BYTES, presenceFrame, publicationFrame } from './protocol'
 export const WEBSOCKET_PATH = new URL(config.gatewayUrl).pathname
 
 
-type Socket = ServerWebSocket<{ connection?: Connection }>
+type Socket = ServerWebSocket<SocketData>
+
+interface SocketData {
+  connection?: Connection
+  /** Sends one frame now, closing the connection 4200 if the runtime refuses it. */
+  send?: (frame: string) => void
+}
 
 export interface Gateway {
-  server: Server<{ connection?: Connection }>
+  server: Server<SocketData>
   /** Closes every connection with 4100, stops reading, and releases its connections. */
   drain(): Promise<void>
 }
@@ -28,8 +34,26 @@ export interface Gateway {
 export function startGateway(port: number): Gateway {
   const hub = new Hub<Connection>()
   const connections = new Set<Connection>()
+  // Frames of the fan-out batch being delivered, per socket: written with one cork per socket (one write instead of
+  // one per frame), in order, when the batch is done.
+  let batching = false
+  const queued = new Map<Socket, string[]>()
+  const queue = (ws: Socket, frame: string) => {
+    const frames = queued.get(ws)
+    if (frames) frames.push(frame)
+    else queued.set(ws, [frame])
+  }
+  const flushOne = (ws: Socket) => {
+    const frames = queued.get(ws)
+    if (!frames) return
+    queued.delete(ws)
+    ws.cork(() => {
+      for (const frame of frames) ws.data.send!(frame)
+    })
+  }
   const reader = new FanoutReader(
     (entry) => {
+      batching = true
       if (entry.kind) return void hub.publish(entry.product, entry.channel, undefined, presenceFrame(entry))
       const position = entry.offset !== undefined && entry.epoch !== undefined ? { offset: entry.offset, epoch: entry.epoch } : undefined
       hub.publish(entry.product, entry.channel, position, publicationFrame(entry), entry.sender)
@@ -37,6 +61,10 @@ export function startGateway(port: number): Gateway {
     // Continuity lost on a shard: its subscriptions end, and their clients subscribe again with their cursors.
     (shard) => {
       for (const { subscriber, channel } of hub.subscriptionsOf(shard)) subscriber.endSubscription(channel, 'recover')
+    },
+    () => {
+      batching = false
+      for (const ws of [...queued.keys()]) flushOne(ws)
     },
   )
   const context: GatewayContext = { hub, connections, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
@@ -53,7 +81,7 @@ export function startGateway(port: number): Gateway {
   })
   let draining = false
 
-  const server = Bun.serve<{ connection?: Connection }>({
+  const server = Bun.serve<SocketData>({
     port,
     reusePort: true,
     development: config.developmentErrors,
@@ -84,13 +112,19 @@ export function startGateway(port: number): Gateway {
       backpressureLimit: config.realtime.gatewayMaxBufferedBytes,
       closeOnBackpressureLimit: false,
       open(ws: Socket) {
+        const send = (frame: string) => {
+          if (ws.send(frame) === 0) connection.disconnect(DISCONNECTS.slowConsumer)
+        }
         const connection: Connection = new Connection({
-          send: (frame) => {
-            if (ws.send(frame) === 0) connection.disconnect(DISCONNECTS.slowConsumer)
+          // While a fan-out batch is being delivered, frames wait and go out together, corked, when it is done.
+          send: (frame) => (batching ? queue(ws, frame) : send(frame)),
+          close: (code, reason) => {
+            flushOne(ws)
+            ws.close(code, reason)
           },
-          close: (code, reason) => ws.close(code, reason),
         }, context)
         ws.data.connection = connection
+        ws.data.send = send
       },
       message(ws: Socket, message) {
         void ws.data.connection?.onMessage(message)
