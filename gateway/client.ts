@@ -36,21 +36,20 @@ export interface GatewayContext {
 export class Connection {
   readonly id = randomUUID()
   claims: Claims | null = null
-  private readonly channels = new Set<string>()
-  /** Channels whose subscription is being set up: live publications wait here until history is merged in. */
-  private readonly buffering = new Map<string, Positioned[]>()
   /**
-   * The last offset sent per channel: a live publication at or below it was already sent from history (the reader may
-   * deliver an entry after the history read that covered it), so it is dropped, never sent twice.
+   * Subscriptions, one record each instead of parallel maps:
+   * - `buffer`: set while the subscription is being set up; live publications wait there until history is merged in;
+   * - `sent`: the last position sent; a live publication at or below it was already sent from history (the reader may
+   *   deliver an entry after the history read that covered it), so it is dropped, never sent twice.
    */
-  private readonly sent = new Map<string, Position>()
+  private readonly channels = new Map<string, { buffer?: Positioned[]; sent?: Position }>()
   private connectTimer: ReturnType<typeof setTimeout> | undefined
   private expiryTimer: ReturnType<typeof setTimeout> | undefined
   private closed = false
   /** Rosters this connection entered: their lifetime and the timer that refreshes the entry. */
-  private readonly presence = new Map<string, { ttlSeconds: number; refresh: ReturnType<typeof setInterval> }>()
+  private presenceEntries: Map<string, { ttlSeconds: number; refresh: ReturnType<typeof setInterval> }> | undefined
   /** Client events: 5 a second, burst 10 (the spec's limit). */
-  private readonly events = new TokenBucket(5, 10)
+  private eventBudget: TokenBucket | undefined
 
   constructor(private readonly transport: Transport, private readonly gateway: GatewayContext) {
     gateway.connections.add(this)
@@ -63,14 +62,19 @@ export class Connection {
   }
 
   deliver(channel: string, position: Position | undefined, frame: string): void {
-    if (position === undefined) return this.send(frame)
-    const buffer = this.buffering.get(channel)
-    if (buffer) return void buffer.push({ offset: position.offset, frame })
-    const sent = this.sent.get(channel)
+    const state = this.channels.get(channel)
+    if (position === undefined || !state) return this.send(frame)
+    if (state.buffer) return void state.buffer.push({ offset: position.offset, frame })
+    const sent = state.sent
     // Same epoch, not newer: already sent. A new epoch (the channel's history was lost) starts its offsets again.
     if (sent && sent.epoch === position.epoch && position.offset <= sent.offset) return
-    this.sent.set(channel, position)
+    state.sent = position
     this.send(frame)
+  }
+
+  /** Rosters this connection entered (made on first use: most connections never enter one). */
+  private get presence() {
+    return (this.presenceEntries ??= new Map())
   }
 
   disconnect(reason: Disconnect, detail?: string): void {
@@ -85,9 +89,9 @@ export class Connection {
     this.closed = true
     clearTimeout(this.connectTimer)
     clearTimeout(this.expiryTimer)
-    for (const channel of this.channels) this.leave(channel)
+    for (const channel of [...this.channels.keys()]) this.leave(channel)
     // Off every roster it entered (its refreshes stop); if Redis cannot be told now, the entries expire by themselves.
-    for (const channel of [...this.presence.keys()]) void this.leaveRoster(channel).catch((error) => logUnlessOutage('presence leave failed', error))
+    for (const channel of [...(this.presenceEntries?.keys() ?? [])]) void this.leaveRoster(channel).catch((error) => logUnlessOutage('presence leave failed', error))
     this.gateway.connections.delete(this)
   }
 
@@ -167,7 +171,7 @@ export class Connection {
     }
     if (this.closed) return
     this.adopt(claims)
-    for (const channel of [...this.channels]) {
+    for (const channel of [...this.channels.keys()]) {
       if (claims.channels.some((c) => c.name === channel && c.ops.includes('subscribe'))) continue
       this.endSubscription(channel, 'token')
     }
@@ -190,21 +194,24 @@ export class Connection {
 
     // Live first (buffered), then the position or the history after the cursor: no gap, no duplicate.
     const history = keepsHistory(policy.broker)
-    if (history) this.buffering.set(channel, [])
-    this.channels.add(channel)
+    const state: { buffer?: Positioned[]; sent?: Position } = history ? { buffer: [] } : {}
+    this.channels.set(channel, state)
     const { shard, firstOfShard } = this.gateway.hub.subscribe(claims.pid, channel, this)
     let position: { offset: number; epoch: string; recovered?: boolean; missed: Positioned[]; after: number } | null = null
     try {
       if (firstOfShard) await this.gateway.wantShard(shard)
       if (history) position = await this.position(claims.pid, channel, policy.broker, request)
     } catch (error) {
-      this.buffering.delete(channel)
       this.leave(channel)
       throw error
     }
     if (this.closed) return
-    const buffered = this.buffering.get(channel) ?? []
-    this.buffering.delete(channel)
+    if (this.channels.get(channel) !== state) {
+      // Ended by the server while it was being set up (a gap on its shard, or a narrower token): the client was told.
+      return this.send(encode.error(request.id, 'unavailable', 'the subscription ended while it was being set up; subscribe again'))
+    }
+    const buffered = state.buffer ?? []
+    state.buffer = undefined
     // Without history nothing can be recovered: a cursor is answered `recovered: false`.
     if (!position) return this.send(encode.reply(request.id, 'subscribe', { channel, ...(request.offset !== undefined ? { recovered: false } : {}) }))
     const { missed, after, ...where } = position
@@ -215,7 +222,7 @@ export class Connection {
       this.send(item.frame)
       last = item.offset
     }
-    this.sent.set(channel, { offset: last, epoch: where.epoch })
+    state.sent = { offset: last, epoch: where.epoch }
   }
 
   /**
@@ -260,7 +267,7 @@ export class Connection {
     const data = JSON.stringify(request.data)
     const size = Buffer.byteLength(data, 'utf8')
     if (size > CLIENT_EVENT_MAX_BYTES) return this.send(encode.error(request.id, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`))
-    if (!this.events.take()) return this.send(encode.error(request.id, 'rate_limited', 'more than 5 client events a second (burst 10) on this connection'))
+    if (!(this.eventBudget ??= new TokenBucket(5, 10)).take()) return this.send(encode.error(request.id, 'rate_limited', 'more than 5 client events a second (burst 10) on this connection'))
     const { id } = await publishMessage({ productId: this.claims!.pid, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id })
     this.send(encode.reply(request.id, 'publish', { channel: request.channel, messageId: id }))
   }
@@ -340,7 +347,6 @@ export class Connection {
   /** Ends a subscription from the server side and says why (see encode.unsubscribed). */
   endSubscription(channel: string, why: 'recover' | 'token'): void {
     if (!this.channels.has(channel)) return
-    this.buffering.delete(channel)
     this.leave(channel)
     this.send(why === 'recover'
       ? encode.unsubscribed(channel, 'continuity lost: subscribe again with your cursor to recover', true)
@@ -349,7 +355,6 @@ export class Connection {
 
   private leave(channel: string): void {
     this.channels.delete(channel)
-    this.sent.delete(channel)
     const unwanted = this.gateway.hub.unsubscribe(this.claims!.pid, channel, this)
     if (unwanted !== null) this.gateway.unwantShard(unwanted)
   }
