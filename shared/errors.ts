@@ -67,9 +67,13 @@ function internal(error: unknown, onUnexpected?: (error: unknown) => void): ApiE
 
 // Connection-level failures of PostgreSQL (postgres.js codes) or Redis (ioredis) are outages, not bugs: retry later.
 const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH',
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
   'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
 ])
+
+/** A failure whose code says the server cannot be reached (socket or postgres.js), as opposed to a failing statement. */
+export const isConnectionFailure = (error: unknown) =>
+  typeof (error as { code?: unknown } | null)?.code === 'string' && UNREACHABLE_CODES.has((error as { code: string }).code)
 
 // ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected (shared/redis.ts).
 const REDIS_UNREACHABLE_MESSAGES = new Set([
@@ -88,7 +92,5 @@ export function logUnlessOutage(what: string, error: unknown, fields: Record<str
 /** True for a connection-level failure of PostgreSQL or Redis (an outage), as opposed to a failing statement or command. */
 export function backendUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false
-  const code = (error as { code?: unknown }).code
-  return (typeof code === 'string' && UNREACHABLE_CODES.has(code))
-    || error.name === 'MaxRetriesPerRequestError' || REDIS_UNREACHABLE_MESSAGES.has(error.message)
+  return isConnectionFailure(error) || error.name === 'MaxRetriesPerRequestError' || REDIS_UNREACHABLE_MESSAGES.has(error.message)
 }

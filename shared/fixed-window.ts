@@ -8,8 +8,6 @@ export interface WindowCount {
   count: number
   /** Whole seconds until the window rolls, at least 1: the Retry-After of a refusal. */
   retryAfter: number
-  /** True when Redis could not count and this worker counted alone (see hitWindow). */
-  local?: true
 }
 
 // Per-worker counters used only while Redis cannot count: key → count, for the windows now in use.
@@ -49,7 +47,7 @@ export async function hitWindow(prefix: string, windowSeconds: number, what: str
       lastFallbackLog = now
       log('warn', `${what}: Redis cannot count, counting in this worker`, describeError(error))
     }
-    return { count: countLocally(key, (window + 1) * windowMs, now), retryAfter, local: true }
+    return { count: countLocally(key, (window + 1) * windowMs, now), retryAfter }
   }
 }
 

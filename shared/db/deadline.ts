@@ -6,7 +6,7 @@
 // that needs PostgreSQL gets `503 unavailable` with Retry-After within the deadline, and the pool serves again on its
 // own as soon as one statement succeeds after the cool-down.
 import type postgres from 'postgres'
-import { type ApiError, unavailable } from '../errors'
+import { type ApiError, isConnectionFailure, unavailable } from '../errors'
 import { Breaker } from '../breaker'
 
 type Sql = postgres.Sql
@@ -19,17 +19,8 @@ export interface DeadlineOptions {
 }
 
 /** The 503 every PostgreSQL outage turns into; `retryAfter` seconds. */
-export const databaseUnavailable = (reason: string, retryAfter = 1) =>
+const databaseUnavailable = (reason: string, retryAfter = 1) =>
   unavailable(`The database is unavailable (${reason}); retry shortly`, retryAfter)
-
-// postgres.js and socket codes that mean "the server cannot be reached", as opposed to a failing statement.
-const CONNECTION_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
-  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
-])
-
-export const isConnectionFailure = (error: unknown) =>
-  typeof (error as { code?: unknown } | null)?.code === 'string' && CONNECTION_CODES.has((error as { code: string }).code)
 
 /** A connection failure as the caller sees it: the platform's 503, logged once per outage by the breaker, not per request. */
 const asUnavailable = (error: unknown) => (isConnectionFailure(error) ? databaseUnavailable('cannot connect') : error)

@@ -1,7 +1,7 @@
 // The backing-service breaker's state machine, on a clock the test moves.
 import { expect, test } from 'bun:test'
 import { Breaker } from '../../shared/breaker'
-import { isConnectionFailure } from '../../shared/db/deadline'
+import { isConnectionFailure } from '../../shared/errors'
 
 test('closed lets everything through; a failure opens it for the cool-down, then one probe at a time passes', () => {
   let now = 1_000_000
