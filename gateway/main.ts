@@ -1,7 +1,7 @@
 // WebSocket gateway: `bun run gateway/main.ts`. Several gateways share GATEWAY_PORT (reusePort); any serves any client.
 import { config } from '../shared/config'
 import { sql } from '../shared/db/client'
-import { describeError, log } from '../shared/log'
+import { onShutdown } from '../shared/http/lifecycle'
 import { closeRedis } from '../shared/redis'
 import { requireSecretKey } from '../shared/secrets'
 import { startGateway } from './node'
@@ -11,16 +11,8 @@ requireSecretKey() // token signing keys are sealed: without the master key, fai
 
 const gateway = startGateway(config.gatewayPort)
 
-process.on('unhandledRejection', (error) => log('error', 'unhandled rejection', describeError(error)))
-let stopping = false
-const stop = async (signal: string) => {
-  if (stopping) return
-  stopping = true
-  log('info', 'shutting down', { signal })
+onShutdown(async () => {
   await gateway.drain()
   await sql.end({ timeout: 5 }).catch(() => {})
   await closeRedis()
-  process.exit(0)
-}
-process.on('SIGTERM', () => void stop('SIGTERM'))
-process.on('SIGINT', () => void stop('SIGINT'))
+})

@@ -2,8 +2,9 @@
 // cache invalidations (policies, revoked keys), health endpoints, and draining on shutdown.
 import type { Server, ServerWebSocket } from 'bun'
 import { config } from '../shared/config'
+import { ApiError, toErrorResponse, unavailable } from '../shared/errors'
 import { liveness, readiness } from '../shared/http/health'
-import { parseTarget } from '../shared/http/target'
+import { invalidHost, parseTarget } from '../shared/http/target'
 import { describeError, log } from '../shared/log'
 import { listenForInvalidations } from '../shared/realtime/invalidation-listener'
 import { policyCache } from '../shared/realtime/policies'
@@ -87,23 +88,20 @@ export function startGateway(port: number): Gateway {
     development: config.developmentErrors,
     async fetch(request, srv) {
       const target = parseTarget(request.url, request.headers.get('host'))
-      if (!target) return Response.json({ error: 'invalid_host', message: 'The Host header is not a valid host name' }, { status: 400 })
+      if (!target) return toErrorResponse(invalidHost())
       if (target.path === WEBSOCKET_PATH) {
-        if (draining) return Response.json({ error: 'unavailable', message: 'draining' }, { status: 503, headers: { 'retry-after': '1' } })
+        if (draining) return toErrorResponse(unavailable('This gateway is draining; connect again (another gateway answers)'))
         if (srv.upgrade(request, { data: {} })) return undefined
-        return Response.json({ error: 'upgrade_required', message: 'Connect with a WebSocket client' }, { status: 426 })
+        return toErrorResponse(new ApiError(426, 'upgrade_required', 'Connect with a WebSocket client'))
       }
       if (target.path === '/healthz') return Response.json(liveness())
       if (target.path === '/readyz') {
         const { status, body } = await readiness([{ name: 'invalidations', ready: invalidations.live }, { name: 'accepting', ready: () => !draining }])
         return Response.json(body, { status })
       }
-      return Response.json({ error: 'not_found', message: `No route ${request.method} ${target.path}` }, { status: 404 })
+      return toErrorResponse(new ApiError(404, 'not_found', `No route ${request.method} ${target.path}`))
     },
-    error: (error) => {
-      log('error', 'unhandled', describeError(error))
-      return Response.json({ error: 'internal', message: 'Internal error' }, { status: 500 })
-    },
+    error: (error) => toErrorResponse(error, (e) => log('error', 'unhandled', describeError(e))),
     websocket: {
       // Frames above MAX_FRAME_BYTES are read and answered `invalid`; above this hard limit the runtime closes with 1009.
       maxPayloadLength: MAX_FRAME_BYTES * 16,

@@ -4,9 +4,10 @@
 import type { Server } from 'bun'
 import { randomUUID } from 'node:crypto'
 import { config } from '../config'
-import { ApiError, toErrorResponse } from '../errors'
+import { toErrorResponse } from '../errors'
 import { describeError, log } from '../log'
-import { parseTarget, routable } from './target'
+import { onShutdown } from './lifecycle'
+import { invalidHost, parseTarget, routable } from './target'
 
 interface Handler {
   handle(request: Request): Promise<Response> | Response
@@ -35,9 +36,6 @@ export function clientIp(request: Request): string {
 
 /** `::ffff:1.2.3.4` (an IPv4 peer on a dual-stack socket) is the IPv4 address 1.2.3.4. */
 export const normalizeIp = (ip: string) => (ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip)
-
-const invalidHost = () =>
-  new ApiError(400, 'invalid_host', 'The Host header is not a valid host name (letters, digits, ".", "-", "_" or an IP literal, optional port 1-65535)')
 
 /**
  * One request, start to end: the target is read once (a malformed Host is a 400 in the platform's body, never a throw),
@@ -97,19 +95,9 @@ export function serveApp(options: ServeOptions): Server<undefined> {
   })
   log('info', 'listening', { name: options.name, port: server.port })
 
-  let stopping = false
-  const stop = async (signal: string) => {
-    if (stopping) return
-    stopping = true
-    log('info', 'shutting down', { signal })
+  onShutdown(async () => {
     await server.stop() // stop accepting, let in-flight requests finish
-    await options.onStop?.().catch((error) => log('error', 'shutdown', describeError(error)))
-    process.exit(0)
-  }
-  // A stray rejection inside a library (a driver's background work on a dying connection) must not end a process that
-  // is serving: under foreman one exiting process stops the whole cluster. Logged loudly, so it gets fixed at its source.
-  process.on('unhandledRejection', (error) => log('error', 'unhandled rejection', describeError(error)))
-  process.on('SIGTERM', () => void stop('SIGTERM'))
-  process.on('SIGINT', () => void stop('SIGINT'))
+    await options.onStop?.()
+  })
   return server
 }

@@ -2,6 +2,12 @@
 // and without Elysia's shortcut of taking the path from the first "/" after character 11 of the URL (which a Host
 // shorter than four characters shifts: `Host: a` + `/xy/openapi.json` would route as `/openapi.json`).
 
+import { ApiError } from '../errors'
+
+/** The 400 for a request whose Host header parseTarget refuses. */
+export const invalidHost = () =>
+  new ApiError(400, 'invalid_host', 'The Host header is not a valid host name (letters, digits, ".", "-", "_" or an IP literal, optional port 1-65535)')
+
 /** A host name, IPv4 or bracketed IPv6 literal, with an optional port 1..65535. No `%`, spaces or delimiters. */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9._~-]*[A-Za-z0-9_~-])?|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/
 

@@ -1,0 +1,19 @@
+// How every process ends: SIGTERM or SIGINT runs its shutdown once and exits 0; a stray rejection inside a library (a
+// driver's background work on a dying connection) is logged loudly instead of ending a process that is serving, since
+// under foreman one exiting process stops the whole cluster.
+import { describeError, log } from '../log'
+
+/** Installs the process handlers; `shutdown` stops accepting, drains and releases connections, then the process exits 0. */
+export function onShutdown(shutdown: () => Promise<void>): void {
+  let stopping = false
+  const stop = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    log('info', 'shutting down', { signal })
+    await shutdown().catch((error) => log('error', 'shutdown', describeError(error)))
+    process.exit(0)
+  }
+  process.on('unhandledRejection', (error) => log('error', 'unhandled rejection', describeError(error)))
+  process.on('SIGTERM', () => void stop('SIGTERM'))
+  process.on('SIGINT', () => void stop('SIGINT'))
+}
