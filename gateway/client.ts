@@ -33,6 +33,15 @@ export interface GatewayContext {
   connections: Set<Connection>
 }
 
+/** One subscription's state (see Connection.channels). */
+interface ChannelState {
+  buffer?: Positioned[]
+  sent?: Position
+}
+
+/** The operations a token carries on a channel (none when it does not name it). */
+const opsOf = (claims: Claims, channel: string): readonly string[] => claims.channels.find((c) => c.name === channel)?.ops ?? []
+
 export class Connection {
   readonly id = randomUUID()
   claims: Claims | null = null
@@ -42,7 +51,7 @@ export class Connection {
    * - `sent`: the last position sent; a live publication at or below it was already sent from history (the reader may
    *   deliver an entry after the history read that covered it), so it is dropped, never sent twice.
    */
-  private readonly channels = new Map<string, { buffer?: Positioned[]; sent?: Position }>()
+  private readonly channels = new Map<string, ChannelState>()
   private connectTimer: ReturnType<typeof setTimeout> | undefined
   private expiryTimer: ReturnType<typeof setTimeout> | undefined
   private closed = false
@@ -172,7 +181,7 @@ export class Connection {
     if (this.closed) return
     this.adopt(claims)
     for (const channel of [...this.channels.keys()]) {
-      if (claims.channels.some((c) => c.name === channel && c.ops.includes('subscribe'))) continue
+      if (opsOf(claims, channel).includes('subscribe')) continue
       this.endSubscription(channel, 'token')
     }
     this.send(encode.reply(request.id, 'auth', { expiresAt: new Date(claims.exp * 1000).toISOString() }))
@@ -184,17 +193,16 @@ export class Connection {
     if ((request.offset === undefined) !== (request.epoch === undefined)) {
       return this.send(encode.error(request.id, 'invalid', 'a cursor needs both offset and epoch'))
     }
-    const granted = claims.channels.find((c) => c.name === channel)?.ops.includes('subscribe') ?? false
-    if (!granted) return this.send(encode.error(request.id, 'forbidden', `the token does not allow subscribe on ${channel}`))
+    const { ops, policy } = await this.access(channel)
+    if (!ops.includes('subscribe')) return this.send(encode.error(request.id, 'forbidden', `the token does not allow subscribe on ${channel}`))
     if (this.channels.has(channel)) return this.send(encode.error(request.id, 'invalid', `already subscribed to ${channel}`))
     // The namespace may have been removed since the token was issued: a token never reaches more than its namespace allows.
-    const policy = (await productPolicies(claims.pid)).namespaces.get(namespaceOf(channel))
     if (!policy) return this.send(encode.error(request.id, 'forbidden', `namespace ${namespaceOf(channel)} is not registered`))
     if (this.closed || this.channels.has(channel)) return
 
     // Live first (buffered), then the position or the history after the cursor: no gap, no duplicate.
     const history = keepsHistory(policy.broker)
-    const state: { buffer?: Positioned[]; sent?: Position } = history ? { buffer: [] } : {}
+    const state: ChannelState = history ? { buffer: [] } : {}
     this.channels.set(channel, state)
     const { shard, firstOfShard } = this.gateway.hub.subscribe(claims.pid, channel, this)
     let position: { offset: number; epoch: string; recovered?: boolean; missed: Positioned[]; after: number } | null = null
@@ -250,7 +258,7 @@ export class Connection {
   /** The token's operations on a channel, and the channel's namespace policy (null when no longer registered). */
   private async access(channel: string): Promise<{ ops: readonly string[]; policy: NamespacePolicy | null }> {
     const claims = this.claims!
-    const ops = claims.channels.find((c) => c.name === channel)?.ops ?? []
+    const ops = opsOf(claims, channel)
     return { ops, policy: ops.length ? ((await productPolicies(claims.pid)).namespaces.get(namespaceOf(channel)) ?? null) : null }
   }
 
