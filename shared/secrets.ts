@@ -76,14 +76,17 @@ function decrypt(key: Buffer, box: Buffer, aad: string): Buffer {
   return Buffer.concat([decipher.update(box.subarray(NONCE_BYTES, box.length - TAG_BYTES)), decipher.final()])
 }
 
+/** The envelope's head: version, the current master key's id, and the data key wrapped under that key. */
+const head = (dataKey: Buffer, aad: string, keys: Keyring) =>
+  Buffer.concat([Buffer.of(VERSION), Buffer.from(masterKeyId(keys.current), 'hex'), encrypt(keys.current, dataKey, aad)])
+
 /**
  * Seals `plaintext` for the row named by `aad`.
  * @example const sealed = seal(secret, `realtime_signing_keys:${kid}`)
  */
 export function seal(plaintext: Buffer, aad: string, keys: Keyring = requireSecretKey()): Buffer {
   const dataKey = randomBytes(KEY_BYTES)
-  const id = Buffer.from(masterKeyId(keys.current), 'hex')
-  return Buffer.concat([Buffer.of(VERSION), id, encrypt(keys.current, dataKey, aad), encrypt(dataKey, plaintext, aad)])
+  return Buffer.concat([head(dataKey, aad, keys), encrypt(dataKey, plaintext, aad)])
 }
 
 /** The master key id a sealed value was wrapped under (hex), for rotation. */
@@ -112,7 +115,5 @@ export function open(sealed: Buffer, aad: string, keys: Keyring = requireSecretK
 
 /** The same secret with its data key re-wrapped under the current master key (rotation; the data is not touched). */
 export function rewrap(sealed: Buffer, aad: string, keys: Keyring = requireSecretKey()): Buffer {
-  const dataKey = unwrap(sealed, aad, keys)
-  const id = Buffer.from(masterKeyId(keys.current), 'hex')
-  return Buffer.concat([Buffer.of(VERSION), id, encrypt(keys.current, dataKey, aad), sealed.subarray(HEADER_BYTES - NONCE_BYTES)])
+  return Buffer.concat([head(unwrap(sealed, aad, keys), aad, keys), sealed.subarray(HEADER_BYTES - NONCE_BYTES)])
 }
