@@ -10,8 +10,9 @@ import { type NamespacePolicy, productPolicies } from '../shared/realtime/polici
 import { enterPresence, leavePresence as leavePresenceEntry, listPresence, PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
 import { isKeyRevoked } from '../shared/realtime/revocations'
 import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
+import type { Deadlines } from './deadlines'
 import { DISCONNECTS, type Disconnect } from './disconnect'
-import type { Hub, Position } from './hub'
+import { type Hub, type Position, topicOf } from './hub'
 import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
 import { merge, type Positioned } from './recovery'
 import { TokenBucket } from './token-bucket'
@@ -21,6 +22,11 @@ import { TokenBucket } from './token-bucket'
 export interface Transport {
   send(frame: string): void
   close(code: number, reason: string): void
+  /** Joins the runtime topic a live subscription is published on (after writing out what was sent to it before). */
+  subscribe(topic: string): void
+  unsubscribe(topic: string): void
+  /** Bytes written but not yet taken by the client. */
+  buffered(): number
 }
 
 /** What a connection needs from its gateway. */
@@ -31,6 +37,8 @@ export interface GatewayContext {
   unwantShard(shard: number): void
   /** Every live connection, for revocations and draining. */
   connections: Set<Connection>
+  /** The connect timeout, then the token's expiry: one shared timer for all connections. */
+  deadlines: Deadlines<Connection>
 }
 
 /** One subscription's state (see Connection.channels). */
@@ -38,6 +46,9 @@ interface ChannelState {
   buffer?: Positioned[]
   sent?: Position
 }
+
+/** The inbox of a connection with nothing in flight (one shared promise, not one per connection). */
+const SETTLED: Promise<void> = Promise.resolve()
 
 /** The operations a token carries on a channel (none when it does not name it). */
 const opsOf = (claims: Claims, channel: string): readonly string[] => claims.channels.find((c) => c.name === channel)?.ops ?? []
@@ -52,8 +63,6 @@ export class Connection {
    *   deliver an entry after the history read that covered it), so it is dropped, never sent twice.
    */
   private readonly channels = new Map<string, ChannelState>()
-  private connectTimer: ReturnType<typeof setTimeout> | undefined
-  private expiryTimer: ReturnType<typeof setTimeout> | undefined
   private closed = false
   /** Rosters this connection entered: their lifetime and the timer that refreshes the entry. */
   private presenceEntries: Map<string, { ttlSeconds: number; refresh: ReturnType<typeof setInterval> }> | undefined
@@ -62,23 +71,44 @@ export class Connection {
 
   constructor(private readonly transport: Transport, private readonly gateway: GatewayContext) {
     gateway.connections.add(this)
-    const timeout = config.realtime.gatewayConnectTimeoutMs
-    this.connectTimer = setTimeout(() => this.disconnect(DISCONNECTS.invalidToken, 'no connect frame in time'), timeout)
+    gateway.deadlines.set(this, Date.now() + config.realtime.gatewayConnectTimeoutMs)
+  }
+
+  /** Its deadline passed: no `connect` frame in time, or the token expired (no `auth` swapped in a newer one). */
+  deadlinePassed(): void {
+    this.disconnect(DISCONNECTS.invalidToken, this.claims ? 'token expired' : 'no connect frame in time')
   }
 
   send(frame: string): void {
     if (!this.closed) this.transport.send(frame)
   }
 
+  /**
+   * A publication of a pending subscription (see Hub): buffered while history is read; after that, sent unless history
+   * already gave it. The first one newer than what history gave proves the reader has caught up: the subscription goes
+   * live on the channel's topic, and the runtime delivers the rest.
+   */
   deliver(channel: string, position: Position | undefined, frame: string): void {
     const state = this.channels.get(channel)
-    if (position === undefined || !state) return this.send(frame)
+    if (!state) return
+    if (position === undefined) return this.send(frame)
     if (state.buffer) return void state.buffer.push({ offset: position.offset, frame })
     const sent = state.sent
     // Same epoch, not newer: already sent. A new epoch (the channel's history was lost) starts its offsets again.
     if (sent && sent.epoch === position.epoch && position.offset <= sent.offset) return
     state.sent = position
     this.send(frame)
+    this.goLive(channel)
+  }
+
+  /** Bytes written to this connection but not yet taken by the client. */
+  buffered(): number {
+    return this.transport.buffered()
+  }
+
+  private goLive(channel: string): void {
+    const topic = this.closed ? null : this.gateway.hub.goLive(this.claims!.pid, channel, this)
+    if (topic) this.transport.subscribe(topic)
   }
 
   /** Rosters this connection entered (made on first use: most connections never enter one). */
@@ -96,8 +126,7 @@ export class Connection {
   cleanup(): void {
     if (this.closed) return
     this.closed = true
-    clearTimeout(this.connectTimer)
-    clearTimeout(this.expiryTimer)
+    this.gateway.deadlines.clear(this)
     for (const channel of [...this.channels.keys()]) this.leave(channel)
     // Off every roster it entered (its refreshes stop); if Redis cannot be told now, the entries expire by themselves.
     for (const channel of [...(this.presenceEntries?.keys() ?? [])]) void this.leaveRoster(channel).catch((error) => logUnlessOutage('presence leave failed', error))
@@ -111,7 +140,7 @@ export class Connection {
     return this.inbox
   }
 
-  private inbox: Promise<void> = Promise.resolve()
+  private inbox: Promise<void> = SETTLED
 
   private async handle(message: string | Buffer): Promise<void> {
     if (this.closed) return
@@ -152,9 +181,7 @@ export class Connection {
   /** Takes `claims` as the connection's token: it closes the connection 4001 when it expires. */
   private adopt(claims: Claims): void {
     this.claims = claims
-    clearTimeout(this.connectTimer)
-    clearTimeout(this.expiryTimer)
-    this.expiryTimer = setTimeout(() => this.disconnect(DISCONNECTS.invalidToken, 'token expired'), Math.max(0, claims.exp * 1000 - Date.now()))
+    this.gateway.deadlines.set(this, claims.exp * 1000)
   }
 
   private async connect(request: Extract<Request, { type: 'connect' }>): Promise<void> {
@@ -220,8 +247,12 @@ export class Connection {
     }
     const buffered = state.buffer ?? []
     state.buffer = undefined
-    // Without history nothing can be recovered: a cursor is answered `recovered: false`.
-    if (!position) return this.send(encode.reply(request.id, 'subscribe', { channel, ...(request.offset !== undefined ? { recovered: false } : {}) }))
+    // Without history nothing can be recovered (a cursor is answered `recovered: false`) and nothing is deduplicated:
+    // the subscription goes live at once.
+    if (!position) {
+      this.send(encode.reply(request.id, 'subscribe', { channel, ...(request.offset !== undefined ? { recovered: false } : {}) }))
+      return this.goLive(channel)
+    }
     const { missed, after, ...where } = position
     // The reply first, then what was missed and what arrived meanwhile, each once and in offset order.
     this.send(encode.reply(request.id, 'subscribe', { channel, ...where }))
@@ -363,6 +394,7 @@ export class Connection {
 
   private leave(channel: string): void {
     this.channels.delete(channel)
+    if (!this.closed) this.transport.unsubscribe(topicOf(this.claims!.pid, channel))
     const unwanted = this.gateway.hub.unsubscribe(this.claims!.pid, channel, this)
     if (unwanted !== null) this.gateway.unwantShard(unwanted)
   }

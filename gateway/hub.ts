@@ -1,11 +1,16 @@
-// The gateway's local registry: which connections subscribe to which (product, channel), and how many channels of each
-// shard are wanted (so the fan-out reader reads only those shards). Only maps; no I/O.
+// The gateway's local registry: which connections subscribe to which (product, channel), how many channels of each
+// shard are wanted (so the fan-out reader reads only those shards), and which subscriptions are live on the channel's
+// native topic. Only maps; no I/O.
+//
+// A subscription starts `pending`: publications reach it one by one through `deliver` (it buffers them while history is
+// read, then drops what history already gave). Once it has caught up it goes `live`: from then on the runtime's topic
+// publish reaches it, one native call per message for every live subscriber of this gateway (docs/performance.md).
 import { shardOf } from '../shared/realtime/shards'
 
 /** What the hub needs of a connection. */
 export interface Subscriber {
   readonly id: string
-  /** Takes one publication of `channel`: its position (when it has one) and its frame, encoded once for everyone. */
+  /** Takes one publication of `channel` while its subscription is pending: its position (when it has one) and its frame. */
   deliver(channel: string, position: Position | undefined, frame: string): void
 }
 
@@ -18,35 +23,48 @@ export interface Position {
 interface ChannelEntry<S> {
   productId: string
   channel: string
+  topic: string
   shard: number
-  subscribers: Set<S>
+  pending: Set<S>
+  live: Set<S>
 }
 
-const keyOf = (productId: string, channel: string) => `${productId}:${channel}`
+/** The runtime topic of a (product, channel): product ids are UUIDs, so the first colon separates them. */
+export const topicOf = (productId: string, channel: string) => `${productId}:${channel}`
 
 export class Hub<S extends Subscriber = Subscriber> {
   private readonly channels = new Map<string, ChannelEntry<S>>()
   private readonly shardChannels = new Map<number, number>()
 
-  /** Adds a subscription; `firstOfShard` when this made the shard wanted (its first channel here). */
+  /** Adds a pending subscription; `firstOfShard` when this made the shard wanted (its first channel here). */
   subscribe(productId: string, channel: string, subscriber: S): { shard: number; firstOfShard: boolean } {
-    const key = keyOf(productId, channel)
-    let entry = this.channels.get(key)
+    const topic = topicOf(productId, channel)
+    let entry = this.channels.get(topic)
     if (!entry) {
-      entry = { productId, channel, shard: shardOf(productId, channel), subscribers: new Set() }
-      this.channels.set(key, entry)
+      entry = { productId, channel, topic, shard: shardOf(productId, channel), pending: new Set(), live: new Set() }
+      this.channels.set(topic, entry)
       this.shardChannels.set(entry.shard, (this.shardChannels.get(entry.shard) ?? 0) + 1)
     }
-    entry.subscribers.add(subscriber)
-    return { shard: entry.shard, firstOfShard: this.shardChannels.get(entry.shard) === 1 && entry.subscribers.size === 1 }
+    entry.pending.add(subscriber)
+    const first = this.shardChannels.get(entry.shard) === 1 && entry.pending.size + entry.live.size === 1
+    return { shard: entry.shard, firstOfShard: first }
+  }
+
+  /** Moves a pending subscription to the channel's topic; returns the topic to subscribe the socket to, or null if gone. */
+  goLive(productId: string, channel: string, subscriber: S): string | null {
+    const entry = this.channels.get(topicOf(productId, channel))
+    if (!entry?.pending.delete(subscriber)) return null
+    entry.live.add(subscriber)
+    return entry.topic
   }
 
   /** Removes a subscription; returns the shard when it is no longer wanted (its last channel here left). */
   unsubscribe(productId: string, channel: string, subscriber: S): number | null {
-    const key = keyOf(productId, channel)
-    const entry = this.channels.get(key)
-    if (!entry?.subscribers.delete(subscriber) || entry.subscribers.size > 0) return null
-    this.channels.delete(key)
+    const topic = topicOf(productId, channel)
+    const entry = this.channels.get(topic)
+    if (!entry || !(entry.pending.delete(subscriber) || entry.live.delete(subscriber))) return null
+    if (entry.pending.size + entry.live.size > 0) return null
+    this.channels.delete(topic)
     const left = (this.shardChannels.get(entry.shard) ?? 1) - 1
     if (left > 0) {
       this.shardChannels.set(entry.shard, left)
@@ -56,17 +74,25 @@ export class Hub<S extends Subscriber = Subscriber> {
     return entry.shard
   }
 
-  /** Hands one encoded publication to every subscriber of the channel except `skip`; returns how many got it. */
-  publish(productId: string, channel: string, position: Position | undefined, frame: string, skip?: string): number {
-    const entry = this.channels.get(keyOf(productId, channel))
-    if (!entry) return 0
-    let sent = 0
-    for (const subscriber of entry.subscribers) {
-      if (subscriber.id === skip) continue
-      subscriber.deliver(channel, position, frame)
-      sent++
+  /**
+   * Hands one encoded publication to the channel's subscribers: first `publishLive(topic)` when some are live (the
+   * caller publishes it once on the topic, skipping `skip` itself), then `deliver` to each pending one except `skip`.
+   * In that order: a pending subscription that goes live while it is handed this frame must not get it again from the topic.
+   * Returns whether anyone here subscribes.
+   */
+  publish(productId: string, channel: string, position: Position | undefined, frame: string, publishLive: (topic: string) => void, skip?: string): boolean {
+    const entry = this.channels.get(topicOf(productId, channel))
+    if (!entry) return false
+    if (entry.live.size > 0) publishLive(entry.topic)
+    for (const subscriber of [...entry.pending]) {
+      if (subscriber.id !== skip) subscriber.deliver(channel, position, frame)
     }
-    return sent
+    return true
+  }
+
+  /** The live subscribers of a topic (for checking their buffers after a publish). */
+  liveOf(topic: string): ReadonlySet<S> {
+    return this.channels.get(topic)?.live ?? new Set()
   }
 
   /** Every (subscriber, channel) of a shard, for telling them to recover after a gap. A snapshot: safe to change the hub meanwhile. */
@@ -74,7 +100,7 @@ export class Hub<S extends Subscriber = Subscriber> {
     const out: { subscriber: S; productId: string; channel: string }[] = []
     for (const entry of this.channels.values()) {
       if (entry.shard !== shard) continue
-      for (const subscriber of entry.subscribers) out.push({ subscriber, productId: entry.productId, channel: entry.channel })
+      for (const subscriber of [...entry.pending, ...entry.live]) out.push({ subscriber, productId: entry.productId, channel: entry.channel })
     }
     return out
   }

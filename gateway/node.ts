@@ -1,6 +1,6 @@
 // The gateway node: the WebSocket server (Bun-native), the hub of local subscriptions, the fan-out reader that feeds it,
 // cache invalidations (policies, revoked keys), health endpoints, and draining on shutdown.
-import type { Server, ServerWebSocket } from 'bun'
+import type { Server } from 'bun'
 import { config } from '../shared/config'
 import { ApiError, toErrorResponse, unavailable } from '../shared/errors'
 import { liveness, readiness } from '../shared/http/health'
@@ -9,25 +9,19 @@ import { describeError, log } from '../shared/log'
 import { listenForInvalidations } from '../shared/realtime/invalidation-listener'
 import { policyCache } from '../shared/realtime/policies'
 import { Connection, type GatewayContext } from './client'
+import { Deadlines } from './deadlines'
 import { DISCONNECTS } from './disconnect'
 import { FanoutReader } from './fanout'
 import { Hub } from './hub'
 import { MAX_FRAME_BYTES, presenceFrame, publicationFrame } from './protocol'
+import { type Socket, SocketTransport, Writer } from './writer'
 
 /** The path WebSocket clients connect to (the path of GATEWAY_URL). */
 export const WEBSOCKET_PATH = new URL(config.gatewayUrl).pathname
 
 
-type Socket = ServerWebSocket<SocketData>
-
-interface SocketData {
-  connection?: Connection
-  /** Sends one frame now, closing the connection 4200 if the runtime refuses it. */
-  send?: (frame: string) => void
-}
-
 export interface Gateway {
-  server: Server<SocketData>
+  server: Server<SocketTransport>
   /** Closes every connection with 4100, stops reading, and releases its connections. */
   drain(): Promise<void>
 }
@@ -35,40 +29,52 @@ export interface Gateway {
 export function startGateway(port: number): Gateway {
   const hub = new Hub<Connection>()
   const connections = new Set<Connection>()
-  // Frames of the fan-out batch being delivered, per socket: written with one cork per socket (one write instead of
-  // one per frame), in order, when the batch is done.
-  let batching = false
-  const queued = new Map<Socket, string[]>()
-  const queue = (ws: Socket, frame: string) => {
-    const frames = queued.get(ws)
-    if (frames) frames.push(frame)
-    else queued.set(ws, [frame])
+  const limit = config.realtime.gatewayMaxBufferedBytes
+  const writer = new Writer(limit, (ws) => ws.data.connection?.disconnect(DISCONNECTS.slowConsumer))
+  // Slow consumers. A live subscription is written by the runtime's topic publish, which drops (silently) what would
+  // take a socket past Bun's backpressure limit. So that never happens, Bun's limit is set well above ours and the
+  // sockets of every topic published to are checked against ours after each batch, and sooner when a batch is big:
+  // between two checks a socket takes at most `checkEvery` bytes plus one frame, so it is closed 4200 before the runtime
+  // would drop anything. A socket written to directly is checked at each write.
+  const checkEvery = Math.max(1, Math.floor(limit / 2))
+  let sinceCheck = 0
+  const published = new Set<string>()
+  const checkBuffers = () => {
+    for (const topic of published) {
+      for (const connection of [...hub.liveOf(topic)]) {
+        if (connection.buffered() > limit) connection.disconnect(DISCONNECTS.slowConsumer)
+      }
+    }
+    published.clear()
+    sinceCheck = 0
   }
-  const flushOne = (ws: Socket) => {
-    const frames = queued.get(ws)
-    if (!frames) return
-    queued.delete(ws)
-    ws.cork(() => {
-      for (const frame of frames) ws.data.send!(frame)
-    })
-  }
+  const socketsById = new Map<string, Socket>()
   const reader = new FanoutReader(
     (entry) => {
-      batching = true
-      if (entry.kind) return void hub.publish(entry.product, entry.channel, undefined, presenceFrame(entry))
-      const position = entry.offset !== undefined && entry.epoch !== undefined ? { offset: entry.offset, epoch: entry.epoch } : undefined
-      hub.publish(entry.product, entry.channel, position, publicationFrame(entry), entry.sender)
+      writer.startBatch()
+      const frame = entry.kind ? presenceFrame(entry) : publicationFrame(entry)
+      const position = !entry.kind && entry.offset !== undefined && entry.epoch !== undefined ? { offset: entry.offset, epoch: entry.epoch } : undefined
+      hub.publish(entry.product, entry.channel, position, frame, (topic) => {
+        // A client event skips its sender: published from the sender's socket, when it is here, the runtime leaves it out.
+        const sender = entry.sender ? socketsById.get(entry.sender) : undefined
+        if (sender?.isSubscribed(topic)) sender.publish(topic, frame)
+        else server.publish(topic, frame)
+        published.add(topic)
+        sinceCheck += frame.length
+        if (sinceCheck >= checkEvery) checkBuffers()
+      }, entry.sender)
     },
     // Continuity lost on a shard: its subscriptions end, and their clients subscribe again with their cursors.
     (shard) => {
       for (const { subscriber, channel } of hub.subscriptionsOf(shard)) subscriber.endSubscription(channel, 'recover')
     },
     () => {
-      batching = false
-      for (const ws of [...queued.keys()]) flushOne(ws)
+      writer.endBatch()
+      checkBuffers()
     },
   )
-  const context: GatewayContext = { hub, connections, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
+  const deadlines = new Deadlines<Connection>((connection) => connection.deadlinePassed())
+  const context: GatewayContext = { hub, connections, deadlines, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
   reader.start()
   const invalidations = listenForInvalidations({
     caches: [policyCache],
@@ -82,7 +88,7 @@ export function startGateway(port: number): Gateway {
   })
   let draining = false
 
-  const server = Bun.serve<SocketData>({
+  const server = Bun.serve<SocketTransport>({
     port,
     reusePort: true,
     development: config.developmentErrors,
@@ -91,7 +97,7 @@ export function startGateway(port: number): Gateway {
       if (!target) return toErrorResponse(invalidHost())
       if (target.path === WEBSOCKET_PATH) {
         if (draining) return toErrorResponse(unavailable('This gateway is draining; connect again (another gateway answers)'))
-        if (srv.upgrade(request, { data: {} })) return undefined
+        if (srv.upgrade(request, { data: new SocketTransport(writer) })) return undefined
         return toErrorResponse(new ApiError(426, 'upgrade_required', 'Connect with a WebSocket client'))
       }
       if (target.path === '/healthz') return Response.json(liveness())
@@ -105,29 +111,21 @@ export function startGateway(port: number): Gateway {
     websocket: {
       // Frames above MAX_FRAME_BYTES are read and answered `invalid`; above this hard limit the runtime closes with 1009.
       maxPayloadLength: MAX_FRAME_BYTES * 16,
-      // Past this many buffered bytes Bun drops a message (send() answers 0): that connection is then closed 4200, so
-      // a message is delivered exactly once or the client knows to recover; Bun never picks the close code itself.
-      backpressureLimit: config.realtime.gatewayMaxBufferedBytes,
+      // Past this many buffered bytes Bun drops a message. The gateway closes a socket 4200 at half of it (see
+      // checkBuffers above), so a message is delivered exactly once or the client knows to recover; Bun never picks
+      // the close code itself.
+      backpressureLimit: 2 * config.realtime.gatewayMaxBufferedBytes + 1024 * 1024,
       closeOnBackpressureLimit: false,
       open(ws: Socket) {
-        const send = (frame: string) => {
-          if (ws.send(frame) === 0) connection.disconnect(DISCONNECTS.slowConsumer)
-        }
-        const connection: Connection = new Connection({
-          // While a fan-out batch is being delivered, frames wait and go out together, corked, when it is done.
-          send: (frame) => (batching ? queue(ws, frame) : send(frame)),
-          close: (code, reason) => {
-            flushOne(ws)
-            ws.close(code, reason)
-          },
-        }, context)
-        ws.data.connection = connection
-        ws.data.send = send
+        const connection = new Connection(ws.data, context)
+        ws.data.bind(ws, connection)
+        socketsById.set(connection.id, ws)
       },
       message(ws: Socket, message) {
         void ws.data.connection?.onMessage(message)
       },
       close(ws: Socket) {
+        if (ws.data.connection) socketsById.delete(ws.data.connection.id)
         ws.data.connection?.cleanup()
       },
     },

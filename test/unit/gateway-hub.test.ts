@@ -1,6 +1,6 @@
 // The gateway's local registry: a shard is wanted exactly while one of its channels has a subscriber here.
 import { expect, test } from 'bun:test'
-import { Hub, type Position, type Subscriber } from '../../gateway/hub'
+import { Hub, type Position, type Subscriber, topicOf } from '../../gateway/hub'
 import { shardOf } from '../../shared/realtime/shards'
 
 class Recorder implements Subscriber {
@@ -26,13 +26,54 @@ test('the first channel of a shard makes it wanted; it stays wanted until the la
   expect(hub.unsubscribe(product, 'chat:a', y)).toBeNull() // leaving twice changes nothing
 })
 
-test('a publication reaches each subscriber of its (product, channel) once, except the skipped sender', () => {
+test('a publication reaches each pending subscriber of its (product, channel) once, except the skipped sender', () => {
   const hub = new Hub<Recorder>()
   const [x, y, z] = [new Recorder('x'), new Recorder('y'), new Recorder('z')]
   hub.subscribe(product, 'chat:a', x)
   hub.subscribe(product, 'chat:a', y)
   hub.subscribe('00000000-0000-4000-8000-000000000002', 'chat:a', z) // same name, another product
-  expect(hub.publish(product, 'chat:a', undefined, 'frame', 'y')).toBe(1)
+  const topics: string[] = []
+  expect(hub.publish(product, 'chat:a', undefined, 'frame', (t) => topics.push(t), 'y')).toBe(true)
   expect([x.got, y.got, z.got]).toEqual([['frame'], [], []])
+  expect(topics).toEqual([]) // nobody is live yet: no topic publish
+  expect(hub.publish(product, 'chat:b', undefined, 'frame', (t) => topics.push(t))).toBe(false)
   expect(hub.subscriptionsOf(shardOf(product, 'chat:a')).map((s) => s.subscriber.id).sort()).toEqual(['x', 'y'])
+})
+
+test('a live subscriber is reached through one topic publish, never through deliver; the shard stays wanted while it is live', () => {
+  const hub = new Hub<Recorder>()
+  const [x, y] = [new Recorder('x'), new Recorder('y')]
+  hub.subscribe(product, 'chat:a', x)
+  hub.subscribe(product, 'chat:a', y)
+  expect(hub.goLive(product, 'chat:a', x)).toBe(topicOf(product, 'chat:a'))
+  expect(hub.goLive(product, 'chat:a', x)).toBeNull() // already live
+  const topics: string[] = []
+  hub.publish(product, 'chat:a', undefined, 'frame', (t) => topics.push(t))
+  expect(topics).toEqual([topicOf(product, 'chat:a')])
+  expect([x.got, y.got]).toEqual([[], ['frame']])
+  expect([...hub.liveOf(topicOf(product, 'chat:a'))]).toEqual([x])
+  expect(hub.subscriptionsOf(shardOf(product, 'chat:a')).map((s) => s.subscriber.id).sort()).toEqual(['x', 'y'])
+  expect(hub.unsubscribe(product, 'chat:a', y)).toBeNull()
+  expect(hub.unsubscribe(product, 'chat:a', x)).toBe(shardOf(product, 'chat:a'))
+  expect(hub.goLive(product, 'chat:a', x)).toBeNull() // gone
+})
+
+test('the topic is published before pending subscribers are handed the frame, so one that goes live meanwhile gets it once', () => {
+  const hub = new Hub<Subscriber>()
+  const order: string[] = []
+  const switcher: Subscriber = {
+    id: 's',
+    deliver: () => {
+      order.push('deliver')
+      hub.goLive(product, 'chat:a', switcher)
+    },
+  }
+  const live = new Recorder('l')
+  hub.subscribe(product, 'chat:a', live)
+  hub.goLive(product, 'chat:a', live)
+  hub.subscribe(product, 'chat:a', switcher)
+  hub.publish(product, 'chat:a', undefined, 'one', () => order.push('topic'))
+  expect(order).toEqual(['topic', 'deliver'])
+  hub.publish(product, 'chat:a', undefined, 'two', () => order.push('topic'))
+  expect(order).toEqual(['topic', 'deliver', 'topic']) // now live: the topic only
 })
