@@ -79,7 +79,8 @@ export function startGateway(port: number): Gateway {
   const invalidations = listenForInvalidations({
     caches: [policyCache],
     onMessage: (message) => {
-      if (message.kind !== 'public_key') return policyCache.forget(message.productId)
+      if (message.kind === 'namespaces' || message.kind === 'payload_storage') return policyCache.forget(message.productId)
+      if (message.kind !== 'public_key') return
       // Revoking an API key ends the tokens it issued, live connections included.
       for (const connection of connections) {
         if (connection.claims?.akid === message.keyId) connection.disconnect(DISCONNECTS.invalidToken, 'api key revoked')

@@ -104,6 +104,21 @@ function loadConfig() {
       /** Longest a worker trusts a cached API key or namespace policy without an invalidation message. */
       cacheTtlMs: int('REALTIME_CACHE_TTL_MS', 5000),
     },
+    mail: {
+      /**
+       * Marks a registered domain verified without looking up DNS (machines without DNS: scripts/up and the tests turn
+       * it on). Never on in production: only verified domains send, and verification is what proves ownership.
+       */
+      devVerify: bool('MAIL_DEV_VERIFY', false),
+      /** DNS servers for domain checks (comma-separated `ip` or `ip:port`); empty: the system's resolvers. */
+      dnsServers: str('MAIL_DNS_SERVERS', '').split(',').map((s) => s.trim()).filter(Boolean),
+      /** How long one DNS lookup of a domain check may take before its record counts as not found. */
+      dnsTimeoutMs: int('MAIL_DNS_TIMEOUT_MS', 5000),
+      /** The DKIM selector of new domains: the record is `<selector>._domainkey.<domain>`. */
+      dkimSelector: str('MAIL_DKIM_SELECTOR', 'platform'),
+      /** The SPF include of the record a domain publishes (`v=spf1 include:<this> ~all`). */
+      spfInclude: str('MAIL_SPF_INCLUDE', 'spf.mail.localhost'),
+    },
   }
 }
 

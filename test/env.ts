@@ -5,6 +5,8 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
 process.env.AUTH_RATE_LIMIT ??= '1000000'
+// Domains are verified without DNS (this machine has none), as under scripts/up; the DNS check itself is tested with a local DNS server.
+process.env.MAIL_DEV_VERIFY ??= '1'
 
 // scripts/test exports PLATFORM_SECRET_KEY from .data/secret.key; a plain `bun test` reads (or makes) the same file, so
 // secrets sealed by earlier runs against the same database still open.

@@ -3,8 +3,9 @@ import type { AnyOperation } from '../../shared/catalog/operation'
 import { catalogVersion } from '../../shared/catalog/openapi'
 import { accountOperations } from './accounts/operations'
 import { governanceOperations } from './governance/operations'
+import { mailOperations } from './mail/operations'
 import { realtimeOperations } from './realtime/operations'
 
-export const operations: readonly AnyOperation[] = [...accountOperations, ...governanceOperations, ...realtimeOperations]
+export const operations: readonly AnyOperation[] = [...accountOperations, ...governanceOperations, ...mailOperations, ...realtimeOperations]
 
 export const CATALOG_VERSION = catalogVersion(operations)

@@ -1,10 +1,12 @@
-// The public app ({public_url}): product-key routes under /{productId}/realtime, CORS preflight, health.
+// The public app ({public_url}): product-key routes under /{productId}/realtime and /{productId}/mail, CORS preflight
+// (Realtime), health.
 // Builds the app and never listens: main.ts listens, tests call app.handle().
 import { Elysia } from 'elysia'
 import { ApiError, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
-import { invalidationsLive } from './realtime/invalidation'
+import { invalidationsLive } from './invalidation'
 import { isAllowedOrigin, preflight } from './realtime/origin'
+import { mailRoutes } from './mail/routes'
 import { realtimeRoutes } from './realtime/routes'
 
 export function buildPublicApp() {
@@ -30,4 +32,5 @@ export function buildPublicApp() {
       }
     })
     .use(realtimeRoutes())
+    .use(mailRoutes())
 }

@@ -5,7 +5,7 @@ import { serveApp } from '../../shared/http/serve'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { buildPublicApp } from './app'
-import { listenForCacheInvalidations } from './realtime/invalidation'
+import { listenForCacheInvalidations } from './invalidation'
 import { MESSAGES_BODY_LIMIT } from './realtime/body'
 
 process.env.PROCESS_NAME ??= 'public'

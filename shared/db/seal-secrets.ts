@@ -4,7 +4,7 @@ import { type Keyring, requireSecretKey, rewrap, seal, sealedUnder, masterKeyId 
 import type { Sql } from './client'
 
 /** The tables holding sealed secrets, with the row label their `aad` is built from. */
-const SEALED = [{ table: 'realtime_signing_keys', id: 'kid' }] as const
+const SEALED = [{ table: 'realtime_signing_keys', id: 'kid' }, { table: 'mail_domains', id: 'id' }] as const
 
 export const aadOf = (table: string, id: string) => `${table}:${id}`
 

@@ -9,6 +9,7 @@ export type Invalidation =
   | { kind: 'public_key'; keyHash: string; keyId: string } // keyHash: hex digest of the key's lookup hash
   | { kind: 'namespaces'; productId: string }
   | { kind: 'payload_storage'; productId: string }
+  | { kind: 'mail_key'; keyHash: string } // hex digest of a Mail sending key (shared/mail/keys.ts)
 
 /**
  * Tells every worker to drop what the message names. Call it after the change has committed. A failed publish is

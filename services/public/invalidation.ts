@@ -1,7 +1,8 @@
-// This worker's caches (API keys, namespace policies) and the messages that drop their entries.
-import { listenForInvalidations, type InvalidationListener } from '../../../shared/realtime/invalidation-listener'
-import { policyCache } from '../../../shared/realtime/policies'
-import { keyCache } from './api-keys'
+// This worker's caches (Realtime API keys, namespace policies, Mail sending keys) and the messages that drop their entries.
+import { listenForInvalidations, type InvalidationListener } from '../../shared/realtime/invalidation-listener'
+import { policyCache } from '../../shared/realtime/policies'
+import { mailKeyCache } from './mail/api-keys'
+import { keyCache } from './realtime/api-keys'
 
 let listener: InvalidationListener | undefined
 
@@ -11,9 +12,10 @@ export const invalidationsLive = () => listener?.live() ?? false
 /** Starts listening (in the background); returns the function that stops it. */
 export function listenForCacheInvalidations(): () => Promise<void> {
   listener = listenForInvalidations({
-    caches: [keyCache, policyCache],
+    caches: [keyCache, policyCache, mailKeyCache],
     onMessage: (message) => {
       if (message.kind === 'public_key') keyCache.forget(message.keyHash)
+      else if (message.kind === 'mail_key') mailKeyCache.forget(message.keyHash)
       else policyCache.forget(message.productId)
     },
   })

@@ -1,0 +1,129 @@
+// Mail area, platform side: sending domains (DKIM, DNS records, verification) and sending API keys (lmk_).
+import Type from 'typebox'
+import { defineOperation, productOf } from '../../../shared/catalog/operation'
+import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
+import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
+import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './api-keys'
+import { createDomain, deleteDomain, getDomain, listDomains, verifyDomain, type Domain } from './domains'
+
+// ---- domains
+
+const DomainName = Type.String({
+  minLength: 3, maxLength: 253,
+  pattern: '^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]$',
+  description: 'A domain name you control, such as mail.example.com (stored in lower case)',
+})
+const Status = <V extends string>(values: readonly V[], description: string) => Type.Unsafe<V>(Type.Union(values.map((v) => Type.Literal(v)), { description }))
+const RecordSchema = Strict({
+  record: Status(['DKIM', 'SPF', 'Ownership'], 'What the record is for'),
+  type: Type.Literal('TXT'),
+  name: Type.String({ description: 'The full name to publish the record at' }),
+  value: Type.String(),
+  status: Status(['pending', 'verified', 'failed'], 'What the last check found'),
+})
+const DomainSchema = Strict({
+  id: Uuid(), name: Type.String(),
+  status: Status(['pending', 'verified', 'failed'], 'Only verified domains send; pending until checked, failed when a check missed a record'),
+  records: Type.Array(RecordSchema),
+  createdAt: Timestamp(),
+  checkedAt: Type.Union([Timestamp(), Type.Null()]),
+  verifiedAt: Type.Union([Timestamp(), Type.Null()]),
+})
+/** Any string: an id that is not a UUID names nothing (404), the rule for every Mail id. */
+const IdPath = (what: string) => Strict({ id: Type.String({ minLength: 1, maxLength: 200, description: `${what} id` }) })
+const domainOut = (d: Domain) => ({
+  ...d, createdAt: iso(d.createdAt), checkedAt: d.checkedAt && iso(d.checkedAt), verifiedAt: d.verifiedAt && iso(d.verifiedAt),
+})
+
+export const domainCreate = defineOperation({
+  id: 'mail_domain_create', method: 'POST', path: '/mail/domains', area: 'mail', auth: 'product',
+  summary: 'Register a sending domain: answers the DNS records to publish (DKIM, SPF, ownership); it sends once verified',
+  description: 'A new RSA 2048 DKIM key pair is made for the domain; the private key never leaves the server.',
+  body: Strict({ name: DomainName }),
+  response: DomainSchema,
+  handler: async ({ body }, ctx) => domainOut(await createDomain(productOf(ctx), body.name.toLowerCase())),
+})
+
+export const domainList = defineOperation({
+  id: 'mail_domain_list', method: 'GET', path: '/mail/domains', area: 'mail', auth: 'product',
+  summary: "List the product's sending domains, newest first",
+  response: Strict({ object: Type.Literal('list'), data: Type.Array(DomainSchema) }),
+  handler: async (_input, ctx) => ({ object: 'list' as const, data: (await listDomains(productOf(ctx))).map(domainOut) }),
+})
+
+export const domainGet = defineOperation({
+  id: 'mail_domain_get', method: 'GET', path: '/mail/domains/{id}', area: 'mail', auth: 'product',
+  summary: 'Get one sending domain with its DNS records and their status',
+  params: IdPath('Domain'),
+  response: DomainSchema,
+  handler: async ({ params }, ctx) => domainOut(await getDomain(productOf(ctx), params.id)),
+})
+
+export const domainVerify = defineOperation({
+  id: 'mail_domain_verify', method: 'POST', path: '/mail/domains/{id}/verify', area: 'mail', auth: 'product',
+  summary: 'Look the DNS records up now: the domain becomes verified when all three are found, else failed',
+  params: IdPath('Domain'),
+  response: DomainSchema,
+  handler: async ({ params }, ctx) => domainOut(await verifyDomain(productOf(ctx), params.id)),
+})
+
+export const domainDelete = defineOperation({
+  id: 'mail_domain_delete', method: 'DELETE', path: '/mail/domains/{id}', area: 'mail', auth: 'product',
+  summary: 'Delete a sending domain; keys locked to it are revoked with it; emails already sent keep their records',
+  params: IdPath('Domain'),
+  response: Strict({ id: Type.String(), deleted: Type.Literal(true) }),
+  handler: async ({ params }, ctx) => {
+    await deleteDomain(productOf(ctx), params.id)
+    return { id: params.id, deleted: true as const }
+  },
+})
+
+// ---- sending API keys
+
+const KeySchema = Strict({
+  id: Uuid(), name: Type.String(), scope: MailScopeName,
+  domainId: Type.Union([Uuid(), Type.Null()], { description: 'The one domain the key is locked to; null when not locked' }),
+  prefix: Type.String({ description: 'lmk_ plus the six characters after it' }),
+  createdAt: Timestamp(),
+})
+const keyOut = (k: MailKey) => ({ ...k, createdAt: iso(k.createdAt) })
+
+export const apiKeyCreate = defineOperation({
+  id: 'mail_apikey_create', method: 'POST', path: '/mail/api-keys', area: 'mail', auth: 'product',
+  summary: 'Create a sending API key (lmk_); the secret is returned only here',
+  description: `Scopes: ${MAIL_SCOPES.join(', ')}. Rotation: create a key with the same scope (and domainId), deploy it, `
+    + 'confirm nothing uses the old key, then delete the old one; both work in between.',
+  body: Strict({
+    name: Type.String({ minLength: 1, maxLength: 256, description: 'A label only' }),
+    scope: MailScopeName,
+    domainId: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()], { description: 'Lock the key to one domain of this product' })),
+  }),
+  response: Strict({
+    id: Uuid(), name: Type.String(), scope: MailScopeName, domainId: Type.Union([Uuid(), Type.Null()]),
+    prefix: Type.String(), key: Type.String({ description: 'The secret (lmk_...), shown once' }), createdAt: Timestamp(),
+  }),
+  handler: async ({ body }, ctx) => {
+    const { id, name, scope, domainId, prefix, key, createdAt } = await createMailKey(productOf(ctx), body)
+    return { id, name, scope, domainId, prefix, key, createdAt: iso(createdAt) }
+  },
+})
+
+export const apiKeyList = defineOperation({
+  id: 'mail_apikey_list', method: 'GET', path: '/mail/api-keys', area: 'mail', auth: 'product',
+  summary: "List the product's active sending keys, newest first (prefixes only, never secrets)",
+  response: Strict({ object: Type.Literal('list'), data: Type.Array(KeySchema) }),
+  handler: async (_input, ctx) => ({ object: 'list' as const, data: (await listMailKeys(productOf(ctx))).map(keyOut) }),
+})
+
+export const apiKeyDelete = defineOperation({
+  id: 'mail_apikey_delete', method: 'DELETE', path: '/mail/api-keys/{id}', area: 'mail', auth: 'product',
+  summary: 'Revoke a sending key: its next use fails 401 on every public worker; emails already sent are unaffected',
+  params: IdPath('API key'),
+  response: Strict({ id: Type.String(), revoked: Type.Literal(true) }),
+  handler: async ({ params }, ctx) => {
+    await revokeMailKey(productOf(ctx), params.id)
+    return { id: params.id, revoked: true as const }
+  },
+})
+
+export const mailOperations = [domainCreate, domainList, domainGet, domainVerify, domainDelete, apiKeyCreate, apiKeyList, apiKeyDelete]

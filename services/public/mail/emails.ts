@@ -1,0 +1,159 @@
+// Emails on the public surface: queue one (the mailer process delivers it), read one with its event timeline, list
+// them. Every read is scoped to what the key may see: a sending_access key reads the emails it sent, a key locked to a
+// domain reads that domain's emails only, and anything else is 404 (indistinguishable from an unknown id).
+import { randomUUID } from 'node:crypto'
+import Type, { type Static } from 'typebox'
+import { Strict } from '../../../shared/catalog/schemas'
+import { validateInput } from '../../../shared/catalog/validate'
+import { sql } from '../../../shared/db/client'
+import { ApiError, badRequest, notFound } from '../../../shared/errors'
+import { asList, parseMailbox } from '../../../shared/mail/addresses'
+import { isUuid } from '../../../shared/mail/ids'
+import { type MailKeyIdentity, restrictedKey } from './api-keys'
+
+/** Headers a sender may not set: the platform writes them (addressing, MIME structure, signature, tracking ids). */
+const RESERVED_HEADERS = new Set([
+  'from', 'to', 'cc', 'bcc', 'reply-to', 'subject', 'date', 'message-id', 'mime-version', 'content-type',
+  'content-transfer-encoding', 'dkim-signature', 'return-path', 'sender', 'received',
+])
+export const MAX_RECIPIENTS = 50
+
+const Address = Type.String({ minLength: 3, maxLength: 512, description: '"addr" or "Name <addr>"' })
+const Recipients = (what: string) => Type.Union([Address, Type.Array(Address, { minItems: 1, maxItems: MAX_RECIPIENTS })], {
+  description: `${what}: one address or an array of at most ${MAX_RECIPIENTS}`,
+})
+export const SendBody = Strict({
+  from: Address,
+  to: Recipients('Recipients'),
+  cc: Type.Optional(Recipients('Carbon copy')),
+  bcc: Type.Optional(Recipients('Blind carbon copy')),
+  reply_to: Type.Optional(Recipients('Reply-To addresses')),
+  subject: Type.String({ minLength: 1, maxLength: 998 }),
+  html: Type.Optional(Type.String({ maxLength: 1_000_000 })),
+  text: Type.Optional(Type.String({ maxLength: 1_000_000 })),
+  headers: Type.Optional(Type.Record(
+    Type.String({ pattern: '^[!-9;-~]{1,76}$' }),
+    Type.String({ maxLength: 998, pattern: '^[^\\r\\n]*$' }),
+    { description: 'Extra headers; addressing, MIME and signature headers are the platform\'s' },
+  )),
+  tags: Type.Optional(Type.Array(Strict({
+    name: Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$' }),
+    value: Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$' }),
+  }), { maxItems: 50 })),
+})
+export type SendBody = Static<typeof SendBody>
+
+const field = (path: string, message: string) => badRequest(`Invalid request: ${path} ${message}`, [{ path, message }])
+
+/**
+ * The `from` domain, resolved before anything else is looked at: a key locked to another domain is refused (401, nothing
+ * queued) whatever the rest of the body says; an unregistered or unverified domain is 403 `domain_not_verified`.
+ */
+async function sendingDomain(key: MailKeyIdentity, body: unknown): Promise<{ id: string; name: string }> {
+  const from = (body as { from?: unknown } | null)?.from
+  if (typeof from !== 'string') throw field('/body/from', 'is required: "addr" or "Name <addr>"')
+  const mailbox = parseMailbox(from)
+  if (!mailbox) throw field('/body/from', 'is not an email address: use "addr" or "Name <addr>"')
+  const [domain] = await sql`select id, name, status from mail_domains where product_id = ${key.productId} and name = ${mailbox.domain}`
+  if (key.domainId !== null && domain?.id !== key.domainId) {
+    throw restrictedKey(`This API key is restricted to one domain and cannot send from ${mailbox.domain}`)
+  }
+  if (!domain || domain.status !== 'verified') {
+    throw new ApiError(403, 'domain_not_verified', domain
+      ? `The domain ${mailbox.domain} is not verified (status ${domain.status}): publish its DNS records and verify it`
+      : `The domain ${mailbox.domain} is not registered for this product: register and verify it first`,
+    { fields: [{ path: '/body/from', message: `uses domain ${mailbox.domain}, which cannot send` }] })
+  }
+  return { id: domain.id, name: domain.name }
+}
+
+/** Every address of every list parses, and no list is longer than the limit. */
+function checkRecipients(body: SendBody): void {
+  for (const name of ['to', 'cc', 'bcc', 'reply_to'] as const) {
+    const list = asList(body[name])
+    list.forEach((value, i) => {
+      if (!parseMailbox(value)) throw field(`/body/${name}${Array.isArray(body[name]) ? `/${i}` : ''}`, 'is not an email address')
+    })
+  }
+  if (body.html === undefined && body.text === undefined) throw field('/body', 'needs html or text (or both)')
+  for (const header of Object.keys(body.headers ?? {})) {
+    if (RESERVED_HEADERS.has(header.toLowerCase())) throw field(`/body/headers/${header}`, 'is set by the platform and cannot be given')
+  }
+}
+
+/** Queues an email: the row and its `queued` event in one transaction. Answers its id. */
+export async function queueEmail(key: MailKeyIdentity, raw: unknown): Promise<{ id: string }> {
+  const domain = await sendingDomain(key, raw)
+  const body = validateInput({ body: SendBody }, { body: raw }).body as SendBody
+  checkRecipients(body)
+  const id = randomUUID()
+  await sql.begin(async (tx) => {
+    await tx`
+      insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, cc_addresses, bcc_addresses,
+                          reply_to, subject, html, text, headers, tags, message_id)
+      values (${id}, ${key.productId}, ${domain.id}, ${key.keyId}, ${body.from}, ${asList(body.to)}, ${asList(body.cc)},
+              ${asList(body.bcc)}, ${asList(body.reply_to)}, ${body.subject}, ${body.html ?? null}, ${body.text ?? null},
+              ${(body.headers ?? {}) as never}::jsonb, ${(body.tags ?? []) as never}::jsonb, ${`<${id}@${domain.name}>`})`
+    await tx`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())` // the email's own last_event_at
+  })
+  return { id }
+}
+
+/** What a key may read: its own emails with sending_access, its domain's when locked. */
+const visibleTo = (key: MailKeyIdentity) => sql`
+  product_id = ${key.productId}
+  ${key.scope === 'sending_access' ? sql`and api_key_id = ${key.keyId}` : sql``}
+  ${key.domainId !== null ? sql`and domain_id = ${key.domainId}` : sql``}`
+
+const iso = (value: Date) => value.toISOString()
+const summary = (row: Record<string, any>) => ({
+  object: 'email' as const, id: row.id, from: row.from_address, to: row.to_addresses, cc: row.cc_addresses,
+  bcc: row.bcc_addresses, reply_to: row.reply_to, subject: row.subject, created_at: iso(row.created_at),
+  last_event: row.last_event, last_event_at: iso(row.last_event_at),
+})
+
+/** One email the key may read, with its content and its events in order; 404 for anything else. */
+export async function getEmail(key: MailKeyIdentity, id: string) {
+  if (!isUuid(id)) throw notFound('Email')
+  const [row] = await sql`select * from emails where id = ${id} and ${visibleTo(key)}`
+  if (!row) throw notFound('Email')
+  const events = await sql`select kind, at, detail from email_events where email_id = ${id} order by id`
+  return {
+    ...summary(row), html: row.html, text: row.text, headers: row.headers, tags: row.tags, message_id: row.message_id,
+    events: events.map((e) => ({ type: e.kind, at: iso(e.at), ...(e.detail ? { detail: e.detail } : {}) })),
+  }
+}
+
+export const ListQuery = Strict({
+  limit: Type.Optional(Type.String({ pattern: '^(?:[1-9]|[1-9][0-9]|100)$', description: '1 to 100, default 20' })),
+  after: Type.Optional(Type.String({ maxLength: 200, description: 'An email id: the page of older emails after it' })),
+  before: Type.Optional(Type.String({ maxLength: 200, description: 'An email id: the page of newer emails before it' })),
+})
+
+/**
+ * The emails the key may read, newest first, Resend's way: `{object: "list", has_more, data}`, `limit` 1..100
+ * (default 20), `after` (older than that id) or `before` (newer than it). A key locked to a domain cannot list (403).
+ */
+export async function listEmails(key: MailKeyIdentity, rawQuery: Record<string, string>) {
+  if (key.domainId !== null) throw restrictedKey('This API key is restricted to one domain and cannot list emails', 403)
+  const query = validateInput({ query: ListQuery }, { query: rawQuery }).query as Static<typeof ListQuery>
+  if (query.after !== undefined && query.before !== undefined) throw field('/query/before', 'cannot be given with after')
+  const limit = Number(query.limit ?? 20)
+  const cursorId = query.after ?? query.before
+  if (cursorId !== undefined) {
+    const name = query.after !== undefined ? 'after' : 'before'
+    const [found] = isUuid(cursorId) ? await sql`select 1 from emails where id = ${cursorId} and ${visibleTo(key)}` : []
+    if (!found) throw field(`/query/${name}`, 'names no email this key can read')
+  }
+  const newerPage = query.before !== undefined
+  // The cursor's position is read in SQL: a JavaScript Date would drop its microseconds.
+  const position = sql`(select created_at, id from emails where id = ${cursorId ?? null})`
+  const rows = await sql`
+    select * from emails where ${visibleTo(key)}
+    ${cursorId !== undefined ? (newerPage ? sql`and (created_at, id) > ${position}` : sql`and (created_at, id) < ${position}`) : sql``}
+    order by created_at ${newerPage ? sql`asc` : sql`desc`}, id ${newerPage ? sql`asc` : sql`desc`}
+    limit ${limit + 1}`
+  const page = rows.slice(0, limit)
+  if (newerPage) page.reverse()
+  return { object: 'list' as const, has_more: rows.length > limit, data: page.map(summary) }
+}

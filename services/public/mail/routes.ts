@@ -1,0 +1,54 @@
+// The Mail public routes, rooted at /{productId}/mail: the sending key in X-Api-Key, then one domain function.
+import { randomUUID } from 'node:crypto'
+import { Elysia } from 'elysia'
+import { toErrorResponse } from '../../../shared/errors'
+import { readBytes } from '../../../shared/http/body'
+import { clientIp } from '../../../shared/http/serve'
+import { describeError, log } from '../../../shared/log'
+import { BODY_LIMIT, readBody } from '../realtime/body'
+import { checkIpRate } from '../realtime/rate-limit'
+import { authenticateMailKey, type MailKeyIdentity } from './api-keys'
+import { getEmail, listEmails, queueEmail } from './emails'
+
+/** POST /emails carries whole messages (html and text): 1 MiB on the wire. */
+export const EMAIL_BODY_LIMIT = 1_048_576
+
+interface Call {
+  key: MailKeyIdentity
+  body: unknown
+  params: Record<string, string>
+  query: Record<string, string>
+}
+
+/** IP rate limit (429), sending key (401/404), body limit (413), then the handler; every response has an x-request-id. */
+function endpoint(read: (request: Request) => Promise<unknown>, handler: (call: Call) => Promise<unknown>, status = 200) {
+  return async ({ request, params }: { request: Request; params: Record<string, string | undefined> }) => {
+    const requestId = randomUUID()
+    try {
+      await checkIpRate(clientIp(request))
+      const key = await authenticateMailKey(request, String(params.productId ?? '').toLowerCase())
+      const body = await read(request)
+      const query = Object.fromEntries(new URL(request.url).searchParams)
+      const result = await handler({ key, body, params: params as Record<string, string>, query })
+      return Response.json(result, { status, headers: { 'x-request-id': requestId } })
+    } catch (error) {
+      const response = toErrorResponse(error, (e) => log('error', 'public route failed', { requestId, ...describeError(e) }))
+      response.headers.set('x-request-id', requestId)
+      return response
+    }
+  }
+}
+
+const noBody = async (request: Request) => {
+  await readBytes(request, BODY_LIMIT)
+  return undefined
+}
+const emailBody = (request: Request) => readBody(request, EMAIL_BODY_LIMIT)
+
+const hooks = { parse: 'none' } as const
+
+export const mailRoutes = () =>
+  new Elysia({ prefix: '/:productId/mail' })
+    .post('/emails', endpoint(emailBody, ({ key, body }) => queueEmail(key, body)), hooks)
+    .get('/emails', endpoint(noBody, ({ key, query }) => listEmails(key, query)), hooks)
+    .get('/emails/:id', endpoint(noBody, ({ key, params }) => getEmail(key, params.id!)), hooks)
