@@ -21,12 +21,13 @@ function bool(name: string, fallback: boolean): boolean {
 }
 
 /** Project-local backing-service ports used by scripts/up and scripts/test when no URL is given. */
-export const LOCAL_PORTS = { postgres: 55432, redis: 56379, s3: 59000 } as const
+export const LOCAL_PORTS = { postgres: 55432, redis: 56379, s3: 59000, smtp: 59025 } as const
 
 function loadConfig() {
   const apiPort = int('API_PORT', 4100)
   const publicPort = int('PUBLIC_PORT', 4200)
   const gatewayPort = int('GATEWAY_PORT', 4300)
+  const mailerPort = int('MAILER_PORT', 4400)
   return {
     /** Environment name; part of every product API key's hashed lookup, so keys do not cross environments. */
     environment: str('PLATFORM_ENV', 'development'),
@@ -38,6 +39,8 @@ function loadConfig() {
     apiPort,
     publicPort,
     gatewayPort,
+    /** Health endpoints of the mailers (reusePort: any mailer answers). */
+    mailerPort,
     /** Addresses as clients see them (behind a proxy these differ from the listening ports). */
     apiUrl: str('API_URL', `http://127.0.0.1:${apiPort}`),
     publicUrl: str('PUBLIC_URL', `http://127.0.0.1:${publicPort}`),
@@ -118,6 +121,22 @@ function loadConfig() {
       dkimSelector: str('MAIL_DKIM_SELECTOR', 'platform'),
       /** The SPF include of the record a domain publishes (`v=spf1 include:<this> ~all`). */
       spfInclude: str('MAIL_SPF_INCLUDE', 'spf.mail.localhost'),
+      /** Where the mailer hands every email: `smtp://[user:pass@]host:port` (plain, or STARTTLS when offered). */
+      smtpUrl: str('SMTP_URL', `smtp://127.0.0.1:${LOCAL_PORTS.smtp}`),
+      /** Emails a product may queue per second (POST /emails); beyond it 429 with Retry-After. */
+      sendRatePerSecond: int('MAIL_SEND_RATE_PER_SECOND', 10),
+      /** Delivery attempts before an email that keeps failing temporarily is `failed`. */
+      maxAttempts: int('MAIL_MAX_ATTEMPTS', 8),
+      /** The wait after the first temporary failure; it doubles after each (30 s, 1 min, 2 min, ... up to the max). */
+      retryBaseMs: int('MAIL_RETRY_BASE_MS', 30_000),
+      retryMaxMs: int('MAIL_RETRY_MAX_MS', 3_600_000),
+      /** How long a mailer holds a claimed email; past it another mailer may take it over (a mailer that died). */
+      leaseMs: int('MAIL_LEASE_MS', 60_000),
+      /** How often an idle mailer looks for due emails, and how many it claims at once. */
+      pollMs: int('MAILER_POLL_MS', 250),
+      batchSize: int('MAILER_BATCH', 10),
+      /** Longest one SMTP conversation may take (connect, greeting, each reply). */
+      smtpTimeoutMs: int('MAILER_SMTP_TIMEOUT_MS', 30_000),
     },
   }
 }

@@ -4,7 +4,8 @@
 # Backing services run project-locally on ports nobody else uses (PostgreSQL 55432, Redis 56379, S3 59000),
 # with data, logs and pidfiles under .data/. A service that is already running from this checkout is reused
 # and left running; only what this invocation started is stopped on exit (stop_started).
-# Setting DATABASE_URL, REDIS_URL or S3_URL skips the corresponding local service entirely.
+# Setting DATABASE_URL, REDIS_URL or S3_URL skips the corresponding local service entirely. scripts/up also starts an
+# SMTP sink (59025) unless SMTP_URL is set.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 DATA_DIR="$ROOT/.data"
@@ -14,6 +15,7 @@ RUN_DIR="$DATA_DIR/run"
 PG_PORT=55432
 REDIS_PORT=56379
 S3_PORT=59000
+SMTP_PORT=59025
 BUN_VERSION=1.4.5
 
 STARTED=()                # services started by this invocation, in start order
@@ -344,6 +346,25 @@ start_s3() {
   export S3_URL="http://S3RVER:S3RVER@127.0.0.1:$S3_PORT"
 }
 
+# The local SMTP sink (scripts/smtp-sink.ts): the mailer delivers there, and each caught message is kept in .data/mail
+# as an .eml file. Only scripts/up starts it (the tests start their own). Exports SMTP_URL.
+smtp_ready() { port_open "$SMTP_PORT"; }
+start_smtp() {
+  local logfile=$LOG_DIR/smtp.log pid
+  if [[ -n ${SMTP_URL:-} ]]; then SERVICE_STATE[smtp]=external; export SMTP_URL; return 0; fi
+  if pid=$(service_pid smtp "scripts/smtp-sink.ts"); then
+    SERVICE_STATE[smtp]=reused
+    log "SMTP sink: reusing pid $pid on 127.0.0.1:$SMTP_PORT"
+  else
+    require_free_port "$SMTP_PORT" SMTP SMTP_URL "smtp://user:password@smtp.example.com:587"
+    log "SMTP sink: starting on 127.0.0.1:$SMTP_PORT (caught mail in .data/mail)"
+    launch smtp "$logfile" env SMTP_SINK_PORT="$SMTP_PORT" SMTP_SINK_DIR="$DATA_DIR/mail" \
+      "$(command -v bun)" run "$ROOT/scripts/smtp-sink.ts"
+    wait_until "SMTP sink" "$(<"$RUN_DIR/smtp.pid")" "$logfile" 30 smtp_ready
+  fi
+  export SMTP_URL="smtp://127.0.0.1:$SMTP_PORT"
+}
+
 # ---------------------------------------------------------------------------------------------------------------
 # Secrets at rest
 
@@ -469,11 +490,12 @@ timings_total() {
 # (a given URL may carry a real password: show it redacted).
 print_services() {
   local name label url
-  for name in postgres redis s3; do
+  for name in postgres redis s3 smtp; do
     case $name in
       postgres) label=PostgreSQL url=$DATABASE_URL ;;
       redis) label=Redis url=$REDIS_URL ;;
       s3) label=S3 url=$S3_URL ;;
+      smtp) [[ -n ${SMTP_URL:-} ]] || continue; label=SMTP url=$SMTP_URL ;;
     esac
     [[ ${SERVICE_STATE[$name]:-} != external ]] || url=$(redact_url "$url")
     printf '  %-11s %-50s %s\n' "$label" "$url" "${SERVICE_STATE[$name]:-}"

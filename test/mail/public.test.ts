@@ -19,7 +19,7 @@ let domainA: { id: string; name: string }
 let domainB: { id: string; name: string }
 let full: { id: string; key: string }
 beforeAll(async () => {
-  pair = await startPublicPair()
+  pair = await startPublicPair({ MAIL_SEND_RATE_PER_SECOND: '1000' })
   owner = await newProduct('Mail test')
   domainA = await as(owner, 'POST', '/mail/domains', { name: domainName() })
   domainB = await as(owner, 'POST', '/mail/domains', { name: domainName() })

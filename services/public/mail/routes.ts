@@ -9,6 +9,7 @@ import { BODY_LIMIT, readBody } from '../realtime/body'
 import { checkIpRate } from '../realtime/rate-limit'
 import { authenticateMailKey, type MailKeyIdentity } from './api-keys'
 import { getEmail, listEmails, queueEmail } from './emails'
+import { checkSendRate } from './send-rate'
 
 /** POST /emails carries whole messages (html and text): 1 MiB on the wire. */
 export const EMAIL_BODY_LIMIT = 1_048_576
@@ -49,6 +50,9 @@ const hooks = { parse: 'none' } as const
 
 export const mailRoutes = () =>
   new Elysia({ prefix: '/:productId/mail' })
-    .post('/emails', endpoint(emailBody, ({ key, body }) => queueEmail(key, body)), hooks)
+    .post('/emails', endpoint(emailBody, async ({ key, body }) => {
+      await checkSendRate(key.productId)
+      return queueEmail(key, body)
+    }), hooks)
     .get('/emails', endpoint(noBody, ({ key, query }) => listEmails(key, query)), hooks)
     .get('/emails/:id', endpoint(noBody, ({ key, params }) => getEmail(key, params.id!)), hooks)

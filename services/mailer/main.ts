@@ -1,0 +1,38 @@
+// Mailer: `bun run services/mailer/main.ts`. Any number of them: each claims due emails with leases
+// (services/mailer/queue.ts). /healthz and /readyz on MAILER_PORT (reusePort: any mailer answers).
+import { config } from '../../shared/config'
+import { sql } from '../../shared/db/client'
+import { liveness, readiness } from '../../shared/http/health'
+import { onShutdown } from '../../shared/http/lifecycle'
+import { log } from '../../shared/log'
+import { closeRedis } from '../../shared/redis'
+import { requireSecretKey } from '../../shared/secrets'
+import { closeTransport } from './deliver'
+import { startMailer } from './mailer'
+
+process.env.PROCESS_NAME ??= 'mailer'
+requireSecretKey() // DKIM keys are sealed: without the master key, fail now with a clear message
+
+const mailer = startMailer()
+const health = Bun.serve({
+  port: config.mailerPort,
+  reusePort: true,
+  async fetch(request) {
+    const path = new URL(request.url).pathname
+    if (path === '/healthz') return Response.json(liveness())
+    if (path === '/readyz') {
+      const { status, body } = await readiness()
+      return Response.json(body, { status })
+    }
+    return Response.json({ error: 'not_found', message: `No route ${request.method} ${path}` }, { status: 404 })
+  },
+})
+log('info', 'listening', { name: 'mailer', port: health.port })
+
+onShutdown(async () => {
+  health.stop(true)
+  await mailer.stop()
+  closeTransport()
+  await sql.end({ timeout: 5 }).catch(() => {})
+  await closeRedis()
+})

@@ -1,0 +1,103 @@
+// The delivery queue is the emails table. A mailer claims due emails with a lease (FOR UPDATE SKIP LOCKED: mailers
+// never claim the same email at once), and records each outcome only while its lease stands. A mailer that dies
+// leaves its emails leased; when the lease runs out another mailer claims them again: nothing is lost, and an email
+// whose acceptance was not recorded yet may be sent twice, with the same Message-ID (at-least-once; docs/mail.md).
+import { sql } from '../../shared/db/client'
+
+export interface ClaimedEmail {
+  id: string
+  productId: string
+  domainId: string | null
+  fromAddress: string
+  to: string[]
+  cc: string[]
+  bcc: string[]
+  replyTo: string[]
+  subject: string
+  html: string | null
+  text: string | null
+  headers: Record<string, string>
+  messageId: string
+  createdAt: Date
+  /** This attempt's number (1 for the first). */
+  attempts: number
+  /** Proves the lease is still this mailer's when the outcome is recorded. */
+  leaseToken: string
+}
+
+export type EventKind = 'sent' | 'delivered' | 'delivery_delayed' | 'bounced' | 'failed' | 'suppressed'
+
+/** Claims up to `limit` due emails for `leaseMs`. */
+export async function claimDue(limit: number, leaseMs: number): Promise<ClaimedEmail[]> {
+  const rows = await sql`
+    with due as (
+      select id from emails
+      where last_event in ('queued', 'sent', 'delivery_delayed') and next_attempt_at <= now()
+        and (lease_until is null or lease_until < now())
+      order by next_attempt_at
+      limit ${limit}
+      for update skip locked
+    )
+    update emails e
+    set lease_until = now() + ${leaseMs} * interval '1 millisecond', lease_token = gen_random_uuid(), attempts = e.attempts + 1
+    from due where e.id = due.id
+    returning e.*`
+  return rows.map((row) => ({
+    id: row.id, productId: row.product_id, domainId: row.domain_id, fromAddress: row.from_address, to: row.to_addresses,
+    cc: row.cc_addresses, bcc: row.bcc_addresses, replyTo: row.reply_to, subject: row.subject, html: row.html,
+    text: row.text, headers: row.headers, messageId: row.message_id, createdAt: row.created_at, attempts: row.attempts,
+    leaseToken: row.lease_token,
+  }))
+}
+
+/** The addresses among `addresses` (lower case) on the product's suppression list. */
+export async function suppressedAmong(productId: string, addresses: string[]): Promise<Set<string>> {
+  if (addresses.length === 0) return new Set()
+  const rows = await sql`select address from mail_suppressions where product_id = ${productId} and address = any(${addresses})`
+  return new Set(rows.map((r) => r.address as string))
+}
+
+// Every event's time is its transaction's `now()`: the same instant as the email's last_event_at.
+
+/** Records that delivery started (the email's first attempt): it stays leased. False when the lease was lost. */
+export async function markSent(email: ClaimedEmail, detail?: string): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx`
+      update emails set last_event = 'sent', last_event_at = now() where id = ${email.id} and lease_token = ${email.leaseToken} returning id`
+    if (!row) return false
+    await tx`insert into email_events (email_id, kind, detail, at) values (${email.id}, 'sent', ${detail ?? null}, now())`
+    return true
+  })
+}
+
+export interface Finish {
+  kind: Exclude<EventKind, 'sent'>
+  detail?: string
+  /** For `delivery_delayed`: when the next attempt may start. */
+  retryInMs?: number
+  /** Addresses to put on the product's suppression list (lower case), with why. */
+  suppress?: string[]
+}
+
+/**
+ * Records an attempt's outcome, its event and any suppressions, in one transaction, and releases the lease. False
+ * (nothing written) when the lease is no longer this mailer's: another mailer took the email over.
+ */
+export async function finish(email: ClaimedEmail, outcome: Finish): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const next = outcome.retryInMs !== undefined ? sql`now() + ${outcome.retryInMs} * interval '1 millisecond'` : sql`next_attempt_at`
+    const [row] = await tx`
+      update emails set last_event = ${outcome.kind}, last_event_at = now(), lease_until = null, lease_token = null,
+        next_attempt_at = ${next}
+      where id = ${email.id} and lease_token = ${email.leaseToken}
+      returning id`
+    if (!row) return false
+    await tx`insert into email_events (email_id, kind, detail, at) values (${email.id}, ${outcome.kind}, ${outcome.detail ?? null}, now())`
+    for (const address of outcome.suppress ?? []) {
+      await tx`
+        insert into mail_suppressions (product_id, address, reason) values (${email.productId}, ${address}, ${outcome.detail ?? 'bounced'})
+        on conflict do nothing`
+    }
+    return true
+  })
+}
