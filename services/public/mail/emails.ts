@@ -10,6 +10,7 @@ import { ApiError, badRequest, notFound } from '../../../shared/errors'
 import { asList, parseMailbox } from '../../../shared/mail/addresses'
 import { isUuid } from '../../../shared/mail/ids'
 import { type MailKeyIdentity, restrictedKey } from './api-keys'
+import { claimKey, payloadHash, releaseKey } from './idempotency'
 
 /** Headers a sender may not set: the platform writes them (addressing, MIME structure, signature, tracking ids). */
 const RESERVED_HEADERS = new Set([
@@ -81,21 +82,36 @@ function checkRecipients(body: SendBody): void {
   }
 }
 
-/** Queues an email: the row and its `queued` event in one transaction. Answers its id. */
-export async function queueEmail(key: MailKeyIdentity, raw: unknown): Promise<{ id: string }> {
+/**
+ * Queues an email: the row and its `queued` event (and, with an Idempotency-Key, the key's binding to it) in one
+ * transaction. Answers its id. A repeat of an idempotent request answers the first one's id and queues nothing.
+ */
+export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotencyKey: string | null = null): Promise<{ id: string }> {
   const domain = await sendingDomain(key, raw)
   const body = validateInput({ body: SendBody }, { body: raw }).body as SendBody
   checkRecipients(body)
+  if (idempotencyKey !== null) {
+    const earlier = await claimKey(key.productId, idempotencyKey, payloadHash(raw))
+    if (earlier !== null) return { id: earlier }
+  }
   const id = randomUUID()
-  await sql.begin(async (tx) => {
-    await tx`
-      insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, cc_addresses, bcc_addresses,
-                          reply_to, subject, html, text, headers, tags, message_id)
-      values (${id}, ${key.productId}, ${domain.id}, ${key.keyId}, ${body.from}, ${asList(body.to)}, ${asList(body.cc)},
-              ${asList(body.bcc)}, ${asList(body.reply_to)}, ${body.subject}, ${body.html ?? null}, ${body.text ?? null},
-              ${(body.headers ?? {}) as never}::jsonb, ${(body.tags ?? []) as never}::jsonb, ${`<${id}@${domain.name}>`})`
-    await tx`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())` // the email's own last_event_at
-  })
+  try {
+    await sql.begin(async (tx) => {
+      await tx`
+        insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, cc_addresses, bcc_addresses,
+                            reply_to, subject, html, text, headers, tags, message_id)
+        values (${id}, ${key.productId}, ${domain.id}, ${key.keyId}, ${body.from}, ${asList(body.to)}, ${asList(body.cc)},
+                ${asList(body.bcc)}, ${asList(body.reply_to)}, ${body.subject}, ${body.html ?? null}, ${body.text ?? null},
+                ${(body.headers ?? {}) as never}::jsonb, ${(body.tags ?? []) as never}::jsonb, ${`<${id}@${domain.name}>`})`
+      await tx`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())` // the email's own last_event_at
+      if (idempotencyKey !== null) {
+        await tx`update mail_idempotency_keys set email_id = ${id} where product_id = ${key.productId} and key = ${idempotencyKey}`
+      }
+    })
+  } catch (error) {
+    if (idempotencyKey !== null) await releaseKey(key.productId, idempotencyKey).catch(() => {}) // else it frees itself after a minute
+    throw error
+  }
   return { id }
 }
 

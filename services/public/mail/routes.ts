@@ -9,12 +9,14 @@ import { BODY_LIMIT, readBody } from '../realtime/body'
 import { checkIpRate } from '../realtime/rate-limit'
 import { authenticateMailKey, type MailKeyIdentity } from './api-keys'
 import { getEmail, listEmails, queueEmail } from './emails'
+import { idempotencyKeyOf } from './idempotency'
 import { checkSendRate } from './send-rate'
 
 /** POST /emails carries whole messages (html and text): 1 MiB on the wire. */
 export const EMAIL_BODY_LIMIT = 1_048_576
 
 interface Call {
+  request: Request
   key: MailKeyIdentity
   body: unknown
   params: Record<string, string>
@@ -30,7 +32,7 @@ function endpoint(read: (request: Request) => Promise<unknown>, handler: (call: 
       const key = await authenticateMailKey(request, String(params.productId ?? '').toLowerCase())
       const body = await read(request)
       const query = Object.fromEntries(new URL(request.url).searchParams)
-      const result = await handler({ key, body, params: params as Record<string, string>, query })
+      const result = await handler({ request, key, body, params: params as Record<string, string>, query })
       return Response.json(result, { status, headers: { 'x-request-id': requestId } })
     } catch (error) {
       const response = toErrorResponse(error, (e) => log('error', 'public route failed', { requestId, ...describeError(e) }))
@@ -50,9 +52,10 @@ const hooks = { parse: 'none' } as const
 
 export const mailRoutes = () =>
   new Elysia({ prefix: '/:productId/mail' })
-    .post('/emails', endpoint(emailBody, async ({ key, body }) => {
+    .post('/emails', endpoint(emailBody, async ({ key, body, request }) => {
+      const idempotencyKey = idempotencyKeyOf(request)
       await checkSendRate(key.productId)
-      return queueEmail(key, body)
+      return queueEmail(key, body, idempotencyKey)
     }), hooks)
     .get('/emails', endpoint(noBody, ({ key, query }) => listEmails(key, query)), hooks)
     .get('/emails/:id', endpoint(noBody, ({ key, params }) => getEmail(key, params.id!)), hooks)

@@ -1,0 +1,64 @@
+// Idempotency-Key on POST /emails, Resend's way: a repeat within 24 hours with the same payload answers the first
+// email's id and queues nothing; the same key with another payload is 409 invalid_idempotent_request; a repeat while
+// the first is still being handled is 409 concurrent_idempotent_requests. The key's row is claimed with one insert (the
+// primary key makes exactly one request win, on any number of workers) and bound to the email in the email's own
+// transaction, so there are never two emails for one key.
+import { createHash } from 'node:crypto'
+import { sql } from '../../../shared/db/client'
+import { ApiError } from '../../../shared/errors'
+
+/** How long a key is remembered. */
+export const KEY_TTL_HOURS = 24
+/** A claim never bound to an email this long after it was made belongs to a request that died: it may be taken over. */
+const ABANDONED_SECONDS = 60
+
+/** The header's value, or null without one; 400 invalid_idempotency_key outside 1..256 characters. */
+export function idempotencyKeyOf(request: Request): string | null {
+  const key = request.headers.get('idempotency-key')
+  if (key === null) return null
+  if (key.length < 1 || key.length > 256) {
+    throw new ApiError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 256 characters', {
+      fields: [{ path: '/headers/idempotency-key', message: 'must be 1 to 256 characters' }],
+    })
+  }
+  return key
+}
+
+/** JSON with object keys sorted, so the same payload hashes the same whatever its key order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
+}
+
+export const payloadHash = (body: unknown) => createHash('sha256').update(canonical(body)).digest()
+
+/**
+ * Claims `key` for this request: null when this request is the first (it must then queue the email and bind it, or
+ * release the key), or the id of the email a repeat refers to. Throws the two 409s.
+ */
+export async function claimKey(productId: string, key: string, hash: Buffer): Promise<string | null> {
+  const [claimed] = await sql`
+    insert into mail_idempotency_keys (product_id, key, request_hash) values (${productId}, ${key}, ${hash})
+    on conflict (product_id, key) do update set request_hash = excluded.request_hash, email_id = null, created_at = now()
+      where mail_idempotency_keys.created_at < now() - ${KEY_TTL_HOURS} * interval '1 hour'
+         or (mail_idempotency_keys.email_id is null and mail_idempotency_keys.created_at < now() - ${ABANDONED_SECONDS} * interval '1 second')
+    returning key`
+  if (claimed) return null
+  const [existing] = await sql`select request_hash, email_id from mail_idempotency_keys where product_id = ${productId} and key = ${key}`
+  if (!existing) return claimKey(productId, key, hash) // released meanwhile: try again
+  if (!Buffer.from(existing.request_hash).equals(hash)) {
+    throw new ApiError(409, 'invalid_idempotent_request', 'This Idempotency-Key was already used with a different payload; use a new key for a new email')
+  }
+  if (existing.email_id === null) {
+    throw new ApiError(409, 'concurrent_idempotent_requests', 'A request with this Idempotency-Key is still in progress; retry shortly', {}, { 'retry-after': '1' })
+  }
+  return existing.email_id
+}
+
+/** The first request failed (a 4xx, or an outage): the key is free again, so a corrected request can use it. */
+export async function releaseKey(productId: string, key: string): Promise<void> {
+  await sql`delete from mail_idempotency_keys where product_id = ${productId} and key = ${key} and email_id is null`
+}
