@@ -121,7 +121,7 @@ describe('sending API keys', () => {
       body: { jsonrpc: '2.0', id, method, ...(params ? { params } : {}) },
     })
     const names = ((await mcp(1, 'tools/list')).body.result.tools as { name: string }[]).map((t) => t.name)
-    for (const name of ['mail_domain_create', 'mail_domain_list', 'mail_domain_get', 'mail_domain_verify', 'mail_domain_delete', 'mail_apikey_create', 'mail_apikey_list', 'mail_apikey_delete']) {
+    for (const name of ['mail_domain_create', 'mail_domain_list', 'mail_domain_get', 'mail_domain_verify', 'mail_domain_delete', 'mail_apikey_create', 'mail_apikey_list', 'mail_apikey_delete', 'mail_template_create', 'mail_template_list', 'mail_template_get', 'mail_template_update', 'mail_template_delete']) {
       expect(names).toContain(name)
     }
     const created = await mcp(2, 'tools/call', { name: 'mail_apikey_create', arguments: { body: { name: 'agent', scope: 'sending_access' } } })

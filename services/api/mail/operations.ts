@@ -3,16 +3,15 @@ import Type from 'typebox'
 import { defineOperation, productOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
+import { DomainName, TemplateFields } from '../../../shared/mail/schemas'
 import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './api-keys'
-import { createDomain, deleteDomain, getDomain, listDomains, verifyDomain, type Domain } from './domains'
+import { createDomain, deleteDomain, getDomain, listDomains, verifyDomain, type Domain } from '../../../shared/mail/domains'
+import {
+  createTemplate, deleteTemplate, getTemplate, listTemplates, placeholders, type Template, updateTemplate,
+} from '../../../shared/mail/templates'
 
 // ---- domains
 
-const DomainName = Type.String({
-  minLength: 3, maxLength: 253,
-  pattern: '^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]$',
-  description: 'A domain name you control, such as mail.example.com (stored in lower case)',
-})
 const Status = <V extends string>(values: readonly V[], description: string) => Type.Unsafe<V>(Type.Union(values.map((v) => Type.Literal(v)), { description }))
 const RecordSchema = Strict({
   record: Status(['DKIM', 'SPF', 'Ownership'], 'What the record is for'),
@@ -39,7 +38,7 @@ export const domainCreate = defineOperation({
   id: 'mail_domain_create', method: 'POST', path: '/mail/domains', area: 'mail', auth: 'product',
   summary: 'Register a sending domain: answers the DNS records to publish (DKIM, SPF, ownership); it sends once verified',
   description: 'A new RSA 2048 DKIM key pair is made for the domain; the private key never leaves the server.',
-  body: Strict({ name: DomainName }),
+  body: Strict({ name: DomainName() }),
   response: DomainSchema,
   handler: async ({ body }, ctx) => domainOut(await createDomain(productOf(ctx), body.name.toLowerCase())),
 })
@@ -126,4 +125,64 @@ export const apiKeyDelete = defineOperation({
   },
 })
 
-export const mailOperations = [domainCreate, domainList, domainGet, domainVerify, domainDelete, apiKeyCreate, apiKeyList, apiKeyDelete]
+// ---- templates
+
+const TemplateSchema = Strict({
+  id: Uuid(), name: Type.String(), subject: Type.String(), html: Type.String(), text: Type.Union([Type.String(), Type.Null()]),
+  variables: Type.Array(Type.String(), { description: 'The placeholders the template uses: every one must be given at send time' }),
+  createdAt: Timestamp(), updatedAt: Timestamp(),
+})
+const templateOut = (t: Template) => ({
+  ...t, variables: placeholders(t.subject, t.html, t.text), createdAt: iso(t.createdAt), updatedAt: iso(t.updatedAt),
+})
+
+export const templateCreate = defineOperation({
+  id: 'mail_template_create', method: 'POST', path: '/mail/templates', area: 'mail', auth: 'product',
+  summary: 'Create an email template: subject, html and optional text with {{variable}} placeholders',
+  body: Strict({ name: TemplateFields.name(), subject: TemplateFields.subject(), html: TemplateFields.html(), text: Type.Optional(TemplateFields.text()) }),
+  response: TemplateSchema,
+  handler: async ({ body }, ctx) => templateOut(await createTemplate(productOf(ctx), body)),
+})
+
+export const templateList = defineOperation({
+  id: 'mail_template_list', method: 'GET', path: '/mail/templates', area: 'mail', auth: 'product',
+  summary: "List the product's email templates, newest first",
+  response: Strict({ object: Type.Literal('list'), data: Type.Array(TemplateSchema) }),
+  handler: async (_input, ctx) => ({ object: 'list' as const, data: (await listTemplates(productOf(ctx))).map(templateOut) }),
+})
+
+export const templateGet = defineOperation({
+  id: 'mail_template_get', method: 'GET', path: '/mail/templates/{id}', area: 'mail', auth: 'product',
+  summary: 'Get one email template',
+  params: IdPath('Template'),
+  response: TemplateSchema,
+  handler: async ({ params }, ctx) => templateOut(await getTemplate(productOf(ctx), params.id)),
+})
+
+export const templateUpdate = defineOperation({
+  id: 'mail_template_update', method: 'PATCH', path: '/mail/templates/{id}', area: 'mail', auth: 'product',
+  summary: 'Change an email template; only supplied fields change; emails already sent keep what they were sent with',
+  params: IdPath('Template'),
+  body: Strict({
+    name: Type.Optional(TemplateFields.name()), subject: Type.Optional(TemplateFields.subject()),
+    html: Type.Optional(TemplateFields.html()), text: Type.Optional(TemplateFields.text()),
+  }),
+  response: TemplateSchema,
+  handler: async ({ params, body }, ctx) => templateOut(await updateTemplate(productOf(ctx), params.id, body)),
+})
+
+export const templateDelete = defineOperation({
+  id: 'mail_template_delete', method: 'DELETE', path: '/mail/templates/{id}', area: 'mail', auth: 'product',
+  summary: 'Delete an email template',
+  params: IdPath('Template'),
+  response: Strict({ id: Type.String(), deleted: Type.Literal(true) }),
+  handler: async ({ params }, ctx) => {
+    await deleteTemplate(productOf(ctx), params.id)
+    return { id: params.id, deleted: true as const }
+  },
+})
+
+export const mailOperations = [
+  domainCreate, domainList, domainGet, domainVerify, domainDelete, apiKeyCreate, apiKeyList, apiKeyDelete,
+  templateCreate, templateList, templateGet, templateUpdate, templateDelete,
+]

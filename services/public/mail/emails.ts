@@ -6,9 +6,11 @@ import Type, { type Static } from 'typebox'
 import { Strict } from '../../../shared/catalog/schemas'
 import { validateInput } from '../../../shared/catalog/validate'
 import { sql } from '../../../shared/db/client'
-import { ApiError, badRequest, notFound } from '../../../shared/errors'
+import { ApiError, badRequest, notFound, unprocessable } from '../../../shared/errors'
 import { asList, parseMailbox } from '../../../shared/mail/addresses'
 import { isUuid } from '../../../shared/mail/ids'
+import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
+import { findTemplate, renderTemplate } from '../../../shared/mail/templates'
 import { type MailKeyIdentity, restrictedKey } from './api-keys'
 import { claimKey, payloadHash, releaseKey } from './idempotency'
 
@@ -29,9 +31,13 @@ export const SendBody = Strict({
   cc: Type.Optional(Recipients('Carbon copy')),
   bcc: Type.Optional(Recipients('Blind carbon copy')),
   reply_to: Type.Optional(Recipients('Reply-To addresses')),
-  subject: Type.String({ minLength: 1, maxLength: 998 }),
-  html: Type.Optional(Type.String({ maxLength: 1_000_000 })),
-  text: Type.Optional(Type.String({ maxLength: 1_000_000 })),
+  subject: Type.Optional(Type.String({ minLength: 1, maxLength: 998, description: 'Required unless a template gives it' })),
+  html: Type.Optional(Type.String({ maxLength: MAX_PART_CHARS })),
+  template: Type.Optional(Strict({
+    id: Type.String({ maxLength: 200, description: 'A template of this product' }),
+    variables: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String({ maxLength: 100_000 }), Type.Number(), Type.Boolean()]))),
+  }, 'Instead of html: a template, filled in with the variables (HTML-escaped in its html)')),
+  text: Type.Optional(Type.String({ maxLength: MAX_PART_CHARS })),
   headers: Type.Optional(Type.Record(
     Type.String({ pattern: '^[!-9;-~]{1,76}$' }),
     Type.String({ maxLength: 998, pattern: '^[^\\r\\n]*$' }),
@@ -68,6 +74,23 @@ async function sendingDomain(key: MailKeyIdentity, body: unknown): Promise<{ id:
   return { id: domain.id, name: domain.name }
 }
 
+/** What is sent: the body's subject, html and text, or a template filled in (the body's subject and text win). */
+async function contentOf(productId: string, body: SendBody): Promise<{ subject: string; html: string | null; text: string | null }> {
+  if (body.template) {
+    if (body.html !== undefined) throw field('/body/html', 'cannot be given with template (the template is the html)')
+    for (const name of Object.keys(body.template.variables ?? {})) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw field(`/body/template/variables/${name}`, 'is not a variable name: a letter or _, then letters, digits or _')
+    }
+    const template = await findTemplate(productId, body.template.id)
+    if (!template) throw unprocessable(`Template ${body.template.id} is not a template of this product`, [{ path: '/body/template/id', message: 'names no template of this product' }])
+    const rendered = renderTemplate(template, body.template.variables)
+    return { subject: body.subject ?? rendered.subject, html: rendered.html, text: body.text ?? rendered.text }
+  }
+  if (body.subject === undefined) throw field('/body/subject', 'is required (unless a template gives it)')
+  if (body.html === undefined && body.text === undefined) throw field('/body', 'needs html or text (or both), or a template')
+  return { subject: body.subject, html: body.html ?? null, text: body.text ?? null }
+}
+
 /** Every address of every list parses, and no list is longer than the limit. */
 function checkRecipients(body: SendBody): void {
   for (const name of ['to', 'cc', 'bcc', 'reply_to'] as const) {
@@ -76,7 +99,6 @@ function checkRecipients(body: SendBody): void {
       if (!parseMailbox(value)) throw field(`/body/${name}${Array.isArray(body[name]) ? `/${i}` : ''}`, 'is not an email address')
     })
   }
-  if (body.html === undefined && body.text === undefined) throw field('/body', 'needs html or text (or both)')
   for (const header of Object.keys(body.headers ?? {})) {
     if (RESERVED_HEADERS.has(header.toLowerCase())) throw field(`/body/headers/${header}`, 'is set by the platform and cannot be given')
   }
@@ -90,6 +112,7 @@ export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotency
   const domain = await sendingDomain(key, raw)
   const body = validateInput({ body: SendBody }, { body: raw }).body as SendBody
   checkRecipients(body)
+  const content = await contentOf(key.productId, body)
   if (idempotencyKey !== null) {
     const earlier = await claimKey(key.productId, idempotencyKey, payloadHash(raw))
     if (earlier !== null) return { id: earlier }
@@ -101,7 +124,7 @@ export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotency
         insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, cc_addresses, bcc_addresses,
                             reply_to, subject, html, text, headers, tags, message_id)
         values (${id}, ${key.productId}, ${domain.id}, ${key.keyId}, ${body.from}, ${asList(body.to)}, ${asList(body.cc)},
-                ${asList(body.bcc)}, ${asList(body.reply_to)}, ${body.subject}, ${body.html ?? null}, ${body.text ?? null},
+                ${asList(body.bcc)}, ${asList(body.reply_to)}, ${content.subject}, ${content.html}, ${content.text},
                 ${(body.headers ?? {}) as never}::jsonb, ${(body.tags ?? []) as never}::jsonb, ${`<${id}@${domain.name}>`})`
       await tx`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())` // the email's own last_event_at
       if (idempotencyKey !== null) {

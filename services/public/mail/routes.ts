@@ -1,4 +1,5 @@
-// The Mail public routes, rooted at /{productId}/mail: the sending key in X-Api-Key, then one domain function.
+// The Mail public routes, rooted at /{productId}/mail: the sending key in X-Api-Key, then one domain function. Emails
+// for every key; domains and templates for full_access keys (services/public/mail/setup.ts).
 import { randomUUID } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { toErrorResponse } from '../../../shared/errors'
@@ -11,6 +12,7 @@ import { authenticateMailKey, type MailKeyIdentity } from './api-keys'
 import { getEmail, listEmails, queueEmail } from './emails'
 import { idempotencyKeyOf } from './idempotency'
 import { checkSendRate } from './send-rate'
+import { domains, templates } from './setup'
 
 /** POST /emails carries whole messages (html and text): 1 MiB on the wire. */
 export const EMAIL_BODY_LIMIT = 1_048_576
@@ -47,6 +49,7 @@ const noBody = async (request: Request) => {
   return undefined
 }
 const emailBody = (request: Request) => readBody(request, EMAIL_BODY_LIMIT)
+const jsonBody = (request: Request) => readBody(request, BODY_LIMIT)
 
 const hooks = { parse: 'none' } as const
 
@@ -59,3 +62,13 @@ export const mailRoutes = () =>
     }), hooks)
     .get('/emails', endpoint(noBody, ({ key, query }) => listEmails(key, query)), hooks)
     .get('/emails/:id', endpoint(noBody, ({ key, params }) => getEmail(key, params.id!)), hooks)
+    .post('/domains', endpoint(jsonBody, ({ key, body }) => domains.create(key, body)), hooks)
+    .get('/domains', endpoint(noBody, ({ key }) => domains.list(key)), hooks)
+    .get('/domains/:id', endpoint(noBody, ({ key, params }) => domains.get(key, params.id!)), hooks)
+    .post('/domains/:id/verify', endpoint(noBody, ({ key, params }) => domains.verify(key, params.id!)), hooks)
+    .delete('/domains/:id', endpoint(noBody, ({ key, params }) => domains.delete(key, params.id!)), hooks)
+    .post('/templates', endpoint(emailBody, ({ key, body }) => templates.create(key, body)), hooks)
+    .get('/templates', endpoint(noBody, ({ key }) => templates.list(key)), hooks)
+    .get('/templates/:id', endpoint(noBody, ({ key, params }) => templates.get(key, params.id!)), hooks)
+    .patch('/templates/:id', endpoint(emailBody, ({ key, params, body }) => templates.update(key, params.id!, body)), hooks)
+    .delete('/templates/:id', endpoint(noBody, ({ key, params }) => templates.delete(key, params.id!)), hooks)
