@@ -5,15 +5,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { simpleParser } from 'mailparser'
 import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
-import { call, freePort, newProduct, startWorker, type Worker } from '../helpers'
-import { pub, startPublicPair, type Pair } from '../realtime/public-helpers'
+import { freePort, newProduct, startWorker, type Worker } from '../helpers'
+import { manage, pub, startPublicPair, type Pair } from '../realtime/public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
-const as = async (owner: Owner, method: string, path: string, body?: unknown) => {
-  const result = await call(method, path, { token: owner.token, productId: owner.productId, body })
-  if (result.status !== 200) throw new Error(`${method} ${path}: ${result.status} ${JSON.stringify(result.body)}`)
-  return result.body
-}
 
 const caught: CaughtMessage[] = []
 /** Per-recipient answers for this file's tests: address → replies to give, one per attempt (then accept). */
@@ -42,8 +37,8 @@ beforeAll(async () => {
   })
   pair = await startPublicPair({ MAIL_SEND_RATE_PER_SECOND: '1000' })
   owner = await newProduct('Mail delivery')
-  domain = await as(owner, 'POST', '/mail/domains', { name: `d${crypto.randomUUID().slice(0, 8)}.example.com` })
-  key = (await as(owner, 'POST', '/mail/api-keys', { name: 'sender', scope: 'full_access' })).key
+  domain = await manage(owner, 'POST', '/mail/domains', { name: `d${crypto.randomUUID().slice(0, 8)}.example.com` })
+  key = (await manage(owner, 'POST', '/mail/api-keys', { name: 'sender', scope: 'full_access' })).key
   mailer = await startMailer()
 }, 30_000)
 afterAll(async () => {
@@ -176,8 +171,8 @@ test('the per-product send rate: beyond MAIL_SEND_RATE_PER_SECOND a second, 429 
   const worker = await startWorker('services/public/main.ts', { PUBLIC_PORT: String(port), TRUST_PROXY: '1', MAIL_SEND_RATE_PER_SECOND: '3' }, port)
   try {
     const product = await newProduct()
-    const own = await as(product, 'POST', '/mail/domains', { name: `r${crypto.randomUUID().slice(0, 8)}.example.com` })
-    const sender = (await as(product, 'POST', '/mail/api-keys', { name: 's', scope: 'sending_access' })).key
+    const own = await manage(product, 'POST', '/mail/domains', { name: `r${crypto.randomUUID().slice(0, 8)}.example.com` })
+    const sender = (await manage(product, 'POST', '/mail/api-keys', { name: 's', scope: 'sending_access' })).key
     const body = { from: `a@${own.name}`, to: 'x@example.org', subject: 's', text: 't' }
     const now = Date.now() % 1000
     if (now > 700) await Bun.sleep(1000 - now + 10) // not across a window edge

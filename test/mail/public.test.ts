@@ -2,15 +2,10 @@
 // error table, the domain lock, what each scope may read, Resend-style listing, rotation, and malformed bodies.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
-import { call, newProduct } from '../helpers'
-import { type Pair, pub, startPublicPair } from '../realtime/public-helpers'
+import { newProduct } from '../helpers'
+import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
-const as = async (owner: Owner, method: string, path: string, body?: unknown) => {
-  const result = await call(method, path, { token: owner.token, productId: owner.productId, body })
-  if (result.status !== 200) throw new Error(`${method} ${path}: ${result.status} ${JSON.stringify(result.body)}`)
-  return result.body
-}
 const domainName = () => `m${crypto.randomUUID().slice(0, 8)}.example.com`
 
 let pair: Pair
@@ -21,9 +16,9 @@ let full: { id: string; key: string }
 beforeAll(async () => {
   pair = await startPublicPair({ MAIL_SEND_RATE_PER_SECOND: '1000' })
   owner = await newProduct('Mail test')
-  domainA = await as(owner, 'POST', '/mail/domains', { name: domainName() })
-  domainB = await as(owner, 'POST', '/mail/domains', { name: domainName() })
-  full = await as(owner, 'POST', '/mail/api-keys', { name: 'full', scope: 'full_access' })
+  domainA = await manage(owner, 'POST', '/mail/domains', { name: domainName() })
+  domainB = await manage(owner, 'POST', '/mail/domains', { name: domainName() })
+  full = await manage(owner, 'POST', '/mail/api-keys', { name: 'full', scope: 'full_access' })
 }, 30_000)
 afterAll(() => pair?.stop())
 
@@ -56,15 +51,15 @@ describe('the key', () => {
   })
 
   test('a deleted key fails at once on both workers (401); emails it sent stay; the rotation keeps both keys valid in between', async () => {
-    const old = await as(owner, 'POST', '/mail/api-keys', { name: 'old', scope: 'full_access' })
+    const old = await manage(owner, 'POST', '/mail/api-keys', { name: 'old', scope: 'full_access' })
     const sent = await pub(pair.a, 'POST', emails(), { key: old.key, body: message(`a@${domainA.name}`) })
     expect(sent.status).toBe(200)
     for (const worker of [pair.a, pair.b]) expect((await pub(worker, 'GET', `${emails()}/${sent.body.id}`, { key: old.key })).status).toBe(200) // cached on both
-    const fresh = await as(owner, 'POST', '/mail/api-keys', { name: 'new', scope: 'full_access' })
+    const fresh = await manage(owner, 'POST', '/mail/api-keys', { name: 'new', scope: 'full_access' })
     for (const key of [old.key, fresh.key]) {
       for (const worker of [pair.a, pair.b]) expect((await pub(worker, 'GET', `${emails()}/${sent.body.id}`, { key })).status).toBe(200)
     }
-    await as(owner, 'DELETE', `/mail/api-keys/${old.id}`)
+    await manage(owner, 'DELETE', `/mail/api-keys/${old.id}`)
     for (const worker of [pair.a, pair.b]) {
       const refused = await pub(worker, 'GET', `${emails()}/${sent.body.id}`, { key: old.key })
       expect([refused.status, refused.body.error]).toEqual([401, 'restricted_api_key'])
@@ -75,7 +70,7 @@ describe('the key', () => {
 
 describe('the domain lock and the scopes', () => {
   test('a locked key sending from another domain: 401 restricted_api_key and nothing queued, whatever else the body says', async () => {
-    const locked = await as(owner, 'POST', '/mail/api-keys', { name: 'locked', scope: 'sending_access', domainId: domainA.id })
+    const locked = await manage(owner, 'POST', '/mail/api-keys', { name: 'locked', scope: 'sending_access', domainId: domainA.id })
     const before = await queuedCount()
     for (const body of [message(`a@${domainB.name}`), { from: `Someone <b@${domainB.name}>`, to: 42 }, message('c@unregistered.example.net')]) {
       const result = await pub(pair.b, 'POST', emails(), { key: locked.key, body })
@@ -86,7 +81,7 @@ describe('the domain lock and the scopes', () => {
   })
 
   test('a locked key reads its domain\'s emails only (another domain\'s is 404) and cannot list (403 restricted_api_key)', async () => {
-    const locked = await as(owner, 'POST', '/mail/api-keys', { name: 'locked full', scope: 'full_access', domainId: domainA.id })
+    const locked = await manage(owner, 'POST', '/mail/api-keys', { name: 'locked full', scope: 'full_access', domainId: domainA.id })
     const inB = (await pub(pair.a, 'POST', emails(), { key: full.key, body: message(`a@${domainB.name}`) })).body.id
     const inA = (await pub(pair.a, 'POST', emails(), { key: full.key, body: message(`a@${domainA.name}`) })).body.id
     expect((await pub(pair.b, 'GET', `${emails()}/${inA}`, { key: locked.key })).status).toBe(200)
@@ -96,9 +91,9 @@ describe('the domain lock and the scopes', () => {
   })
 
   test('an unlocked key sends from any verified domain; an unregistered or unverified domain is 403 domain_not_verified naming from', async () => {
-    const key = await as(owner, 'POST', '/mail/api-keys', { name: 'free', scope: 'sending_access' })
+    const key = await manage(owner, 'POST', '/mail/api-keys', { name: 'free', scope: 'sending_access' })
     for (const domain of [domainA, domainB]) expect((await pub(pair.a, 'POST', emails(), { key: key.key, body: message(`x@${domain.name}`) })).status).toBe(200)
-    const pending = await as(owner, 'POST', '/mail/domains', { name: domainName() })
+    const pending = await manage(owner, 'POST', '/mail/domains', { name: domainName() })
     await sql`update mail_domains set status = 'pending' where id = ${pending.id}` // as without MAIL_DEV_VERIFY
     for (const from of [`x@${pending.name}`, 'x@unregistered.example.net']) {
       const result = await pub(pair.a, 'POST', emails(), { key: key.key, body: message(from) })
@@ -107,8 +102,8 @@ describe('the domain lock and the scopes', () => {
   })
 
   test('sending_access reads the emails that key sent (another key\'s is 404); full_access reads every email of the product', async () => {
-    const k1 = await as(owner, 'POST', '/mail/api-keys', { name: 'k1', scope: 'sending_access' })
-    const k2 = await as(owner, 'POST', '/mail/api-keys', { name: 'k2', scope: 'sending_access' })
+    const k1 = await manage(owner, 'POST', '/mail/api-keys', { name: 'k1', scope: 'sending_access' })
+    const k2 = await manage(owner, 'POST', '/mail/api-keys', { name: 'k2', scope: 'sending_access' })
     const id = (await pub(pair.a, 'POST', emails(), { key: k1.key, body: message(`a@${domainA.name}`) })).body.id
     expect((await pub(pair.a, 'GET', `${emails()}/${id}`, { key: k1.key })).status).toBe(200)
     expect((await pub(pair.a, 'GET', `${emails()}/${id}`, { key: k2.key })).status).toBe(404)
@@ -140,8 +135,8 @@ describe('emails', () => {
 
   test('list: newest first, limit 1..100 (default 20), after / before cursors, {object: "list", has_more, data}', async () => {
     const product = await newProduct()
-    const domain = await as(product, 'POST', '/mail/domains', { name: domainName() })
-    const key = await as(product, 'POST', '/mail/api-keys', { name: 'k', scope: 'full_access' })
+    const domain = await manage(product, 'POST', '/mail/domains', { name: domainName() })
+    const key = await manage(product, 'POST', '/mail/api-keys', { name: 'k', scope: 'full_access' })
     const ids: string[] = []
     for (let i = 0; i < 5; i++) ids.push((await pub(pair.a, 'POST', emails(product.productId), { key: key.key, body: message(`a@${domain.name}`, { subject: `#${i}` }) })).body.id)
     const newest = [...ids].reverse()

@@ -2,15 +2,10 @@
 // and domain management on the public surface: what each key scope may do there.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, newProduct } from '../helpers'
-import { type Pair, pub, startPublicPair } from '../realtime/public-helpers'
+import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const as = (owner: Owner, method: string, path: string, body?: unknown) => call(method, path, { token: owner.token, productId: owner.productId, body })
-const ok = async (owner: Owner, method: string, path: string, body?: unknown) => {
-  const result = await as(owner, method, path, body)
-  if (result.status !== 200) throw new Error(`${method} ${path}: ${result.status} ${JSON.stringify(result.body)}`)
-  return result.body
-}
 const domainName = () => `t${crypto.randomUUID().slice(0, 8)}.example.com`
 
 let pair: Pair
@@ -21,9 +16,9 @@ let sending: string
 beforeAll(async () => {
   pair = await startPublicPair({ MAIL_SEND_RATE_PER_SECOND: '1000' })
   owner = await newProduct('Templates')
-  domain = await ok(owner, 'POST', '/mail/domains', { name: domainName() })
-  full = (await ok(owner, 'POST', '/mail/api-keys', { name: 'full', scope: 'full_access' })).key
-  sending = (await ok(owner, 'POST', '/mail/api-keys', { name: 'sending', scope: 'sending_access' })).key
+  domain = await manage(owner, 'POST', '/mail/domains', { name: domainName() })
+  full = (await manage(owner, 'POST', '/mail/api-keys', { name: 'full', scope: 'full_access' })).key
+  sending = (await manage(owner, 'POST', '/mail/api-keys', { name: 'sending', scope: 'sending_access' })).key
 }, 30_000)
 afterAll(() => pair?.stop())
 
@@ -32,25 +27,25 @@ const base = () => `/${owner.productId}/mail`
 describe('templates on the platform API', () => {
   test('create lists the variables it uses; names are unique; get, list, update and delete see only the product\'s', async () => {
     const other = await newProduct()
-    const created = await ok(owner, 'POST', '/mail/templates', { name: 'welcome', subject: 'Hi {{ name }}', html: '<p>{{name}}, your code is {{code}}</p>' })
+    const created = await manage(owner, 'POST', '/mail/templates', { name: 'welcome', subject: 'Hi {{ name }}', html: '<p>{{name}}, your code is {{code}}</p>' })
     expect(created).toMatchObject({ name: 'welcome', text: null, variables: ['name', 'code'] })
     expect((await as(owner, 'POST', '/mail/templates', { name: 'welcome', subject: 's', html: 'h' })).status).toBe(409)
     const bad = await as(owner, 'POST', '/mail/templates', { name: '', subject: 's', html: 'h' })
     expect([bad.status, bad.body.fields[0].path]).toEqual([400, '/body/name'])
     expect((await as(other, 'GET', `/mail/templates/${created.id}`)).status).toBe(404)
     expect((await as(owner, 'GET', '/mail/templates/nope')).status).toBe(404)
-    const updated = await ok(owner, 'PATCH', `/mail/templates/${created.id}`, { text: 'Hi {{name}} ({{plan}})' })
+    const updated = await manage(owner, 'PATCH', `/mail/templates/${created.id}`, { text: 'Hi {{name}} ({{plan}})' })
     expect([updated.subject, updated.text, updated.variables]).toEqual(['Hi {{ name }}', 'Hi {{name}} ({{plan}})', ['name', 'code', 'plan']])
-    expect((await ok(owner, 'GET', '/mail/templates')).data.map((t: { id: string }) => t.id)).toContain(created.id)
+    expect((await manage(owner, 'GET', '/mail/templates')).data.map((t: { id: string }) => t.id)).toContain(created.id)
     expect((await as(other, 'DELETE', `/mail/templates/${created.id}`)).status).toBe(404)
-    expect((await ok(owner, 'DELETE', `/mail/templates/${created.id}`))).toEqual({ id: created.id, deleted: true })
+    expect((await manage(owner, 'DELETE', `/mail/templates/${created.id}`))).toEqual({ id: created.id, deleted: true })
     expect((await as(owner, 'GET', `/mail/templates/${created.id}`)).status).toBe(404)
   })
 })
 
 describe('sending with a template', () => {
   test('variables fill the template: HTML-escaped in its html, as they are in its subject and text; the body\'s subject wins', async () => {
-    const template = await ok(owner, 'POST', '/mail/templates', {
+    const template = await manage(owner, 'POST', '/mail/templates', {
       name: `receipt-${crypto.randomUUID()}`, subject: 'Receipt for {{name}}', html: '<p>Thanks {{name}}: {{amount}}</p>', text: 'Thanks {{name}}: {{amount}}',
     })
     const sent = await pub(pair.a, 'POST', `${base()}/emails`, {
@@ -68,7 +63,7 @@ describe('sending with a template', () => {
   })
 
   test('a missing variable is 422 naming it; an unknown template is 422 naming template.id; html with a template is 400', async () => {
-    const template = await ok(owner, 'POST', '/mail/templates', { name: `t-${crypto.randomUUID()}`, subject: 'Hi {{name}}', html: '{{greeting}} {{name}}' })
+    const template = await manage(owner, 'POST', '/mail/templates', { name: `t-${crypto.randomUUID()}`, subject: 'Hi {{name}}', html: '{{greeting}} {{name}}' })
     const send = (body: Record<string, unknown>) => pub(pair.a, 'POST', `${base()}/emails`, { key: sending, body: { from: `a@${domain.name}`, to: 'x@example.org', ...body } })
     const missing = await send({ template: { id: template.id, variables: { name: 'Ann' } } })
     expect([missing.status, missing.body.fields.map((f: { path: string }) => f.path)]).toEqual([422, ['/body/template/variables/greeting']])
@@ -117,8 +112,8 @@ describe('domains and templates on the public surface', () => {
   })
 
   test('a full_access key locked to a domain sees and verifies that domain only, and cannot register or delete domains', async () => {
-    const locked = (await ok(owner, 'POST', '/mail/api-keys', { name: 'locked', scope: 'full_access', domainId: domain.id })).key
-    const other = await ok(owner, 'POST', '/mail/domains', { name: domainName() })
+    const locked = (await manage(owner, 'POST', '/mail/api-keys', { name: 'locked', scope: 'full_access', domainId: domain.id })).key
+    const other = await manage(owner, 'POST', '/mail/domains', { name: domainName() })
     expect((await pub(pair.a, 'GET', `${base()}/domains`, { key: locked })).body.data.map((d: { id: string }) => d.id)).toEqual([domain.id])
     expect((await pub(pair.a, 'GET', `${base()}/domains/${domain.id}`, { key: locked })).status).toBe(200)
     expect((await pub(pair.a, 'GET', `${base()}/domains/${other.id}`, { key: locked })).status).toBe(404)
