@@ -107,6 +107,14 @@ function loadConfig() {
       /** Longest a worker trusts a cached API key or namespace policy without an invalidation message. */
       cacheTtlMs: int('REALTIME_CACHE_TTL_MS', 5000),
     },
+    analytics: {
+      /** Longest an analytics query (metric query, funnel) may run; past it the request is 422 query_timeout. */
+      queryTimeoutMs: int('ANALYTICS_QUERY_TIMEOUT_MS', 10_000),
+      /** Most rows one query answers (Cube's default); more are cut off and the answer says `truncated`. */
+      maxRows: int('ANALYTICS_MAX_ROWS', 10_000),
+      /** Most time buckets one query spans. */
+      maxBuckets: int('ANALYTICS_MAX_BUCKETS', 1_000),
+    },
     mail: {
       /**
        * Marks a registered domain verified without looking up DNS (machines without DNS: scripts/up and the tests turn

@@ -2,10 +2,14 @@
 import type { AnyOperation } from '../../shared/catalog/operation'
 import { catalogVersion } from '../../shared/catalog/openapi'
 import { accountOperations } from './accounts/operations'
+import { analyticsOperations } from './analytics/operations'
 import { governanceOperations } from './governance/operations'
 import { mailOperations } from './mail/operations'
 import { realtimeOperations } from './realtime/operations'
+import { trackingOperations } from './tracking/operations'
 
-export const operations: readonly AnyOperation[] = [...accountOperations, ...governanceOperations, ...mailOperations, ...realtimeOperations]
+export const operations: readonly AnyOperation[] = [
+  ...accountOperations, ...governanceOperations, ...analyticsOperations, ...mailOperations, ...realtimeOperations, ...trackingOperations,
+]
 
 export const CATALOG_VERSION = catalogVersion(operations)

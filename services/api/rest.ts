@@ -8,13 +8,22 @@ import { clientIp } from '../../shared/http/serve'
 import { describeError, log } from '../../shared/log'
 import { invoke } from './invoke'
 
-/** `/products/{productId}` to Elysia's `/products/:productId`. */
-const elysiaPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1')
+/**
+ * `/products/{productId}` to Elysia's `/products/:p0`, with the operation's own names by position. Elysia's router
+ * needs one parameter name per position, and the spec names the same position differently in different operations
+ * (`/analytics/dashboards/{idOrSlug}` for get, `{id}` for update).
+ */
+function elysiaPath(path: string): { path: string; names: string[] } {
+  const names: string[] = []
+  return { path: path.replace(/\{(\w+)\}/g, (_, name: string) => `:p${names.push(name) - 1}`), names }
+}
 
 export function restRoutes(operations: readonly AnyOperation[], bodyLimit: number) {
   const app = new Elysia()
   for (const op of operations) {
-    app.route(op.method, elysiaPath(op.path), async ({ request, params }) => {
+    const route = elysiaPath(op.path)
+    app.route(op.method, route.path, async ({ request, params: positional }) => {
+      const params = Object.fromEntries(route.names.map((name, i) => [name, (positional as Record<string, string>)[`p${i}`]]))
       const requestId = randomUUID()
       const headers = { 'x-request-id': requestId }
       try {

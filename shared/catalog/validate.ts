@@ -32,7 +32,50 @@ interface RawError {
   message: string
 }
 
-function describe(part: Part, errors: RawError[]): FieldError[] {
+/**
+ * A union of objects told apart by a `type` constant (dashboard tiles) fails every branch at once, so the raw errors
+ * mix both kinds' rules. Keep only the errors of the branch the value's `type` names; when it names none, one error
+ * on `type` listing the kinds.
+ */
+function narrowTaggedUnions(errors: RawError[]): RawError[] {
+  const unions = new Map<string, { branches: Set<string>; untagged: Set<string>; allowed: unknown[]; instancePath: string }>()
+  for (const error of errors) {
+    // An error belongs to every union it sits under (unions nest: a tile's title is itself a union with null).
+    for (const match of error.schemaPath.matchAll(/\/anyOf\/(\d+)(?=\/|$)/g)) {
+      const prefix = error.schemaPath.slice(0, match.index! + '/anyOf'.length)
+      const branch = match[1]!
+      const union = unions.get(prefix) ?? { branches: new Set(), untagged: new Set(), allowed: [], instancePath: '' }
+      unions.set(prefix, union)
+      union.branches.add(branch)
+      if (error.keyword === 'const' && error.schemaPath === `${prefix}/${branch}/properties/type`) {
+        union.untagged.add(branch)
+        union.allowed.push(error.params.allowedValue)
+        union.instancePath = error.instancePath.replace(/\/type$/, '')
+      }
+    }
+  }
+  let out = errors
+  for (const [prefix, union] of unions) {
+    if (union.untagged.size === 0) continue // not a tagged union
+    const chosen = [...union.branches].filter((b) => !union.untagged.has(b))
+    const unionError = (e: RawError) => e.keyword === 'anyOf' && e.schemaPath === prefix.slice(0, -'/anyOf'.length)
+    const inUnion = (e: RawError) => unionError(e) || e.schemaPath.startsWith(prefix + '/')
+    const inBranch = (e: RawError, branch: string) => e.schemaPath === `${prefix}/${branch}` || e.schemaPath.startsWith(`${prefix}/${branch}/`)
+    if (chosen.length === 1) {
+      out = out.filter((e) => !inUnion(e) || inBranch(e, chosen[0]!))
+    } else if (chosen.length === 0) {
+      out = out.filter((e) => !inUnion(e))
+      out.push({
+        keyword: 'const', schemaPath: prefix, instancePath: `${union.instancePath}/type`, params: {},
+        message: `must be one of: ${union.allowed.map((v) => JSON.stringify(v)).join(', ')}`,
+      })
+    }
+  }
+  return out
+}
+
+function describe(part: Part, raw: RawError[]): FieldError[] {
+  const errors = narrowTaggedUnions(raw)
   const root = '/' + PART_NAME[part]
   const out = new Map<string, FieldError>()
   const add = (path: string, message: string) => out.set(path + '\0' + message, { path, message })

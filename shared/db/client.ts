@@ -6,9 +6,9 @@ import { withDeadlines } from './deadline'
 
 export type Sql = postgres.Sql
 
-function pool(): Sql {
+function pool(max = 10): Sql {
   return postgres(config.databaseUrl, {
-    max: 10,
+    max,
     idle_timeout: 30,
     // Seconds; at least 1. The statement deadline bounds the wait anyway: this only stops a dead attempt early.
     connect_timeout: Math.max(1, Math.ceil(config.db.timeoutMs / 1000)),
@@ -21,6 +21,12 @@ function pool(): Sql {
 
 /** The shared pool, created on first use so that modules can import it without connecting. */
 export const sql: Sql = withDeadlines(pool(), { timeoutMs: config.db.timeoutMs, coolDownMs: config.db.coolDownMs })
+
+/**
+ * A small pool for analytics queries: their own, longer deadline (each also sets a statement_timeout), so that a heavy
+ * query neither takes the main pool's connections nor is cut at the main pool's deadline.
+ */
+export const analyticsSql: Sql = withDeadlines(pool(4), { timeoutMs: config.analytics.queryTimeoutMs + 2000, coolDownMs: config.db.coolDownMs })
 
 /**
  * A pool without deadlines, for scripts whose statements may legitimately run long (migrations, key rotation).

@@ -1,0 +1,102 @@
+// Insights: a named, saved metric query or funnel, checked against the catalog when saved. Dashboard tiles name them;
+// one that a dashboard uses cannot be deleted (409 naming the dashboards).
+import { randomUUID } from 'node:crypto'
+import { validateInput } from '../../../shared/catalog/validate'
+import { Strict } from '../../../shared/catalog/schemas'
+import { sql } from '../../../shared/db/client'
+import { ApiError, notFound } from '../../../shared/errors'
+import { checkFunnel, runFunnel } from '../../../shared/analytics/funnel'
+import { checkMetricQuery, runMetricQuery } from '../../../shared/analytics/metric-query'
+import { Funnel, MetricQuery } from '../../../shared/analytics/query-schemas'
+import { isUuid } from '../../../shared/mail/ids'
+
+export type InsightKind = 'metric' | 'funnel'
+
+export interface Insight {
+  id: string
+  name: string
+  description: string | null
+  kind: InsightKind
+  query: MetricQuery | Funnel
+  createdBy: string | null
+  createdAt: Date
+  updatedAt: Date
+}
+
+const insightOut = (row: Record<string, any>): Insight => ({
+  id: row.id, name: row.name, description: row.description, kind: row.kind, query: row.query,
+  createdBy: row.created_by, createdAt: row.created_at, updatedAt: row.updated_at,
+})
+
+const QUERY_SCHEMAS = { metric: Strict({ query: MetricQuery }), funnel: Strict({ query: Funnel }) }
+
+/** The query as its kind's schema and the catalog say (400 naming `/body/query/...` otherwise). */
+function checkQuery(kind: InsightKind, query: unknown): MetricQuery | Funnel {
+  const checked = (validateInput({ body: QUERY_SCHEMAS[kind] }, { body: { query } }).body as { query: MetricQuery | Funnel }).query
+  if (kind === 'metric') checkMetricQuery(checked as MetricQuery, '/body/query')
+  else checkFunnel(checked as Funnel, '/body/query')
+  return checked
+}
+
+export async function createInsight(
+  productId: string, input: { name: string; description?: string | null; kind: InsightKind; query: unknown }, createdBy: string | null,
+): Promise<Insight> {
+  const query = checkQuery(input.kind, input.query)
+  const [row] = await sql`
+    insert into analytics_insights (id, product_id, name, description, kind, query, created_by)
+    values (${randomUUID()}, ${productId}, ${input.name}, ${input.description ?? null}, ${input.kind}, ${query as never}::jsonb, ${createdBy})
+    returning *`
+  return insightOut(row!)
+}
+
+export async function listInsights(productId: string): Promise<Insight[]> {
+  return (await sql`select * from analytics_insights where product_id = ${productId} order by created_at desc, id desc`).map(insightOut)
+}
+
+/** One insight of the product; another product's, an unknown id and a malformed id are all 404. */
+export async function getInsight(productId: string, id: string): Promise<Insight> {
+  const [row] = isUuid(id) ? await sql`select * from analytics_insights where id = ${id} and product_id = ${productId}` : []
+  if (!row) throw notFound('Insight')
+  return insightOut(row)
+}
+
+/** Changes only the supplied fields; a new query is checked against the insight's kind (the kind cannot change). */
+export async function updateInsight(productId: string, id: string, input: { name?: string; description?: string | null; query?: unknown }): Promise<Insight> {
+  const current = await getInsight(productId, id)
+  const query = input.query === undefined ? current.query : checkQuery(current.kind, input.query)
+  const [row] = await sql`
+    update analytics_insights set name = ${input.name ?? current.name},
+      description = ${input.description === undefined ? current.description : input.description},
+      query = ${query as never}::jsonb, updated_at = now()
+    where id = ${id} and product_id = ${productId}
+    returning *`
+  if (!row) throw notFound('Insight')
+  return insightOut(row)
+}
+
+/** Deletes an insight no dashboard uses; otherwise 409 naming the dashboards (a stored dashboard always resolves). */
+export async function deleteInsight(productId: string, id: string): Promise<void> {
+  await getInsight(productId, id)
+  const users = await sql`
+    select d.id, d.slug from analytics_dashboard_insights di join analytics_dashboards d on d.id = di.dashboard_id
+    where di.insight_id = ${id} order by d.slug`
+  const refuse = (dashboards: { id: string; slug: string }[]) => new ApiError(409, 'insight_in_use',
+    `The insight is used by ${dashboards.length} dashboard(s): ${dashboards.map((d) => d.slug).join(', ')}; remove its tiles first`,
+    { dashboards: dashboards.map((d) => ({ id: d.id, slug: d.slug })) })
+  if (users.length) throw refuse(users as never)
+  try {
+    await sql`delete from analytics_insights where id = ${id} and product_id = ${productId}`
+  } catch (error) {
+    // A dashboard started using it meanwhile: the foreign key refused the delete.
+    if ((error as { code?: string }).code === '23503') throw refuse([])
+    throw error
+  }
+}
+
+export async function runInsight(productId: string, id: string) {
+  const insight = await getInsight(productId, id)
+  const result = insight.kind === 'metric'
+    ? await runMetricQuery(productId, insight.query as MetricQuery, '/query')
+    : await runFunnel(productId, insight.query as Funnel, '/query')
+  return { insight_id: insight.id, kind: insight.kind, result }
+}

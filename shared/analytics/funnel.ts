@@ -1,0 +1,104 @@
+// Ordered funnels: the identities that did step 1 in the range, and of those, who did each next step after the one
+// before, within the window from their first step. One LATERAL subquery per step, each an index range scan on
+// (product, identity, event, time) (migration 0006).
+import type { Entity } from './catalog'
+import { filterSql, invalid, Params, parseRange, resolveEntity, resolveField, runQuery } from './plan'
+import type { Funnel } from './query-schemas'
+
+export interface FunnelStepResult {
+  step: number
+  entity: string
+  event: string
+  count: number
+  /** Of those who reached the previous step (null for the first, or when nobody reached the previous one). */
+  conversionFromPrevious: number | null
+  conversionFromFirst: number | null
+}
+
+export interface FunnelResult {
+  identity: string
+  windowDays: number
+  range: { from: string; to: string }
+  steps: FunnelStepResult[]
+  /** With `breakdown`: the funnel per value of that dimension on the first step (at most 50 values, largest first). */
+  breakdown?: { value: string | null; steps: FunnelStepResult[] }[]
+}
+
+const DEFAULT_WINDOW_DAYS = 14
+const MAX_BREAKDOWN_VALUES = 50
+
+function stepEntity(funnel: Funnel, i: number, path: string): Entity {
+  const entity = resolveEntity(funnel.steps[i]!.entity, `${path}/steps/${i}/entity`)
+  if (!entity.event || !entity.time) throw invalid(`${path}/steps/${i}/entity`, `has no events to make a funnel step of`)
+  if (!entity.identity[funnel.identity]) throw invalid(`${path}/identity`, `is not an identity kind of ${entity.entity} (step ${i + 1}); it has ${entity.identityKinds.join(', ') || 'none'}`)
+  return entity
+}
+
+/** Checks every name against the catalog without running anything. */
+export function checkFunnel(funnel: Funnel, path = '/body'): void {
+  const params = new Params()
+  funnel.steps.forEach((step, i) => {
+    const entity = stepEntity(funnel, i, path)
+    step.filters?.forEach((f, k) => filterSql(entity, f, `${path}/steps/${i}/filters/${k}`, params))
+  })
+  if (funnel.breakdown) resolveField(stepEntity(funnel, 0, path), funnel.breakdown, `${path}/breakdown`, params)
+}
+
+const ratio = (a: number, b: number | undefined) => (b === undefined || b === 0 ? null : a / b)
+
+function stepsOf(funnel: Funnel, counts: number[]): FunnelStepResult[] {
+  return counts.map((count, i) => ({
+    step: i + 1, entity: funnel.steps[i]!.entity, event: funnel.steps[i]!.event, count,
+    conversionFromPrevious: i === 0 ? null : ratio(count, counts[i - 1]),
+    conversionFromFirst: i === 0 ? null : ratio(count, counts[0]),
+  }))
+}
+
+export async function runFunnel(productId: string, funnel: Funnel, path = '/body', now = new Date()): Promise<FunnelResult> {
+  const entities = funnel.steps.map((_, i) => stepEntity(funnel, i, path))
+  const { from, to } = parseRange(funnel.range, `${path}/range`, now)
+  const windowDays = funnel.windowDays ?? DEFAULT_WINDOW_DAYS
+  const params = new Params()
+  const product = params.add(productId)
+  const window = `(${params.add(windowDays)}::int * interval '1 day')`
+  const condition = (i: number) => {
+    const step = funnel.steps[i]!
+    const entity = entities[i]!
+    return [
+      `s.product_id = ${product}`, `${entity.event} = ${params.add(step.event)}`,
+      ...(step.filters ?? []).map((f, k) => filterSql(entity, f, `${path}/steps/${i}/filters/${k}`, params)),
+    ].join(' and ')
+  }
+  const first = entities[0]!
+  const who = first.identity[funnel.identity]!
+  const breakdown = funnel.breakdown ? resolveField(first, funnel.breakdown, `${path}/breakdown`, params) : null
+  // Step 1: each identity's first occurrence in the range (and, with a breakdown, that occurrence's value).
+  const firstStep = `select ${who} as who, min(${first.time}) as t1${breakdown ? `, (array_agg(${breakdown} order by ${first.time}))[1] as value` : ''}
+    from ${first.source} where ${condition(0)} and ${who} is not null
+      and ${first.time} >= ${params.add(from.toISOString())}::timestamptz and ${first.time} < ${params.add(to.toISOString())}::timestamptz
+    group by ${who}`
+  // Each later step: the first such event at or after the previous step, and within the window from step 1.
+  const laterals = entities.slice(1).map((entity, k) => {
+    const i = k + 1
+    const previous = i === 1 ? 'f.t1' : `l${i - 1}.t`
+    return `left join lateral (select min(${entity.time}) as t from ${entity.source}
+      where ${condition(i)} and ${entity.identity[funnel.identity]} = f.who
+        and ${entity.time} >= ${previous} and ${entity.time} <= f.t1 + ${window}) l${i} on true`
+  })
+  const counts = ['count(*)::float8 as c0', ...entities.slice(1).map((_, k) => `count(l${k + 1}.t)::float8 as c${k + 1}`)]
+  const text = `with f as (${firstStep})
+    select ${breakdown ? 'f.value, ' : ''}${counts.join(', ')} from f ${laterals.join(' ')}
+    ${breakdown ? `group by f.value order by c0 desc, f.value limit ${MAX_BREAKDOWN_VALUES}` : ''}`
+  const rows = await runQuery(text, params)
+  const countsOf = (row: Record<string, unknown>) => entities.map((_, i) => Number(row[`c${i}`] ?? 0))
+  const result: FunnelResult = { identity: funnel.identity, windowDays, range: { from: from.toISOString(), to: to.toISOString() }, steps: [] }
+  if (!breakdown) {
+    result.steps = stepsOf(funnel, rows[0] ? countsOf(rows[0]) : entities.map(() => 0))
+    return result
+  }
+  // Each identity has one breakdown value, so the overall funnel is the sum of the groups (over the values answered).
+  result.breakdown = rows.map((row) => ({ value: (row.value as string | null) ?? null, steps: stepsOf(funnel, countsOf(row)) }))
+  const totals = entities.map((_, i) => rows.reduce((sum, row) => sum + Number(row[`c${i}`] ?? 0), 0))
+  result.steps = stepsOf(funnel, totals)
+  return result
+}

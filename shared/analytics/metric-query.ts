@@ -1,0 +1,108 @@
+// Metric queries: an entity's metrics over a time range, grouped by dimensions and optionally by time bucket in a time
+// zone, filtered; empty buckets answer 0 (count and sum) or null (avg and ratio, which are undefined there).
+import { config } from '../config'
+import type { Entity, Metric } from './catalog'
+import { checkTimezone, filterSql, invalid, Params, parseRange, resolveEntity, resolveField, runQuery } from './plan'
+import type { MetricQuery } from './query-schemas'
+
+const UNIT_MS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 28 * 86_400_000 } as const
+
+export interface MetricResult {
+  entity: string
+  metrics: string[]
+  dimensions: string[]
+  bucket: string | null
+  timezone: string
+  range: { from: string; to: string }
+  rows: Record<string, string | number | null>[]
+  /** More rows matched than `limit`: the rest were cut off. */
+  truncated: boolean
+}
+
+function resolveMetric(entity: Entity, name: string, path: string): Metric {
+  const metric = entity.metrics.find((m) => m.name === name)
+  if (!metric) throw invalid(path, `names no metric of ${entity.entity}; one of ${entity.metrics.map((m) => JSON.stringify(m.name)).join(', ')}`)
+  return metric
+}
+
+/** Checks every name against the catalog without running anything (insights are checked so when saved). */
+export function checkMetricQuery(query: MetricQuery, path = '/body'): void {
+  const entity = resolveEntity(query.entity, `${path}/entity`)
+  query.metrics.forEach((m, i) => resolveMetric(entity, m, `${path}/metrics/${i}`))
+  const params = new Params()
+  query.dimensions?.forEach((d, i) => resolveField(entity, d, `${path}/dimensions/${i}`, params))
+  query.filters?.forEach((f, i) => filterSql(entity, f, `${path}/filters/${i}`, params))
+  if (query.bucket && !entity.time) throw invalid(`${path}/bucket`, `cannot be used: ${entity.entity} has no time column`)
+}
+
+export async function runMetricQuery(productId: string, query: MetricQuery, path = '/body', now = new Date()): Promise<MetricResult> {
+  const entity = resolveEntity(query.entity, `${path}/entity`)
+  const metrics = query.metrics.map((m, i) => resolveMetric(entity, m, `${path}/metrics/${i}`))
+  const params = new Params()
+  const dims = (query.dimensions ?? []).map((d, i) => resolveField(entity, d, `${path}/dimensions/${i}`, params))
+  const { from, to } = parseRange(query.range, `${path}/range`, now)
+  const timezone = await checkTimezone(query.timezone ?? 'UTC', `${path}/timezone`)
+  const bucket = query.bucket ?? null
+  if (!entity.time) throw invalid(`${path}/range`, `cannot be used: ${entity.entity} has no time column`)
+  if (bucket && (to.getTime() - from.getTime()) / UNIT_MS[bucket] + 1 > config.analytics.maxBuckets) {
+    throw invalid(`${path}/bucket`, `spans more than ${config.analytics.maxBuckets} buckets over this range: use a larger bucket or a shorter range`)
+  }
+  const limit = Math.min(query.limit ?? config.analytics.maxRows, config.analytics.maxRows)
+
+  const where = [
+    `s.product_id = ${params.add(productId)}`,
+    `${entity.time} >= ${params.add(from.toISOString())}::timestamptz`,
+    `${entity.time} < ${params.add(to.toISOString())}::timestamptz`,
+    ...(query.filters ?? []).map((f, i) => filterSql(entity, f, `${path}/filters/${i}`, params)),
+  ]
+  const tz = bucket ? params.add(timezone) : '' // a parameter the query does not use would have no type
+  // Aggregates: a ratio is computed from its two counts, so that it can be null where the denominator is 0.
+  const aggregates = metrics.flatMap((m, i) => (m.type === 'ratio' ? [`${m.numerator} as n${i}`, `${m.denominator} as d${i}`] : [`${m.sql} as m${i}`]))
+  const dimCols = dims.map((sql, i) => `${sql} as g${i}`)
+  const bucketCol = bucket ? [`date_trunc('${bucket}', ${entity.time} at time zone ${tz}) as b`] : []
+  const groupBy = [...(bucket ? ['b'] : []), ...dims.map((_, i) => `g${i}`)]
+  const agg = `select ${[...bucketCol, ...dimCols, ...aggregates].join(', ')} from ${entity.source} where ${where.join(' and ')}${groupBy.length ? ` group by ${groupBy.join(', ')}` : ''}`
+
+  const value = (m: Metric, i: number, from: string) => {
+    if (m.type === 'ratio') return `case when coalesce(${from}.d${i}, 0) = 0 then null else ${from}.n${i}::float8 / ${from}.d${i} end`
+    if (m.type === 'count' || m.type === 'sum') return `coalesce(${from}.m${i}, 0)::float8`
+    return `${from}.m${i}::float8`
+  }
+  const metricCols = (from: string) => metrics.map((m, i) => `${value(m, i, from)} as m${i}`).join(', ')
+  const dimOut = (from: string) => dims.map((_, i) => `${from}.g${i}`).join(', ')
+  let text: string
+  if (bucket) {
+    // Every bucket of the range, in the zone's wall time, whether or not it has rows; with dimensions, every bucket
+    // for every combination of dimension values that has rows somewhere in the range.
+    const series = `select generate_series(date_trunc('${bucket}', ${params.add(from.toISOString())}::timestamptz at time zone ${tz}),
+      date_trunc('${bucket}', (${params.add(to.toISOString())}::timestamptz - interval '1 microsecond') at time zone ${tz}), interval '1 ${bucket}') as b`
+    const combos = dims.length ? `, combos as (select distinct ${dims.map((_, i) => `g${i}`).join(', ')} from agg)` : ''
+    const join = dims.map((_, i) => ` and agg.g${i} is not distinct from combos.g${i}`).join('')
+    text = `with agg as (${agg}), series as (${series})${combos}
+      select (series.b at time zone ${tz}) as bucket${dims.length ? `, ${dimOut('combos')}` : ''}, ${metricCols('agg')}
+      from series${dims.length ? ' cross join combos' : ''} left join agg on agg.b = series.b${join}
+      order by series.b${dims.length ? `, ${dims.map((_, i) => `combos.g${i}`).join(', ')}` : ''}
+      limit ${params.add(limit + 1)}`
+  } else {
+    text = `with agg as (${agg}) select ${dims.length ? `${dimOut('agg')}, ` : ''}${metricCols('agg')} from agg
+      ${dims.length ? `order by ${dims.map((_, i) => `agg.g${i}`).join(', ')}` : ''} limit ${params.add(limit + 1)}`
+  }
+  const rows = await runQuery(text, params)
+  const names = query.dimensions ?? []
+  return {
+    entity: entity.entity,
+    metrics: query.metrics,
+    dimensions: names,
+    bucket,
+    timezone,
+    range: { from: from.toISOString(), to: to.toISOString() },
+    rows: rows.slice(0, limit).map((row) => {
+      const out: Record<string, string | number | null> = {}
+      if (bucket) out.bucket = (row.bucket as Date).toISOString()
+      names.forEach((name, i) => (out[name] = (row[`g${i}`] as string | null) ?? null))
+      query.metrics.forEach((name, i) => (out[name] = row[`m${i}`] === null ? null : Number(row[`m${i}`])))
+      return out
+    }),
+    truncated: rows.length > limit,
+  }
+}

@@ -1,0 +1,125 @@
+// What metric queries and funnels share: SQL parameters, names resolved against the catalog (a name not in it is a 400
+// naming the field), filters, time ranges and zones, and running a query under its statement timeout.
+import { config } from '../config'
+import { analyticsSql } from '../db/client'
+import { ApiError, badRequest } from '../errors'
+import { type Entity, entityNamed } from './catalog'
+import type { Filter, Range } from './query-schemas'
+
+/** Collects the values of a query: SQL text only ever holds `$n` for them and fixed SQL from the catalog. */
+export class Params {
+  readonly values: unknown[] = []
+  add(value: unknown): string {
+    this.values.push(value)
+    return `$${this.values.length}`
+  }
+}
+
+export const invalid = (path: string, message: string) => badRequest(`Invalid request: ${path} ${message}`, [{ path, message }])
+
+const list = (names: string[]) => names.map((n) => JSON.stringify(n)).join(', ')
+
+export function resolveEntity(name: string, path: string): Entity {
+  const entity = entityNamed(name)
+  if (!entity) throw invalid(path, `names no entity of the catalog (analytics_catalog_get lists them)`)
+  return entity
+}
+
+const PROPERTY = /^properties\.(.{1,128})$/s
+
+/** A dimension of the entity, or `properties.<key>` on an entity with properties: its SQL (the key as a parameter). */
+export function resolveField(entity: Entity, name: string, path: string, params: Params): string {
+  const property = PROPERTY.exec(name)
+  if (property && entity.properties) return `(${entity.properties} ->> ${params.add(property[1])})`
+  const dimension = entity.dimensions.find((d) => d.name === name)
+  if (dimension) return dimension.sql
+  const properties = entity.properties ? ', or properties.<key>' : ''
+  throw invalid(path, `names no dimension of ${entity.entity}; one of ${list(entity.dimensions.map((d) => d.name))}${properties}`)
+}
+
+const NUMERIC = `'^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$'`
+
+/** One filter as a SQL condition. Values are parameters; text compares as text, gt..lte compare numbers. */
+export function filterSql(entity: Entity, filter: Filter, path: string, params: Params): string {
+  const field = resolveField(entity, filter.field, `${path}/field`, params)
+  const value = filter.value
+  const needs = (what: string) => invalid(`${path}/value`, `is required for ${filter.op}: ${what}`)
+  switch (filter.op) {
+    case 'set':
+      return `${field} is not null`
+    case 'notSet':
+      return `${field} is null`
+    case 'in': {
+      if (!Array.isArray(value)) throw needs('an array of values')
+      return `${field} = any(${params.add(value.map(String))}::text[])`
+    }
+    case 'gt': case 'gte': case 'lt': case 'lte': {
+      if (typeof value !== 'number') throw needs('a number')
+      const op = { gt: '>', gte: '>=', lt: '<', lte: '<=' }[filter.op]
+      // Text that is not a number never matches (and never fails the query).
+      return `(case when ${field} ~ ${NUMERIC} then (${field})::numeric end) ${op} ${params.add(value)}::numeric`
+    }
+    default: {
+      if (value === undefined || Array.isArray(value)) throw needs('one value')
+      const text = params.add(String(value))
+      if (filter.op === 'equals') return `${field} = ${text}`
+      if (filter.op === 'notEquals') return `${field} is distinct from ${text}`
+      return `strpos(lower(${field}), lower(${text})) > 0`
+    }
+  }
+}
+
+const RELATIVE = /^-(\d{1,6})(h|d|w|m)$/
+const ISO = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/
+
+/** A time of a range: ISO-8601 (UTC when it has no offset), `now`, or relative to now (-24h, -7d, -4w, -3m). */
+export function parseTime(value: string, path: string, now: Date): Date {
+  if (value === 'now') return now
+  const relative = RELATIVE.exec(value)
+  if (relative) {
+    const n = Number(relative[1])
+    const at = new Date(now)
+    if (relative[2] === 'h') at.setTime(at.getTime() - n * 3_600_000)
+    else if (relative[2] === 'd') at.setTime(at.getTime() - n * 86_400_000)
+    else if (relative[2] === 'w') at.setTime(at.getTime() - n * 7 * 86_400_000)
+    else at.setUTCMonth(at.getUTCMonth() - n)
+    return at
+  }
+  if (ISO.test(value)) {
+    const hasZone = /(?:Z|[+-]\d{2}:?\d{2})$/.test(value) && value.length > 10
+    const at = new Date(hasZone ? value : `${value.replace(' ', 'T')}${value.length === 10 ? 'T00:00:00' : ''}Z`)
+    if (!Number.isNaN(at.getTime())) return at
+  }
+  throw invalid(path, 'is not a time: use ISO-8601 (2026-03-01T00:00:00Z), now, or -24h / -7d / -4w / -3m')
+}
+
+export function parseRange(range: Range, path: string, now = new Date()): { from: Date; to: Date } {
+  const from = parseTime(range.from, `${path}/from`, now)
+  const to = parseTime(range.to ?? 'now', `${path}/to`, now)
+  if (from.getTime() >= to.getTime()) throw invalid(`${path}/from`, 'must be before to')
+  return { from, to }
+}
+
+let zones: Set<string> | undefined
+
+/** An IANA time zone PostgreSQL knows (checked against pg_timezone_names, read once per process). */
+export async function checkTimezone(zone: string, path: string): Promise<string> {
+  zones ??= new Set((await analyticsSql`select name from pg_timezone_names`).map((r) => r.name as string))
+  if (!zones.has(zone)) throw invalid(path, 'is not an IANA time zone known to the database, such as UTC or Europe/Berlin')
+  return zone
+}
+
+/** Runs a built query under the statement timeout; a query that runs out of it is 422 query_timeout. */
+export async function runQuery(text: string, params: Params): Promise<Record<string, unknown>[]> {
+  try {
+    return await analyticsSql.begin(async (tx) => {
+      await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(config.analytics.queryTimeoutMs))}`)
+      return (await tx.unsafe(text, params.values as never[])) as unknown as Record<string, unknown>[]
+    })
+  } catch (error) {
+    if ((error as { code?: string }).code === '57014') {
+      throw new ApiError(422, 'query_timeout', `The query ran longer than ${config.analytics.queryTimeoutMs} ms: narrow its range, filters or dimensions`)
+    }
+    throw error
+  }
+}
