@@ -9,6 +9,7 @@ import { namespaceOf } from '../shared/realtime/names'
 import { type NamespacePolicy, productPolicies } from '../shared/realtime/policies'
 import { enterPresence, leavePresence as leavePresenceEntry, listPresence, PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
 import { isKeyRevoked } from '../shared/realtime/revocations'
+import { usage } from '../shared/realtime/usage'
 import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
 import type { Deadlines } from './deadlines'
 import { DISCONNECTS, type Disconnect } from './disconnect'
@@ -126,6 +127,7 @@ export class Connection {
   cleanup(): void {
     if (this.closed) return
     this.closed = true
+    if (this.claims) usage.connection(this.claims.pid, -1)
     this.gateway.deadlines.clear(this)
     for (const channel of [...this.channels.keys()]) this.leave(channel)
     // Off every roster it entered (its refreshes stop); if Redis cannot be told now, the entries expire by themselves.
@@ -190,6 +192,7 @@ export class Connection {
     if (typeof claims === 'string') return this.disconnect(DISCONNECTS.invalidToken, claims)
     if (this.closed) return
     this.adopt(claims)
+    usage.connection(claims.pid, 1)
     this.send(encode.reply(request.id, 'connect', { client: this.id, subject: claims.sub, expiresAt: new Date(claims.exp * 1000).toISOString() }))
   }
 
@@ -308,6 +311,7 @@ export class Connection {
     if (size > CLIENT_EVENT_MAX_BYTES) return this.send(encode.error(request.id, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`))
     if (!(this.eventBudget ??= new TokenBucket(5, 10)).take()) return this.send(encode.error(request.id, 'rate_limited', 'more than 5 client events a second (burst 10) on this connection'))
     const { id } = await publishMessage({ productId: this.claims!.pid, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id })
+    usage.count(this.claims!.pid, request.channel, { publishes: 1, bytes: size })
     this.send(encode.reply(request.id, 'publish', { channel: request.channel, messageId: id }))
   }
 

@@ -90,6 +90,12 @@ export class Hub<S extends Subscriber = Subscriber> {
     return true
   }
 
+  /** How many subscriptions of this gateway a publication of the channel reaches (live and pending). */
+  subscriberCount(productId: string, channel: string): number {
+    const entry = this.channels.get(topicOf(productId, channel))
+    return entry ? entry.pending.size + entry.live.size : 0
+  }
+
   /** The live subscribers of a topic (for checking their buffers after a publish). */
   liveOf(topic: string): ReadonlySet<S> {
     return this.channels.get(topic)?.live ?? new Set()

@@ -2,6 +2,7 @@
 import { config } from '../shared/config'
 import { sql } from '../shared/db/client'
 import { onShutdown } from '../shared/http/lifecycle'
+import { usage } from '../shared/realtime/usage'
 import { closeRedis } from '../shared/redis'
 import { requireSecretKey } from '../shared/secrets'
 import { startGateway } from './node'
@@ -10,9 +11,11 @@ process.env.PROCESS_NAME ??= 'gateway'
 requireSecretKey() // token signing keys are sealed: without the master key, fail now with a clear message
 
 const gateway = startGateway(config.gatewayPort)
+usage.start()
 
 onShutdown(async () => {
   await gateway.drain()
+  await usage.stop()
   await sql.end({ timeout: 5 }).catch(() => {})
   await closeRedis()
 })

@@ -8,6 +8,7 @@ import { invalidHost, parseTarget } from '../shared/http/target'
 import { describeError, log } from '../shared/log'
 import { listenForInvalidations } from '../shared/realtime/invalidation-listener'
 import { policyCache } from '../shared/realtime/policies'
+import { usage } from '../shared/realtime/usage'
 import { Connection, type GatewayContext } from './client'
 import { Deadlines } from './deadlines'
 import { DISCONNECTS } from './disconnect'
@@ -54,6 +55,11 @@ export function startGateway(port: number): Gateway {
       writer.startBatch()
       const frame = entry.kind ? presenceFrame(entry) : publicationFrame(entry)
       const position = !entry.kind && entry.offset !== undefined && entry.epoch !== undefined ? { offset: entry.offset, epoch: entry.epoch } : undefined
+      if (!entry.kind) {
+        // Usage for analytics: every local subscriber but the sender of a client event gets it.
+        const reached = hub.subscriberCount(entry.product, entry.channel) - (entry.sender && socketsById.has(entry.sender) ? 1 : 0)
+        if (reached > 0) usage.count(entry.product, entry.channel, { deliveries: reached })
+      }
       hub.publish(entry.product, entry.channel, position, frame, (topic) => {
         // A client event skips its sender: published from the sender's socket, when it is here, the runtime leaves it out.
         const sender = entry.sender ? socketsById.get(entry.sender) : undefined

@@ -2,6 +2,7 @@
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { serveApp } from '../../shared/http/serve'
+import { usage } from '../../shared/realtime/usage'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { buildPublicApp } from './app'
@@ -14,6 +15,7 @@ requireSecretKey() // token signing keys are sealed: without the master key, fai
 // Caches stay off until the invalidation subscription is live (shared/realtime/invalidation-listener.ts), so serving
 // can start now.
 const stopListening = listenForCacheInvalidations()
+usage.start()
 
 serveApp({
   name: 'public',
@@ -25,6 +27,7 @@ serveApp({
   logRequests: config.logRequests,
   onStop: async () => {
     await stopListening()
+    await usage.stop()
     await sql.end({ timeout: 5 })
     await closeRedis()
   },

@@ -3,6 +3,7 @@
 // names from a request are looked up here and never reach SQL themselves.
 import { eventsEntities } from './entities/tracking'
 import { mailEntities } from './entities/mail'
+import { realtimeEntities } from './entities/realtime'
 
 export const IDENTITY_KINDS = ['email', 'phone', 'users_id', 'anonymous_id'] as const
 export type IdentityKind = (typeof IDENTITY_KINDS)[number]
@@ -51,7 +52,7 @@ export interface Entity {
   event: string | null
 }
 
-export const ENTITIES: readonly Entity[] = [...eventsEntities, ...mailEntities]
+export const ENTITIES: readonly Entity[] = [...eventsEntities, ...mailEntities, ...realtimeEntities]
 const byName = new Map(ENTITIES.map((e) => [e.entity, e]))
 
 export const entityNamed = (name: string): Entity | undefined => byName.get(name)

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import { publish, type PayloadRef } from '../../../shared/realtime/broker'
 import { namespaceOf } from '../../../shared/realtime/names'
+import { usage } from '../../../shared/realtime/usage'
 import { INLINE_CAP_BYTES, storePayload } from '../../../shared/realtime/payloads'
 import { namespaceNotRegistered, payloadStorageNotProvisioned } from './errors'
 import { productPolicies } from '../../../shared/realtime/policies'
@@ -39,6 +40,7 @@ export async function publishMessage(productId: string, body: PublishBody): Prom
     body: Buffer.from(serialized, 'utf8'), contentType: 'application/json',
   })
   const result = await publish({ productId, channel: body.channel, policy: policy.broker, id, ...(ref ? { ref } : { data: serialized }) })
+  usage.count(productId, body.channel, { publishes: 1, bytes: size })
   return {
     id: result.id, channel: body.channel,
     ...(result.offset !== undefined ? { offset: result.offset, epoch: result.epoch } : {}),

@@ -1,0 +1,48 @@
+// Realtime's entities: traffic and connections, counted by the public workers and gateways and flushed per minute
+// (shared/realtime/usage.ts).
+import type { Entity } from '../catalog'
+
+export const realtimeEntities: Entity[] = [{
+  entity: 'realtime_usage',
+  extensionSlug: 'realtime',
+  entityName: 'Realtime usage',
+  description: 'Publishes, deliveries and bytes per namespace and minute, counted by the public workers and gateways',
+  timeColumn: 'minute',
+  propertiesColumn: null,
+  dimensions: [{ name: 'namespace', description: 'The channel namespace', sql: 's.namespace' }],
+  metrics: [
+    { name: 'publishes', type: 'sum', description: 'Messages published (REST publishes and client events)', sql: 'coalesce(sum(s.publishes), 0)' },
+    { name: 'deliveries', type: 'sum', description: 'Messages delivered to subscribed connections', sql: 'coalesce(sum(s.deliveries), 0)' },
+    { name: 'bytes', type: 'sum', description: 'Serialized bytes published', sql: 'coalesce(sum(s.bytes), 0)' },
+    { name: 'deliveries_per_publish', type: 'ratio', description: 'Deliveries divided by publishes (fan-out)', numerator: 'sum(s.deliveries)', denominator: 'sum(s.publishes)' },
+  ],
+  identityKinds: [],
+  source: 'realtime_usage s',
+  time: 's.minute',
+  properties: null,
+  identity: {},
+  event: null,
+}, {
+  entity: 'realtime_connections',
+  extensionSlug: 'realtime',
+  entityName: 'Realtime connections',
+  description: 'WebSocket connections per gateway process and minute: opened, closed, and the most open at once',
+  timeColumn: 'minute',
+  propertiesColumn: null,
+  dimensions: [{ name: 'gateway', description: 'The gateway process (host:pid)', sql: 's.gateway' }],
+  metrics: [
+    { name: 'opened', type: 'sum', description: 'Connections that presented a valid token', sql: 'coalesce(sum(s.opened), 0)' },
+    { name: 'closed', type: 'sum', description: 'Connections that closed', sql: 'coalesce(sum(s.closed), 0)' },
+    {
+      name: 'connection_minutes', type: 'sum',
+      description: 'The most connections open at once in each minute, summed over minutes and gateways (with an hour bucket: connection-minutes)',
+      sql: 'coalesce(sum(s.peak), 0)',
+    },
+  ],
+  identityKinds: [],
+  source: 'realtime_connection_minutes s',
+  time: 's.minute',
+  properties: null,
+  identity: {},
+  event: null,
+}]
