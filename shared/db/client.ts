@@ -6,9 +6,10 @@ import { withDeadlines } from './deadline'
 
 export type Sql = postgres.Sql
 
-function pool(max = 10): Sql {
+function pool(max = 10, connection: Record<string, string> = {}): Sql {
   return postgres(config.databaseUrl, {
     max,
+    connection,
     idle_timeout: 30,
     // Seconds; at least 1. The statement deadline bounds the wait anyway: this only stops a dead attempt early.
     connect_timeout: Math.max(1, Math.ceil(config.db.timeoutMs / 1000)),
@@ -23,10 +24,17 @@ function pool(max = 10): Sql {
 export const sql: Sql = withDeadlines(pool(), { timeoutMs: config.db.timeoutMs, coolDownMs: config.db.coolDownMs })
 
 /**
+ * Every analytics query is planned for its own values. postgres.js prepares statements, and after five runs PostgreSQL
+ * may switch a prepared statement to a generic plan that knows neither the product nor the events: in the benchmark
+ * that turned a 1.5 s funnel into minutes on the sixth run.
+ */
+const ANALYTICS_SESSION = { plan_cache_mode: 'force_custom_plan' }
+
+/**
  * A small pool for analytics queries: their own, longer deadline (each also sets a statement_timeout), so that a heavy
  * query neither takes the main pool's connections nor is cut at the main pool's deadline.
  */
-export const analyticsSql: Sql = withDeadlines(pool(4), { timeoutMs: config.analytics.queryTimeoutMs + 2000, coolDownMs: config.db.coolDownMs })
+export const analyticsSql: Sql = withDeadlines(pool(4, ANALYTICS_SESSION), { timeoutMs: config.analytics.queryTimeoutMs + 2000, coolDownMs: config.db.coolDownMs })
 
 /**
  * A pool without deadlines, for scripts whose statements may legitimately run long (migrations, key rotation).
