@@ -16,6 +16,8 @@ export interface CaughtMessage {
   raw: Buffer
 }
 
+type Answer = { code: number; message: string } | undefined
+
 export interface SinkOptions {
   port: number
   host?: string
@@ -28,8 +30,8 @@ export interface SinkOptions {
    * permanent). Default: `bounce@…` 550, `defer@…` 451, everyone else accepted.
    */
   answerRecipient?: (address: string) => { code: number; message: string } | undefined
-  /** How the server answers the end of DATA, the same way (default: accept). */
-  answerData?: (message: CaughtMessage) => { code: number; message: string } | undefined
+  /** How the server answers the end of DATA, the same way (default: accept); a promise answers when it settles. */
+  answerData?: (message: CaughtMessage) => Answer | Promise<Answer>
 }
 
 export const defaultAnswer = (address: string) => {
@@ -68,8 +70,13 @@ export async function startSmtpSink(options: SinkOptions): Promise<Sink> {
           to: session.envelope.rcptTo.map((r) => r.address),
           raw: Buffer.concat(chunks),
         }
-        const answer = options.answerData?.(message)
-        if (answer) return callback(smtpError(answer))
+        void Promise.resolve(options.answerData?.(message)).then((answer) => {
+          if (answer) return callback(smtpError(answer))
+          accept(message)
+          callback()
+        })
+      })
+      const accept = (message: CaughtMessage) => {
         if (options.dir) {
           const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${Math.random().toString(36).slice(2, 8)}.eml`
           const envelope = `X-Sink-Mail-From: ${message.from}\r\nX-Sink-Rcpt-To: ${message.to.join(', ')}\r\n`
@@ -77,8 +84,7 @@ export async function startSmtpSink(options: SinkOptions): Promise<Sink> {
           console.log(JSON.stringify({ at: new Date().toISOString(), msg: 'caught', file: name, from: message.from, to: message.to }))
         }
         options.onMessage?.(message)
-        callback()
-      })
+      }
     },
   })
   await new Promise<void>((resolve, reject) => {

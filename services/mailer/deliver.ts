@@ -8,7 +8,7 @@ import { describeError, log } from '../../shared/log'
 import { parseMailbox } from '../../shared/mail/addresses'
 import { open } from '../../shared/secrets'
 import { classifyAccepted, classifyFailure, type Outcome, retryDelayMs } from './outcome'
-import { type ClaimedEmail, finish, markSent, suppressedAmong } from './queue'
+import { type ClaimedEmail, finish, markSent, renewLease, suppressedAmong } from './queue'
 
 interface DomainKey {
   name: string
@@ -16,17 +16,19 @@ interface DomainKey {
   privateKey: string
 }
 
-/** DKIM keys by domain id: opened once per mailer (a domain's key never changes; a deleted domain is not asked again). */
-const keys = new Map<string, DomainKey>()
+/** Private DKIM keys by domain id: unsealed once per mailer (a domain's key never changes). */
+const privateKeys = new Map<string, string>()
 
-async function domainKey(domainId: string): Promise<DomainKey | null> {
-  const cached = keys.get(domainId)
-  if (cached) return cached
-  const [row] = await sql`select name, dkim_selector, secret_sealed from mail_domains where id = ${domainId}`
+/** The sending domain as it is now: deleted (null), no longer verified, or its signing key. */
+async function sendingDomain(domainId: string): Promise<{ status: string; key: DomainKey } | null> {
+  const cached = privateKeys.get(domainId)
+  const [row] = cached
+    ? await sql`select name, dkim_selector, status from mail_domains where id = ${domainId}`
+    : await sql`select name, dkim_selector, status, secret_sealed from mail_domains where id = ${domainId}`
   if (!row) return null
-  const key = { name: row.name, selector: row.dkim_selector, privateKey: open(Buffer.from(row.secret_sealed), aadOf('mail_domains', domainId)).toString() }
-  keys.set(domainId, key)
-  return key
+  const privateKey = cached ?? open(Buffer.from(row.secret_sealed), aadOf('mail_domains', domainId)).toString()
+  privateKeys.set(domainId, privateKey)
+  return { status: row.status, key: { name: row.name, selector: row.dkim_selector, privateKey } }
 }
 
 let transport: Transporter | undefined
@@ -48,12 +50,21 @@ function smtp(): Transporter {
 }
 
 const addressOf = (value: string) => parseMailbox(value)?.address ?? value
+/**
+ * A stored mailbox as nodemailer's {name, address}: nodemailer then quotes and encodes the name itself, so nothing in
+ * a display name is ever read as header syntax (an address that no longer parses goes as a bare address).
+ */
+const mailboxOf = (value: string) => {
+  const mailbox = parseMailbox(value)
+  return mailbox ? { name: mailbox.name ?? '', address: mailbox.address } : { name: '', address: value }
+}
 
 /** Sends and classifies: the SMTP server's answer, or the failure to reach it. */
 async function attempt(email: ClaimedEmail, key: DomainKey, recipients: string[]): Promise<Outcome> {
   try {
     const info = await smtp().sendMail({
-      from: email.fromAddress, to: email.to, cc: email.cc, bcc: email.bcc, replyTo: email.replyTo,
+      from: mailboxOf(email.fromAddress), to: email.to.map(mailboxOf), cc: email.cc.map(mailboxOf), bcc: email.bcc.map(mailboxOf),
+      replyTo: email.replyTo.map(mailboxOf),
       subject: email.subject, html: email.html ?? undefined, text: email.text ?? undefined, headers: email.headers,
       messageId: email.messageId, date: email.createdAt,
       envelope: { from: addressOf(email.fromAddress), to: recipients },
@@ -73,16 +84,40 @@ export async function deliver(email: ClaimedEmail): Promise<void> {
   if (recipients.length === 0) {
     return void (await finish(email, { kind: 'suppressed', detail: `every recipient is on the suppression list: ${[...suppressed].join(', ')}` }))
   }
-  const key = email.domainId ? await domainKey(email.domainId) : null
-  if (!key) return void (await finish(email, { kind: 'failed', detail: 'the sending domain was deleted before delivery' }))
+  const domain = email.domainId ? await sendingDomain(email.domainId) : null
+  if (!domain) return void (await finish(email, { kind: 'failed', detail: 'the sending domain was deleted before delivery' }))
+  if (domain.status !== 'verified') {
+    return void (await finish(email, { kind: 'failed', detail: `the sending domain is no longer verified (status ${domain.status})` }))
+  }
+  const key = domain.key
   if (email.attempts === 1) {
     const note = suppressed.size ? `suppressed recipients skipped: ${[...suppressed].join(', ')}` : undefined
     if (!(await markSent(email, note))) return
   }
-  const outcome = await attempt(email, key, recipients)
+  const outcome = await whileLeased(email, () => attempt(email, key, recipients))
   const recorded = await finish(email, toFinish(email, outcome))
   if (!recorded) log('warn', 'mail outcome not recorded: the lease passed to another mailer', { emailId: email.id, outcome: outcome.kind })
   else if (outcome.kind !== 'delivered') log('info', 'mail attempt failed', { emailId: email.id, attempt: email.attempts, outcome: outcome.kind, reason: outcome.reason })
+}
+
+/**
+ * Runs `work` while renewing the email's lease every third of its length, so no other mailer takes the email over
+ * while this one is still talking to the SMTP server. A renewal that fails (the database is away) is logged and tried
+ * again at the next tick; only a lease that really lapses lets another mailer in (at-least-once, as documented).
+ */
+async function whileLeased<T>(email: ClaimedEmail, work: () => Promise<T>): Promise<T> {
+  const leaseMs = config.mail.leaseMs
+  const timer = setInterval(() => {
+    renewLease(email, leaseMs).then(
+      (held) => held || log('warn', 'mail lease lost during an attempt', { emailId: email.id }),
+      (error) => log('warn', 'mail lease renewal failed', { emailId: email.id, ...describeError(error) }),
+    )
+  }, Math.max(50, Math.floor(leaseMs / 3)))
+  try {
+    return await work()
+  } finally {
+    clearInterval(timer)
+  }
 }
 
 function toFinish(email: ClaimedEmail, outcome: Outcome) {

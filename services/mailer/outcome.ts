@@ -22,8 +22,12 @@ export type Outcome =
 
 const CONNECTION_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'ECONNREFUSED', 'ECONNRESET', 'EDNS', 'EPROTOCOL', 'ETLS', 'EAUTH'])
 
+/** The SMTP commands whose 5xx answer is about the message: nodemailer's `command` on the error. */
+const MESSAGE_COMMANDS = new Set(['MAIL FROM', 'RCPT TO', 'DATA'])
+
 interface SmtpError {
   code?: string
+  command?: string
   responseCode?: number
   response?: string
   message?: string
@@ -40,10 +44,15 @@ export function classifyFailure(error: SmtpError): Outcome {
     if (codes.some((c) => c < 500)) return { kind: 'temporary', reason }
     return { kind: 'bounced', reason, suppress: error.rejectedErrors.map((r) => r.recipient!).filter(Boolean) }
   }
-  const code = error.responseCode
-  if (code !== undefined && code >= 500) return { kind: 'bounced', reason, suppress: [] }
-  if (code !== undefined && code >= 400) return { kind: 'temporary', reason }
+  // The link to the relay first: a 535 at AUTH or a 5xx refusing STARTTLS is the platform's relay set-up failing, not
+  // the message being refused, and must not bounce (or suppress) anyone.
   if (error.code && CONNECTION_CODES.has(error.code)) return { kind: 'temporary', reason }
+  const code = error.responseCode
+  if (code !== undefined && code >= 400 && code < 500) return { kind: 'temporary', reason }
+  if (code !== undefined && code >= 500) {
+    // Permanent for this message only when answered to the message itself (its sender, recipients or content).
+    return MESSAGE_COMMANDS.has(error.command ?? '') ? { kind: 'bounced', reason, suppress: [] } : { kind: 'temporary', reason }
+  }
   return { kind: 'failed', reason }
 }
 

@@ -57,6 +57,18 @@ export async function suppressedAmong(productId: string, addresses: string[]): P
   return new Set(rows.map((r) => r.address as string))
 }
 
+/**
+ * Extends the lease of an email whose attempt is still running: an SMTP conversation may legitimately outlast one lease
+ * (a slow server, a large message), and a lease that ran out mid-attempt would let another mailer send it again. False
+ * when the lease is no longer this mailer's.
+ */
+export async function renewLease(email: ClaimedEmail, leaseMs: number): Promise<boolean> {
+  const rows = await sql`
+    update emails set lease_until = now() + ${leaseMs} * interval '1 millisecond'
+    where id = ${email.id} and lease_token = ${email.leaseToken} returning id`
+  return rows.length > 0
+}
+
 // Every event's time is its transaction's `now()`: the same instant as the email's last_event_at.
 
 /** Records that delivery started (the email's first attempt): it stays leased. False when the lease was lost. */

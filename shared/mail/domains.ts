@@ -96,22 +96,27 @@ export async function getDomain(productId: string, id: string): Promise<Domain> 
  * Every run of consecutive strings of a TXT answer, joined. A long record is several strings, and Bun's resolver may
  * hand them back as separate records (docs/mail.md): a value is found when some run of them joins into it.
  */
-function joinedRuns(values: string[]): string[] {
+function joinedRuns(values: string[], maxLength: number): string[] {
+  // Bounded: a domain owner controls the answer, and every run of thousands of records would be quadratic work.
+  const records = values.slice(0, MAX_TXT_RECORDS)
   const runs: string[] = []
-  for (let start = 0; start < values.length; start++) {
+  for (let start = 0; start < records.length; start++) {
     let joined = ''
-    for (let end = start; end < values.length; end++) runs.push((joined += values[end]))
+    for (let end = start; end < records.length && joined.length <= maxLength; end++) runs.push((joined += records[end]))
   }
   return runs
 }
+/** TXT records of one name looked at in a check, and the longest SPF record considered (RFC 7208 keeps them short). */
+const MAX_TXT_RECORDS = 50
+const MAX_SPF_LENGTH = 4096
 
 /** What a check of the three records found. Pure: the DNS answers in, the statuses out. */
 export function checkRecords(domain: Domain, answers: Record<RecordName, string[]>): Record<RecordName, RecordStatus> {
   const normalized = (value: string) => value.replace(/\s+/g, '').toLowerCase()
   const [dkim, , ownership] = domain.records
-  const found = (values: string[], expected: string) => joinedRuns(values).some((v) => normalized(v) === normalized(expected))
+  const found = (values: string[], expected: string) => joinedRuns(values, 2 * expected.length + 256).some((v) => normalized(v) === normalized(expected))
   const include = `include:${config.mail.spfInclude}`.toLowerCase()
-  const spf = joinedRuns(answers.spf).some((v) => /^v=spf1\b/i.test(v.trim())
+  const spf = joinedRuns(answers.spf, MAX_SPF_LENGTH).some((v) => /^v=spf1\b/i.test(v.trim())
     && v.trim().split(/\s+/).some((term) => term.replace(/^[+?~-]/, '').toLowerCase() === include))
   return {
     dkim: found(answers.dkim, dkim!.value) ? 'verified' : 'failed',
@@ -150,12 +155,16 @@ export async function verifyDomain(productId: string, id: string): Promise<Domai
 export async function deleteDomain(productId: string, id: string): Promise<void> {
   if (!isUuid(id)) throw notFound('Domain')
   const revoked = await sql.begin(async (tx) => {
+    // Lock the domain before reading its keys: a key being created for it holds a share lock on the row (its foreign
+    // key) until it commits, so this waits for it and the next statement sees it. Revoking first and locking after
+    // would miss that key, and `on delete set null` would leave it active and unlocked.
+    const [domain] = await tx`select id from mail_domains where id = ${id} and product_id = ${productId} for update`
+    if (!domain) throw notFound('Domain')
     const keys = await tx`
       update mail_api_keys set revoked_at = now()
       where domain_id = ${id} and product_id = ${productId} and revoked_at is null
       returning key_hash`
-    const [row] = await tx`delete from mail_domains where id = ${id} and product_id = ${productId} returning id`
-    if (!row) throw notFound('Domain')
+    await tx`delete from mail_domains where id = ${id}`
     return keys
   })
   for (const key of revoked) await publishInvalidation({ kind: 'mail_key', keyHash: Buffer.from(key.key_hash).toString('hex') })

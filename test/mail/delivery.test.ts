@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { simpleParser } from 'mailparser'
 import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
+import { sql } from '../../shared/db/client'
 import { freePort, newProduct, startWorker, type Worker } from '../helpers'
 import { manage, pub, startPublicPair, type Pair } from '../realtime/public-helpers'
 
@@ -97,6 +98,14 @@ describe('delivery', () => {
     expect((await dkimVerify(tampered, { resolver } as never)).results[0]!.status.result).not.toBe('pass') // body hash mismatch
   }, 30_000)
 
+  test('display names with specials, quoted by the sender, reach the recipient as one mailbox each with the name intact', async () => {
+    const id = await send({ from: `"Acme, Inc. (billing)" <hello@${domain.name}>`, to: ['"Doe, Jane" <jane@example.org>', 'Émile Zola <emile@example.org>'] })
+    const email = await until(id, ['delivered'])
+    const parsed = await simpleParser(caughtFor(email.message_id)[0]!.raw)
+    expect(parsed.from?.value).toEqual([{ name: 'Acme, Inc. (billing)', address: `hello@${domain.name}` }])
+    expect((parsed.to as { value: unknown[] }).value).toEqual([{ name: 'Doe, Jane', address: 'jane@example.org' }, { name: 'Émile Zola', address: 'emile@example.org' }])
+  }, 30_000)
+
   test('a temporary refusal (4xx) is retried with backoff, then delivered; one that lasts is failed after the attempt limit', async () => {
     const defer = { code: 451, message: '4.3.0 try again later' }
     scripted.set('flaky@example.org', [defer, defer])
@@ -165,6 +174,41 @@ test('a mailer killed with SIGKILL mid-batch and another started: every email is
     mailer = await startMailer()
   }
 }, 60_000)
+
+test('an attempt that outlasts the lease keeps it (renewed while the SMTP server thinks): a second mailer never sends the email again', async () => {
+  const received: CaughtMessage[] = []
+  const slow = await startSmtpSink({ port: 0, onMessage: (message) => received.push(message), answerData: () => Bun.sleep(2500).then(() => undefined) })
+  await mailer.stop()
+  const env = { SMTP_URL: `smtp://127.0.0.1:${slow.port}`, MAIL_LEASE_MS: '1000' }
+  const both = await Promise.all([startMailer(env), startMailer(env)])
+  try {
+    const id = await send({ to: 'patient@example.org' })
+    const email = await until(id, ['delivered'], 20_000)
+    await Bun.sleep(1500) // long enough for a second copy to arrive, had another mailer taken the email over
+    expect(received.filter((m) => m.raw.toString().includes(email.message_id))).toHaveLength(1)
+    expect(email.events.map((e: { type: string }) => e.type)).toEqual(['queued', 'sent', 'delivered'])
+  } finally {
+    await Promise.all(both.map((m) => m.stop()))
+    await slow.close()
+    mailer = await startMailer()
+  }
+}, 60_000)
+
+test('an email whose domain is no longer verified when its turn comes is failed, not sent', async () => {
+  await mailer.stop()
+  try {
+    const other = await manage(owner, 'POST', '/mail/domains', { name: `f${crypto.randomUUID().slice(0, 8)}.example.com` })
+    const id = await send({ from: `hi@${other.name}`, to: 'late@example.org' })
+    await sql`update mail_domains set status = 'failed' where id = ${other.id}` // what its next DNS check finds
+    mailer = await startMailer()
+    const email = await until(id, ['failed', 'delivered'])
+    expect(email.events.map((e: { type: string }) => e.type)).toEqual(['queued', 'failed'])
+    expect(email.events[1].detail).toContain('no longer verified')
+    expect(caughtFor(email.message_id)).toEqual([])
+  } finally {
+    if (mailer.proc.exitCode !== null || mailer.proc.signalCode !== null) mailer = await startMailer()
+  }
+}, 30_000)
 
 test('the per-product send rate: beyond MAIL_SEND_RATE_PER_SECOND a second, 429 rate_limit_exceeded with Retry-After', async () => {
   const port = await freePort()

@@ -2,7 +2,7 @@
 // another payload is 409, a repeat in flight is 409, never two emails for one key under 50 concurrent repeats.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
-import { payloadHash } from '../../services/public/mail/idempotency'
+import { bindClaim, claimKey, payloadHash, releaseClaim } from '../../services/public/mail/idempotency'
 import { call, newProduct } from '../helpers'
 import { type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 
@@ -79,4 +79,23 @@ test('while the first request is in flight a repeat is 409 concurrent_idempotent
   const taken = await send(pair.b, body, 'flight-1')
   expect(taken.status).toBe(200)
   expect((await send(pair.a, body, 'flight-1')).body.id).toBe(taken.body.id)
+})
+
+test('a first request so slow its claim was taken over can neither bind a second email to the key nor release the newer claim', async () => {
+  const hash = payloadHash(message('slow'))
+  const slow = await claimKey(owner.productId, 'slow-1', hash)
+  if ('emailId' in slow) throw new Error('expected a fresh claim')
+  await sql`update mail_idempotency_keys set created_at = now() - interval '2 minutes' where product_id = ${owner.productId} and key = 'slow-1'`
+  const fresh = await claimKey(owner.productId, 'slow-1', hash) // the abandoned claim, taken over
+  if ('emailId' in fresh) throw new Error('expected the claim to be taken over')
+
+  const before = await emailCount()
+  const late = await send(pair.a, message('slow'), 'slow-1') // the key is held by `fresh`: 409, nothing queued
+  expect([late.status, late.body.error]).toEqual([409, 'concurrent_idempotent_requests'])
+  const bound = await sql.begin((tx) => bindClaim(tx, slow, crypto.randomUUID())).catch((error) => error)
+  expect([bound.status, bound.code]).toEqual([409, 'concurrent_idempotent_requests'])
+  await releaseClaim(slow) // the slow request's clean-up must leave the newer claim alone
+  const [row] = await sql`select claim_token from mail_idempotency_keys where product_id = ${owner.productId} and key = 'slow-1'`
+  expect(row?.claim_token).toBe(fresh.token)
+  expect(await emailCount()).toBe(before)
 })

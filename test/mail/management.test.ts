@@ -4,7 +4,9 @@ import { describe, expect, test } from 'bun:test'
 import { createPublicKey } from 'node:crypto'
 import { sql } from '../../shared/db/client'
 import { aadOf } from '../../shared/db/seal-secrets'
+import { createDomain, deleteDomain } from '../../shared/mail/domains'
 import { open } from '../../shared/secrets'
+import { createMailKey, listMailKeys } from '../../services/api/mail/api-keys'
 import { call, newProduct } from '../helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
@@ -66,6 +68,27 @@ describe('sending domains', () => {
     expect((await as(owner, 'GET', '/mail/api-keys')).body.data.map((k: { id: string }) => k.id)).toEqual([free.id])
     expect(locked.id).toBeString()
   })
+
+  test('a key created while its domain is being deleted is either refused (422) or revoked with it: never left active and unlocked', async () => {
+    const owner = await newProduct()
+    let refused = 0
+    for (let round = 0; round < 8; round++) {
+      const domain = await createDomain(owner.productId, domainName())
+      const creates = Array.from({ length: 6 }, (_, i) => Bun.sleep(i).then(() => createMailKey(owner.productId, { name: `k${i}`, scope: 'sending_access', domainId: domain.id })))
+      const results = await Promise.allSettled([...creates, Bun.sleep(2).then(() => deleteDomain(owner.productId, domain.id))])
+      for (const result of results.slice(0, -1)) {
+        if (result.status === 'rejected') {
+          expect((result.reason as { status: number; details: unknown }).status).toBe(422)
+          refused++
+        }
+      }
+      expect(results.at(-1)!.status).toBe('fulfilled')
+    }
+    const unlocked = await sql`select id from mail_api_keys where product_id = ${owner.productId} and revoked_at is null and domain_id is null`
+    expect(unlocked.length).toBe(0)
+    expect(await listMailKeys(owner.productId)).toEqual([])
+    expect(refused).toBeGreaterThan(0) // the race was really run: some creates came after the delete
+  }, 30_000)
 })
 
 describe('sending API keys', () => {

@@ -167,9 +167,18 @@ describe('emails', () => {
       [message(from, { to: ['a@example.org', 'nope'] }), '/body/to/1'],
       [message(from, { cc: 'bad' }), '/body/cc'],
       [message(from, { subject: '' }), '/body/subject'],
+      [message(from, { subject: 'Hi\r\nBcc: victim@example.org' }), '/body/subject'],
       [{ from, to: 'a@example.org', subject: 's' }, '/body'],
       [message(from, { headers: { 'Message-ID': '<x@y>' } }), '/body/headers/Message-ID'],
       [message(from, { headers: { 'X-Evil': 'a\r\nBcc: victim@example.org' } }), '/body/headers/X-Evil'],
+      ...['Authentication-Results', 'ARC-Seal', 'Received-SPF', 'Resent-From', 'Content-Disposition', 'DKIM-Signature', 'dkim-anything']
+        .map((name): [unknown, string] => [message(from, { headers: { [name]: 'pass' } }), `/body/headers/${name}`]),
+      [message(from, { headers: { 'X-Tag': 'a', 'x-tag': 'b' } }), '/body/headers/x-tag'],
+      // A display name that would read as a second mailbox (a spoofed sender in mail clients) must be quoted.
+      [message(`ceo@bank.example, Acme <news@${domainA.name}>`), '/body/from'],
+      [message(`Acme; <news@${domainA.name}>`), '/body/from'],
+      [message(from, { to: 'x@y.example, Z <z@example.org>' }), '/body/to'],
+      [message(from, { reply_to: ['ok@example.org', 'a@b.example <c@example.org>'] }), '/body/reply_to/1'],
       [message(from, { tags: [{ name: 'has space', value: 'v' }] }), '/body/tags/0/name'],
       [message(from, { attachments: [] }), '/body/attachments'],
     ]

@@ -76,6 +76,18 @@ describe('sending with a template', () => {
     const badName = await send({ template: { id: template.id, variables: { 'not-a-name': 'x' } } })
     expect([badName.status, badName.body.fields[0].path]).toEqual([400, '/body/template/variables/not-a-name'])
   })
+
+  test('a subject the variables make longer than 998 characters is 422 naming the variables; their line breaks become spaces', async () => {
+    const template = await manage(owner, 'POST', '/mail/templates', { name: `t-${crypto.randomUUID()}`, subject: 'Hi {{name}}', html: '<p>{{name}}</p>' })
+    const send = (name: string) => pub(pair.a, 'POST', `${base()}/emails`, { key: sending, body: { from: `a@${domain.name}`, to: 'x@example.org', template: { id: template.id, variables: { name } } } })
+    const refused = await send('A'.repeat(996))
+    expect([refused.status, refused.body.fields[0].path]).toEqual([422, '/body/template/variables'])
+    expect(refused.body.fields[0].message).toContain('998')
+    expect((await send('A'.repeat(995))).status).toBe(200) // exactly 998 characters
+    const folded = await send('Ann\r\nBcc: victim@example.org')
+    const email = await pub(pair.a, 'GET', `${base()}/emails/${folded.body.id}`, { key: sending })
+    expect(email.body.subject).toBe('Hi Ann Bcc: victim@example.org')
+  })
 })
 
 describe('domains and templates on the public surface', () => {

@@ -13,8 +13,17 @@ test('every recipient refused: permanent only when every refusal is 5xx (those a
 })
 
 test('a reply code at DATA: 5xx bounces without suppressing anyone (the content was refused), 4xx is temporary', () => {
-  expect(classifyFailure({ responseCode: 554, response: '554 spam' })).toEqual({ kind: 'bounced', reason: '554 spam', suppress: [] })
-  expect(classifyFailure({ responseCode: 452, response: '452 full' }).kind).toBe('temporary')
+  expect(classifyFailure({ code: 'EMESSAGE', command: 'DATA', responseCode: 554, response: '554 spam' })).toEqual({ kind: 'bounced', reason: '554 spam', suppress: [] })
+  expect(classifyFailure({ code: 'EENVELOPE', command: 'MAIL FROM', responseCode: 553, response: '553 sender refused' }).kind).toBe('bounced')
+  expect(classifyFailure({ code: 'EMESSAGE', command: 'DATA', responseCode: 452, response: '452 full' }).kind).toBe('temporary')
+})
+
+test('a 5xx about the link to the relay (its login, TLS, greeting) is temporary: the message was never judged, nobody bounces', () => {
+  expect(classifyFailure({ code: 'EAUTH', command: 'AUTH PLAIN', responseCode: 535, response: '535 5.7.8 bad credentials' }).kind).toBe('temporary')
+  expect(classifyFailure({ code: 'EAUTH', command: 'AUTH PLAIN', responseCode: 530, response: '530 auth required' }).kind).toBe('temporary')
+  expect(classifyFailure({ code: 'ETLS', command: 'STARTTLS', responseCode: 554, response: '554 no TLS' }).kind).toBe('temporary')
+  expect(classifyFailure({ code: 'EPROTOCOL', command: 'EHLO', responseCode: 554, response: '554 go away' }).kind).toBe('temporary')
+  expect(classifyFailure({ responseCode: 502, response: '502 unknown command' }).kind).toBe('temporary') // not said to which command
 })
 
 test('no usable connection is temporary; anything else is a failure', () => {

@@ -25,11 +25,15 @@ export async function createMailKey(productId: string, input: { name: string; sc
   const unknownDomain = () => unprocessable(`Domain ${domainId} is not a domain of this product`, [{ path: '/body/domainId', message: 'names no domain of this product' }])
   if (domainId !== null && !isUuid(domainId)) throw unknownDomain()
   const key = newSecret(MAIL_KEY_PREFIX)
+  // A domain deleted while this runs: its delete locks the row first, so the foreign key check here fails (23503) once
+  // it commits, rather than the key outliving its domain unlocked.
   const [row] = await sql`
     insert into mail_api_keys (product_id, name, scope, domain_id, prefix, key_hash)
     select ${productId}, ${input.name}, ${input.scope}, ${domainId}, ${visiblePrefix(key, MAIL_KEY_PREFIX)}, ${mailKeyHash(key)}
     where ${domainId}::uuid is null or exists (select 1 from mail_domains where id = ${domainId} and product_id = ${productId})
-    returning id, name, scope, domain_id, prefix, created_at`
+    returning id, name, scope, domain_id, prefix, created_at`.catch((error) => {
+    throw (error as { code?: string }).code === '23503' ? unknownDomain() : error
+  })
   if (!row) throw unknownDomain()
   return { ...keyOut(row), key }
 }

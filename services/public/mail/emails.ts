@@ -12,13 +12,20 @@ import { isUuid } from '../../../shared/mail/ids'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
 import { findTemplate, renderTemplate } from '../../../shared/mail/templates'
 import { type MailKeyIdentity, restrictedKey } from './api-keys'
-import { claimKey, payloadHash, releaseKey } from './idempotency'
+import { bindClaim, type Claim, claimKey, payloadHash, releaseClaim } from './idempotency'
 
 /** Headers a sender may not set: the platform writes them (addressing, MIME structure, signature, tracking ids). */
+/**
+ * Headers a sender may not give: addressing and identity (the platform writes them from the body), MIME structure
+ * (nodemailer builds it), and every header a receiving server or a signer adds, which a sender could forge to make a
+ * message look authenticated or relayed. Threading (In-Reply-To, References), List-* and X-* stay the sender's.
+ */
 const RESERVED_HEADERS = new Set([
-  'from', 'to', 'cc', 'bcc', 'reply-to', 'subject', 'date', 'message-id', 'mime-version', 'content-type',
-  'content-transfer-encoding', 'dkim-signature', 'return-path', 'sender', 'received',
+  'from', 'to', 'cc', 'bcc', 'reply-to', 'subject', 'date', 'message-id', 'mime-version', 'sender', 'return-path',
+  'received', 'received-spf', 'authentication-results', 'delivered-to', 'x-original-to', 'domainkey-signature',
 ])
+const RESERVED_HEADER_PREFIXES = ['content-', 'dkim-', 'arc-', 'resent-']
+const isReservedHeader = (lower: string) => RESERVED_HEADERS.has(lower) || RESERVED_HEADER_PREFIXES.some((prefix) => lower.startsWith(prefix))
 export const MAX_RECIPIENTS = 50
 
 const Address = Type.String({ minLength: 3, maxLength: 512, description: '"addr" or "Name <addr>"' })
@@ -31,7 +38,7 @@ export const SendBody = Strict({
   cc: Type.Optional(Recipients('Carbon copy')),
   bcc: Type.Optional(Recipients('Blind carbon copy')),
   reply_to: Type.Optional(Recipients('Reply-To addresses')),
-  subject: Type.Optional(Type.String({ minLength: 1, maxLength: 998, description: 'Required unless a template gives it' })),
+  subject: Type.Optional(Type.String({ minLength: 1, maxLength: 998, pattern: '^[^\\r\\n]*$', description: 'One line; required unless a template gives it' })),
   html: Type.Optional(Type.String({ maxLength: MAX_PART_CHARS })),
   template: Type.Optional(Strict({
     id: Type.String({ maxLength: 200, description: 'A template of this product' }),
@@ -84,11 +91,22 @@ async function contentOf(productId: string, body: SendBody): Promise<{ subject: 
     const template = await findTemplate(productId, body.template.id)
     if (!template) throw unprocessable(`Template ${body.template.id} is not a template of this product`, [{ path: '/body/template/id', message: 'names no template of this product' }])
     const rendered = renderTemplate(template, body.template.variables)
-    return { subject: body.subject ?? rendered.subject, html: rendered.html, text: body.text ?? rendered.text }
+    const filled = { subject: body.subject ?? rendered.subject, html: rendered.html, text: body.text ?? rendered.text }
+    checkFilled(filled)
+    return filled
   }
   if (body.subject === undefined) throw field('/body/subject', 'is required (unless a template gives it)')
   if (body.html === undefined && body.text === undefined) throw field('/body', 'needs html or text (or both), or a template')
   return { subject: body.subject, html: body.html ?? null, text: body.text ?? null }
+}
+
+/** A template filled in must still make a valid message: the variables are what break it, so they are named. */
+function checkFilled(filled: { subject: string; html: string | null; text: string | null }): void {
+  const refuse = (message: string) => unprocessable(`The filled-in template ${message}`, [{ path: '/body/template/variables', message }])
+  if (filled.subject.length > 998) throw refuse('makes a subject longer than 998 characters')
+  for (const part of ['html', 'text'] as const) {
+    if ((filled[part]?.length ?? 0) > MAX_PART_CHARS) throw refuse(`makes the ${part} part longer than ${MAX_PART_CHARS} characters`)
+  }
 }
 
 /** Every address of every list parses, and no list is longer than the limit. */
@@ -99,8 +117,12 @@ function checkRecipients(body: SendBody): void {
       if (!parseMailbox(value)) throw field(`/body/${name}${Array.isArray(body[name]) ? `/${i}` : ''}`, 'is not an email address')
     })
   }
+  const seen = new Set<string>()
   for (const header of Object.keys(body.headers ?? {})) {
-    if (RESERVED_HEADERS.has(header.toLowerCase())) throw field(`/body/headers/${header}`, 'is set by the platform and cannot be given')
+    const lower = header.toLowerCase()
+    if (isReservedHeader(lower)) throw field(`/body/headers/${header}`, 'is set by the platform and cannot be given')
+    if (seen.has(lower)) throw field(`/body/headers/${header}`, 'is given twice (header names are case-insensitive)')
+    seen.add(lower)
   }
 }
 
@@ -113,9 +135,11 @@ export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotency
   const body = validateInput({ body: SendBody }, { body: raw }).body as SendBody
   checkRecipients(body)
   const content = await contentOf(key.productId, body)
+  let claim: Claim | null = null
   if (idempotencyKey !== null) {
-    const earlier = await claimKey(key.productId, idempotencyKey, payloadHash(raw))
-    if (earlier !== null) return { id: earlier }
+    const claimed = await claimKey(key.productId, idempotencyKey, payloadHash(raw))
+    if ('emailId' in claimed) return { id: claimed.emailId }
+    claim = claimed
   }
   const id = randomUUID()
   try {
@@ -127,12 +151,10 @@ export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotency
                 ${asList(body.bcc)}, ${asList(body.reply_to)}, ${content.subject}, ${content.html}, ${content.text},
                 ${(body.headers ?? {}) as never}::jsonb, ${(body.tags ?? []) as never}::jsonb, ${`<${id}@${domain.name}>`})`
       await tx`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())` // the email's own last_event_at
-      if (idempotencyKey !== null) {
-        await tx`update mail_idempotency_keys set email_id = ${id} where product_id = ${key.productId} and key = ${idempotencyKey}`
-      }
+      if (claim) await bindClaim(tx, claim, id)
     })
   } catch (error) {
-    if (idempotencyKey !== null) await releaseKey(key.productId, idempotencyKey).catch(() => {}) // else it frees itself after a minute
+    if (claim) await releaseClaim(claim).catch(() => {}) // else it frees itself after a minute
     throw error
   }
   return { id }

@@ -3,7 +3,8 @@
 // the first is still being handled is 409 concurrent_idempotent_requests. The key's row is claimed with one insert (the
 // primary key makes exactly one request win, on any number of workers) and bound to the email in the email's own
 // transaction, so there are never two emails for one key.
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
+import type postgres from 'postgres'
 import { sql } from '../../../shared/db/client'
 import { ApiError } from '../../../shared/errors'
 
@@ -35,18 +36,27 @@ function canonical(value: unknown): string {
 
 export const payloadHash = (body: unknown) => createHash('sha256').update(canonical(body)).digest()
 
+/** This request's hold on a key: bind the email with it, or release it. */
+export interface Claim {
+  productId: string
+  key: string
+  token: string
+}
+
 /**
- * Claims `key` for this request: null when this request is the first (it must then queue the email and bind it, or
- * release the key), or the id of the email a repeat refers to. Throws the two 409s.
+ * Claims `key` for this request: a Claim when this request is the first (it must then queue the email and bind it, or
+ * release the claim), or the id of the email a repeat refers to. Throws the two 409s.
  */
-export async function claimKey(productId: string, key: string, hash: Buffer): Promise<string | null> {
+export async function claimKey(productId: string, key: string, hash: Buffer): Promise<Claim | { emailId: string }> {
+  const token = randomUUID()
   const [claimed] = await sql`
-    insert into mail_idempotency_keys (product_id, key, request_hash) values (${productId}, ${key}, ${hash})
-    on conflict (product_id, key) do update set request_hash = excluded.request_hash, email_id = null, created_at = now()
+    insert into mail_idempotency_keys (product_id, key, request_hash, claim_token) values (${productId}, ${key}, ${hash}, ${token})
+    on conflict (product_id, key) do update
+      set request_hash = excluded.request_hash, claim_token = excluded.claim_token, email_id = null, created_at = now()
       where mail_idempotency_keys.created_at < now() - ${KEY_TTL_HOURS} * interval '1 hour'
          or (mail_idempotency_keys.email_id is null and mail_idempotency_keys.created_at < now() - ${ABANDONED_SECONDS} * interval '1 second')
     returning key`
-  if (claimed) return null
+  if (claimed) return { productId, key, token }
   const [existing] = await sql`select request_hash, email_id from mail_idempotency_keys where product_id = ${productId} and key = ${key}`
   if (!existing) return claimKey(productId, key, hash) // released meanwhile: try again
   if (!Buffer.from(existing.request_hash).equals(hash)) {
@@ -55,10 +65,27 @@ export async function claimKey(productId: string, key: string, hash: Buffer): Pr
   if (existing.email_id === null) {
     throw new ApiError(409, 'concurrent_idempotent_requests', 'A request with this Idempotency-Key is still in progress; retry shortly', {}, { 'retry-after': '1' })
   }
-  return existing.email_id
+  return { emailId: existing.email_id }
+}
+
+const takenOver = () => new ApiError(409, 'concurrent_idempotent_requests',
+  'This request took so long that another request with the same Idempotency-Key took it over; retry to get its answer', {}, { 'retry-after': '1' })
+
+/**
+ * Binds the claim to the email, inside the email's transaction: when the claim is no longer this request's (taken over
+ * as abandoned), it throws, the transaction rolls back, and the key keeps exactly one email.
+ */
+export async function bindClaim(tx: postgres.TransactionSql, claim: Claim, emailId: string): Promise<void> {
+  const [bound] = await tx`
+    update mail_idempotency_keys set email_id = ${emailId}
+    where product_id = ${claim.productId} and key = ${claim.key} and claim_token = ${claim.token} and email_id is null
+    returning key`
+  if (!bound) throw takenOver()
 }
 
 /** The first request failed (a 4xx, or an outage): the key is free again, so a corrected request can use it. */
-export async function releaseKey(productId: string, key: string): Promise<void> {
-  await sql`delete from mail_idempotency_keys where product_id = ${productId} and key = ${key} and email_id is null`
+export async function releaseClaim(claim: Claim): Promise<void> {
+  await sql`
+    delete from mail_idempotency_keys
+    where product_id = ${claim.productId} and key = ${claim.key} and claim_token = ${claim.token} and email_id is null`
 }
