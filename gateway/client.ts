@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import { config } from '../shared/config'
 import { ApiError, logUnlessOutage } from '../shared/errors'
-import { channelTop, type HistoryPolicy, keepsHistory, publish as publishMessage, readHistory } from '../shared/realtime/broker'
+import { type HistoryPolicy, keepsHistory, publish as publishMessage, readHistory, subscriptionPosition } from '../shared/realtime/broker'
 import { namespaceOf } from '../shared/realtime/names'
 import { type NamespacePolicy, productPolicies } from '../shared/realtime/policies'
 import { enterPresence, leavePresence as leavePresenceEntry, listPresence, PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
@@ -33,7 +33,7 @@ export interface Transport {
 /** What a connection needs from its gateway. */
 export interface GatewayContext {
   hub: Hub<Connection>
-  /** Makes the shard of a newly wanted channel read (resolves once its position is known). */
+  /** Makes a channel's shard read (resolves once the reader stands on it; rejects when Redis cannot be read). */
   wantShard(shard: number): Promise<void>
   unwantShard(shard: number): void
   /** Every live connection, for revocations and draining. */
@@ -234,10 +234,12 @@ export class Connection {
     const history = keepsHistory(policy.broker)
     const state: ChannelState = history ? { buffer: [] } : {}
     this.channels.set(channel, state)
-    const { shard, firstOfShard } = this.gateway.hub.subscribe(claims.pid, channel, this)
+    const shard = this.gateway.hub.subscribe(claims.pid, channel, this)
     let position: { offset: number; epoch: string; recovered?: boolean; missed: Positioned[]; after: number } | null = null
     try {
-      if (firstOfShard) await this.gateway.wantShard(shard)
+      // Every subscription waits until its shard is read (not only the one that made it wanted): a reply must never
+      // come before the reader stands on the shard, or publications in between would be missed.
+      await this.gateway.wantShard(shard)
       if (history) position = await this.position(claims.pid, channel, policy.broker, request)
     } catch (error) {
       this.leave(channel)
@@ -268,13 +270,14 @@ export class Connection {
   }
 
   /**
-   * Where the subscription starts, and after which offset publications are sent. Without a cursor: the channel's top.
+   * Where the subscription starts, and after which offset publications are sent. Without a cursor: the channel's top
+   * (an epoch is started when it has none, so the client's cursor can recover the epoch's first publications).
    * With one: everything after it from history, all or nothing (`recovered: false`, and delivery from the current
    * position on, when the epoch changed or entries aged out).
    */
   private async position(productId: string, channel: string, policy: HistoryPolicy, request: Extract<Request, { type: 'subscribe' }>) {
     if (request.offset === undefined) {
-      const top = (await channelTop(productId, channel)) ?? { offset: 0, epoch: '' }
+      const top = await subscriptionPosition(productId, channel, policy)
       return { ...top, missed: [], after: top.offset }
     }
     const result = await readHistory(productId, channel, policy, { offset: request.offset, epoch: request.epoch! })

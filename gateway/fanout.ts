@@ -2,14 +2,14 @@
 // in order, and hands each entry to `deliver` once. A dedicated Redis connection blocks in XREAD; when a shard becomes
 // wanted it is woken (CLIENT UNBLOCK) so the new shard is read at once.
 //
-// It never skips silently. After a failed read (Redis unreachable) and after every full batch (it may be behind), it
-// checks that the entry at its cursor is still in the stream: streams are trimmed from the head (MAXLEN ~ FAN_MAXLEN)
-// and lost whole when Redis loses its data, so if nothing at or before the cursor is left, entries after it may be gone.
-// Then `gap(shard)` is called (the gateway tells that shard's subscriptions to recover through history) and reading
-// goes on from the stream's top.
+// It never skips silently. Every entry carries its shard's sequence number `n` (1, 2, 3..., keys.ts fanSeqKey), so an
+// entry trimmed away (MAXLEN ~ FAN_MAXLEN, while this gateway was behind) or lost with Redis's data shows as a jump;
+// and after a failed read (Redis unreachable) the entry after the cursor is checked before reading on, since nothing
+// may arrive to show the jump. Either way `gap(shard)` is called before anything after the gap is delivered (the
+// gateway tells that shard's subscriptions to recover through history), and reading goes on from the stream's top.
 import type Redis from 'ioredis'
 import { describeError, log } from '../shared/log'
-import { fanKey } from '../shared/realtime/keys'
+import { fanKey, fanSeqKey } from '../shared/realtime/keys'
 import { dedicatedRedis, redis } from '../shared/redis'
 
 /** One fan-out entry, as the publish script wrote it (docs/realtime-data-plane.md). */
@@ -24,6 +24,8 @@ export interface FanEntry {
   epoch?: string
   /** The sending connection, for a client event. */
   sender?: string
+  /** The entry's number in its shard's sequence (see fanSeqKey). */
+  n?: number
   /** Serialized JSON data, or the payload ref as JSON text. */
   d?: string
   r?: string
@@ -41,15 +43,23 @@ function toEntry(shard: number, fields: string[]): FanEntry {
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const name = fields[i]!
     const value = fields[i + 1]!
-    if (name === 't' || name === 'offset') entry[name] = Number(value)
+    if (name === 't' || name === 'offset' || name === 'n') entry[name] = Number(value)
     else (entry as unknown as Record<string, string>)[name] = value
   }
   return entry as FanEntry
 }
 
+/** Where the reader stands on one shard: the last stream id read and the sequence number it carried. */
+interface Cursor {
+  id: string
+  /** Undefined only after an entry written without a number (older writers): the next one is taken as it comes. */
+  n: number | undefined
+}
+
 export class FanoutReader {
-  /** shard → last stream id read (or the top when it became wanted). */
-  private readonly cursors = new Map<number, string>()
+  private readonly cursors = new Map<number, Cursor>()
+  /** Shards whose starting position is being read: every subscriber of the shard waits for the same read. */
+  private readonly starting = new Map<number, Promise<void>>()
   private reader: Redis | undefined
   private readerId: number | undefined
   private blocked = false
@@ -65,18 +75,37 @@ export class FanoutReader {
     private readonly batchDone: () => void = () => {},
   ) {}
 
-  /** Starts reading `shard` from its current top: entries published from now on are delivered. */
-  async add(shard: number): Promise<void> {
-    if (this.cursors.has(shard)) return
-    const [top] = await redis().xrevrange(fanKey(shard), '+', '-', 'COUNT', 1)
-    if (this.cursors.has(shard)) return // added meanwhile
-    this.cursors.set(shard, top?.[0] ?? '0-0')
-    this.interrupt()
+  /**
+   * Reads `shard` from its current top on: entries published after this resolves are delivered. Every subscription
+   * of the shard awaits it (the first caller starts the read, later ones share it); it rejects when Redis cannot be
+   * read, and the next call tries again.
+   */
+  add(shard: number): Promise<void> {
+    if (this.cursors.has(shard)) return Promise.resolve()
+    let starting = this.starting.get(shard)
+    if (!starting) {
+      starting = this.top(shard).then(
+        (cursor) => {
+          // Removed meanwhile (its last subscriber left): stay unread.
+          if (this.starting.get(shard) !== starting) return
+          this.starting.delete(shard)
+          this.cursors.set(shard, cursor)
+          this.interrupt()
+        },
+        (error) => {
+          if (this.starting.get(shard) === starting) this.starting.delete(shard)
+          throw error
+        },
+      )
+      this.starting.set(shard, starting)
+    }
+    return starting
   }
 
   /** Stops reading `shard` (its last subscriber here left). */
   remove(shard: number): void {
     this.cursors.delete(shard)
+    this.starting.delete(shard)
   }
 
   get readingShards(): number[] {
@@ -110,18 +139,39 @@ export class FanoutReader {
     if (this.blocked && this.readerId !== undefined) void redis().client('UNBLOCK', this.readerId).catch(() => {})
   }
 
-  /** After a failed read or a full batch: the shards whose continuity cannot be proven are reported and moved to their top. */
+  /** The stream's top and the sequence number it reached, read together (one atomic step, as the scripts write them). */
+  private async top(shard: number): Promise<Cursor> {
+    const replies = await redis().multi().xrevrange(fanKey(shard), '+', '-', 'COUNT', 1).get(fanSeqKey(shard)).exec()
+    const failed = replies?.find(([error]) => error)
+    if (!replies || failed) throw failed?.[0] ?? new Error('fan-out position read aborted')
+    const [entry] = replies[0]![1] as [string, string[]][]
+    return { id: entry?.[0] ?? '0-0', n: Number(replies[1]![1] ?? 0) }
+  }
+
+  /** Continuity is lost on `shard`: its subscriptions are told to recover, and reading goes on from the top. */
+  private async restartAtTop(shard: number, why: Record<string, unknown>): Promise<void> {
+    const top = await this.top(shard)
+    if (!this.cursors.has(shard)) return
+    this.cursors.set(shard, top)
+    log('warn', 'fan-out gap: subscriptions told to recover', { shard, ...why })
+    this.gap(shard)
+  }
+
+  /**
+   * After a failed read: a shard is continuous when the entry after its cursor is the next number, or when nothing was
+   * added since (the counter still stands at the cursor's number). Anything else (trimmed, or Redis lost its data) is a gap.
+   */
   private async verify(shards: number[]): Promise<void> {
     for (const shard of shards) {
       const cursor = this.cursors.get(shard)
-      if (cursor === undefined || cursor === '0-0') continue
-      const [kept] = await redis().xrevrange(fanKey(shard), cursor, '-', 'COUNT', 1)
-      if (kept) continue
-      const [top] = await redis().xrevrange(fanKey(shard), '+', '-', 'COUNT', 1)
-      if (!this.cursors.has(shard)) continue
-      this.cursors.set(shard, top?.[0] ?? '0-0')
-      log('warn', 'fan-out gap: subscriptions told to recover', { shard, cursor })
-      this.gap(shard)
+      if (cursor?.n === undefined) continue
+      const replies = await redis().multi().xrange(fanKey(shard), `(${cursor.id}`, '+', 'COUNT', 1).get(fanSeqKey(shard)).exec()
+      const failed = replies?.find(([error]) => error)
+      if (!replies || failed) throw failed?.[0] ?? new Error('fan-out check aborted')
+      const [next] = replies[0]![1] as [string, string[]][]
+      const counter = Number(replies[1]![1] ?? 0)
+      const continuous = next ? toEntry(shard, next[1]).n === cursor.n + 1 : counter === cursor.n
+      if (!continuous && this.cursors.get(shard) === cursor) await this.restartAtTop(shard, { cursor: cursor.id, n: cursor.n, counter })
     }
   }
 
@@ -148,7 +198,7 @@ export class FanoutReader {
       try {
         this.blocked = true
         const read = this.reader!.xread('COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS',
-          ...shards.map(fanKey), ...shards.map((s) => this.cursors.get(s)!)) as Promise<typeof reply>
+          ...shards.map(fanKey), ...shards.map((s) => this.cursors.get(s)!.id)) as Promise<typeof reply>
         reply = await Promise.race([read, new Promise<never>((_, reject) => (this.dropped = reject))])
       } catch (error) {
         if (!this.running) return
@@ -162,12 +212,18 @@ export class FanoutReader {
       }
       for (const [key, entries] of reply ?? []) {
         const shard = Number(/\{s(\d+)\}/.exec(key)![1])
-        if (!this.cursors.has(shard)) continue // no longer wanted
-        if (entries.length >= COUNT) suspect.push(shard) // a full batch: it may be behind, so check before the next read
         for (const [id, fields] of entries) {
-          this.cursors.set(shard, id)
+          const cursor = this.cursors.get(shard)
+          if (!cursor) break // no longer wanted (its last subscriber left, perhaps during this batch)
+          const entry = toEntry(shard, fields)
+          if (cursor.n !== undefined && entry.n !== undefined && entry.n !== cursor.n + 1) {
+            log('warn', 'fan-out gap: subscriptions told to recover', { shard, cursor: cursor.id, n: cursor.n, next: entry.n })
+            this.gap(shard) // before anything after the gap reaches them
+            if (!this.cursors.has(shard)) break
+          }
+          this.cursors.set(shard, { id, n: entry.n })
           try {
-            this.deliver(toEntry(shard, fields))
+            this.deliver(entry)
           } catch (error) {
             log('error', 'fan-out delivery failed', describeError(error))
           }

@@ -36,8 +36,8 @@ export class Hub<S extends Subscriber = Subscriber> {
   private readonly channels = new Map<string, ChannelEntry<S>>()
   private readonly shardChannels = new Map<number, number>()
 
-  /** Adds a pending subscription; `firstOfShard` when this made the shard wanted (its first channel here). */
-  subscribe(productId: string, channel: string, subscriber: S): { shard: number; firstOfShard: boolean } {
+  /** Adds a pending subscription; returns the channel's shard (which the caller makes sure is read). */
+  subscribe(productId: string, channel: string, subscriber: S): number {
     const topic = topicOf(productId, channel)
     let entry = this.channels.get(topic)
     if (!entry) {
@@ -46,8 +46,7 @@ export class Hub<S extends Subscriber = Subscriber> {
       this.shardChannels.set(entry.shard, (this.shardChannels.get(entry.shard) ?? 0) + 1)
     }
     entry.pending.add(subscriber)
-    const first = this.shardChannels.get(entry.shard) === 1 && entry.pending.size + entry.live.size === 1
-    return { shard: entry.shard, firstOfShard: first }
+    return entry.shard
   }
 
   /** Moves a pending subscription to the channel's topic; returns the topic to subscribe the socket to, or null if gone. */

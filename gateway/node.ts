@@ -86,8 +86,8 @@ export function startGateway(port: number): Gateway {
     caches: [policyCache],
     onMessage: (message) => {
       if (message.kind === 'namespaces' || message.kind === 'payload_storage') return policyCache.forget(message.productId)
-      if (message.kind !== 'public_key') return
-      // Revoking an API key ends the tokens it issued, live connections included.
+      if (message.kind !== 'public_key' || !message.revoked) return
+      // Revoking an API key ends the tokens it issued, live connections included (a scope change does not).
       for (const connection of connections) {
         if (connection.claims?.akid === message.keyId) connection.disconnect(DISCONNECTS.invalidToken, 'api key revoked')
       }

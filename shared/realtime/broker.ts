@@ -89,7 +89,7 @@ local function now_ms()
 end
 `
 
-// KEYS: 1 hist, 2 meta, 3 fan
+// KEYS: 1 hist, 2 meta, 3 fan, 4 fan sequence
 // ARGV: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
 //       7 payload field ('d' or 'r'), 8 payload, 9 fan-out MAXLEN, 10 sender connection id ('' = none)
 // Returns {offset, epoch} when stored, {} otherwise.
@@ -131,6 +131,8 @@ if size > 0 and ttl > 0 then
 end
 if ARGV[10] ~= '' then table.insert(fan, 'sender') table.insert(fan, ARGV[10]) end
 table.insert(fan, ARGV[7]) table.insert(fan, ARGV[8])
+-- Numbered last, next to the XADD, so that no number is ever taken without its entry.
+table.insert(fan, 'n') table.insert(fan, redis.call('INCR', KEYS[4]))
 redis.call(unpack(fan))
 return result
 `
@@ -207,7 +209,22 @@ type HistoryReply = [epoch: string, top: number, recovered: number, entries: Str
 interface BrokerRedis extends Redis {
   rtPublish(...args: (string | number)[]): Promise<[number, string] | []>
   rtHistory(...args: (string | number)[]): Promise<HistoryReply>
+  rtPosition(...args: (string | number)[]): Promise<[string, number]>
 }
+
+/** 16 random hex characters: the epoch a script takes when the channel has none. */
+const epochCandidate = () => randomUUID().replaceAll('-', '').slice(0, 16)
+
+// KEYS: 1 hist, 2 meta. ARGV: 1 epoch candidate, 2 retention ms. Returns {epoch, top offset}, starting an epoch at
+// offset 0 when the channel has none (as a publish would, leftover history stream included).
+const POSITION_LUA = `
+local meta = redis.call('HMGET', KEYS[2], 'e', 'o')
+if meta[1] then return {meta[1], tonumber(meta[2]) or 0} end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[2], 'e', ARGV[1], 'o', 0)
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return {ARGV[1], 0}
+`
 
 const prepared = new WeakSet<Redis>()
 
@@ -215,8 +232,9 @@ const prepared = new WeakSet<Redis>()
 function client(): BrokerRedis {
   const r = redis()
   if (!prepared.has(r)) {
-    r.defineCommand('rtPublish', { numberOfKeys: 3, lua: PUBLISH_LUA })
+    r.defineCommand('rtPublish', { numberOfKeys: 4, lua: PUBLISH_LUA })
     r.defineCommand('rtHistory', { numberOfKeys: 2, lua: HISTORY_LUA, readOnly: true })
+    r.defineCommand('rtPosition', { numberOfKeys: 2, lua: POSITION_LUA })
     prepared.add(r)
   }
   return r as BrokerRedis
@@ -250,9 +268,10 @@ export async function publish(input: PublishInput): Promise<PublishResult> {
       keys.hist,
       keys.meta,
       keys.fan,
+      keys.fanSeq,
       stored ? input.policy.historySize : 0,
       stored ? input.policy.historyTtlSeconds * 1000 : 0,
-      randomUUID().replaceAll('-', '').slice(0, 16),
+      epochCandidate(),
       input.productId,
       input.channel,
       id,
@@ -326,6 +345,20 @@ export async function readHistory(
   const entries = rows.map((row) => toEntry(row, String(epoch)))
   if (mode !== 'c') entries.reverse()
   return { entries, offset: Number(top), epoch: String(epoch), recovered: recovered === 1, ...(truncated === 1 ? { truncated: true } : {}) }
+}
+
+/**
+ * Where a new subscription of a history channel starts: its top offset and epoch. A channel without an epoch yet gets
+ * one here, at offset 0, living as long as the retention window (each publish extends it, as always). So the cursor a
+ * subscriber keeps is a real one: the first publications of the epoch are recovered after a reconnect, and an epoch
+ * that expires before its first publish gives `recovered: false`, never a silent gap.
+ */
+export async function subscriptionPosition(productId: string, channel: string, policy: HistoryPolicy): Promise<{ offset: number; epoch: string }> {
+  const keys = channelKeys(productId, channel)
+  const [epoch, offset] = await guarded('history', () =>
+    client().rtPosition(keys.hist, keys.meta, epochCandidate(), policy.historyTtlSeconds * 1000),
+  )
+  return { offset: Number(offset), epoch: String(epoch) }
 }
 
 /** The channel's top offset and epoch, or null when it has no history stream (never published, or expired). */

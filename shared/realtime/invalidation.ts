@@ -6,7 +6,9 @@ import { dedicatedRedis, redis } from '../redis'
 export const INVALIDATION_CHANNEL = 'platform:invalidate'
 
 export type Invalidation =
-  | { kind: 'public_key'; keyHash: string; keyId: string } // keyHash: hex digest of the key's lookup hash
+  // keyHash: hex digest of the key's lookup hash. `revoked` only when the key was revoked (gateways then close the
+  // connections its tokens opened); a scope change only drops cached copies.
+  | { kind: 'public_key'; keyHash: string; keyId: string; revoked?: true }
   | { kind: 'namespaces'; productId: string }
   | { kind: 'payload_storage'; productId: string }
   | { kind: 'mail_key'; keyHash: string } // hex digest of a Mail sending key (shared/mail/keys.ts)

@@ -7,6 +7,7 @@
 // | key                                   | type   | holds                                                             |
 // | ------------------------------------- | ------ | ----------------------------------------------------------------- |
 // | rt:{sN}:fan                           | stream | every publish of shard N, for the gateways (MAXLEN ~ FAN_MAXLEN)   |
+// | rt:{sN}:fan:n                         | string | the shard's fan-out sequence: entry `n` of the stream carries n    |
 // | rt:{sN}:hist:<productId>:<channel>    | stream | history entries; stream id `<offset>-0`; fields t, i, d or r       |
 // | rt:{sN}:meta:<productId>:<channel>    | hash   | `e` = epoch, `o` = top offset                                      |
 // | rt:{sN}:pres:<productId>:<channel>    | hash   | presence: identity → info (JSON text)                              |
@@ -24,12 +25,19 @@ export const shardTag = (shard: number) => `{s${shard}}`
 /** The fan-out stream of one shard; gateways `XREAD BLOCK` it. */
 export const fanKey = (shard: number) => `rt:${shardTag(shard)}:fan`
 
+/**
+ * The counter numbering a shard's fan-out entries 1, 2, 3...: every script that appends to the stream increments it and
+ * writes the number into the entry (`n`), so a reader sees a trimmed or lost entry as a jump and never skips silently.
+ */
+export const fanSeqKey = (shard: number) => `rt:${shardTag(shard)}:fan:n`
+
 /** Every fan-out stream key, shard 0 first. */
 export const fanKeys = (shards: number) => Array.from({ length: shards }, (_, shard) => fanKey(shard))
 
 export interface ChannelKeys {
   shard: number
   fan: string
+  fanSeq: string
   hist: string
   meta: string
   pres: string
@@ -44,6 +52,7 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
   return {
     shard,
     fan: fanKey(shard),
+    fanSeq: fanSeqKey(shard),
     hist: `rt:${tag}:hist:${name}`,
     meta: `rt:${tag}:meta:${name}`,
     pres: `rt:${tag}:pres:${name}`,

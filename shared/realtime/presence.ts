@@ -28,7 +28,7 @@ export interface PresenceMember {
   info: unknown
 }
 
-// KEYS: 1 pres, 2 presCount, 3 presExp, 4 the shard's fan-out stream. ARGV: 1 productId, 2 channel, 3 fan-out MAXLEN,
+// KEYS: 1 pres, 2 presCount, 3 presExp, 4 the shard's fan-out stream, 5 its sequence (keys.ts). ARGV: 1 productId, 2 channel, 3 fan-out MAXLEN,
 // then each script's own. Removes expired connections; every script starts with it.
 // Join and leave are emitted here, into the shard's fan-out stream, in the same atomic step that changes the roster: one
 // `join` when an identity's first connection enters, one `leave` when its last one leaves or expires, however many tabs
@@ -37,7 +37,7 @@ const LUA_PRELUDE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function emit(kind, identity, info)
-  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'channel', ARGV[2], 'product', ARGV[1], 'id', '', 't', now,
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'n', redis.call('INCR', KEYS[5]), 'channel', ARGV[2], 'product', ARGV[1], 'id', '', 't', now,
     'kind', kind, 'identity', identity, 'info', info)
 end
 local function identity_of(member)
@@ -100,10 +100,10 @@ const prepared = new WeakSet<Redis>()
 function client(): PresenceRedis {
   const r = redis()
   if (!prepared.has(r)) {
-    r.defineCommand('rtPresenceEnter', { numberOfKeys: 4, lua: ENTER_LUA })
-    r.defineCommand('rtPresenceLeave', { numberOfKeys: 4, lua: LEAVE_LUA })
-    r.defineCommand('rtPresenceList', { numberOfKeys: 4, lua: LIST_LUA })
-    r.defineCommand('rtPresenceCount', { numberOfKeys: 4, lua: COUNT_LUA })
+    r.defineCommand('rtPresenceEnter', { numberOfKeys: 5, lua: ENTER_LUA })
+    r.defineCommand('rtPresenceLeave', { numberOfKeys: 5, lua: LEAVE_LUA })
+    r.defineCommand('rtPresenceList', { numberOfKeys: 5, lua: LIST_LUA })
+    r.defineCommand('rtPresenceCount', { numberOfKeys: 5, lua: COUNT_LUA })
     prepared.add(r)
   }
   return r as PresenceRedis
@@ -119,10 +119,10 @@ async function guarded<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The four keys and the three leading arguments every presence script takes. */
-function keysOf(productId: string, channel: string): [string, string, string, string, string, string, number] {
+/** The five keys and the three leading arguments every presence script takes. */
+function keysOf(productId: string, channel: string): [string, string, string, string, string, string, string, number] {
   const keys = channelKeys(productId, channel)
-  return [keys.pres, keys.presCount, keys.presExp, keys.fan, productId, channel, FAN_MAXLEN]
+  return [keys.pres, keys.presCount, keys.presExp, keys.fan, keys.fanSeq, productId, channel, FAN_MAXLEN]
 }
 
 /** The zset member of one connection: length-prefixed identity, so any identity and connection id split back apart. */

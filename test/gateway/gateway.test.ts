@@ -73,9 +73,13 @@ describe('connect', () => {
     client.close()
   })
 
-  test('a token of a revoked API key is refused, and live connections holding one are closed 4001', async () => {
+  test('a token of a revoked API key is refused, and live connections holding one are closed 4001; a scope change closes nothing', async () => {
     const owner = await realtimeProduct([{ name: 'chat' }])
     const live = await connected(a, ['chat:x'], { apiKeyId: owner.keyId })
+    const rescoped = await call('PUT', `/governance/api/v1/products/${owner.productId}/public-keys/${owner.keyId}/scope`, { token: owner.token, body: { scope: ['messages:publish'] } })
+    expect(rescoped.status).toBe(200)
+    await Bun.sleep(300) // the invalidation has reached the gateways
+    expect(await live.request({ type: 'ping' })).toMatchObject({ type: 'reply', to: 'ping' })
     const revoked = await call('DELETE', `/governance/api/v1/products/${owner.productId}/public-keys/${owner.keyId}`, { token: owner.token })
     expect(revoked.status).toBe(200)
     expect(await live.closed).toEqual({ code: 4001, reason: 'invalid token: api key revoked' })
@@ -258,6 +262,21 @@ describe('recovery', () => {
     const got = await collect(client, room, i - 1)
     expect(got.map((f) => f.offset)).toEqual(Array.from({ length: i - 1 }, (_, k) => k + 2))
     client.close()
+  })
+
+  test('a channel with no message yet: the subscription gets a real epoch at offset 0, and that cursor recovers the first messages after a reconnect', async () => {
+    const room = channel()
+    const first = await connected(a, [room])
+    const reply = await first.request({ type: 'subscribe', channel: room })
+    const epoch = reply.epoch as string
+    expect(reply).toMatchObject({ to: 'subscribe', offset: 0 })
+    expect(epoch).toMatch(/^[0-9a-f]{16}$/)
+    first.close()
+    for (let i = 1; i <= 2; i++) await send(room, i)
+    const again = await connected(b, [room])
+    expect(await again.request({ type: 'subscribe', channel: room, offset: 0, epoch })).toMatchObject({ recovered: true, offset: 2, epoch })
+    expect((await collect(again, room, 2)).map((f) => f.data.i)).toEqual([1, 2])
+    again.close()
   })
 
   test('a cursor of another epoch: `recovered: false` with the current position, nothing replayed, live delivery continues', async () => {

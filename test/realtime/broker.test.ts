@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { closeRedis, redis } from '../../shared/redis'
-import { channelTop, type HistoryPolicy, publish, type PublishResult, readHistory } from '../../shared/realtime/broker'
+import { channelTop, type HistoryPolicy, publish, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
 import { channelKeys, FAN_MAXLEN, fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 
@@ -226,6 +226,28 @@ describe('publish and history', () => {
     expect(await readHistory(productId, channel, KEEP, { last_n: 5 })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
     expect(await readHistory(productId, channel, KEEP, { offset: 0, epoch: '' })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
     expect(await channelTop(productId, channel)).toBeNull()
+  })
+
+  test('a subscription position on an empty channel starts its epoch at offset 0; publishes continue it, and a cursor to it recovers them', async () => {
+    const { productId, channel } = fresh()
+    const start = await subscriptionPosition(productId, channel, KEEP)
+    expect(start).toEqual({ offset: 0, epoch: expect.stringMatching(/^[0-9a-f]{16}$/) })
+    expect(await subscriptionPosition(productId, channel, KEEP)).toEqual(start)
+    const sent = await publish({ productId, channel, policy: KEEP, data: '1' })
+    expect(sent).toMatchObject({ offset: 1, epoch: start.epoch })
+    const recovered = await readHistory(productId, channel, KEEP, start)
+    expect(recovered).toMatchObject({ recovered: true, offset: 1, epoch: start.epoch })
+    expect(recovered.entries.map((e) => e.offset)).toEqual([1])
+  })
+
+  test('an epoch started by a subscription expires with the retention window; the cursor to it then does not recover', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 1, historySize: 10 }
+    const start = await subscriptionPosition(productId, channel, policy)
+    await Bun.sleep(1200)
+    const sent = await publish({ productId, channel, policy, data: '1' })
+    expect(sent.epoch).not.toBe(start.epoch)
+    expect(await readHistory(productId, channel, policy, start)).toEqual({ entries: [], offset: 1, epoch: sent.epoch!, recovered: false })
   })
 
   test('no-history policy: no offset or epoch, no history keys, empty reads', async () => {

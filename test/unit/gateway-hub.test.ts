@@ -17,8 +17,8 @@ test('the first channel of a shard makes it wanted; it stays wanted until the la
   const hub = new Hub<Recorder>()
   const [x, y] = [new Recorder('x'), new Recorder('y')]
   const shard = shardOf(product, 'chat:a')
-  expect(hub.subscribe(product, 'chat:a', x)).toEqual({ shard, firstOfShard: true })
-  expect(hub.subscribe(product, 'chat:a', y).firstOfShard).toBe(false)
+  expect(hub.subscribe(product, 'chat:a', x)).toBe(shard)
+  expect(hub.subscribe(product, 'chat:a', y)).toBe(shard)
   expect(hub.wantedShards).toEqual([shard])
   expect(hub.unsubscribe(product, 'chat:a', x)).toBeNull() // y is still there
   expect(hub.unsubscribe(product, 'chat:a', y)).toBe(shard) // now nobody here reads that shard's channels

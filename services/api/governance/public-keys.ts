@@ -28,9 +28,13 @@ const keyFields = (row: Record<string, any>): PublicKey => ({
 /** Deduplicated and in catalog order, so equal scopes are stored (and compared, and shown) identically. */
 const normalizeScope = (scope: readonly PublicScope[]) => PUBLIC_SCOPES.filter((s) => scope.includes(s))
 
-/** Every public worker drops its cached copy of the key (and gateways learn its id); after the change commits. */
-const invalidateKey = (keyId: string, keyHash: Uint8Array) =>
-  publishInvalidation({ kind: 'public_key', keyHash: Buffer.from(keyHash).toString('hex'), keyId })
+/**
+ * Every public worker drops its cached copy of the key; after the change commits. A revocation also reaches the
+ * gateways, which close the connections of tokens the key issued; a scope change does not end tokens already issued
+ * (they keep the channels they were signed with until they expire, at most an hour).
+ */
+const invalidateKey = (keyId: string, keyHash: Uint8Array, revoked: boolean) =>
+  publishInvalidation({ kind: 'public_key', keyHash: Buffer.from(keyHash).toString('hex'), keyId, ...(revoked ? { revoked: true as const } : {}) })
 
 /** Creates an active key; the secret is in the result only, never stored. */
 export async function createPublicKey(
@@ -64,7 +68,7 @@ export async function revokePublicKey(productId: string, keyId: string): Promise
   if (!row) throw notFound('Public key')
   // Tokens this key issued end with it; if Redis is down they live out their (at most one hour) lifetime: logged.
   await markKeyRevoked(keyId).catch((error) => log('warn', 'revoked key marker not written', { keyId, ...describeError(error) }))
-  await invalidateKey(keyId, row.key_hash)
+  await invalidateKey(keyId, row.key_hash, true)
 }
 
 /** Replaces the scope of an active key of the product in this environment; any other id is not found. */
@@ -74,6 +78,6 @@ export async function updatePublicKeyScope(productId: string, keyId: string, sco
     where id = ${keyId} and product_id = ${productId} and environment = ${config.environment} and revoked_at is null
     returning id, name, scope, prefix, environment, created_at, updated_at, key_hash`
   if (!row) throw notFound('Public key')
-  await invalidateKey(row.id, row.key_hash)
+  await invalidateKey(row.id, row.key_hash, false)
   return keyFields(row)
 }
