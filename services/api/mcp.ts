@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js'
-import type { AnyOperation } from '../../shared/catalog/operation'
+import { type AnyOperation, bodyRequired } from '../../shared/catalog/operation'
 import { ApiError, badRequest, toErrorResponse } from '../../shared/errors'
 import { parseJson, readBytes } from '../../shared/http/body'
 import { clientIp } from '../../shared/http/serve'
@@ -22,7 +22,10 @@ export function toolOf(op: AnyOperation): Tool {
     properties.query = json(op.query)
     if ((op.query as { required?: string[] }).required?.length) required.push('query')
   }
-  if (op.body) (properties.body = json(op.body)), required.push('body')
+  if (op.body) {
+    properties.body = json(op.body)
+    if (bodyRequired(op.body)) required.push('body')
+  }
   const response = json(op.response)
   return {
     name: op.id,

@@ -50,6 +50,8 @@ export interface Entity {
   identity: Partial<Record<IdentityKind, string>>
   /** SQL naming the event of a row, for funnel steps; null when the entity has no events. */
   event: string | null
+  /** SQL of a unique key of a row, ordering rows of equal time (a funnel step that repeats the step before); null without events. */
+  rowId: string | null
 }
 
 export const ENTITIES: readonly Entity[] = [...eventsEntities, ...mailEntities, ...realtimeEntities]

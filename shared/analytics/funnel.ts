@@ -34,8 +34,9 @@ function stepEntity(funnel: Funnel, i: number, path: string): Entity {
   return entity
 }
 
-/** Checks every name against the catalog without running anything. */
-export function checkFunnel(funnel: Funnel, path = '/body'): void {
+/** Checks every name against the catalog, and the range (a relative one against now), without running anything. */
+export function checkFunnel(funnel: Funnel, path = '/body', now = new Date()): void {
+  parseRange(funnel.range, `${path}/range`, now)
   const params = new Params()
   funnel.steps.forEach((step, i) => {
     const entity = stepEntity(funnel, i, path)
@@ -72,24 +73,34 @@ export async function runFunnel(productId: string, funnel: Funnel, path = '/body
   const first = entities[0]!
   const who = first.identity[funnel.identity]!
   const breakdown = funnel.breakdown ? resolveField(first, funnel.breakdown, `${path}/breakdown`, params) : null
+  // A step that repeats the step before (same entity and event) must be a later row than the one that step matched,
+  // never the same row again; rows of equal time are told apart by their key. So that step also answers its row's key.
+  const repeats = (i: number) => i > 0 && entities[i]!.rowId !== null && entities[i] === entities[i - 1] && funnel.steps[i]!.event === funnel.steps[i - 1]!.event
+  const answersRow = (i: number) => i + 1 < entities.length && repeats(i + 1)
   // Step 1: each identity's first occurrence in the range (and, with a breakdown, that occurrence's value).
-  const firstStep = `select ${who} as who, min(${first.time}) as t1${breakdown ? `, (array_agg(${breakdown} order by ${first.time}))[1] as value` : ''}
+  const firstOrder = `${first.time}${answersRow(0) ? `, ${first.rowId}` : ''}`
+  const firstStep = `select ${who} as who, min(${first.time}) as t1${breakdown ? `, (array_agg(${breakdown} order by ${firstOrder}))[1] as value` : ''}
+      ${answersRow(0) ? `, (array_agg(${first.rowId} order by ${firstOrder}))[1] as r1` : ''}
     from ${first.source} where ${condition(0)} and ${who} is not null
       and ${first.time} >= ${params.add(from.toISOString())}::timestamptz and ${first.time} < ${params.add(to.toISOString())}::timestamptz
     group by ${who}`
   // Each later step: the first such event at or after the previous step, and within the window from step 1.
   const laterals = entities.slice(1).map((entity, k) => {
     const i = k + 1
-    const previous = i === 1 ? 'f.t1' : `l${i - 1}.t`
-    return `left join lateral (select min(${entity.time}) as t from ${entity.source}
-      where ${condition(i)} and ${entity.identity[funnel.identity]} = f.who
-        and ${entity.time} >= ${previous} and ${entity.time} <= f.t1 + ${window}) l${i} on true`
+    const [previous, previousRow] = i === 1 ? ['f.t1', 'f.r1'] : [`l${i - 1}.t`, `l${i - 1}.r`]
+    const where = `${condition(i)} and ${entity.identity[funnel.identity]} = f.who
+        and ${entity.time} >= ${previous} and ${entity.time} <= f.t1 + ${window}
+        ${repeats(i) ? `and (${entity.time}, ${entity.rowId}) > (${previous}, ${previousRow})` : ''}`
+    const pick = answersRow(i)
+      ? `select ${entity.time} as t, ${entity.rowId} as r from ${entity.source} where ${where} order by ${entity.time}, ${entity.rowId} limit 1`
+      : `select min(${entity.time}) as t from ${entity.source} where ${where}`
+    return `left join lateral (${pick}) l${i} on true`
   })
   const counts = ['count(*)::float8 as c0', ...entities.slice(1).map((_, k) => `count(l${k + 1}.t)::float8 as c${k + 1}`)]
   const text = `with f as (${firstStep})
     select ${breakdown ? 'f.value, ' : ''}${counts.join(', ')} from f ${laterals.join(' ')}
     ${breakdown ? `group by f.value order by c0 desc, f.value limit ${MAX_BREAKDOWN_VALUES}` : ''}`
-  const rows = await runQuery(text, params)
+  const rows = await runQuery(text, params, `${path}/range`)
   const countsOf = (row: Record<string, unknown>) => entities.map((_, i) => Number(row[`c${i}`] ?? 0))
   const result: FunnelResult = { identity: funnel.identity, windowDays, range: { from: from.toISOString(), to: to.toISOString() }, steps: [] }
   if (!breakdown) {

@@ -25,17 +25,43 @@ function resolveMetric(entity: Entity, name: string, path: string): Metric {
   return metric
 }
 
-/** Checks every name against the catalog without running anything (insights are checked so when saved). */
-export function checkMetricQuery(query: MetricQuery, path = '/body'): void {
-  const entity = resolveEntity(query.entity, `${path}/entity`)
-  query.metrics.forEach((m, i) => resolveMetric(entity, m, `${path}/metrics/${i}`))
-  const params = new Params()
-  query.dimensions?.forEach((d, i) => resolveField(entity, d, `${path}/dimensions/${i}`, params))
-  query.filters?.forEach((f, i) => filterSql(entity, f, `${path}/filters/${i}`, params))
-  if (query.bucket && !entity.time) throw invalid(`${path}/bucket`, `cannot be used: ${entity.entity} has no time column`)
+/**
+ * Checks a query as a run would, without running it: every name against the catalog, the range, the time zone and the
+ * bucket count (insights are checked so when saved; a relative range against the time of saving).
+ */
+export async function checkMetricQuery(query: MetricQuery, path = '/body', now = new Date()): Promise<void> {
+  await planMetricQuery(NO_PRODUCT, query, path, now)
+}
+
+/** Stands in for the product in a plan that is only checked, never run. */
+const NO_PRODUCT = '00000000-0000-0000-0000-000000000000'
+
+interface MetricPlan {
+  text: string
+  params: Params
+  result: Omit<MetricResult, 'rows' | 'truncated'>
+  limit: number
 }
 
 export async function runMetricQuery(productId: string, query: MetricQuery, path = '/body', now = new Date()): Promise<MetricResult> {
+  const { text, params, result, limit } = await planMetricQuery(productId, query, path, now)
+  const rows = await runQuery(text, params, `${path}/range`)
+  const names = query.dimensions ?? []
+  return {
+    ...result,
+    rows: rows.slice(0, limit).map((row) => {
+      const out: Record<string, string | number | null> = {}
+      if (result.bucket) out.bucket = (row.bucket as Date).toISOString()
+      names.forEach((name, i) => (out[name] = (row[`g${i}`] as string | null) ?? null))
+      query.metrics.forEach((name, i) => (out[name] = row[`m${i}`] === null ? null : Number(row[`m${i}`])))
+      return out
+    }),
+    truncated: rows.length > limit,
+  }
+}
+
+/** Resolves and checks everything, and builds the SQL; a failure is a 400 naming the field. */
+async function planMetricQuery(productId: string, query: MetricQuery, path: string, now: Date): Promise<MetricPlan> {
   const entity = resolveEntity(query.entity, `${path}/entity`)
   const metrics = query.metrics.map((m, i) => resolveMetric(entity, m, `${path}/metrics/${i}`))
   const params = new Params()
@@ -59,7 +85,12 @@ export async function runMetricQuery(productId: string, query: MetricQuery, path
   // Aggregates: a ratio is computed from its two counts, so that it can be null where the denominator is 0.
   const aggregates = metrics.flatMap((m, i) => (m.type === 'ratio' ? [`${m.numerator} as n${i}`, `${m.denominator} as d${i}`] : [`${m.sql} as m${i}`]))
   const dimCols = dims.map((sql, i) => `${sql} as g${i}`)
-  const bucketCol = bucket ? [`date_trunc('${bucket}', ${entity.time} at time zone ${tz}) as b`] : []
+  // Days, weeks and months are the zone's wall-clock ones (a DST day is one bucket of 23 or 25 hours), so they are
+  // truncated in local time. Hours are real hours: across a fall-back the zone's 02:00 happens twice and is two
+  // buckets, so they are truncated as instants (timestamptz, in the zone: right for half-hour offsets too).
+  const wallClock = bucket !== 'hour'
+  const truncate = (instant: string) => (wallClock ? `date_trunc('${bucket}', ${instant} at time zone ${tz})` : `date_trunc('hour', ${instant}, ${tz})`)
+  const bucketCol = bucket ? [`${truncate(entity.time)} as b`] : []
   const groupBy = [...(bucket ? ['b'] : []), ...dims.map((_, i) => `g${i}`)]
   const agg = `select ${[...bucketCol, ...dimCols, ...aggregates].join(', ')} from ${entity.source} where ${where.join(' and ')}${groupBy.length ? ` group by ${groupBy.join(', ')}` : ''}`
 
@@ -74,12 +105,12 @@ export async function runMetricQuery(productId: string, query: MetricQuery, path
   if (bucket) {
     // Every bucket of the range, in the zone's wall time, whether or not it has rows; with dimensions, every bucket
     // for every combination of dimension values that has rows somewhere in the range.
-    const series = `select generate_series(date_trunc('${bucket}', ${params.add(from.toISOString())}::timestamptz at time zone ${tz}),
-      date_trunc('${bucket}', (${params.add(to.toISOString())}::timestamptz - interval '1 microsecond') at time zone ${tz}), interval '1 ${bucket}') as b`
+    const series = `select generate_series(${truncate(`${params.add(from.toISOString())}::timestamptz`)},
+      ${truncate(`(${params.add(to.toISOString())}::timestamptz - interval '1 microsecond')`)}, interval '1 ${bucket}') as b`
     const combos = dims.length ? `, combos as (select distinct ${dims.map((_, i) => `g${i}`).join(', ')} from agg)` : ''
     const join = dims.map((_, i) => ` and agg.g${i} is not distinct from combos.g${i}`).join('')
     text = `with agg as (${agg}), series as (${series})${combos}
-      select (series.b at time zone ${tz}) as bucket${dims.length ? `, ${dimOut('combos')}` : ''}, ${metricCols('agg')}
+      select ${wallClock ? `(series.b at time zone ${tz})` : 'series.b'} as bucket${dims.length ? `, ${dimOut('combos')}` : ''}, ${metricCols('agg')}
       from series${dims.length ? ' cross join combos' : ''} left join agg on agg.b = series.b${join}
       order by series.b${dims.length ? `, ${dims.map((_, i) => `combos.g${i}`).join(', ')}` : ''}
       limit ${params.add(limit + 1)}`
@@ -87,22 +118,8 @@ export async function runMetricQuery(productId: string, query: MetricQuery, path
     text = `with agg as (${agg}) select ${dims.length ? `${dimOut('agg')}, ` : ''}${metricCols('agg')} from agg
       ${dims.length ? `order by ${dims.map((_, i) => `agg.g${i}`).join(', ')}` : ''} limit ${params.add(limit + 1)}`
   }
-  const rows = await runQuery(text, params)
-  const names = query.dimensions ?? []
   return {
-    entity: entity.entity,
-    metrics: query.metrics,
-    dimensions: names,
-    bucket,
-    timezone,
-    range: { from: from.toISOString(), to: to.toISOString() },
-    rows: rows.slice(0, limit).map((row) => {
-      const out: Record<string, string | number | null> = {}
-      if (bucket) out.bucket = (row.bucket as Date).toISOString()
-      names.forEach((name, i) => (out[name] = (row[`g${i}`] as string | null) ?? null))
-      query.metrics.forEach((name, i) => (out[name] = row[`m${i}`] === null ? null : Number(row[`m${i}`])))
-      return out
-    }),
-    truncated: rows.length > limit,
+    text, params, limit,
+    result: { entity: entity.entity, metrics: query.metrics, dimensions: query.dimensions ?? [], bucket, timezone, range: { from: from.toISOString(), to: to.toISOString() } },
   }
 }

@@ -3,6 +3,7 @@
 import { config } from '../config'
 import { analyticsSql } from '../db/client'
 import { ApiError, badRequest } from '../errors'
+import { parseIsoTime, withinIsoYears } from '../iso-time'
 import { type Entity, entityNamed } from './catalog'
 import type { Filter, Range } from './query-schemas'
 
@@ -70,7 +71,7 @@ export function filterSql(entity: Entity, filter: Filter, path: string, params: 
 }
 
 const RELATIVE = /^-(\d{1,6})(h|d|w|m)$/
-const ISO = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/
+const NOT_A_TIME = 'is not a time: use ISO-8601 (2026-03-01T00:00:00Z) with a real date and an offset within ±14:00, now, or -24h / -7d / -4w / -3m'
 
 /** A time of a range: ISO-8601 (UTC when it has no offset), `now`, or relative to now (-24h, -7d, -4w, -3m). */
 export function parseTime(value: string, path: string, now: Date): Date {
@@ -83,14 +84,12 @@ export function parseTime(value: string, path: string, now: Date): Date {
     else if (relative[2] === 'd') at.setTime(at.getTime() - n * 86_400_000)
     else if (relative[2] === 'w') at.setTime(at.getTime() - n * 7 * 86_400_000)
     else at.setUTCMonth(at.getUTCMonth() - n)
+    if (!withinIsoYears(at)) throw invalid(path, 'reaches before the year 0001: use a shorter relative time')
     return at
   }
-  if (ISO.test(value)) {
-    const hasZone = /(?:Z|[+-]\d{2}:?\d{2})$/.test(value) && value.length > 10
-    const at = new Date(hasZone ? value : `${value.replace(' ', 'T')}${value.length === 10 ? 'T00:00:00' : ''}Z`)
-    if (!Number.isNaN(at.getTime())) return at
-  }
-  throw invalid(path, 'is not a time: use ISO-8601 (2026-03-01T00:00:00Z), now, or -24h / -7d / -4w / -3m')
+  const at = parseIsoTime(value)
+  if (!at) throw invalid(path, NOT_A_TIME)
+  return at
 }
 
 export function parseRange(range: Range, path: string, now = new Date()): { from: Date; to: Date } {
@@ -109,8 +108,14 @@ export async function checkTimezone(zone: string, path: string): Promise<string>
   return zone
 }
 
-/** Runs a built query under the statement timeout; a query that runs out of it is 422 query_timeout. */
-export async function runQuery(text: string, params: Params): Promise<Record<string, unknown>[]> {
+/** PostgreSQL's datetime errors: format, field overflow, time zone. */
+const DATETIME_ERRORS = new Set(['22007', '22008', '22009'])
+
+/**
+ * Runs a built query under the statement timeout; a query that runs out of it is 422 query_timeout. Times are checked
+ * before they get here; should the database still refuse one, that is a 400 naming the range, never a 500.
+ */
+export async function runQuery(text: string, params: Params, rangePath: string): Promise<Record<string, unknown>[]> {
   try {
     return await analyticsSql.begin(async (tx) => {
       await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(config.analytics.queryTimeoutMs))}`)
@@ -119,6 +124,9 @@ export async function runQuery(text: string, params: Params): Promise<Record<str
   } catch (error) {
     if ((error as { code?: string }).code === '57014') {
       throw new ApiError(422, 'query_timeout', `The query ran longer than ${config.analytics.queryTimeoutMs} ms: narrow its range, filters or dimensions`)
+    }
+    if (DATETIME_ERRORS.has((error as { code?: string }).code ?? '')) {
+      throw invalid(rangePath, `is outside what the database can compute with (${(error as Error).message})`)
     }
     throw error
   }

@@ -1,7 +1,7 @@
 // Builds the OpenAPI 3.1.0 document and the catalog version hash from the operation declarations alone.
 import { createHash } from 'node:crypto'
 import type { TSchema } from 'typebox'
-import { AREAS, areaTag, type AnyOperation } from './operation'
+import { AREAS, areaTag, type AnyOperation, bodyRequired } from './operation'
 
 /** JSON Schema of the platform's one error body (see shared/errors.ts). */
 export const ERROR_SCHEMA = {
@@ -83,7 +83,7 @@ export function buildOpenApi(operations: readonly AnyOperation[], serverUrl: str
       ...(op.description ? { description: op.description } : {}),
       security: op.auth === 'none' ? [] : [{ bearerAuth: [] }],
       parameters: parameters(op),
-      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(op.body) } } } } : {}),
+      ...(op.body ? { requestBody: { required: bodyRequired(op.body), content: { 'application/json': { schema: jsonSchema(op.body) } } } } : {}),
       responses,
     }
   }

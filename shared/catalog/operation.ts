@@ -86,3 +86,10 @@ export function productOf(ctx: Context): string {
 export function userOf(ctx: Context): string | null {
   return ctx.principal?.kind === 'session' ? ctx.principal.userId : null
 }
+
+/**
+ * Whether a request must carry a body: only when the body schema requires some field. A body whose every field is
+ * optional (a PATCH) may be left out, and is then read as `{}`; OpenAPI and the MCP tool list say the same.
+ */
+export const bodyRequired = (schema: TSchema | undefined): boolean =>
+  schema !== undefined && ((schema as { required?: string[] }).required?.length ?? 0) > 0

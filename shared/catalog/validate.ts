@@ -3,6 +3,7 @@ import type { TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
 import Value from 'typebox/value'
 import { badRequest, type FieldError } from '../errors'
+import { bodyRequired } from './operation'
 
 type Part = 'params' | 'query' | 'body'
 const compiled = new WeakMap<TSchema, ReturnType<typeof Compile>>()
@@ -123,7 +124,7 @@ export function validateInput(
 ) {
   const params = checkPart('params', schemas.params, raw.params)
   const query = checkPart('query', schemas.query, raw.query)
-  const body = checkPart('body', schemas.body, raw.body)
+  const body = checkPart('body', schemas.body, raw.body === undefined && schemas.body && !bodyRequired(schemas.body) ? {} : raw.body)
   const fields = [
     ...params.errors, ...query.errors, ...body.errors,
     ...unstorableStrings(raw.params, '/path', []), ...unstorableStrings(raw.query, '/query', []),

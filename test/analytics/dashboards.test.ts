@@ -27,6 +27,18 @@ describe('insights', () => {
   test('saved queries are checked against the catalog at save time; get, list, update, run, and 404 for another product', async () => {
     const bad = await as(owner, 'POST', '/analytics/insights', { name: 'x', kind: 'metric', query: { ...METRIC, metrics: ['revenue'] } })
     expect([bad.status, bad.body.fields[0].path]).toEqual([400, '/body/query/metrics/0'])
+    // Checked as a run would check it: range, time zone and bucket count too, not only names.
+    const unrunnable: [string, Record<string, unknown>, string][] = [
+      ['metric', { ...METRIC, timezone: 'Mars/Olympus' }, '/body/query/timezone'],
+      ['metric', { ...METRIC, range: { from: '2026-02-30T00:00:00Z' } }, '/body/query/range/from'],
+      ['metric', { ...METRIC, bucket: 'hour', range: { from: '2020-01-01T00:00:00Z', to: '2026-01-01T00:00:00Z' } }, '/body/query/bucket'],
+      ['funnel', { steps: [{ entity: 'events', event: 'a' }, { entity: 'events', event: 'b' }], identity: 'users_id', range: { from: '-999999w' } }, '/body/query/range/from'],
+      ['funnel', { steps: [{ entity: 'events', event: 'a' }, { entity: 'events', event: 'b' }], identity: 'users_id', range: { from: 'now', to: '-1d' } }, '/body/query/range/from'],
+    ]
+    for (const [kind, query, path] of unrunnable) {
+      const refused = await as(owner, 'POST', '/analytics/insights', { name: 'x', kind, query })
+      expect([path, refused.status, refused.body.fields?.map((f: { path: string }) => f.path)]).toEqual([path, 400, [path]])
+    }
     const wrongShape = await as(owner, 'POST', '/analytics/insights', { name: 'x', kind: 'funnel', query: METRIC })
     expect([wrongShape.status, wrongShape.body.fields.map((f: { path: string }) => f.path)]).toEqual([400, expect.arrayContaining(['/body/query/steps'])])
     const funnel = await ok(owner, 'POST', '/analytics/insights', {
@@ -121,6 +133,9 @@ describe('dashboards', () => {
     expect((await ok(owner, 'GET', `/analytics/dashboards/${created.id}`)).slug).toBe(s)
     const renamed = await ok(owner, 'PATCH', `/analytics/dashboards/${created.id}`, { name: 'After' })
     expect([renamed.name, renamed.tags, renamed.tiles]).toEqual(['After', ['ops'], created.tiles])
+    // Every field of the body is optional, so the body itself is (the spec marks it so): none changes nothing.
+    const untouched = await ok(owner, 'PATCH', `/analytics/dashboards/${created.id}`)
+    expect([untouched.name, untouched.tags, untouched.tiles]).toEqual(['After', ['ops'], created.tiles])
     expect(Date.parse(renamed.updated_at)).toBeGreaterThanOrEqual(Date.parse(created.updated_at))
     const retiled = await ok(owner, 'PATCH', `/analytics/dashboards/${created.id}`, { tiles: [{ type: 'insight', insight_id: insight.id, layout: layout(0, 4) }] })
     expect(retiled.tiles.map((t: { type: string }) => t.type)).toEqual(['insight'])
@@ -212,4 +227,8 @@ test('an agent can do it all over MCP with a platform key: read the catalog, cap
   expect((await tool('analytics_insight_run', { path: { id: saved.id } })).result.rows).toEqual([{ count: 1 }])
   const board = await tool('analytics_dashboard_create', { body: { slug: 'agent-built', name: 'Agent', tiles: [{ type: 'insight', insight_id: saved.id, layout: layout() }] } })
   expect((await tool('analytics_dashboard_get', { path: { idOrSlug: 'agent-built' } })).id).toBe(board.id)
+  expect((await tool('analytics_dashboard_update', { path: { id: board.id } })).name).toBe('Agent') // no body: nothing changes
+  const openapi = (await call('GET', '/openapi.json')).body
+  expect(openapi.paths['/analytics/dashboards/{id}'].patch.requestBody.required).toBe(false)
+  expect(openapi.paths['/analytics/dashboards'].post.requestBody.required).toBe(true)
 })

@@ -155,7 +155,7 @@ describe('revoke', () => {
     const revoked = await call('DELETE', `${keysPath(owner.productId)}/${created.id}`, { token: owner.token })
     expect(revoked.status).toBe(200)
     expect(revoked.body).toEqual({ id: created.id, revoked: true })
-    expect(await waitForInvalidation((m) => m.kind === 'public_key' && m.keyHash === digest)).toEqual({ kind: 'public_key', keyHash: digest, keyId: created.id })
+    expect(await waitForInvalidation((m) => m.kind === 'public_key' && m.keyHash === digest)).toEqual({ kind: 'public_key', keyHash: digest, keyId: created.id, revoked: true })
     expect((await seenOnArrival())?.revoked_at).toBeInstanceOf(Date)
     // Tokens the key issued end with it: gateways read this marker (their own issue closes live connections).
     expect(await isKeyRevoked(created.id)).toBe(true)

@@ -31,9 +31,9 @@ const insightOut = (row: Record<string, any>): Insight => ({
 const QUERY_SCHEMAS = { metric: Strict({ query: MetricQuery }), funnel: Strict({ query: Funnel }) }
 
 /** The query as its kind's schema and the catalog say (400 naming `/body/query/...` otherwise). */
-function checkQuery(kind: InsightKind, query: unknown): MetricQuery | Funnel {
+async function checkQuery(kind: InsightKind, query: unknown): Promise<MetricQuery | Funnel> {
   const checked = (validateInput({ body: QUERY_SCHEMAS[kind] }, { body: { query } }).body as { query: MetricQuery | Funnel }).query
-  if (kind === 'metric') checkMetricQuery(checked as MetricQuery, '/body/query')
+  if (kind === 'metric') await checkMetricQuery(checked as MetricQuery, '/body/query')
   else checkFunnel(checked as Funnel, '/body/query')
   return checked
 }
@@ -41,7 +41,7 @@ function checkQuery(kind: InsightKind, query: unknown): MetricQuery | Funnel {
 export async function createInsight(
   productId: string, input: { name: string; description?: string | null; kind: InsightKind; query: unknown }, createdBy: string | null,
 ): Promise<Insight> {
-  const query = checkQuery(input.kind, input.query)
+  const query = await checkQuery(input.kind, input.query)
   const [row] = await sql`
     insert into analytics_insights (id, product_id, name, description, kind, query, created_by)
     values (${randomUUID()}, ${productId}, ${input.name}, ${input.description ?? null}, ${input.kind}, ${query as never}::jsonb, ${createdBy})
@@ -63,7 +63,7 @@ export async function getInsight(productId: string, id: string): Promise<Insight
 /** Changes only the supplied fields; a new query is checked against the insight's kind (the kind cannot change). */
 export async function updateInsight(productId: string, id: string, input: { name?: string; description?: string | null; query?: unknown }): Promise<Insight> {
   const current = await getInsight(productId, id)
-  const query = input.query === undefined ? current.query : checkQuery(current.kind, input.query)
+  const query = input.query === undefined ? current.query : await checkQuery(current.kind, input.query)
   const [row] = await sql`
     update analytics_insights set name = ${input.name ?? current.name},
       description = ${input.description === undefined ? current.description : input.description},

@@ -1,6 +1,7 @@
 // Event capture: a batch validated whole, then stored in one statement (one transaction: all or nothing).
 import { sql } from '../../../shared/db/client'
 import { badRequest, type FieldError } from '../../../shared/errors'
+import { parseIsoTime } from '../../../shared/iso-time'
 
 export const MAX_BATCH = 1000
 export const MAX_PROPERTIES_BYTES = 8192
@@ -12,16 +13,16 @@ export interface CapturedEvent {
   properties?: Record<string, unknown>
 }
 
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})$/
 
 /** The rules the schema cannot say: an identity, a parseable timestamp, bounded properties. Every failure is named. */
 function check(events: CapturedEvent[]): FieldError[] {
   const errors: FieldError[] = []
   events.forEach((e, i) => {
     const at = `/body/events/${i}`
-    if (!Object.values(e.identity).some((v) => v !== undefined)) errors.push({ path: `${at}/identity`, message: 'needs at least one of anonymous_id, users_id, email, phone' })
-    if (e.timestamp !== undefined && (!ISO_TIME.test(e.timestamp) || Number.isNaN(Date.parse(e.timestamp)))) {
-      errors.push({ path: `${at}/timestamp`, message: 'must be an ISO-8601 time with a zone, such as 2026-03-01T12:00:00Z' })
+    // Values are stored trimmed, so one that is only spaces names nobody.
+    if (!Object.values(e.identity).some((v) => v?.trim())) errors.push({ path: `${at}/identity`, message: 'needs at least one of anonymous_id, users_id, email, phone that is not blank' })
+    if (e.timestamp !== undefined && !parseIsoTime(e.timestamp, { zoneRequired: true })) {
+      errors.push({ path: `${at}/timestamp`, message: 'must be an ISO-8601 time with a zone, a real date within the years 0001-9999 and an offset within ±14:00, such as 2026-03-01T12:00:00Z' })
     }
     const size = e.properties === undefined ? 0 : Buffer.byteLength(JSON.stringify(e.properties))
     if (size > MAX_PROPERTIES_BYTES) errors.push({ path: `${at}/properties`, message: `is ${size} bytes serialized; at most ${MAX_PROPERTIES_BYTES}` })

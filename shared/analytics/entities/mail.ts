@@ -33,6 +33,7 @@ export const mailEntities: Entity[] = [{
   properties: null,
   identity: {},
   event: null,
+  rowId: null,
 }, {
   entity: 'email_events',
   extensionSlug: 'mail',
@@ -43,9 +44,10 @@ export const mailEntities: Entity[] = [{
   dimensions: [{ name: 'type', description: 'The event type', sql: 's.kind' }],
   metrics: [{ name: 'count', type: 'count', description: 'Number of events', sql: 'count(*)' }],
   identityKinds: [],
-  source: '(select ev.kind, ev.at, e.product_id from email_events ev join emails e on e.id = ev.email_id) s',
+  source: '(select ev.id, ev.kind, ev.at, e.product_id from email_events ev join emails e on e.id = ev.email_id) s',
   time: 's.at',
   properties: null,
   identity: {},
   event: 's.kind',
+  rowId: 's.id',
 }]

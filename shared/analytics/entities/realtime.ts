@@ -22,6 +22,7 @@ export const realtimeEntities: Entity[] = [{
   properties: null,
   identity: {},
   event: null,
+  rowId: null,
 }, {
   entity: 'realtime_connections',
   extensionSlug: 'realtime',
@@ -45,4 +46,5 @@ export const realtimeEntities: Entity[] = [{
   properties: null,
   identity: {},
   event: null,
+  rowId: null,
 }]

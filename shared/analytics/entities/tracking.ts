@@ -26,4 +26,5 @@ export const eventsEntities: Entity[] = [{
   properties: 's.properties',
   identity: { email: 's.email', phone: 's.phone', users_id: 's.users_id', anonymous_id: 's.anonymous_id' },
   event: 's.event',
+  rowId: 's.id',
 }]
