@@ -48,6 +48,13 @@ interface ChannelState {
   sent?: Position
 }
 
+/**
+ * What one history read over the socket may carry (entry bytes): half the socket's buffer limit, so that a recovery
+ * replay or a history reply, written at once, never by itself passes the limit and closes a healthy client 4200. A
+ * larger gap is `recovered: false` (all or nothing), and a larger window is `truncated`, as on the public route.
+ */
+const SOCKET_HISTORY_BYTES = Math.min(config.realtime.historyMaxReplyBytes, Math.floor(config.realtime.gatewayMaxBufferedBytes / 2))
+
 /** The inbox of a connection with nothing in flight (one shared promise, not one per connection). */
 const SETTLED: Promise<void> = Promise.resolve()
 
@@ -280,7 +287,7 @@ export class Connection {
       const top = await subscriptionPosition(productId, channel, policy)
       return { ...top, missed: [], after: top.offset }
     }
-    const result = await readHistory(productId, channel, policy, { offset: request.offset, epoch: request.epoch! })
+    const result = await readHistory(productId, channel, policy, { offset: request.offset, epoch: request.epoch! }, SOCKET_HISTORY_BYTES)
     if (!result.recovered) return { offset: result.offset, epoch: result.epoch, recovered: false, missed: [], after: result.offset }
     const missed = result.entries.map((entry) => ({ offset: entry.offset, frame: historyFrame(channel, entry) }))
     return { offset: result.offset, epoch: result.epoch, recovered: true, missed, after: request.offset }
@@ -329,7 +336,7 @@ export class Connection {
     }
     const query = request.last_n !== undefined ? { last_n: request.last_n }
       : request.last_ms !== undefined ? { last_ms: request.last_ms } : { offset: request.offset!, epoch: request.epoch! }
-    const result = await readHistory(this.claims!.pid, request.channel, policy.broker, query)
+    const result = await readHistory(this.claims!.pid, request.channel, policy.broker, query, SOCKET_HISTORY_BYTES)
     this.send(encode.reply(request.id, 'history', { channel: request.channel, ...result }))
   }
 

@@ -38,7 +38,8 @@ export function resolveField(entity: Entity, name: string, path: string, params:
   throw invalid(path, `names no dimension of ${entity.entity}; one of ${list(entity.dimensions.map((d) => d.name))}${properties}`)
 }
 
-const NUMERIC = `'^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$'`
+// The exponent is bounded so the cast cannot overflow numeric (a property of 8 KiB cannot have too many digits).
+const NUMERIC = `'^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]{1,4})?$'`
 
 /** One filter as a SQL condition. Values are parameters; text compares as text, gt..lte compare numbers. */
 export function filterSql(entity: Entity, filter: Filter, path: string, params: Params): string {

@@ -110,6 +110,8 @@ describe('dashboards', () => {
     const id = crypto.randomUUID()
     const twice = await as(owner, 'POST', '/analytics/dashboards', { ...body, tiles: [{ ...tile, id }, { ...tile, id }] })
     expect([twice.status, twice.body.fields[0].path]).toEqual([400, '/body/tiles/1/id'])
+    const cased = await as(owner, 'POST', '/analytics/dashboards', { ...body, tiles: [{ ...tile, id }, { ...tile, id: id.toUpperCase() }] })
+    expect([cased.status, cased.body.fields[0].path]).toEqual([400, '/body/tiles/1/id']) // the same uuid in another case
   })
 
   test('a tile naming an insight that is not the product\'s is 422 naming the tile; a taken slug is 409, also under two concurrent creates', async () => {

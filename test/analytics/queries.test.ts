@@ -302,6 +302,13 @@ test('an injection battery changes no result and raises no 500', async () => {
   expect((await query({ entity: 'events', metrics: ['count'], range: RANGE })).rows[0].count).toBe(baseline)
 })
 
+test('a numeric filter over a property whose text would overflow a number: no match, no 500', async () => {
+  const product = await newProduct()
+  await as(product, 'POST', '/tracking/events', { events: ['1e999999', '-1e-999999', '5', '12'].map((amount) => ({ event: 'e', identity: { users_id: amount }, properties: { amount } })) })
+  const result = await as(product, 'POST', '/analytics/query', { entity: 'events', metrics: ['count'], range: { from: '-1d' }, filters: [{ field: 'properties.amount', op: 'gt', value: 1 }] })
+  expect([result.status, result.body.rows]).toEqual([200, [{ count: 2 }]]) // 5 and 12; the overflowing texts are not numbers here
+})
+
 test('a query past the statement timeout is 422 query_timeout, and the worker keeps serving', async () => {
   const product = await newProduct()
   const seed = unboundedSql() // a bulk insert longer than the API's own statement deadline

@@ -329,6 +329,28 @@ describe('token lifetime', () => {
   })
 })
 
+test('a history reply or recovery larger than the socket buffer limit is truncated or not recovered, never a 4200 for a client that reads', async () => {
+  const gateway = await startGateway({ GATEWAY_MAX_BUFFERED_BYTES: String(1024 * 1024) })
+  try {
+    const room = channel()
+    const big = 'x'.repeat(512 * 1024)
+    for (let i = 1; i <= 24; i++) await publish({ productId: product.productId, channel: room, policy: HISTORY, data: JSON.stringify({ i, big }) }) // 12 MiB
+    const { epoch } = await readHistory(product.productId, room, HISTORY, { last_n: 1 })
+    const client = await WsClient.open(gateway.wsUrl)
+    await client.request({ type: 'connect', token: await token([{ name: room, ops: ['subscribe', 'history'] }]) })
+    const window = await client.request({ type: 'history', channel: room, last_n: 24 })
+    expect(window).toMatchObject({ type: 'reply', truncated: true, offset: 24 })
+    expect(window.entries.length).toBeLessThan(2) // at most half the 1 MiB limit of entries
+    const recovery = await client.request({ type: 'subscribe', channel: room, offset: 0, epoch })
+    expect(recovery).toMatchObject({ type: 'reply', recovered: false, offset: 24, epoch })
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply', to: 'ping' })
+    expect(client.frames.filter((f) => f.type === 'publication')).toEqual([])
+    client.close()
+  } finally {
+    await gateway.stop()
+  }
+}, 40_000)
+
 test('a subscriber that stops reading is closed 4200 once its buffer overflows, while the others keep receiving everything', async () => {
   const gateway = await startGateway({ GATEWAY_MAX_BUFFERED_BYTES: String(256 * 1024) })
   try {

@@ -39,7 +39,7 @@ type Tx = postgres.TransactionSql
 function normalizeTiles(tiles: TileInput[]): Tile[] {
   const seen = new Set<string>()
   return tiles.map((tile, i) => {
-    const id = tile.id ?? randomUUID()
+    const id = (tile.id ?? randomUUID()).toLowerCase() // a uuid in any case is the same id
     if (seen.has(id)) throw badRequest(`Invalid request: /body/tiles/${i}/id is used by another tile`, [{ path: `/body/tiles/${i}/id`, message: 'is used by another tile of this dashboard' }])
     seen.add(id)
     const { x, y, w, h } = tile.layout
