@@ -2,12 +2,13 @@
 // cache invalidations (policies, revoked keys), health endpoints, and draining on shutdown.
 import type { Server } from 'bun'
 import { config } from '../shared/config'
-import { ApiError, toErrorResponse, unavailable } from '../shared/errors'
+import { ApiError, logUnlessOutage, toErrorResponse, unavailable } from '../shared/errors'
 import { liveness, readiness } from '../shared/http/health'
 import { invalidHost, parseTarget } from '../shared/http/target'
 import { describeError, log } from '../shared/log'
 import { listenForInvalidations } from '../shared/realtime/invalidation-listener'
 import { policyCache } from '../shared/realtime/policies'
+import { revokedAmong } from '../shared/realtime/revocations'
 import { usage } from '../shared/realtime/usage'
 import { Connection, type GatewayContext } from './client'
 import { Deadlines } from './deadlines'
@@ -16,6 +17,9 @@ import { FanoutReader } from './fanout'
 import { Hub } from './hub'
 import { MAX_FRAME_BYTES, presenceFrame, publicationFrame } from './protocol'
 import { type Socket, SocketTransport, Writer } from './writer'
+
+/** How often the live connections' API keys are checked for a revocation this gateway may have missed. */
+const REVOCATION_SWEEP_MS = 30_000
 
 /** The path WebSocket clients connect to (the path of GATEWAY_URL). */
 export const WEBSOCKET_PATH = new URL(config.gatewayUrl).pathname
@@ -82,8 +86,28 @@ export function startGateway(port: number): Gateway {
   const deadlines = new Deadlines<Connection>((connection) => connection.deadlinePassed())
   const context: GatewayContext = { hub, connections, deadlines, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
   reader.start()
+  // A revocation announced while this gateway could not hear it (Redis unreachable, the subscription dropping) is found
+  // by asking Redis about the live connections' keys: each time the subscription is back, and every REVOCATION_SWEEP_MS.
+  const sweepRevoked = async (): Promise<boolean> => {
+    try {
+      const revoked = await revokedAmong([...connections].flatMap((c) => (c.claims ? [c.claims.akid] : [])))
+      for (const connection of [...connections]) {
+        if (connection.claims && revoked.has(connection.claims.akid)) connection.disconnect(DISCONNECTS.invalidToken, 'api key revoked')
+      }
+      return true
+    } catch (error) {
+      logUnlessOutage('revocation sweep failed', error)
+      return false
+    }
+  }
+  // Back from an outage the command connection may reconnect a moment after the subscription: try a few times.
+  const sweepWhenLive = async () => {
+    for (let attempt = 0; attempt < 10 && !(await sweepRevoked()); attempt++) await Bun.sleep(500)
+  }
+  const sweeping = setInterval(() => void sweepRevoked(), REVOCATION_SWEEP_MS)
   const invalidations = listenForInvalidations({
     caches: [policyCache],
+    onLive: () => void sweepWhenLive(),
     onMessage: (message) => {
       if (message.kind === 'namespaces' || message.kind === 'payload_storage') return policyCache.forget(message.productId)
       if (message.kind !== 'public_key' || !message.revoked) return
@@ -149,6 +173,7 @@ export function startGateway(port: number): Gateway {
       // Let the close frames go out; then stop for good.
       await Promise.race([stopped, Bun.sleep(2000)])
       server.stop(true)
+      clearInterval(sweeping)
       await reader.stop()
       await invalidations.stop()
     },

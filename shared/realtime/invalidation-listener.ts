@@ -9,6 +9,8 @@ export interface InvalidationWiring {
   caches: Pick<InvalidatedCache<unknown>, 'setCaching'>[]
   /** Every message, after the subscription is live (drop entries, close connections...). */
   onMessage(message: Invalidation): void
+  /** Each time the subscription becomes live, the first time and after every drop: catch up on what was missed. */
+  onLive?(): void
 }
 
 export interface InvalidationListener {
@@ -34,6 +36,7 @@ export function listenForInvalidations(wiring: InvalidationWiring): Invalidation
     live = on
     for (const cache of wiring.caches) cache.setCaching(on)
     log(on ? 'info' : 'warn', on ? 'invalidations live: caching on' : 'invalidations lost: caching off until resubscribed')
+    if (on) wiring.onLive?.()
   }
 
   void (async () => {

@@ -16,3 +16,13 @@ export async function markKeyRevoked(keyId: string): Promise<void> {
 export async function isKeyRevoked(keyId: string): Promise<boolean> {
   return (await redis().exists(revokedKey(keyId))) === 1
 }
+
+/** Which of these API keys are revoked, in one round trip (a gateway's sweep over its live connections). */
+export async function revokedAmong(keyIds: Iterable<string>): Promise<Set<string>> {
+  const ids = [...new Set(keyIds)]
+  if (ids.length === 0) return new Set()
+  const pipeline = redis().pipeline()
+  for (const id of ids) pipeline.exists(revokedKey(id))
+  const replies = (await pipeline.exec()) ?? []
+  return new Set(ids.filter((_, i) => replies[i]?.[1] === 1))
+}

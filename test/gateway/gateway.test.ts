@@ -428,6 +428,18 @@ describe('Redis outage under live subscriptions', () => {
     client.close()
   }, 30_000)
 
+  test('an API key revoked while the gateway could not hear it: its live connections are closed 4001 once Redis is back', async () => {
+    const owner = await realtimeProduct([{ name: 'chat' }])
+    const client = await WsClient.open(gateway.wsUrl)
+    expect(await client.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['subscribe'] }], { apiKeyId: owner.keyId, productId: owner.productId }) })).toMatchObject({ type: 'reply' })
+    link.cut()
+    const revoked = await call('DELETE', `/governance/api/v1/products/${owner.productId}/public-keys/${owner.keyId}`, { token: owner.token })
+    expect(revoked.status).toBe(200)
+    await Bun.sleep(500) // the announcement has come and gone; this gateway missed it
+    await link.restore()
+    expect(await Promise.race([client.closed, Bun.sleep(10_000).then(() => 'still open')])).toEqual({ code: 4001, reason: 'invalid token: api key revoked' })
+  }, 30_000)
+
   test('entries trimmed from the fan-out stream while the gateway was cut off: the subscription is ended with `resubscribe`, and recovering through the cursor loses nothing', async () => {
     const room = channel()
     const client = await subscribed(room)
