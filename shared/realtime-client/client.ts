@@ -78,6 +78,11 @@ export class Subscription<T = unknown> {
   offset?: number
   epoch?: string
   active = false
+  /** The socket a subscribe was sent on (answered or not): the server there holds or is setting up the subscription. */
+  sentOn: WebSocket | undefined
+  /** A retry after a temporary failure, and how many came before it (for the backoff). */
+  retry: ReturnType<typeof setTimeout> | undefined
+  retries = 0
 
   constructor(readonly channel: string, readonly handlers: SubscriptionHandlers<T>, private readonly client: RealtimeClient) {}
 
@@ -128,8 +133,12 @@ export class RealtimeClient {
   unsubscribe(subscription: Subscription<any>): void {
     if (this.subscriptions.get(subscription.channel) !== subscription) return
     this.subscriptions.delete(subscription.channel)
-    if (this.connected && subscription.active) void this.request({ type: 'unsubscribe', channel: subscription.channel }).catch(() => {})
+    clearTimeout(subscription.retry)
+    // Also while its subscribe is still unanswered: the gateway handles frames in order, so the unsubscribe ends what
+    // the subscribe sets up, and subscribing to the channel again right after works.
+    if (this.connected && subscription.sentOn === this.socket) void this.request({ type: 'unsubscribe', channel: subscription.channel }).catch(() => {})
     subscription.active = false
+    subscription.sentOn = undefined
   }
 
   /** A client event (the namespace must enable them); resolves with the acknowledgement. */
@@ -179,6 +188,7 @@ export class RealtimeClient {
   private async handshake(socket: WebSocket): Promise<void> {
     try {
       const token = await this.options.getToken()
+      if (socket !== this.socket) return // closed while the token was fetched: the newer socket has its own handshake
       const reply = await this.request({ type: 'connect', token })
       if (socket !== this.socket) return
       this.attempt = 0
@@ -208,10 +218,15 @@ export class RealtimeClient {
   private async sendSubscribe(subscription: Subscription<any>): Promise<void> {
     const wasRecovering = subscription.offset !== undefined && subscription.epoch !== undefined
     const cursor = wasRecovering ? { offset: subscription.offset, epoch: subscription.epoch } : {}
+    clearTimeout(subscription.retry)
+    subscription.retry = undefined
+    const socket = this.socket
+    subscription.sentOn = socket
     try {
       const reply = await this.request({ type: 'subscribe', channel: subscription.channel, ...cursor })
       if (this.subscriptions.get(subscription.channel) !== subscription) return
       subscription.active = true
+      subscription.retries = 0
       // A fresh subscription starts at the channel's position; a failed recovery jumps there too (what was missed must
       // be resynced by the application: `recovered: false`). A successful one keeps the cursor: the replayed
       // publications that follow the reply move it.
@@ -224,11 +239,20 @@ export class RealtimeClient {
         ...(typeof reply.offset === 'number' ? { offset: reply.offset, epoch: String(reply.epoch) } : {}),
       })
     } catch (error) {
-      if (error instanceof RealtimeError && !error.temporary && error.code !== 'disconnected') {
+      if (subscription.sentOn === socket) subscription.sentOn = undefined
+      if (this.subscriptions.get(subscription.channel) !== subscription) return
+      if (!(error instanceof RealtimeError) || error.code === 'disconnected') return // the reconnect subscribes again
+      if (!error.temporary) {
         this.subscriptions.delete(subscription.channel)
-        subscription.handlers.unsubscribed?.(error.message)
+        return subscription.handlers.unsubscribed?.(error.message)
       }
-      // temporary: the next reconnect subscribes again
+      // Temporary (`unavailable`, `rate_limited`): try again on this connection, with full-jitter backoff.
+      const delay = backoffDelay(subscription.retries++, this.options.minReconnectDelayMs ?? 500, this.options.maxReconnectDelayMs ?? 20_000)
+      subscription.retry = setTimeout(() => {
+        subscription.retry = undefined
+        const stillWanted = this.subscriptions.get(subscription.channel) === subscription
+        if (stillWanted && this.connected && socket === this.socket && !subscription.active && subscription.sentOn !== socket) void this.sendSubscribe(subscription)
+      }, delay)
     }
   }
 

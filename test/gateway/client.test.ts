@@ -3,10 +3,12 @@
 // 4001, token refresh.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
+import { config } from '../../shared/config'
 import { publish } from '../../shared/realtime/broker'
 import { listPresence } from '../../shared/realtime/presence'
 import { signToken } from '../../shared/realtime/tokens'
 import { backoffDelay, type Publication, RealtimeClient, type SubscribedContext } from '../../shared/realtime-client/client'
+import { startFaultProxy } from '../faults/proxy'
 import { freePort } from '../helpers'
 import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { startGateway, type GatewayProcess } from './ws-helpers'
@@ -160,3 +162,54 @@ test('one of two gateways killed with SIGKILL under a paced publish: its client 
     await survivor.stop()
   }
 }, 30_000)
+
+test('unsubscribing while the subscribe is unanswered, then subscribing again: the new subscription is live and nothing of the old one is left', async () => {
+  const gateway = await startGateway({})
+  const channel = `chat:client-${randomUUID().slice(0, 8)}`
+  const client = new RealtimeClient({ url: gateway.wsUrl, getToken: () => tokenFor(channel) })
+  try {
+    client.connect()
+    expect(await until(() => client.connected)).toBe(true)
+    const reasons: string[] = []
+    const gone = client.subscribe(channel, { unsubscribed: (reason) => reasons.push(reason) })
+    gone.unsubscribe() // its subscribe frame is out and not yet answered
+    const received: Publication[] = []
+    const again = client.subscribe(channel, { publication: (p) => received.push(p), unsubscribed: (reason) => reasons.push(reason) })
+    expect(again).not.toBe(gone)
+    expect(await until(() => again.active)).toBe(true)
+    await publish({ productId: product.productId, channel, policy: HISTORY, data: JSON.stringify({ i: 1 }) })
+    expect(await until(() => received.length === 1)).toBe(true)
+    await Bun.sleep(100)
+    expect([received.length, reasons]).toEqual([1, []])
+  } finally {
+    client.disconnect()
+    await gateway.stop()
+  }
+})
+
+test('a subscribe answered `unavailable` (Redis unreachable) is retried on the same connection with backoff, and succeeds once Redis is back', async () => {
+  const url = new URL(config.redisUrl)
+  const link = await startFaultProxy({ host: url.hostname, port: Number(url.port) })
+  const gateway = await startGateway({ REDIS_URL: link.url(config.redisUrl), REDIS_COMMAND_TIMEOUT_MS: '500' })
+  const channel = `chat:client-${randomUUID().slice(0, 8)}`
+  const states: string[] = []
+  const client = new RealtimeClient({ url: gateway.wsUrl, getToken: () => tokenFor(channel), minReconnectDelayMs: 100, maxReconnectDelayMs: 1000, onState: (state) => states.push(state) })
+  try {
+    client.connect()
+    expect(await until(() => client.connected)).toBe(true)
+    link.cut()
+    const received: Publication[] = []
+    const subscription = client.subscribe(channel, { publication: (p) => received.push(p) })
+    await Bun.sleep(1500) // answered `unavailable`, perhaps more than once
+    expect(subscription.active).toBe(false)
+    await link.restore()
+    expect(await until(() => subscription.active, 15_000)).toBe(true)
+    await publish({ productId: product.productId, channel, policy: HISTORY, data: JSON.stringify({ i: 1 }) })
+    expect(await until(() => received.length === 1)).toBe(true)
+    expect(states).toEqual(['connecting', 'connected']) // on the same connection throughout
+  } finally {
+    client.disconnect()
+    await gateway.stop()
+    await link.close()
+  }
+}, 40_000)
