@@ -110,6 +110,11 @@ export class Hub<S extends Subscriber = Subscriber> {
     return out
   }
 
+  /** Every (product, channel) with a subscriber here. */
+  *channelsHere(): Generator<{ productId: string; channel: string }> {
+    for (const entry of this.channels.values()) yield { productId: entry.productId, channel: entry.channel }
+  }
+
   get wantedShards(): number[] {
     return [...this.shardChannels.keys()]
   }

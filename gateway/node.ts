@@ -8,6 +8,7 @@ import { invalidHost, parseTarget } from '../shared/http/target'
 import { describeError, log } from '../shared/log'
 import { listenForInvalidations } from '../shared/realtime/invalidation-listener'
 import { policyCache } from '../shared/realtime/policies'
+import { sweepPresence } from '../shared/realtime/presence'
 import { revokedAmong } from '../shared/realtime/revocations'
 import { usage } from '../shared/realtime/usage'
 import { Connection, type GatewayContext } from './client'
@@ -105,6 +106,10 @@ export function startGateway(port: number): Gateway {
     for (let attempt = 0; attempt < 10 && !(await sweepRevoked()); attempt++) await Bun.sleep(500)
   }
   const sweeping = setInterval(() => void sweepRevoked(), REVOCATION_SWEEP_MS)
+  // Expired presence entries (a dead gateway's connections) leave, and their leaves reach the subscribers here.
+  const presenceSweeping = setInterval(() => {
+    void sweepPresence(hub.channelsHere()).catch((error) => logUnlessOutage('presence sweep failed', error))
+  }, config.realtime.gatewayPresenceSweepMs)
   const invalidations = listenForInvalidations({
     caches: [policyCache],
     onLive: () => void sweepWhenLive(),
@@ -174,6 +179,7 @@ export function startGateway(port: number): Gateway {
       await Promise.race([stopped, Bun.sleep(2000)])
       server.stop(true)
       clearInterval(sweeping)
+      clearInterval(presenceSweeping)
       await reader.stop()
       await invalidations.stop()
     },

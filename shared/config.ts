@@ -104,6 +104,8 @@ function loadConfig() {
       gatewayMaxBufferedBytes: int('GATEWAY_MAX_BUFFERED_BYTES', 4 * 1024 * 1024),
       /** How long a new WebSocket connection has to send its `connect` frame before it is closed with 4001. */
       gatewayConnectTimeoutMs: int('GATEWAY_CONNECT_TIMEOUT_MS', 5000),
+      /** How often a gateway takes expired presence entries off its subscribed channels' rosters (emitting their leaves). */
+      gatewayPresenceSweepMs: int('GATEWAY_PRESENCE_SWEEP_MS', 5000),
       /** How often public workers and gateways write the usage they counted (analytics entities realtime_usage, realtime_connections). */
       usageFlushMs: int('REALTIME_USAGE_FLUSH_MS', 5000),
       /** Longest a worker trusts a cached API key or namespace policy without an invalidation message. */

@@ -13,7 +13,7 @@
 // | rt:{sN}:pres:<productId>:<channel>    | hash   | presence: identity → info (JSON text)                              |
 // | rt:{sN}:pres:<productId>:<channel>:n  | hash   | presence: identity → number of live connections                    |
 // | rt:{sN}:pres:<productId>:<channel>:exp| zset   | presence: `<len(identity)>:<identity><connectionId>` → expiry (ms) |
-// History and meta keys expire after the namespace's retention window of idleness; presence keys at the last expiry.
+// History and meta keys expire after the namespace's retention window of idleness; presence keys 30 s after the last expiry.
 import { shardOf } from './shards'
 
 /** Approximate length kept in each shard's fan-out stream (`XADD ... MAXLEN ~`). A gateway further behind must recover. */

@@ -19,6 +19,11 @@ export const PRESENCE_INFO_MAX_BYTES = 10_240
 /** Connection entry lifetime: 1..3600 seconds, default 60. */
 export const PRESENCE_TTL_DEFAULT_SECONDS = 60
 export const PRESENCE_TTL_MAX_SECONDS = 3600
+/**
+ * How long a roster's keys outlive its last connection's expiry. Gateways sweep rosters every GATEWAY_PRESENCE_SWEEP_MS
+ * (5 s, well below this) and emit the leaves of expired connections; were the keys gone first, the leave would be lost.
+ */
+export const PRESENCE_KEY_GRACE_MS = 30_000
 
 export interface PresenceMember {
   identity: string
@@ -65,9 +70,10 @@ local present = redis.call('HEXISTS', KEYS[2], identity) == 1
 if not present and redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[8]) then return 0 end
 if redis.call('ZADD', KEYS[3], now + tonumber(ARGV[7]), ARGV[5]) == 1 then redis.call('HINCRBY', KEYS[2], identity, 1) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], identity, ARGV[6]) else redis.call('HSETNX', KEYS[1], identity, 'null') end
--- The roster's keys live as long as its longest-lived connection, so an abandoned channel leaves nothing behind.
+-- The roster's keys outlive its longest-lived connection by a grace period, so an abandoned channel leaves nothing
+-- behind, yet the gateways' sweeps still find the expired connections there and emit their leaves.
 local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-local at = math.floor(tonumber(last[2])) + 1000
+local at = math.floor(tonumber(last[2])) + ${PRESENCE_KEY_GRACE_MS}
 for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], at) end
 if present then return 1 end
 emit('join', identity, redis.call('HGET', KEYS[1], identity))
@@ -84,6 +90,11 @@ const LIST_LUA = `${LUA_PRELUDE}
 return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
 `
 
+// Only the prelude: drops expired connections, emitting their identities' leaves.
+const SWEEP_LUA = `${LUA_PRELUDE}
+return 1
+`
+
 const COUNT_LUA = `${LUA_PRELUDE}
 return {redis.call('HLEN', KEYS[2]), redis.call('ZCARD', KEYS[3])}
 `
@@ -93,6 +104,7 @@ interface PresenceRedis extends Redis {
   rtPresenceLeave(...args: (string | number)[]): Promise<number>
   rtPresenceList(...args: (string | number)[]): Promise<[string[], string[]]>
   rtPresenceCount(...args: (string | number)[]): Promise<[number, number]>
+  rtPresenceSweep(...args: (string | number)[]): Promise<number>
 }
 
 const prepared = new WeakSet<Redis>()
@@ -104,6 +116,7 @@ function client(): PresenceRedis {
     r.defineCommand('rtPresenceLeave', { numberOfKeys: 5, lua: LEAVE_LUA })
     r.defineCommand('rtPresenceList', { numberOfKeys: 5, lua: LIST_LUA })
     r.defineCommand('rtPresenceCount', { numberOfKeys: 5, lua: COUNT_LUA })
+    r.defineCommand('rtPresenceSweep', { numberOfKeys: 5, lua: SWEEP_LUA })
     prepared.add(r)
   }
   return r as PresenceRedis
@@ -192,4 +205,20 @@ function parseInfo(text: string | undefined): unknown {
 export async function presenceCount(productId: string, channel: string): Promise<{ members: number; connections: number }> {
   const [members, connections] = await guarded(() => client().rtPresenceCount(...keysOf(productId, channel)))
   return { members: Number(members), connections: Number(connections) }
+}
+
+/**
+ * Takes expired connections off these channels' rosters, emitting a `leave` for each identity whose last connection
+ * expired. Expiry is otherwise noticed only when some script touches the roster; a gateway sweeps the channels its
+ * clients subscribe to, so the connections of a gateway that died (SIGKILL) leave within about one lifetime.
+ */
+export async function sweepPresence(channels: Iterable<{ productId: string; channel: string }>): Promise<void> {
+  const r = client()
+  let batch: Promise<number>[] = []
+  // Sent back to back on the one connection, at most 200 awaiting at a time.
+  for (const { productId, channel } of channels) {
+    batch.push(r.rtPresenceSweep(...keysOf(productId, channel)))
+    if (batch.length >= 200) await guarded(() => Promise.all(batch.splice(0)))
+  }
+  if (batch.length) await guarded(() => Promise.all(batch))
 }

@@ -551,6 +551,17 @@ describe('presence over the socket', () => {
     for (const c of [watcher, tab2]) c.close()
   })
 
+  test('an entry nobody refreshes (its gateway died) expires, and subscribers get its `leave` with no other roster change', async () => {
+    const room = channel()
+    const watcher = await as(a, 'watcher', room, ['subscribe'])
+    await watcher.request({ type: 'subscribe', channel: room })
+    // As a gateway killed with SIGKILL leaves it: entered, then never refreshed nor left.
+    await enterPresence({ productId: product.productId, channel: room, identity: 'ext:ghost', connectionId: 'dead-gateway-conn', ttlSeconds: 1 })
+    expect(await watcher.next((f) => f.type === 'join')).toMatchObject({ identity: 'ext:ghost' })
+    expect(await watcher.next((f) => f.type === 'leave', 8000)).toEqual({ type: 'leave', channel: room, identity: 'ext:ghost', info: null })
+    watcher.close()
+  }, 15_000)
+
   test('update needs an entry, info is at most 10 240 bytes, the operation and the namespace switch are required, a full roster refuses', async () => {
     const room = channel()
     const client = await as(a, 'bob', room, ['presence'])

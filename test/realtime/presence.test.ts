@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { closeRedis, redis } from '../../shared/redis'
 import { channelKeys } from '../../shared/realtime/keys'
-import { enterPresence, leavePresence, listPresence, presenceCount } from '../../shared/realtime/presence'
+import { enterPresence, leavePresence, listPresence, PRESENCE_KEY_GRACE_MS, presenceCount } from '../../shared/realtime/presence'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const fresh = () => ({ productId: randomUUID(), channel: 'room:lobby' })
@@ -101,7 +101,7 @@ describe('presence', () => {
     }
   })
 
-  test('expired connections drop off the roster, and the keys disappear', async () => {
+  test('expired connections drop off the roster, and the keys are set to disappear a grace period after the last expiry', async () => {
     const where = fresh()
     await enterPresence({ ...where, identity: 'frank', connectionId: 'short', ttlSeconds: 1 })
     await enterPresence({ ...where, identity: 'grace', connectionId: 'short', ttlSeconds: 1 })
@@ -113,9 +113,13 @@ describe('presence', () => {
 
     const other = fresh()
     await enterPresence({ ...other, identity: 'henry', connectionId: 'c', ttlSeconds: 1 })
-    await sleep(2100)
     const keys = channelKeys(other.productId, other.channel)
-    expect(await redis().exists(keys.pres, keys.presCount, keys.presExp)).toBe(0)
+    for (const key of [keys.pres, keys.presCount, keys.presExp]) {
+      const ttl = await redis().pttl(key)
+      expect(ttl).toBeGreaterThan(PRESENCE_KEY_GRACE_MS)
+      expect(ttl).toBeLessThanOrEqual(1000 + PRESENCE_KEY_GRACE_MS)
+    }
+    await sleep(1100)
     expect(await listPresence(other.productId, other.channel)).toEqual([])
   })
 
