@@ -58,6 +58,19 @@ const SOCKET_HISTORY_BYTES = Math.min(config.realtime.historyMaxReplyBytes, Math
 /** The inbox of a connection with nothing in flight (one shared promise, not one per connection). */
 const SETTLED: Promise<void> = Promise.resolve()
 
+/**
+ * When a token expires: the instant, and `ttl`, the seconds left by this gateway's clock, so a client with a wrong
+ * clock still refreshes in time (centrifuge-js does the same with its `ttl`).
+ */
+const lifetime = (claims: Claims) => ({ expiresAt: new Date(claims.exp * 1000).toISOString(), ttl: Math.max(0, Math.floor(claims.exp - Date.now() / 1000)) })
+
+/**
+ * What a connection may have waiting to be handled (a client resubscribing to many channels at once fits); past it a
+ * frame is answered `rate_limited` at once, unhandled, so a client flooding frames cannot grow the queue without bound.
+ */
+const MAX_QUEUED_FRAMES = 1000
+const MAX_QUEUED_BYTES = 2 * 1024 * 1024
+
 /** The operations a token carries on a channel (none when it does not name it). */
 const opsOf = (claims: Claims, channel: string): readonly string[] => claims.channels.find((c) => c.name === channel)?.ops ?? []
 
@@ -144,12 +157,27 @@ export class Connection {
 
   /** Frames are handled one after another, in the order sent: a client may send `connect` and `subscribe` at once. */
   onMessage(message: string | Buffer): Promise<void> {
+    // A client that sends faster than its frames are handled must not grow the queue without bound.
+    const size = typeof message === 'string' ? message.length : message.byteLength
+    if (this.queued > 0 && (this.queued >= MAX_QUEUED_FRAMES || this.queuedBytes + size > MAX_QUEUED_BYTES)) {
+      const parsed = parseFrame(message)
+      this.send(encode.error(parsed.ok ? parsed.request.id : parsed.id, 'rate_limited', 'too many frames waiting to be handled; wait for replies'))
+      return this.inbox
+    }
+    this.queued++
+    this.queuedBytes += size
+    const handled = () => {
+      this.queued--
+      this.queuedBytes -= size
+    }
     // A failure must not stop the queue: every later frame still gets its answer.
-    this.inbox = this.inbox.then(() => this.handle(message)).catch((error) => logUnlessOutage('gateway frame failed', error))
+    this.inbox = this.inbox.then(() => this.handle(message)).catch((error) => logUnlessOutage('gateway frame failed', error)).finally(handled)
     return this.inbox
   }
 
   private inbox: Promise<void> = SETTLED
+  private queued = 0
+  private queuedBytes = 0
 
   private async handle(message: string | Buffer): Promise<void> {
     if (this.closed) return
@@ -200,7 +228,7 @@ export class Connection {
     if (this.closed) return
     this.adopt(claims)
     usage.connection(claims.pid, 1)
-    this.send(encode.reply(request.id, 'connect', { client: this.id, subject: claims.sub, expiresAt: new Date(claims.exp * 1000).toISOString() }))
+    this.send(encode.reply(request.id, 'connect', { client: this.id, subject: claims.sub, ...lifetime(claims) }))
   }
 
   /**
@@ -221,7 +249,7 @@ export class Connection {
       if (opsOf(claims, channel).includes('subscribe')) continue
       this.endSubscription(channel, 'token')
     }
-    this.send(encode.reply(request.id, 'auth', { expiresAt: new Date(claims.exp * 1000).toISOString() }))
+    this.send(encode.reply(request.id, 'auth', lifetime(claims)))
   }
 
   private async subscribe(request: Extract<Request, { type: 'subscribe' }>): Promise<void> {

@@ -57,12 +57,16 @@ export function startGateway(port: number): Gateway {
   const socketsById = new Map<string, Socket>()
   const reader = new FanoutReader(
     (entry) => {
+      // Every subscription here of the entry's shard sees it (they share the read), but most entries are for channels
+      // without one here: those are not even encoded.
+      const here = hub.subscriberCount(entry.product, entry.channel)
+      if (here === 0) return
       writer.startBatch()
       const frame = entry.kind ? presenceFrame(entry) : publicationFrame(entry)
       const position = !entry.kind && entry.offset !== undefined && entry.epoch !== undefined ? { offset: entry.offset, epoch: entry.epoch } : undefined
       if (!entry.kind) {
         // Usage for analytics: every local subscriber but the sender of a client event gets it.
-        const reached = hub.subscriberCount(entry.product, entry.channel) - (entry.sender && socketsById.has(entry.sender) ? 1 : 0)
+        const reached = here - (entry.sender && socketsById.has(entry.sender) ? 1 : 0)
         if (reached > 0) usage.count(entry.product, entry.channel, { deliveries: reached })
       }
       hub.publish(entry.product, entry.channel, position, frame, (topic) => {
@@ -101,9 +105,10 @@ export function startGateway(port: number): Gateway {
       return false
     }
   }
-  // Back from an outage the command connection may reconnect a moment after the subscription: try a few times.
+  // Back from an outage the command connection may answer a while after the subscription (it reconnects on its own
+  // schedule, and its breaker must close again): keep trying for a minute, after that the periodic sweep takes over.
   const sweepWhenLive = async () => {
-    for (let attempt = 0; attempt < 10 && !(await sweepRevoked()); attempt++) await Bun.sleep(500)
+    for (const until = Date.now() + 60_000; !(await sweepRevoked()) && Date.now() < until; ) await Bun.sleep(500)
   }
   const sweeping = setInterval(() => void sweepRevoked(), REVOCATION_SWEEP_MS)
   // Expired presence entries (a dead gateway's connections) leave, and their leaves reach the subscribers here.

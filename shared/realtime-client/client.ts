@@ -56,6 +56,12 @@ export interface ClientOptions {
   maxReconnectDelayMs?: number
   /** Refresh the token this long before it expires. */
   refreshAheadMs?: number
+  /**
+   * Liveness: a `ping` this often while connected, and a connection whose ping goes unanswered for `pongTimeoutMs` is
+   * taken as dead (a half-open TCP connection never closes by itself) and replaced, with backoff.
+   */
+  pingIntervalMs?: number
+  pongTimeoutMs?: number
   /** Connection state changes, for a UI. */
   onState?(state: 'connecting' | 'connected' | 'disconnected', detail?: { code?: number; reason?: string }): void
 }
@@ -65,7 +71,10 @@ export function backoffDelay(attempt: number, minMs: number, maxMs: number, rand
   return Math.floor(random() * Math.min(maxMs, minMs * 2 ** attempt))
 }
 
-/** Close codes after which the client reconnects at once: 4001 (fresh token) and 4100 (draining). */
+/**
+ * Close codes after which the client reconnects at once: 4001 (fresh token) and 4100 (draining). At once only the first
+ * time: when the next connection is refused too (a token provider handing out refused tokens), backoff applies.
+ */
 const RECONNECT_AT_ONCE = new Set([4001, 4100])
 
 interface Pending {
@@ -101,6 +110,7 @@ export class RealtimeClient {
   private wanted = false
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined
   private refreshTimer: ReturnType<typeof setTimeout> | undefined
+  private pingTimer: ReturnType<typeof setInterval> | undefined
 
   constructor(private readonly options: ClientOptions) {}
 
@@ -117,6 +127,7 @@ export class RealtimeClient {
     this.wanted = false
     clearTimeout(this.reconnectTimer)
     clearTimeout(this.refreshTimer)
+    clearInterval(this.pingTimer)
     this.socket?.close(1000, 'client disconnect')
   }
 
@@ -193,7 +204,8 @@ export class RealtimeClient {
       if (socket !== this.socket) return
       this.attempt = 0
       this.setState('connected')
-      this.scheduleRefresh(String(reply.expiresAt))
+      this.scheduleRefresh(reply)
+      this.startPings(socket)
       for (const subscription of this.subscriptions.values()) void this.sendSubscribe(subscription)
     } catch (error) {
       // A token provider failure or an `unavailable` answer: close and retry with backoff.
@@ -201,18 +213,38 @@ export class RealtimeClient {
     }
   }
 
-  private scheduleRefresh(expiresAt: string): void {
+  /**
+   * Refreshes the token `refreshAheadMs` before it expires (halfway through a shorter lifetime). The time left is the
+   * gateway's `ttl` when the reply has one, so a client whose clock is wrong neither refreshes in a loop nor too late.
+   */
+  private scheduleRefresh(reply: Record<string, unknown>): void {
     clearTimeout(this.refreshTimer)
     const ahead = this.options.refreshAheadMs ?? 30_000
-    const due = Math.max(0, Date.parse(expiresAt) - Date.now() - ahead)
+    const left = typeof reply.ttl === 'number' ? reply.ttl * 1000 : Date.parse(String(reply.expiresAt)) - Date.now()
+    const due = Math.max(1000, left > 2 * ahead ? left - ahead : left / 2)
     this.refreshTimer = setTimeout(async () => {
       try {
-        const reply = await this.request({ type: 'auth', token: await this.options.getToken() })
-        this.scheduleRefresh(String(reply.expiresAt))
+        this.scheduleRefresh(await this.request({ type: 'auth', token: await this.options.getToken() }))
       } catch {
         // Not accepted or not sent: the gateway closes with 4001 at expiry, and the client reconnects with a fresh token.
       }
     }, due)
+  }
+
+  private startPings(socket: WebSocket): void {
+    clearInterval(this.pingTimer)
+    const timeout = this.options.pongTimeoutMs ?? 10_000
+    this.pingTimer = setInterval(() => {
+      if (socket !== this.socket) return clearInterval(this.pingTimer)
+      const answered = this.request({ type: 'ping' }).then(() => true, (error) => !(error instanceof RealtimeError && error.code === 'disconnected'))
+      const late = new Promise<false>((resolve) => setTimeout(() => resolve(false), timeout))
+      void Promise.race([answered, late]).then((alive) => {
+        if (alive || socket !== this.socket) return
+        // Dead without a close: do not wait for a close handshake that may never come.
+        this.closed(socket, 4000, 'no reply to ping')
+        socket.close(4000, 'no reply to ping')
+      })
+    }, this.options.pingIntervalMs ?? 25_000)
   }
 
   private async sendSubscribe(subscription: Subscription<any>): Promise<void> {
@@ -295,13 +327,15 @@ export class RealtimeClient {
     if (socket !== this.socket) return
     this.socket = undefined
     clearTimeout(this.refreshTimer)
+    clearInterval(this.pingTimer)
     for (const pending of this.pending.values()) pending.reject(new RealtimeError('disconnected', `connection closed (${code})`, true))
     this.pending.clear()
     for (const subscription of this.subscriptions.values()) subscription.active = false
     this.setState('disconnected', { code, reason })
     if (!this.wanted) return
-    const delay = RECONNECT_AT_ONCE.has(code) ? 0
-      : backoffDelay(this.attempt++, this.options.minReconnectDelayMs ?? 500, this.options.maxReconnectDelayMs ?? 20_000)
+    const attempt = this.attempt++
+    const delay = RECONNECT_AT_ONCE.has(code) && attempt === 0 ? 0
+      : backoffDelay(attempt, this.options.minReconnectDelayMs ?? 500, this.options.maxReconnectDelayMs ?? 20_000)
     this.reconnectTimer = setTimeout(() => this.wanted && this.open(), delay)
   }
 }

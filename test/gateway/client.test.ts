@@ -213,3 +213,42 @@ test('a subscribe answered `unavailable` (Redis unreachable) is retried on the s
     await link.close()
   }
 }, 40_000)
+
+test('a connection that stops answering (the gateway frozen, TCP still open) is found dead by its unanswered ping and replaced', async () => {
+  const gateway = await startGateway({})
+  const channel = `chat:client-${randomUUID().slice(0, 8)}`
+  const states: { state: string; code?: number }[] = []
+  const client = new RealtimeClient({
+    url: gateway.wsUrl, getToken: () => tokenFor(channel), pingIntervalMs: 200, pongTimeoutMs: 400, minReconnectDelayMs: 50, maxReconnectDelayMs: 200,
+    onState: (state, detail) => states.push({ state, code: detail?.code }),
+  })
+  try {
+    client.connect()
+    expect(await until(() => client.connected)).toBe(true)
+    gateway.proc.kill('SIGSTOP') // no close, no reply: as a half-open connection behaves
+    expect(await until(() => !client.connected, 3000)).toBe(true)
+    expect(states).toContainEqual({ state: 'disconnected', code: 4000 }) // closed by the client for want of a reply
+    gateway.proc.kill('SIGCONT')
+    expect(await until(() => client.connected, 10_000)).toBe(true)
+  } finally {
+    gateway.proc.kill('SIGCONT')
+    client.disconnect()
+    await gateway.stop()
+  }
+}, 30_000)
+
+test('4001 reconnects at once only the first time: a token provider whose tokens keep being refused meets backoff, not a loop', async () => {
+  const gateway = await startGateway({})
+  let calls = 0
+  const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => (calls++, 'not-a-token') })
+  try {
+    client.connect()
+    await Bun.sleep(2000)
+    // At once, then full-jitter backoff from 0.5 s doubling: a handful of attempts in 2 s (a loop makes hundreds).
+    expect(calls).toBeGreaterThanOrEqual(2)
+    expect(calls).toBeLessThanOrEqual(8)
+  } finally {
+    client.disconnect()
+    await gateway.stop()
+  }
+})

@@ -67,7 +67,14 @@ describe('connect', () => {
     expect(await forged.closed).toEqual({ code: 4001, reason: 'invalid token: bad_signature' })
   })
 
-  test('a valid token: the reply names the client, the subject and the expiry; ping answers', async () => {
+  test('a valid token: the reply names the client, the subject and the expiry, with the seconds left by the gateway\'s clock; ping answers', async () => {
+    const raw = await WsClient.open(a.wsUrl)
+    const reply = await raw.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['subscribe'] }], { ttlSeconds: 600 }) })
+    const ttl = reply.ttl // read before toMatchObject, which writes its matchers into the received object
+    expect(ttl).toBeGreaterThan(590)
+    expect(ttl).toBeLessThanOrEqual(600)
+    expect(reply).toMatchObject({ to: 'connect', expiresAt: expect.any(String) })
+    raw.close()
     const client = await connected(a, ['chat:x'])
     expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply', to: 'ping' })
     client.close()
@@ -104,8 +111,34 @@ describe('errors answer one request and never close the connection', () => {
     }
     await client.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['subscribe'] }]) })
     expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
+    // The same battery once connected, and frames that are only wrong in this state: the connection lives on.
+    const connectedBad = [...bad, JSON.stringify({ type: 'connect', id: 9, token: 'x' }), JSON.stringify({ type: 'unsubscribe', id: 10, channel: 'chat:x' }),
+      JSON.stringify({ type: 'presence.update', id: 11, channel: 'chat:x', info: {} })]
+    for (const frame of connectedBad) {
+      client.ws.send(frame)
+      expect(await client.next((f) => f.type === 'error')).toMatchObject({ code: expect.stringMatching(/^(invalid|forbidden)$/), message: expect.any(String), temporary: false })
+    }
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
     client.close()
   })
+
+  test('a client sending frames faster than they are handled gets `rate_limited` for the excess, never an unbounded queue', async () => {
+    const client = await WsClient.open(a.wsUrl)
+    await client.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['presence'] }]) })
+    // 1 500 roster reads at once (each waits on Redis): past 1 000 waiting, frames are refused at once.
+    for (let i = 0; i < 1500; i++) client.send({ type: 'presence.read', id: i, channel: 'chat:x' })
+    const answered = new Map<number, string>()
+    for (const deadline = Date.now() + 15_000; answered.size < 1500 && Date.now() < deadline; ) {
+      const frame = await client.next((f) => f.type === 'reply' || f.type === 'error', 5000)
+      answered.set(frame.id, frame.type === 'error' ? frame.code : 'reply')
+    }
+    const codes = [...answered.values()]
+    expect(answered.size).toBe(1500) // every frame answered once
+    expect(codes.filter((c) => c === 'rate_limited').length).toBeGreaterThan(0)
+    expect(codes.filter((c) => c === 'rate_limited').length).toBeLessThanOrEqual(500)
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
+    client.close()
+  }, 30_000)
 
   test('above the hard frame limit (1 MiB) the runtime closes the connection with 1009 before the gateway reads it, as documented', async () => {
     const client = await connected(a, ['chat:x'])
