@@ -26,7 +26,8 @@ export function resolveEntity(name: string, path: string): Entity {
   return entity
 }
 
-const PROPERTY = /^properties\.(.{1,128})$/s
+// Any key capture accepts (1 to 200 characters) can be read back.
+const PROPERTY = /^properties\.(.{1,200})$/s
 
 /** A dimension of the entity, or `properties.<key>` on an entity with properties: its SQL (the key as a parameter). */
 export function resolveField(entity: Entity, name: string, path: string, params: Params): string {

@@ -7,7 +7,8 @@ import { IDENTITY_KINDS } from './catalog'
 export const FILTER_OPS = ['equals', 'notEquals', 'in', 'contains', 'gt', 'gte', 'lt', 'lte', 'set', 'notSet'] as const
 export const BUCKETS = ['hour', 'day', 'week', 'month'] as const
 
-const Name = (description: string) => Type.String({ minLength: 1, maxLength: 200, description })
+// 211: `properties.` and a property key of up to 200 characters, as capture takes them.
+const Name = (description: string) => Type.String({ minLength: 1, maxLength: 211, description })
 const Scalar = Type.Union([Type.String({ maxLength: 1000 }), Type.Number(), Type.Boolean()])
 
 export const Filter = Strict({

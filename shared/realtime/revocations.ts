@@ -23,6 +23,9 @@ export async function revokedAmong(keyIds: Iterable<string>): Promise<Set<string
   if (ids.length === 0) return new Set()
   const pipeline = redis().pipeline()
   for (const id of ids) pipeline.exists(revokedKey(id))
-  const replies = (await pipeline.exec()) ?? []
-  return new Set(ids.filter((_, i) => replies[i]?.[1] === 1))
+  const replies = await pipeline.exec()
+  // A pipeline reports each command's failure in its reply instead of rejecting: an unanswered check is not "not revoked".
+  const failed = replies?.find(([error]) => error)
+  if (!replies || failed) throw failed?.[0] ?? new Error('revocation check aborted')
+  return new Set(ids.filter((_, i) => replies[i]![1] === 1))
 }

@@ -184,6 +184,24 @@ describe('dashboards', () => {
     expect((await as(owner, 'DELETE', `/analytics/dashboards/${board.id}`)).status).toBe(404)
   })
 
+  test('deleting an insight while a dashboard naming it is being saved: one of them wins whole, and a refusal always names the dashboard', async () => {
+    for (let round = 0; round < 8; round++) {
+      const raced = await ok(owner, 'POST', '/analytics/insights', { name: `raced ${round}`, kind: 'metric', query: METRIC })
+      const s = slug()
+      const [saved, deleted] = await Promise.all([
+        as(owner, 'POST', '/analytics/dashboards', { slug: s, name: 'x', tiles: [{ type: 'insight', insight_id: raced.id, layout: layout() }] }),
+        as(owner, 'DELETE', `/analytics/insights/${raced.id}`),
+      ])
+      if (saved.status === 200) {
+        expect([deleted.status, deleted.body.dashboards]).toEqual([409, [{ id: saved.body.id, slug: s }]])
+        expect((await ok(owner, 'GET', `/analytics/dashboards/${s}`)).tiles[0].insight_id).toBe(raced.id)
+      } else {
+        expect([saved.status, deleted.status]).toEqual([422, 200])
+        expect((await as(owner, 'GET', `/analytics/dashboards/${s}`)).status).toBe(404)
+      }
+    }
+  })
+
   test('another product\'s dashboard is 404 on every operation', async () => {
     const s = slug()
     const theirs = await ok(other, 'POST', '/analytics/dashboards', { slug: s, name: 'theirs', tiles: [] })

@@ -302,6 +302,14 @@ test('an injection battery changes no result and raises no 500', async () => {
   expect((await query({ entity: 'events', metrics: ['count'], range: RANGE })).rows[0].count).toBe(baseline)
 })
 
+test('a property key of any length capture takes (200 characters) can be filtered and grouped by', async () => {
+  const product = await newProduct()
+  const key = 'k'.repeat(200)
+  expect((await as(product, 'POST', '/tracking/events', { events: [{ event: 'e', identity: { users_id: 'u' }, properties: { [key]: 'v' } }] })).status).toBe(200)
+  const result = await as(product, 'POST', '/analytics/query', { entity: 'events', metrics: ['count'], range: { from: '-1d' }, dimensions: [`properties.${key}`], filters: [{ field: `properties.${key}`, op: 'set' }] })
+  expect([result.status, result.body.rows]).toEqual([200, [{ [`properties.${key}`]: 'v', count: 1 }]])
+})
+
 test('a numeric filter over a property whose text would overflow a number: no match, no 500', async () => {
   const product = await newProduct()
   await as(product, 'POST', '/tracking/events', { events: ['1e999999', '-1e-999999', '5', '12'].map((amount) => ({ event: 'e', identity: { users_id: amount }, properties: { amount } })) })

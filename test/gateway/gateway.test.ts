@@ -130,7 +130,7 @@ describe('errors answer one request and never close the connection', () => {
     const answered = new Map<number, string>()
     for (const deadline = Date.now() + 15_000; answered.size < 1500 && Date.now() < deadline; ) {
       const frame = await client.next((f) => f.type === 'reply' || f.type === 'error', 5000)
-      answered.set(frame.id, frame.type === 'error' ? frame.code : 'reply')
+      answered.set(Number(frame.id), frame.type === 'error' ? frame.code : 'reply')
     }
     const codes = [...answered.values()]
     expect(answered.size).toBe(1500) // every frame answered once

@@ -76,21 +76,22 @@ export async function updateInsight(productId: string, id: string, input: { name
 
 /** Deletes an insight no dashboard uses; otherwise 409 naming the dashboards (a stored dashboard always resolves). */
 export async function deleteInsight(productId: string, id: string): Promise<void> {
-  await getInsight(productId, id)
-  const users = await sql`
-    select d.id, d.slug from analytics_dashboard_insights di join analytics_dashboards d on d.id = di.dashboard_id
-    where di.insight_id = ${id} order by d.slug`
-  const refuse = (dashboards: { id: string; slug: string }[]) => new ApiError(409, 'insight_in_use',
-    `The insight is used by ${dashboards.length} dashboard(s): ${dashboards.map((d) => d.slug).join(', ')}; remove its tiles first`,
-    { dashboards: dashboards.map((d) => ({ id: d.id, slug: d.slug })) })
-  if (users.length) throw refuse(users as never)
-  try {
-    await sql`delete from analytics_insights where id = ${id} and product_id = ${productId}`
-  } catch (error) {
-    // A dashboard started using it meanwhile: the foreign key refused the delete.
-    if ((error as { code?: string }).code === '23503') throw refuse([])
-    throw error
-  }
+  if (!isUuid(id)) throw notFound('Insight')
+  await sql.begin(async (tx) => {
+    // The row lock waits for (and then sees) a dashboard being saved with this insight: saving takes a key-share lock
+    // on the insights its tiles name, so either the dashboard is listed here or its save finds the insight gone.
+    const [row] = await tx`select id from analytics_insights where id = ${id} and product_id = ${productId} for update`
+    if (!row) throw notFound('Insight')
+    const users = await tx`
+      select d.id, d.slug from analytics_dashboard_insights di join analytics_dashboards d on d.id = di.dashboard_id
+      where di.insight_id = ${id} order by d.slug`
+    if (users.length) {
+      throw new ApiError(409, 'insight_in_use',
+        `The insight is used by ${users.length} dashboard(s): ${users.map((d) => d.slug).join(', ')}; remove its tiles first`,
+        { dashboards: users.map((d) => ({ id: d.id as string, slug: d.slug as string })) })
+    }
+    await tx`delete from analytics_insights where id = ${id} and product_id = ${productId}`
+  })
 }
 
 export async function runInsight(productId: string, id: string) {
