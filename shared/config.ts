@@ -118,6 +118,11 @@ function loadConfig() {
       maxRows: int('ANALYTICS_MAX_ROWS', 10_000),
       /** Most time buckets one query spans. */
       maxBuckets: int('ANALYTICS_MAX_BUCKETS', 1_000),
+      /**
+       * Most metric queries and funnels one product runs at once on one API worker (its analytics pool holds 4
+       * connections); more are 429 with Retry-After, so one product's dashboards cannot starve another's.
+       */
+      maxConcurrentPerProduct: int('ANALYTICS_MAX_CONCURRENT_PER_PRODUCT', 2),
     },
     mail: {
       /**

@@ -100,7 +100,7 @@ export async function runFunnel(productId: string, funnel: Funnel, path = '/body
   const text = `with f as (${firstStep})
     select ${breakdown ? 'f.value, ' : ''}${counts.join(', ')} from f ${laterals.join(' ')}
     ${breakdown ? `group by f.value order by c0 desc, f.value limit ${MAX_BREAKDOWN_VALUES}` : ''}`
-  const rows = await runQuery(text, params, `${path}/range`)
+  const rows = await runQuery(productId, text, params, `${path}/range`)
   const countsOf = (row: Record<string, unknown>) => entities.map((_, i) => Number(row[`c${i}`] ?? 0))
   const result: FunnelResult = { identity: funnel.identity, windowDays, range: { from: from.toISOString(), to: to.toISOString() }, steps: [] }
   if (!breakdown) {

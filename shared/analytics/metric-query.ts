@@ -45,7 +45,7 @@ interface MetricPlan {
 
 export async function runMetricQuery(productId: string, query: MetricQuery, path = '/body', now = new Date()): Promise<MetricResult> {
   const { text, params, result, limit } = await planMetricQuery(productId, query, path, now)
-  const rows = await runQuery(text, params, `${path}/range`)
+  const rows = await runQuery(productId, text, params, `${path}/range`)
   const names = query.dimensions ?? []
   return {
     ...result,

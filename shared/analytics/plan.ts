@@ -110,14 +110,24 @@ export async function checkTimezone(zone: string, path: string): Promise<string>
   return zone
 }
 
+/** Analytics queries running now on this worker, per product (config.analytics.maxConcurrentPerProduct). */
+const runningByProduct = new Map<string, number>()
+
 /** PostgreSQL's datetime errors: format, field overflow, time zone. */
 const DATETIME_ERRORS = new Set(['22007', '22008', '22009'])
 
 /**
  * Runs a built query under the statement timeout; a query that runs out of it is 422 query_timeout. Times are checked
- * before they get here; should the database still refuse one, that is a 400 naming the range, never a 500.
+ * before they get here; should the database still refuse one, that is a 400 naming the range, never a 500. A product
+ * already running its share of queries on this worker is 429 too_many_queries (PostHog answers concurrency so too).
  */
-export async function runQuery(text: string, params: Params, rangePath: string): Promise<Record<string, unknown>[]> {
+export async function runQuery(productId: string, text: string, params: Params, rangePath: string): Promise<Record<string, unknown>[]> {
+  const running = runningByProduct.get(productId) ?? 0
+  if (running >= config.analytics.maxConcurrentPerProduct) {
+    throw new ApiError(429, 'too_many_queries', `This product already runs ${running} analytics queries on this worker; retry when one has finished`,
+      { limit: config.analytics.maxConcurrentPerProduct }, { 'retry-after': '1' })
+  }
+  runningByProduct.set(productId, running + 1)
   try {
     return await analyticsSql.begin(async (tx) => {
       await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(config.analytics.queryTimeoutMs))}`)
@@ -131,5 +141,9 @@ export async function runQuery(text: string, params: Params, rangePath: string):
       throw invalid(rangePath, `is outside what the database can compute with (${(error as Error).message})`)
     }
     throw error
+  } finally {
+    const left = (runningByProduct.get(productId) ?? 1) - 1
+    if (left > 0) runningByProduct.set(productId, left)
+    else runningByProduct.delete(productId)
   }
 }

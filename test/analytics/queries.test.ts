@@ -339,4 +339,26 @@ test('a query past the statement timeout is 422 query_timeout, and the worker ke
   } finally {
     await worker.stop()
   }
+  // One product may run only so many queries at once on a worker; the excess is 429 with Retry-After, others unaffected.
+  const cappedPort = await freePort()
+  const capped = await startWorker('services/api/main.ts', { API_PORT: String(cappedPort), ANALYTICS_MAX_CONCURRENT_PER_PRODUCT: '1' }, cappedPort)
+  try {
+    const post = (owner: Owner, body: unknown) => fetch(`${capped.url}/analytics/query`, {
+      method: 'POST', headers: { authorization: `Bearer ${owner.token}`, 'x-product-id': owner.productId, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    })
+    const heavy = { entity: 'events', metrics: ['identities'], dimensions: ['properties.n'], range: { from: '-7d' }, limit: 1 }
+    const [answers, theirs] = await Promise.all([
+      Promise.all(Array.from({ length: 4 }, () => post(product, heavy))),
+      Bun.sleep(20).then(() => post(owner, { entity: 'events', metrics: ['count'], range: RANGE })),
+    ])
+    const statuses = answers.map((r) => r.status).sort()
+    expect(statuses[0]).toBe(200)
+    expect(statuses.at(-1)).toBe(429)
+    const refused = answers.find((r) => r.status === 429)!
+    expect([refused.headers.get('retry-after'), ((await refused.json()) as { error: string }).error]).toEqual(['1', 'too_many_queries'])
+    expect(theirs.status).toBe(200) // another product is not held back
+    expect((await post(product, { entity: 'events', metrics: ['count'], range: { from: '-1d' } })).status).toBe(200) // freed when done
+  } finally {
+    await capped.stop()
+  }
 }, 60_000)
