@@ -45,6 +45,8 @@ export interface GatewayContext {
 /** One subscription's state (see Connection.channels). */
 interface ChannelState {
   buffer?: Positioned[]
+  /** Set while the subscription is being set up: frames without a position (presence events, client events) wait here. */
+  held?: string[]
   sent?: Position
 }
 
@@ -112,7 +114,8 @@ export class Connection {
   deliver(channel: string, position: Position | undefined, frame: string): void {
     const state = this.channels.get(channel)
     if (!state) return
-    if (position === undefined) return this.send(frame)
+    // Nothing of a channel reaches the client before its subscribe reply.
+    if (position === undefined) return state.held ? void state.held.push(frame) : this.send(frame)
     if (state.buffer) return void state.buffer.push({ offset: position.offset, frame })
     const sent = state.sent
     // Same epoch, not newer: already sent. A new epoch (the channel's history was lost) starts its offsets again.
@@ -267,7 +270,7 @@ export class Connection {
 
     // Live first (buffered), then the position or the history after the cursor: no gap, no duplicate.
     const history = keepsHistory(policy.broker)
-    const state: ChannelState = history ? { buffer: [] } : {}
+    const state: ChannelState = history ? { buffer: [], held: [] } : { held: [] }
     this.channels.set(channel, state)
     const shard = this.gateway.hub.subscribe(claims.pid, channel, this)
     let position: { offset: number; epoch: string; recovered?: boolean; missed: Positioned[]; after: number } | null = null
@@ -291,6 +294,7 @@ export class Connection {
     // the subscription goes live at once.
     if (!position) {
       this.send(encode.reply(request.id, 'subscribe', { channel, ...(request.offset !== undefined ? { recovered: false } : {}) }))
+      this.release(state)
       return this.goLive(channel)
     }
     const { missed, after, ...where } = position
@@ -302,6 +306,14 @@ export class Connection {
       last = item.offset
     }
     state.sent = { offset: last, epoch: where.epoch }
+    this.release(state)
+  }
+
+  /** The subscription is set up: what arrived without a position meanwhile goes out, after its reply and replay. */
+  private release(state: ChannelState): void {
+    const held = state.held ?? []
+    state.held = undefined
+    for (const frame of held) this.send(frame)
   }
 
   /**

@@ -1,0 +1,55 @@
+// One gateway connection's state machine, driven directly (real PostgreSQL and Redis, a recording transport, and a
+// shard read the test releases): what reaches the client, and in which order, while a subscription is being set up.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import { Connection, type GatewayContext, type Transport } from '../../gateway/client'
+import { Deadlines } from '../../gateway/deadlines'
+import { Hub } from '../../gateway/hub'
+import { presenceFrame } from '../../gateway/protocol'
+import { config } from '../../shared/config'
+import { closeRedis } from '../../shared/redis'
+import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
+
+let product: RealtimeProduct
+beforeAll(async () => {
+  product = await realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }, { name: 'live', presence: true }])
+})
+afterAll(async () => {
+  await closeRedis()
+})
+
+/** A connection whose shard reads wait for `release()`, writing to `frames`. */
+function harness(channel: string) {
+  const frames: Record<string, unknown>[] = []
+  const transport: Transport = {
+    send: (frame) => void frames.push(JSON.parse(frame)), close() {}, subscribe() {}, unsubscribe() {}, buffered: () => 0,
+  }
+  let release!: () => void
+  const shardRead = new Promise<void>((resolve) => (release = resolve))
+  const deadlines = new Deadlines<Connection>(() => {})
+  const context: GatewayContext = { hub: new Hub<Connection>(), connections: new Set(), deadlines, wantShard: () => shardRead, unwantShard() {} }
+  const connection = new Connection(transport, context)
+  connection.claims = {
+    sub: 'ext:tester', ext: true, pid: product.productId, akid: product.keyId, env: config.environment,
+    channels: [{ name: channel, ops: ['subscribe', 'presence'] }], exp: Math.floor(Date.now() / 1000) + 600,
+  } as Connection['claims']
+  return { frames, release, connection, stop: () => connection.cleanup() }
+}
+
+for (const namespace of ['chat', 'live']) {
+  test(`a presence event arriving while a subscription (${namespace === 'chat' ? 'with' : 'without'} history) is being set up reaches the client after its reply, not before`, async () => {
+    const channel = `${namespace}:${randomUUID().slice(0, 8)}`
+    const { frames, release, connection, stop } = harness(channel)
+    try {
+      const subscribed = connection.onMessage(JSON.stringify({ type: 'subscribe', id: 1, channel }))
+      await Bun.sleep(100) // waiting for its shard to be read
+      connection.deliver(channel, undefined, presenceFrame({ kind: 'join', channel, identity: 'ext:ann', info: 'null' }))
+      expect(frames).toEqual([])
+      release()
+      await subscribed
+      expect(frames.map((f) => [f.type, f.to ?? f.identity])).toEqual([['reply', 'subscribe'], ['join', 'ext:ann']])
+    } finally {
+      stop()
+    }
+  })
+}
