@@ -59,6 +59,19 @@ describe('insights', () => {
   })
 })
 
+test('two updates of different fields of one insight at once: both stand', async () => {
+  for (let round = 0; round < 5; round++) {
+    const target = await ok(owner, 'POST', '/analytics/insights', { name: 'before', kind: 'metric', query: METRIC })
+    await Promise.all([
+      ok(owner, 'PATCH', `/analytics/insights/${target.id}`, { name: `renamed ${round}` }),
+      ok(owner, 'PATCH', `/analytics/insights/${target.id}`, { description: `described ${round}` }),
+      ok(owner, 'PATCH', `/analytics/insights/${target.id}`, { query: { ...METRIC, bucket: 'week' } }),
+    ])
+    const after = await ok(owner, 'GET', `/analytics/insights/${target.id}`)
+    expect([after.name, after.description, after.query.bucket]).toEqual([`renamed ${round}`, `described ${round}`, 'week'])
+  }
+})
+
 describe('dashboards', () => {
   test('create: every field present, tile ids assigned, titles null by default, tags default []', async () => {
     const created = await ok(owner, 'POST', '/analytics/dashboards', {

@@ -62,19 +62,22 @@ export async function getInsight(productId: string, id: string): Promise<Insight
 
 /** Changes only the supplied fields; a new query is checked against the insight's kind (the kind cannot change). */
 export async function updateInsight(productId: string, id: string, input: { name?: string; description?: string | null; query?: unknown }): Promise<Insight> {
-  const current = await getInsight(productId, id)
-  const query = input.query === undefined ? current.query : await checkQuery(current.kind, input.query)
-  const [row] = await sql`
-    update analytics_insights set name = ${input.name ?? current.name},
-      description = ${input.description === undefined ? current.description : input.description},
-      query = ${query as never}::jsonb, updated_at = now()
-    where id = ${id} and product_id = ${productId}
-    returning *`
-  if (!row) throw notFound('Insight')
-  return insightOut(row)
+  const { kind } = await getInsight(productId, id)
+  const query = input.query === undefined ? undefined : await checkQuery(kind, input.query)
+  // Read and written under the row lock: two updates of different fields at once both stand.
+  return sql.begin(async (tx) => {
+    const [current] = await tx`select * from analytics_insights where id = ${id} and product_id = ${productId} for update`
+    if (!current) throw notFound('Insight')
+    const [row] = await tx`
+      update analytics_insights set name = ${input.name ?? current.name},
+        description = ${input.description === undefined ? current.description : input.description},
+        query = ${(query ?? current.query) as never}::jsonb, updated_at = now()
+      where id = ${id}
+      returning *`
+    return insightOut(row!)
+  })
 }
 
-/** Deletes an insight no dashboard uses; otherwise 409 naming the dashboards (a stored dashboard always resolves). */
 export async function deleteInsight(productId: string, id: string): Promise<void> {
   if (!isUuid(id)) throw notFound('Insight')
   await sql.begin(async (tx) => {
