@@ -36,6 +36,11 @@ export interface FanEntry {
 }
 
 const BLOCK_MS = 5000
+/**
+ * A blocking read answers within BLOCK_MS (empty at worst). One that has not after this much longer is on a connection
+ * that died without a reset (no RST ever arrives on a dead path): the reader reconnects and checks continuity.
+ */
+const READ_WATCHDOG_MS = BLOCK_MS + 3000
 const COUNT = 1000
 
 function toEntry(shard: number, fields: string[]): FanEntry {
@@ -199,7 +204,15 @@ export class FanoutReader {
         this.blocked = true
         const read = this.reader!.xread('COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS',
           ...shards.map(fanKey), ...shards.map((s) => this.cursors.get(s)!.id)) as Promise<typeof reply>
-        reply = await Promise.race([read, new Promise<never>((_, reject) => (this.dropped = reject))])
+        const watchdog = setTimeout(() => {
+          log('warn', 'fan-out read unanswered past its block time; reconnecting the reader')
+          this.reader!.disconnect(true) // its close fails the read (below) and a new connection is made
+        }, READ_WATCHDOG_MS)
+        try {
+          reply = await Promise.race([read, new Promise<never>((_, reject) => (this.dropped = reject))])
+        } finally {
+          clearTimeout(watchdog)
+        }
       } catch (error) {
         if (!this.running) return
         log('warn', 'fan-out read failed; retrying', describeError(error))

@@ -25,6 +25,7 @@ interface PendingCommand {
 function guardCommands(client: Redis, breaker: Breaker): void {
   const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: object) => unknown
   const pipelines = new WeakMap<object, boolean>() // pipeline writer → admitted
+  let timeoutsInARow = 0
   const admit = (stream: object | undefined) => {
     if (!stream) return breaker.tryPass()
     let admitted = pipelines.get(stream)
@@ -38,10 +39,29 @@ function guardCommands(client: Redis, breaker: Breaker): void {
       command.reject(new Error('Connection is closed.')) // the same words as a dead link, so every caller maps it alike
       return command.promise
     }
-    command.promise.then(() => breaker.succeeded(), (error) => backendUnreachable(error) && breaker.failed())
+    command.promise.then(
+      () => {
+        timeoutsInARow = 0
+        breaker.succeeded()
+      },
+      (error: Error) => {
+        if (!/timed out/i.test(error.message)) timeoutsInARow = 0 // Redis answered (an error reply is an answer)
+        else if (++timeoutsInARow >= DEAD_AFTER_TIMEOUTS && client.status === 'ready') {
+          // Nothing has come back for several timeouts in a row: the connection may have died without a reset (no RST
+          // ever arrives on a dead path), and it would time out forever. A new one costs little and heals that.
+          timeoutsInARow = 0
+          log('warn', 'redis answers nothing on this connection; reconnecting', { connection: client.options.connectionName })
+          client.disconnect(true)
+        }
+        if (backendUnreachable(error)) breaker.failed()
+      },
+    )
     return send(command, stream)
   }
 }
+
+/** Command timeouts in a row, with no reply in between, after which the command connection is replaced. */
+const DEAD_AFTER_TIMEOUTS = 3
 
 function connect(name: string, options: RedisOptions = {}): Redis {
   const client = new Redis(config.redisUrl, {
@@ -81,6 +101,10 @@ export function dedicatedRedis(name: string, options: RedisOptions = {}): Redis 
 }
 
 export async function closeRedis(): Promise<void> {
-  if (shared) await shared.quit().catch(() => {})
+  const client = shared
   shared = undefined
+  if (!client) return
+  // QUIT lets pending replies arrive; bounded, since on a link that died silently it would never be answered.
+  await Promise.race([client.quit().catch(() => {}), Bun.sleep(1000)])
+  client.disconnect()
 }

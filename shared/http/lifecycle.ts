@@ -4,13 +4,18 @@
 import { describeError, log } from '../log'
 
 /** Installs the process handlers; `shutdown` stops accepting, drains and releases connections, then the process exits 0. */
+/** Longest a process spends shutting down before it exits anyway. */
+const SHUTDOWN_TIMEOUT_MS = 10_000
+
 export function onShutdown(shutdown: () => Promise<void>): void {
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
     stopping = true
     log('info', 'shutting down', { signal })
-    await shutdown().catch((error) => log('error', 'shutdown', describeError(error)))
+    // Bounded: a backing service that stopped answering (a dead link never closes) must not keep the process alive.
+    const late = Bun.sleep(SHUTDOWN_TIMEOUT_MS).then(() => log('warn', 'shutdown did not finish in time; exiting', { timeoutMs: SHUTDOWN_TIMEOUT_MS }))
+    await Promise.race([shutdown().catch((error) => log('error', 'shutdown', describeError(error))), late])
     process.exit(0)
   }
   process.on('unhandledRejection', (error) => log('error', 'unhandled rejection', describeError(error)))

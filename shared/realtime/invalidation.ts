@@ -56,6 +56,6 @@ export async function onInvalidation(
   }
   return async () => {
     stopped = true
-    await subscriber.quit().catch(() => {})
+    subscriber.disconnect() // not QUIT: on a link that died silently it would wait forever, and a subscriber owes nothing
   }
 }

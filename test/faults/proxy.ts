@@ -11,6 +11,11 @@ export interface FaultProxy {
   cut(): void
   /** Forwards nothing in either direction, holds new connections and closes, like a frozen network; nothing is dropped. */
   stall(): void
+  /**
+   * Every connection open now goes silent for good: bytes either way are dropped and no close is passed on, as when the
+   * path of a connection dies without a reset. New connections pass normally.
+   */
+  blackhole(): void
   /** Back to normal: after a stall what was held flows in order; after a cut the same port accepts again. */
   restore(): Promise<void>
   /** Live client connections, held ones included. */
@@ -38,6 +43,8 @@ interface Link {
   /** An upstream connect is in flight: restore must not start a second one. */
   connecting: boolean
   closed: boolean
+  /** Blackholed: nothing passes, in either direction, ever again. */
+  dead?: boolean
 }
 
 /** What each Bun socket carries: its link and which side of it it is. */
@@ -80,7 +87,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
 
   /** Bytes one side sent, for the other. */
   const forward = (link: Link, to: Side, data: Uint8Array) => {
-    if (link.closed || to.gone) return
+    if (link.closed || to.gone || link.dead) return
     to.pending.push(new Uint8Array(data))
     pump(link, to)
   }
@@ -88,6 +95,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   /** Passes on closes and held bytes; nothing moves during a stall. */
   const settle = (link: Link) => {
     if (stalled || link.closed) return
+    if (link.dead) return void (link.client.gone && finish(link)) // the client gave up on it: release the upstream
     // Both gone, or a client that left before its upstream was connected: nothing left to pass on.
     if (link.client.gone && (link.upstream.gone || !link.upstream.socket)) return finish(link)
     pump(link, link.client)
@@ -168,6 +176,9 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     cut: closeAll,
     stall() {
       stalled = true
+    },
+    blackhole() {
+      for (const link of links) link.dead = true
     },
     async restore() {
       if (shut) throw new Error('fault proxy is closed')

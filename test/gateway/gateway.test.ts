@@ -492,6 +492,24 @@ describe('Redis outage under live subscriptions', () => {
     expect(got).toEqual([2, 3, 4])
     client.close()
   }, 30_000)
+
+  test('the link to Redis dies without a reset (blackholed): the gateway replaces its connections by itself and delivers what was published meanwhile, in order', async () => {
+    const room = channel()
+    const client = await subscribed(room, [`${room}-b`])
+    link.blackhole() // every connection the gateway has goes silent; no close ever reaches it
+    for (let i = 2; i <= 4; i++) await send(room, i)
+    const got: number[] = []
+    for (const deadline = Date.now() + 25_000; got.length < 3 && Date.now() < deadline; ) {
+      await client.next((f) => f.type === 'publication', 1000).then((f) => got.push(f.offset), () => {})
+    }
+    expect(got).toEqual([2, 3, 4])
+    let answer: Record<string, unknown> = {}
+    for (const deadline = Date.now() + 10_000; answer.type !== 'reply' && Date.now() < deadline; await Bun.sleep(200)) {
+      answer = await client.request({ type: 'subscribe', channel: `${room}-b` }) // needs the command connection back
+    }
+    expect(answer).toMatchObject({ type: 'reply', to: 'subscribe' })
+    client.close()
+  }, 45_000)
 })
 
 describe('client events and history over the socket', () => {
