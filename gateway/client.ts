@@ -439,8 +439,11 @@ export class Connection {
 
   /** Ends a subscription from the server side and says why (see encode.unsubscribed). */
   endSubscription(channel: string, why: 'recover' | 'token'): void {
-    if (!this.channels.has(channel)) return
+    const state = this.channels.get(channel)
+    if (!state) return
     this.leave(channel)
+    // Still being set up: its subscribe request is answered `unavailable` instead, one signal for one request.
+    if (state.held !== undefined) return
     this.send(why === 'recover'
       ? encode.unsubscribed(channel, 'continuity lost: subscribe again with your cursor to recover', true)
       : encode.unsubscribed(channel, 'the new token does not allow subscribe on this channel'))

@@ -91,6 +91,12 @@ export async function startSmtpSink(options: SinkOptions): Promise<Sink> {
     server.once('error', reject)
     server.listen(options.port, options.host ?? '127.0.0.1', () => resolve())
   })
+  server.removeAllListeners('error')
+  // smtp-server reports each client connection's socket errors on the server: a sender that dies mid-session (a reset)
+  // must not take the sink down with an unhandled 'error'.
+  server.on('error', (error: Error) => {
+    if (options.dir) console.log(JSON.stringify({ at: new Date().toISOString(), msg: 'connection error', error: error.message }))
+  })
   const address = (server.server.address() as { port: number })
   return { port: address.port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
 }

@@ -25,6 +25,8 @@ interface PendingCommand {
 function guardCommands(client: Redis, breaker: Breaker): void {
   const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: object) => unknown
   const pipelines = new WeakMap<object, boolean>() // pipeline writer → admitted
+  // ioredis passes a command through sendCommand again when it flushes its offline queue: count each outcome once.
+  const watched = new WeakSet<PendingCommand>()
   let timeoutsInARow = 0
   const admit = (stream: object | undefined) => {
     if (!stream) return breaker.tryPass()
@@ -39,6 +41,8 @@ function guardCommands(client: Redis, breaker: Breaker): void {
       command.reject(new Error('Connection is closed.')) // the same words as a dead link, so every caller maps it alike
       return command.promise
     }
+    if (watched.has(command)) return send(command, stream)
+    watched.add(command)
     command.promise.then(
       () => {
         timeoutsInARow = 0
@@ -63,8 +67,8 @@ function guardCommands(client: Redis, breaker: Breaker): void {
 /** Command timeouts in a row, with no reply in between, after which the command connection is replaced. */
 const DEAD_AFTER_TIMEOUTS = 3
 
-function connect(name: string, options: RedisOptions = {}): Redis {
-  const client = new Redis(config.redisUrl, {
+function connect(name: string, options: RedisOptions = {}, url = config.redisUrl): Redis {
+  const client = new Redis(url, {
     connectionName: name,
     connectTimeout: Math.max(1000, config.redis.commandTimeoutMs),
     retryStrategy: (attempt) => Math.min(attempt * 50, 500),
@@ -85,13 +89,25 @@ let shared: Redis | undefined
 
 /** The process's command connection (non-blocking commands only). */
 export function redis(): Redis {
-  if (shared) return shared
-  const client = connect('platform', { commandTimeout: config.redis.commandTimeoutMs, maxRetriesPerRequest: 1 })
+  return (shared ??= commandConnection())
+}
+
+/**
+ * A command connection with the outage behaviour above; `redis()` is the process's one. Tests build their own to
+ * point one at a fault proxy.
+ */
+export function commandConnection(name = 'platform', url = config.redisUrl): Redis {
+  const client = connect(name, {
+    commandTimeout: config.redis.commandTimeoutMs,
+    maxRetriesPerRequest: 1,
+    // A command that timed out was already answered 503; sending it again on the next connection would run a write
+    // its caller was told failed (a publish stored twice once the client retries), and, counted as new, loop the healing.
+    autoResendUnfulfilledCommands: false,
+  }, url)
   // Queue commands only until the first connection (foreman starts processes in no order); after that a command sent
   // while Redis is down fails at once: a request should hear "unavailable" now, not after a reconnect backoff.
   client.once('ready', () => (client.options.enableOfflineQueue = false))
   guardCommands(client, new Breaker('redis', config.redis.commandTimeoutMs))
-  shared = client
   return client
 }
 

@@ -94,6 +94,15 @@ function collect(stream: ReadableStream<Uint8Array>): () => string {
   return () => text
 }
 
+/**
+ * Every worker a test started and has not seen exit. A test that fails half-way may never stop its workers; they are
+ * killed when the test run exits, or one would keep the run's output pipe open and scripts/test would wait forever.
+ */
+const running = new Set<ReturnType<typeof Bun.spawn>>()
+process.once('exit', () => {
+  for (const proc of running) proc.kill('SIGKILL')
+})
+
 /** Starts `bun run <script>` as a real process and waits until it answers /readyz (or /healthz) with 200. */
 export async function startWorker(
   script: string, env: Record<string, string>, port: number, waitFor: '/readyz' | '/healthz' = '/readyz',
@@ -104,6 +113,8 @@ export async function startWorker(
     stdout: options.logs ? 'pipe' : (process.env.DEBUG_WORKERS ? 'inherit' : 'ignore'),
     stderr: 'inherit',
   })
+  running.add(proc)
+  void proc.exited.then(() => running.delete(proc))
   const output = options.logs ? collect(proc.stdout as ReadableStream<Uint8Array>) : () => ''
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 15_000

@@ -89,6 +89,10 @@ export class Subscription<T = unknown> {
   active = false
   /** The socket a subscribe was sent on (answered or not): the server there holds or is setting up the subscription. */
   sentOn: WebSocket | undefined
+  /** Counts subscribe requests: only the answer to the latest one may settle the subscription or plan a retry. */
+  attempt = 0
+  /** A subscribe request is out and unanswered. */
+  inFlight = false
   /** A retry after a temporary failure, and how many came before it (for the backoff). */
   retry: ReturnType<typeof setTimeout> | undefined
   retries = 0
@@ -237,8 +241,10 @@ export class RealtimeClient {
     this.pingTimer = setInterval(() => {
       if (socket !== this.socket) return clearInterval(this.pingTimer)
       const answered = this.request({ type: 'ping' }).then(() => true, (error) => !(error instanceof RealtimeError && error.code === 'disconnected'))
-      const late = new Promise<false>((resolve) => setTimeout(() => resolve(false), timeout))
+      let lateTimer: ReturnType<typeof setTimeout> | undefined
+      const late = new Promise<false>((resolve) => (lateTimer = setTimeout(() => resolve(false), timeout)))
       void Promise.race([answered, late]).then((alive) => {
+        clearTimeout(lateTimer) // answered (or the connection closed): the timer must not outlive the ping
         if (alive || socket !== this.socket) return
         // Dead without a close: do not wait for a close handshake that may never come.
         this.closed(socket, 4000, 'no reply to ping')
@@ -253,9 +259,13 @@ export class RealtimeClient {
     clearTimeout(subscription.retry)
     subscription.retry = undefined
     const socket = this.socket
+    const attempt = ++subscription.attempt
     subscription.sentOn = socket
+    subscription.inFlight = true
     try {
       const reply = await this.request({ type: 'subscribe', channel: subscription.channel, ...cursor })
+      if (attempt !== subscription.attempt) return
+      subscription.inFlight = false
       if (this.subscriptions.get(subscription.channel) !== subscription) return
       subscription.active = true
       subscription.retries = 0
@@ -271,6 +281,9 @@ export class RealtimeClient {
         ...(typeof reply.offset === 'number' ? { offset: reply.offset, epoch: String(reply.epoch) } : {}),
       })
     } catch (error) {
+      // An older request's failure says nothing about a newer one (sent on a resubscribe push or a reconnect).
+      if (attempt !== subscription.attempt) return
+      subscription.inFlight = false
       if (subscription.sentOn === socket) subscription.sentOn = undefined
       if (this.subscriptions.get(subscription.channel) !== subscription) return
       if (!(error instanceof RealtimeError) || error.code === 'disconnected') return // the reconnect subscribes again
@@ -315,7 +328,10 @@ export class RealtimeClient {
       subscription.handlers[frame.type as 'join' | 'leave']?.({ channel: frame.channel, identity: frame.identity, info: frame.info })
     } else if (frame.type === 'unsubscribe') {
       subscription.active = false
-      if (frame.resubscribe) void this.sendSubscribe(subscription) // continuity lost: recover through the cursor
+      // Continuity lost: recover through the cursor, unless a subscribe is already out (its answer decides).
+      if (frame.resubscribe) {
+        if (!subscription.inFlight) void this.sendSubscribe(subscription)
+      }
       else {
         this.subscriptions.delete(subscription.channel)
         subscription.handlers.unsubscribed?.(String(frame.reason))

@@ -53,3 +53,19 @@ for (const namespace of ['chat', 'live']) {
     }
   })
 }
+
+test('a subscription ended (continuity lost) while it is being set up: its subscribe is answered `unavailable`, with no `unsubscribe` push besides', async () => {
+  const channel = `chat:${randomUUID().slice(0, 8)}`
+  const { frames, release, connection, stop } = harness(channel)
+  try {
+    const subscribed = connection.onMessage(JSON.stringify({ type: 'subscribe', id: 1, channel }))
+    await Bun.sleep(100) // waiting for its shard to be read
+    connection.endSubscription(channel, 'recover')
+    release()
+    await subscribed
+    // one answer for one request: a push as well would have the client subscribe twice, racing its own retry
+    expect(frames.map((f) => [f.type, f.id ?? null, f.code ?? f.to ?? null])).toEqual([['error', 1, 'unavailable']])
+  } finally {
+    stop()
+  }
+})
