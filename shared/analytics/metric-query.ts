@@ -1,6 +1,8 @@
 // Metric queries: an entity's metrics over a time range, grouped by dimensions and optionally by time bucket in a time
 // zone, filtered; empty buckets answer 0 (count and sum) or null (avg and ratio, which are undefined there).
 import { config } from '../config'
+import { analyticsSql } from '../db/client'
+import { parseIsoTime } from '../iso-time'
 import type { Entity, Metric } from './catalog'
 import { checkTimezone, filterSql, invalid, Params, parseRange, resolveEntity, resolveField, runQuery } from './plan'
 import type { MetricQuery } from './query-schemas'
@@ -51,12 +53,28 @@ export async function runMetricQuery(productId: string, query: MetricQuery, path
     ...result,
     rows: rows.slice(0, limit).map((row) => {
       const out: Record<string, string | number | null> = {}
-      if (result.bucket) out.bucket = (row.bucket as Date).toISOString()
+      // Epoch milliseconds from SQL, not a timestamp: the driver's Date parse misreads the years 0001-0099 as 19xx/20xx.
+      if (result.bucket) out.bucket = new Date(Number(row.bucket)).toISOString()
       names.forEach((name, i) => (out[name] = (row[`g${i}`] as string | null) ?? null))
       query.metrics.forEach((name, i) => (out[name] = row[`m${i}`] === null ? null : Number(row[`m${i}`])))
       return out
     }),
     truncated: rows.length > limit,
+  }
+}
+
+/**
+ * Ranges starting this close to the year 0001: a zone ahead of UTC, or a week's or month's truncation, can put their
+ * first bucket in 1 BC, which an ISO-8601 instant here cannot name; the database computes where it starts.
+ */
+const NEAR_YEAR_ONE = parseIsoTime('0001-03-01')!.getTime()
+const YEAR_ONE = parseIsoTime('0001-01-01')!.getTime()
+
+async function checkFirstBucket(from: Date, bucket: NonNullable<MetricQuery['bucket']>, timezone: string, path: string): Promise<void> {
+  const start = bucket === 'hour' ? `date_trunc('hour', $1::timestamptz, $2)` : `(date_trunc('${bucket}', $1::timestamptz at time zone $2) at time zone $2)`
+  const [row] = await analyticsSql.unsafe(`select extract(epoch from ${start}) * 1000 as ms`, [from.toISOString(), timezone])
+  if (Number(row!.ms) < YEAR_ONE) {
+    throw invalid(path, `puts the first ${bucket} bucket in ${timezone} before the year 0001: start the range later`)
   }
 }
 
@@ -73,6 +91,7 @@ async function planMetricQuery(productId: string, query: MetricQuery, path: stri
   if (bucket && (to.getTime() - from.getTime()) / UNIT_MS[bucket] + 1 > config.analytics.maxBuckets) {
     throw invalid(`${path}/bucket`, `spans more than ${config.analytics.maxBuckets} buckets over this range: use a larger bucket or a shorter range`)
   }
+  if (bucket && from.getTime() < NEAR_YEAR_ONE) await checkFirstBucket(from, bucket, timezone, `${path}/range/from`)
   const limit = Math.min(query.limit ?? config.analytics.maxRows, config.analytics.maxRows)
 
   const where = [
@@ -110,7 +129,7 @@ async function planMetricQuery(productId: string, query: MetricQuery, path: stri
     const combos = dims.length ? `, combos as (select distinct ${dims.map((_, i) => `g${i}`).join(', ')} from agg)` : ''
     const join = dims.map((_, i) => ` and agg.g${i} is not distinct from combos.g${i}`).join('')
     text = `with agg as (${agg}), series as (${series})${combos}
-      select ${wallClock ? `(series.b at time zone ${tz})` : 'series.b'} as bucket${dims.length ? `, ${dimOut('combos')}` : ''}, ${metricCols('agg')}
+      select extract(epoch from ${wallClock ? `(series.b at time zone ${tz})` : 'series.b'}) * 1000 as bucket${dims.length ? `, ${dimOut('combos')}` : ''}, ${metricCols('agg')}
       from series${dims.length ? ' cross join combos' : ''} left join agg on agg.b = series.b${join}
       order by series.b${dims.length ? `, ${dims.map((_, i) => `combos.g${i}`).join(', ')}` : ''}
       limit ${params.add(limit + 1)}`

@@ -31,6 +31,7 @@ describe('insights', () => {
     const unrunnable: [string, Record<string, unknown>, string][] = [
       ['metric', { ...METRIC, timezone: 'Mars/Olympus' }, '/body/query/timezone'],
       ['metric', { ...METRIC, range: { from: '2026-02-30T00:00:00Z' } }, '/body/query/range/from'],
+      ['metric', { ...METRIC, bucket: 'day', timezone: 'Asia/Tokyo', range: { from: '0001-01-01T00:00:00Z', to: '0001-01-03T00:00:00Z' } }, '/body/query/range/from'],
       ['metric', { ...METRIC, bucket: 'hour', range: { from: '2020-01-01T00:00:00Z', to: '2026-01-01T00:00:00Z' } }, '/body/query/bucket'],
       ['funnel', { steps: [{ entity: 'events', event: 'a' }, { entity: 'events', event: 'b' }], identity: 'users_id', range: { from: '-999999w' } }, '/body/query/range/from'],
       ['funnel', { steps: [{ entity: 'events', event: 'a' }, { entity: 'events', event: 'b' }], identity: 'users_id', range: { from: 'now', to: '-1d' } }, '/body/query/range/from'],

@@ -174,12 +174,21 @@ describe('metric queries', () => {
       [{ ...base, range: { from: '2026-04-01T00:00:00Z', to: '2026-03-01T00:00:00Z' } }, '/body/range/from'],
       [{ ...base, bucket: 'hour', range: { from: '2020-01-01T00:00:00Z', to: '2026-01-01T00:00:00Z' } }, '/body/bucket'],
       [{ ...base, bucket: 'minute' }, '/body/bucket'],
+      // the zone's 0001-01-01 (Tokyo's local mean time then, +09:18:59) begins in 1 BC: no ISO-8601 instant here names it
+      [{ ...base, bucket: 'day', timezone: 'Asia/Tokyo', range: { from: '0001-01-01T00:00:00Z', to: '0001-01-03T00:00:00Z' } }, '/body/range/from'],
       [{ ...base, entity: 'emails', dimensions: ['properties.x'] }, '/body/dimensions/0'], // emails have no properties
     ]
     for (const [body, path] of cases) {
       const result = await as(owner, 'POST', '/analytics/query', body)
       expect([path, result.status, result.body.fields?.map((f: { path: string }) => f.path)]).toEqual([path, 400, expect.arrayContaining([path])])
     }
+  })
+
+  test('buckets in the years 0001-0099 are named with their own year, and a first bucket at 0001-01-01 is allowed', async () => {
+    const result = await query({ entity: 'events', metrics: ['count'], bucket: 'day', timezone: 'Asia/Tokyo', range: { from: '0050-06-01T00:00:00Z', to: '0050-06-02T00:00:00Z' } })
+    expect(result.rows.map((r: { bucket: string }) => r.bucket)).toEqual(['0050-05-31T14:41:01.000Z', '0050-06-01T14:41:01.000Z'])
+    const first = await query({ entity: 'events', metrics: ['count'], bucket: 'month', range: { from: '0001-01-01T00:00:00Z', to: '0001-01-02T00:00:00Z' } })
+    expect(first.rows).toEqual([{ bucket: '0001-01-01T00:00:00.000Z', count: 0 }])
   })
 
   test('relative ranges and the row limit', async () => {
