@@ -1,9 +1,15 @@
 // Validates an operation's path, query and body against its schemas and reports every failing field by JSON pointer.
 import type { TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
+import { Settings } from 'typebox/system'
 import Value from 'typebox/value'
 import { badRequest, type FieldError } from '../errors'
 import { bodyRequired } from './operation'
+
+// TypeBox stops at 8 errors by default. A union fails in every branch at once, and the tile branch the `type` does not
+// pick reports first: with few errors kept, the chosen branch's own were cut off and a bad tile was named nowhere.
+// Errors are only collected for a value that already failed, so the higher bound costs nothing on valid input.
+Settings.Set({ maxErrors: 2000 })
 
 type Part = 'params' | 'query' | 'body'
 const compiled = new WeakMap<TSchema, ReturnType<typeof Compile>>()
@@ -20,7 +26,9 @@ export function checkPart(part: Part, schema: TSchema | undefined, value: unknow
   const input = part === 'body' ? value : Value.Convert(schema, value ?? {})
   const check = validator(schema)
   if (check.Check(input)) return { value: input, errors: [] }
-  return { value: input, errors: describe(part, [...check.Errors(input)]) }
+  const errors = describe(part, [...check.Errors(input)])
+  // Never let a value that failed through for want of a described error.
+  return { value: input, errors: errors.length ? errors : [{ path: '/' + PART_NAME[part], message: 'does not match the schema' }] }
 }
 
 const PART_NAME: Record<Part, string> = { params: 'path', query: 'query', body: 'body' }
@@ -75,8 +83,18 @@ function narrowTaggedUnions(errors: RawError[]): RawError[] {
   return out
 }
 
+/**
+ * An untagged union (a string or null, a scalar or a list) fails in each branch at the same field: keep what the value
+ * broke (`must not have more than 120 characters`), not the union's summary or the `null` branch's `must be null`.
+ */
+function dropUnionNoise(errors: RawError[]): RawError[] {
+  const noise = (e: RawError) => e.keyword === 'anyOf' || (e.keyword === 'type' && e.params.type === 'null')
+  const informative = new Set(errors.filter((e) => !noise(e)).map((e) => e.instancePath))
+  return errors.filter((e) => !noise(e) || !informative.has(e.instancePath))
+}
+
 function describe(part: Part, raw: RawError[]): FieldError[] {
-  const errors = narrowTaggedUnions(raw)
+  const errors = dropUnionNoise(narrowTaggedUnions(raw))
   const root = '/' + PART_NAME[part]
   const out = new Map<string, FieldError>()
   const add = (path: string, message: string) => out.set(path + '\0' + message, { path, message })

@@ -121,6 +121,13 @@ describe('dashboards', () => {
       const result = await as(owner, 'POST', '/analytics/dashboards', request)
       expect([path, result.status, result.body.fields?.map((f: { path: string }) => f.path)]).toEqual([path, 400, [path]])
     }
+    // Many faults at once, in the second of several tiles: every one is named, each at its own field.
+    const faulty = { type: 'text', markdown: 'm'.repeat(4001), title: 't'.repeat(121), layout: { x: -1, y: -1, w: 13, h: 13 } }
+    const many = await as(owner, 'POST', '/analytics/dashboards', { ...body, tiles: [{ ...tile, layout: { x: 0, y: 0, w: 0, h: 1 } }, faulty, tile] })
+    expect([many.status, many.body.fields?.map((f: { path: string }) => f.path).sort()]).toEqual([400, [
+      '/body/tiles/0/layout/w', '/body/tiles/1/layout/h', '/body/tiles/1/layout/w', '/body/tiles/1/layout/x', '/body/tiles/1/layout/y',
+      '/body/tiles/1/markdown', '/body/tiles/1/title',
+    ]])
     const id = crypto.randomUUID()
     const twice = await as(owner, 'POST', '/analytics/dashboards', { ...body, tiles: [{ ...tile, id }, { ...tile, id }] })
     expect([twice.status, twice.body.fields[0].path]).toEqual([400, '/body/tiles/1/id'])
