@@ -158,7 +158,10 @@ describe('dashboards', () => {
     expect([renamed.name, renamed.tags, renamed.tiles]).toEqual(['After', ['ops'], created.tiles])
     // Every field of the body is optional, so the body itself is (the spec marks it so): none changes nothing.
     const untouched = await ok(owner, 'PATCH', `/analytics/dashboards/${created.id}`)
-    expect([untouched.name, untouched.tags, untouched.tiles]).toEqual(['After', ['ops'], created.tiles])
+    expect([untouched.name, untouched.tags, untouched.tiles, untouched.updated_at]).toEqual(['After', ['ops'], created.tiles, renamed.updated_at])
+    const emptyBody = await ok(owner, 'PATCH', `/analytics/dashboards/${created.id}`, {})
+    expect(emptyBody.updated_at).toBe(renamed.updated_at) // nothing changed, so nothing was written
+    expect((await ok(owner, 'GET', `/analytics/dashboards/${created.id}/versions`)).versions.map((v: { version: number }) => v.version)).toEqual([2, 1])
     expect(Date.parse(renamed.updated_at)).toBeGreaterThanOrEqual(Date.parse(created.updated_at))
     const retiled = await ok(owner, 'PATCH', `/analytics/dashboards/${created.id}`, { tiles: [{ type: 'insight', insight_id: insight.id, layout: layout(0, 4) }] })
     expect(retiled.tiles.map((t: { type: string }) => t.type)).toEqual(['insight'])

@@ -125,7 +125,7 @@ export async function getDashboard(productId: string, idOrSlug: string): Promise
   return dashboardOut(row)
 }
 
-/** PATCH: only the supplied fields change; `tiles` replaces the whole arrangement; the slug never changes. */
+/** PATCH: only the supplied fields change (none: nothing is written); `tiles` replaces the whole arrangement; the slug never changes. */
 export async function updateDashboard(
   productId: string, id: string, patch: { name?: string; tiles?: TileInput[]; tags?: string[] }, updatedBy: string | null, reason = 'update',
 ): Promise<Dashboard> {
@@ -133,6 +133,8 @@ export async function updateDashboard(
   return sql.begin(async (tx) => {
     const [current] = await tx`select * from analytics_dashboards where id = ${id} and product_id = ${productId} for update`
     if (!current) throw notFound('Dashboard')
+    // Nothing to change: no new version, and `updated_at` keeps telling when something last did.
+    if (patch.name === undefined && tiles === undefined && patch.tags === undefined) return dashboardOut(current)
     const insightIds = tiles === undefined ? undefined : await checkInsights(tx, productId, tiles)
     const [row] = await tx`
       update analytics_dashboards set
