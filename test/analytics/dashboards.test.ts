@@ -50,6 +50,7 @@ describe('insights', () => {
     expect((await ok(owner, 'GET', '/analytics/insights')).insights.map((i: { id: string }) => i.id)).toContain(funnel.id)
     const renamed = await ok(owner, 'PATCH', `/analytics/insights/${funnel.id}`, { name: 'Activation (30 d)' })
     expect([renamed.name, renamed.query.identity]).toEqual(['Activation (30 d)', 'users_id'])
+    expect(await ok(owner, 'PATCH', `/analytics/insights/${funnel.id}`, {})).toEqual(renamed) // no field: nothing written
     const run = await ok(owner, 'POST', `/analytics/insights/${funnel.id}/run`)
     expect(run).toMatchObject({ insight_id: funnel.id, kind: 'funnel', result: { steps: [{ count: 0 }, { count: 0 }] } })
     expect((await ok(owner, 'POST', `/analytics/insights/${insight.id}/run`)).result.rows.length).toBeGreaterThanOrEqual(7)

@@ -62,7 +62,9 @@ export async function getInsight(productId: string, id: string): Promise<Insight
 
 /** Changes only the supplied fields; a new query is checked against the insight's kind (the kind cannot change). */
 export async function updateInsight(productId: string, id: string, input: { name?: string; description?: string | null; query?: unknown }): Promise<Insight> {
-  const { kind } = await getInsight(productId, id)
+  const found = await getInsight(productId, id)
+  const { kind } = found
+  if (input.name === undefined && input.description === undefined && input.query === undefined) return found // nothing to write
   const query = input.query === undefined ? undefined : await checkQuery(kind, input.query)
   // Read and written under the row lock: two updates of different fields at once both stand.
   return sql.begin(async (tx) => {
