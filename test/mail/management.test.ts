@@ -53,6 +53,7 @@ describe('sending domains', () => {
       expect((await as(other, path.endsWith('verify') ? 'POST' : 'GET', path)).status).toBe(404)
     }
     expect((await as(owner, 'GET', '/mail/domains/not-an-id')).status).toBe(404)
+    expect((await as(owner, 'GET', `/mail/domains/${'x'.repeat(400)}`)).status).toBe(404) // however long, an id that names nothing
     expect((await as(owner, 'POST', `/mail/domains/${domain.id}/verify`)).body.status).toBe('verified')
     expect((await as(other, 'DELETE', `/mail/domains/${domain.id}`)).status).toBe(404)
     expect((await as(owner, 'DELETE', `/mail/domains/${domain.id}`)).body).toEqual({ id: domain.id, deleted: true })

@@ -35,6 +35,7 @@ describe('the key', () => {
       [emails(), { key: 'lmk_' + 'a'.repeat(43) }],
       [`${emails()}?api_key=${full.key}`, { key: full.key }],
       [emails(), { headers: { authorization: `Bearer ${full.key}` } }],
+      [emails(), { key: full.key, headers: { authorization: `Bearer ${full.key}` } }], // even next to a good header
     ]
     for (const [path, options] of attempts) {
       for (const worker of [pair.a, pair.b]) {

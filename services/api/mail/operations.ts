@@ -29,7 +29,7 @@ const DomainSchema = Strict({
   verifiedAt: Type.Union([Timestamp(), Type.Null()]),
 })
 /** Any string: an id that is not a UUID names nothing (404), the rule for every Mail id. */
-const IdPath = (what: string) => Strict({ id: Type.String({ minLength: 1, maxLength: 200, description: `${what} id` }) })
+const IdPath = (what: string) => Strict({ id: Type.String({ minLength: 1, description: `${what} id` }) })
 const domainOut = (d: Domain) => ({
   ...d, createdAt: iso(d.createdAt), checkedAt: d.checkedAt && iso(d.checkedAt), verifiedAt: d.verifiedAt && iso(d.verifiedAt),
 })

@@ -43,12 +43,11 @@ export async function authenticateMailKey(request: Request, productId: string): 
   if (new URL(request.url).searchParams.has('api_key')) {
     throw restrictedKey('Send the sending key in the X-Api-Key header; keys in the URL are not accepted')
   }
-  const key = request.headers.get('x-api-key')
-  if (key === null || key === '') {
-    throw restrictedKey(request.headers.has('authorization')
-      ? 'Send the sending key in the X-Api-Key header; bearer tokens are not accepted here'
-      : 'Missing API key: send the sending key (lmk_...) in the X-Api-Key header')
+  if (request.headers.has('authorization')) {
+    throw restrictedKey('Send the sending key in the X-Api-Key header only; an Authorization header is not accepted here')
   }
+  const key = request.headers.get('x-api-key')
+  if (key === null || key === '') throw restrictedKey('Missing API key: send the sending key (lmk_...) in the X-Api-Key header')
   if (!key.startsWith(MAIL_KEY_PREFIX) || !looksLikeSecret(key, MAIL_KEY_PREFIX)) {
     throw restrictedKey('This is not a sending key: it starts with lmk_ followed by 43 URL-safe base64 characters')
   }
