@@ -54,6 +54,13 @@ function toEntry(shard: number, fields: string[]): FanEntry {
   return entry as FanEntry
 }
 
+/** Whether stream id `a` ("ms-seq") comes after `b`. */
+function idAfter(a: string, b: string): boolean {
+  const [aMs, aSeq] = a.split('-').map(Number) as [number, number]
+  const [bMs, bSeq] = b.split('-').map(Number) as [number, number]
+  return aMs > bMs || (aMs === bMs && aSeq > bSeq)
+}
+
 /** Where the reader stands on one shard: the last stream id read and the sequence number it carried. */
 interface Cursor {
   id: string
@@ -155,8 +162,10 @@ export class FanoutReader {
 
   /** Continuity is lost on `shard`: its subscriptions are told to recover, and reading goes on from the top. */
   private async restartAtTop(shard: number, why: Record<string, unknown>): Promise<void> {
+    const before = this.cursors.get(shard)
     const top = await this.top(shard)
-    if (!this.cursors.has(shard)) return
+    // Given up, or given up and wanted again (a new cursor at the top), while the top was read: nothing to restart.
+    if (!before || this.cursors.get(shard) !== before) return
     this.cursors.set(shard, top)
     log('warn', 'fan-out gap: subscriptions told to recover', { shard, ...why })
     this.gap(shard)
@@ -228,6 +237,9 @@ export class FanoutReader {
         for (const [id, fields] of entries) {
           const cursor = this.cursors.get(shard)
           if (!cursor) break // no longer wanted (its last subscriber left, perhaps during this batch)
+          // Read from an older cursor: the shard was given up and wanted again while this read was in flight, and its
+          // new cursor already stands past this entry. Not a gap, and not for delivery (nobody there wanted it then).
+          if (!idAfter(id, cursor.id)) continue
           const entry = toEntry(shard, fields)
           if (cursor.n !== undefined && entry.n !== undefined && entry.n !== cursor.n + 1) {
             log('warn', 'fan-out gap: subscriptions told to recover', { shard, cursor: cursor.id, n: cursor.n, next: entry.n })

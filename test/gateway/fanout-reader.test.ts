@@ -111,3 +111,31 @@ test('every subscription of a shard waits for the same position read, and a shar
   await again
   expect(reader.readingShards).not.toContain(shard)
 })
+
+test('a shard given up and wanted again while a read from its old cursor is in flight: the entries before the new cursor are skipped, not taken for a gap', async () => {
+  const { productId, channel, shard } = fresh()
+  const { reader, timeline } = recorder()
+  reader.start() // nothing to read yet: the loop waits, and every read from here on goes through the gate below
+  // Hold the reader's replies until the shard has been wanted again: the reply then carries entries from the old cursor.
+  const connection = (reader as unknown as { reader: { xread: (...args: unknown[]) => Promise<unknown> } }).reader
+  const xread = connection.xread.bind(connection)
+  let open!: () => void
+  const gate = new Promise<void>((resolve) => (open = resolve))
+  let held = 0
+  connection.xread = (...args) => xread(...args).then(async (reply) => {
+    if (reply) { held++; await gate }
+    return reply
+  })
+  await reader.add(shard)
+  await Bun.sleep(50) // the read from the first cursor is in flight
+  await send(productId, channel, 1)
+  await send(productId, channel, 2)
+  await until(() => held === 1) // its reply, with offsets 1 and 2, is waiting
+  reader.remove(shard)
+  await reader.add(shard) // the new cursor stands on offset 2
+  open()
+  await send(productId, channel, 3)
+  await until(() => timeline(productId).length >= 1)
+  await Bun.sleep(100)
+  expect(timeline(productId)).toEqual([3])
+})
