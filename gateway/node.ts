@@ -7,7 +7,8 @@ import { liveness, readiness } from '../shared/http/health'
 import { invalidHost, parseTarget } from '../shared/http/target'
 import { describeError, log } from '../shared/log'
 import { listenForInvalidations } from '../shared/realtime/invalidation-listener'
-import { policyCache } from '../shared/realtime/policies'
+import { namespaceOf } from '../shared/realtime/names'
+import { policyCache, type ProductPolicies, productPolicies } from '../shared/realtime/policies'
 import { sweepPresence } from '../shared/realtime/presence'
 import { revokedAmong } from '../shared/realtime/revocations'
 import { usage } from '../shared/realtime/usage'
@@ -88,6 +89,7 @@ export function startGateway(port: number): Gateway {
       checkBuffers()
     },
   )
+  let draining = false
   const deadlines = new Deadlines<Connection>((connection) => connection.deadlinePassed())
   const context: GatewayContext = { hub, connections, deadlines, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
   reader.start()
@@ -108,12 +110,28 @@ export function startGateway(port: number): Gateway {
   // Back from an outage the command connection may answer a while after the subscription (it reconnects on its own
   // schedule, and its breaker must close again): keep trying for a minute, after that the periodic sweep takes over.
   const sweepWhenLive = async () => {
-    for (const until = Date.now() + 60_000; !(await sweepRevoked()) && Date.now() < until; ) await Bun.sleep(500)
+    for (const until = Date.now() + 60_000; !draining && !(await sweepRevoked()) && Date.now() < until; ) await Bun.sleep(500)
   }
   const sweeping = setInterval(() => void sweepRevoked(), REVOCATION_SWEEP_MS)
-  // Expired presence entries (a dead gateway's connections) leave, and their leaves reach the subscribers here.
+  // Expired presence entries (a dead gateway's connections) leave, and their leaves reach the subscribers here. Only
+  // channels whose namespace has presence can have a roster; a round still running when the next is due is not doubled.
+  const channelsWithPresence = async () => {
+    const policies = new Map<string, ProductPolicies | null>()
+    const out: { productId: string; channel: string }[] = []
+    for (const here of hub.channelsHere()) {
+      if (!policies.has(here.productId)) policies.set(here.productId, await productPolicies(here.productId).catch(() => null))
+      const policy = policies.get(here.productId)
+      // Policies unknown now (the database is unreachable): sweep the channel anyway, as a roster may exist.
+      if (!policy || policy.namespaces.get(namespaceOf(here.channel))?.presence) out.push(here)
+    }
+    return out
+  }
+  let presenceRound: Promise<void> | undefined
   const presenceSweeping = setInterval(() => {
-    void sweepPresence(hub.channelsHere()).catch((error) => logUnlessOutage('presence sweep failed', error))
+    presenceRound ??= channelsWithPresence()
+      .then((channels) => sweepPresence(channels))
+      .catch((error) => logUnlessOutage('presence sweep failed', error))
+      .finally(() => (presenceRound = undefined))
   }, config.realtime.gatewayPresenceSweepMs)
   const invalidations = listenForInvalidations({
     caches: [policyCache],
@@ -127,7 +145,6 @@ export function startGateway(port: number): Gateway {
       }
     },
   })
-  let draining = false
 
   const server = Bun.serve<SocketTransport>({
     port,

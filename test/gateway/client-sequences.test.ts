@@ -7,14 +7,14 @@ import { RealtimeClient } from '../../shared/realtime-client/client'
 
 type Script = (ws: ServerWebSocket<unknown>, frame: Record<string, any>) => void
 
-let server: Server
+let server: Server<unknown>
 let script: Script = () => {}
 const received: Record<string, any>[] = []
 
 beforeAll(() => {
   server = Bun.serve({
     port: 0,
-    fetch: (request, s) => (s.upgrade(request) ? undefined : new Response('websocket only', { status: 400 })),
+    fetch: (request, s) => (s.upgrade(request, { data: undefined }) ? undefined : new Response('websocket only', { status: 400 })),
     websocket: {
       message(ws, message) {
         const frame = JSON.parse(String(message))
