@@ -66,23 +66,47 @@ const errorResponse = (description: string) => ({
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 })
 
+/** A path with its parameter names taken out: OpenAPI holds paths of the same shape to be one path. */
+const shapeOf = (path: string) => path.replace(/\{\w+\}/g, '{}')
+const namesIn = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!)
+
+/**
+ * The spec names one position differently in different operations (`/analytics/dashboards/{idOrSlug}` for get, `{id}`
+ * for update and delete); OpenAPI 3.1 takes such paths for the same one and forbids declaring it twice. Each shape is
+ * published once, under the names of its first operation; a renamed parameter keeps its own schema (uuid only for
+ * update) and says what the spec and the MCP tool call it. The REST route reads parameters by position, so either
+ * name reaches the same handler.
+ */
+function publishedParameters(op: AnyOperation, published: string) {
+  const renames = new Map(namesIn(op.path).map((name, i) => [name, namesIn(published)[i]!] as const))
+  return parameters(op).map((p) => {
+    const to = p.in === 'path' ? renames.get(p.name as string) : undefined
+    if (!to || to === p.name) return p
+    return { ...p, name: to, description: `\`${p.name}\` in the spec and in the MCP tool \`${op.id}\`` }
+  })
+}
+
 export function buildOpenApi(operations: readonly AnyOperation[], serverUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {}
+  const publishedPaths = new Map<string, string>() // shape → the path it is published as
   for (const op of operations) {
+    const shape = shapeOf(op.path)
+    if (!publishedPaths.has(shape)) publishedPaths.set(shape, op.path)
+    const published = publishedPaths.get(shape)!
     const responses: Record<string, unknown> = {
       '200': { description: 'Success', content: { 'application/json': { schema: jsonSchema(op.response) } } },
       '400': errorResponse('Validation failure; `fields` names every failing field'),
     }
     if (op.auth !== 'none') responses['401'] = errorResponse('Missing, malformed, expired or revoked bearer token')
     responses.default = errorResponse('Any other failure')
-    paths[op.path] ??= {}
-    paths[op.path]![op.method.toLowerCase()] = {
+    paths[published] ??= {}
+    paths[published]![op.method.toLowerCase()] = {
       operationId: op.id,
       tags: [areaTag(op.area)],
       summary: op.summary,
       ...(op.description ? { description: op.description } : {}),
       security: op.auth === 'none' ? [] : [{ bearerAuth: [] }],
-      parameters: parameters(op),
+      parameters: publishedParameters(op, published),
       ...(op.body ? { requestBody: { required: bodyRequired(op.body), content: { 'application/json': { schema: jsonSchema(op.body) } } } } : {}),
       responses,
     }

@@ -39,8 +39,17 @@ describe('OpenAPI document', () => {
         const bearer = op.security.length > 0
         expect(bearer || ['organization_auth_signup', 'organization_auth_login'].includes(op.operationId)).toBe(true)
         expect(path.startsWith('/')).toBe(true)
+        // every parameter the template names is declared as a path parameter of that name, and no other one
+        const templated = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort()
+        expect([op.operationId, op.parameters.filter((p: any) => p.in === 'path').map((p: any) => p.name).sort()]).toEqual([op.operationId, templated])
       }
     }
+    // OpenAPI 3.1 forbids templated paths that differ only in their parameter names (they are the same path)
+    const shapes = Object.keys(body.paths).map((path) => path.replace(/\{\w+\}/g, '{}'))
+    expect(shapes.filter((shape, i) => shapes.indexOf(shape) !== i)).toEqual([])
+    const dashboard = body.paths['/analytics/dashboards/{idOrSlug}']
+    expect(Object.keys(dashboard).sort()).toEqual(['delete', 'get', 'patch'])
+    expect(dashboard.patch.parameters.find((p: any) => p.in === 'path').schema.format).toBe('uuid')
   })
 
   test('the version is a hash of the catalog: it changes whenever an operation changes', () => {
