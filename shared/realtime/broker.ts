@@ -139,15 +139,17 @@ return result
 
 // KEYS: 1 hist, 2 meta
 // ARGV: 1 mode ('n' last_n, 'ms' last_ms, 'c' cursor), 2 n | ms | cursor offset, 3 retention ms, 4 cursor epoch,
-//       5 reply budget (bytes of entry field values)
+//       5 reply budget (bytes), 6 what each entry adds to a reply beyond its stored field values (keys, quotes, offset,
+//       epoch, channel: see HISTORY_ENTRY_FRAMING_BYTES)
 // Returns {epoch or '', top offset, recovered 0/1, entries, truncated 0/1}; entries newest first for 'n'/'ms',
 // ascending for 'c'. Every entry's first field is t (publish time), set by the publish script.
 // The budget bounds what one reply builds inside Redis: a cursor gap larger than it does not recover (all or nothing);
 // a window returns the newest entries that fit and says it was truncated.
 const HISTORY_LUA = `${LUA_NOW}
 local budget = tonumber(ARGV[5])
+local framing = tonumber(ARGV[6]) or 0
 local function entry_bytes(entry)
-  local n = 0
+  local n = framing
   for j = 2, #entry[2], 2 do n = n + #entry[2][j] end
   return n
 end
@@ -332,6 +334,14 @@ function toEntry([streamId, fields]: StreamEntry, epoch: string): HistoryEntry {
  * without touching Redis. Entries older than the retention window are never returned. A cursor read is all-or-nothing:
  * `recovered: false` with no entries when the epoch differs or the first missed entry (offset + 1) is gone.
  */
+/**
+ * What one entry adds to a reply beyond its stored values (publish time, id, data), channel name aside: the most of a
+ * gateway publication frame (`{"type":"publication","channel":…,"id":…,"offset":…,"epoch":…,"data":…}`, about 92 bytes)
+ * and an HTTP history entry (`{"id":…,"offset":…,"epoch":…,"publishedAt":…,"data":…}`, about 99), with room to
+ * spare. So the budget bounds what is written, not only what is stored: many small messages cannot pass it 2-3 times over.
+ */
+export const HISTORY_ENTRY_FRAMING_BYTES = 128
+
 export async function readHistory(
   productId: string, channel: string, policy: HistoryPolicy, query: HistoryQuery,
   maxReplyBytes = config.realtime.historyMaxReplyBytes,
@@ -340,7 +350,7 @@ export async function readHistory(
   if (!keepsHistory(policy)) return { entries: [], offset: 0, epoch: '', recovered: true }
   const keys = channelKeys(productId, channel)
   const [epoch, top, recovered, rows, truncated] = await guarded('history', () =>
-    client().rtHistory(keys.hist, keys.meta, mode, value, policy.historyTtlSeconds * 1000, cursorEpoch, maxReplyBytes),
+    client().rtHistory(keys.hist, keys.meta, mode, value, policy.historyTtlSeconds * 1000, cursorEpoch, maxReplyBytes, HISTORY_ENTRY_FRAMING_BYTES + channel.length),
   )
   const entries = rows.map((row) => toEntry(row, String(epoch)))
   if (mode !== 'c') entries.reverse()

@@ -3,7 +3,8 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { closeRedis, redis } from '../../shared/redis'
-import { channelTop, type HistoryPolicy, publish, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
+import { historyFrame } from '../../gateway/protocol'
+import { channelTop, HISTORY_ENTRY_FRAMING_BYTES, type HistoryEntry, type HistoryPolicy, publish, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
 import { channelKeys, FAN_MAXLEN, fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 
@@ -155,8 +156,10 @@ describe('publish and history', () => {
     const data = JSON.stringify({ text: 'x'.repeat(100) })
     let epoch = ''
     for (let i = 0; i < 10; i++) epoch = (await publish({ productId, channel, policy: KEEP, data })).epoch!
-    // An entry's field values: publish time (13 digits) + message id (36) + payload (111) = 160 bytes.
-    const budget = 3 * 160 + 80 // room for 3 entries, not 4
+    // An entry's field values: publish time (13 digits) + message id (36) + payload (111) = 160 bytes, plus what it
+    // adds to a reply around them: the framing allowance and the channel's name.
+    const perEntry = 160 + HISTORY_ENTRY_FRAMING_BYTES + channel.length
+    const budget = 3 * perEntry + 80 // room for 3 entries, not 4
     const gapOf3 = await readHistory(productId, channel, KEEP, { offset: 7, epoch }, budget)
     expect(gapOf3).toMatchObject({ recovered: true, offset: 10 })
     expect(gapOf3.entries.map((e) => e.offset)).toEqual([8, 9, 10])
@@ -171,6 +174,27 @@ describe('publish and history', () => {
     // With the default budget nothing is cut.
     const all = await readHistory(productId, channel, KEEP, { last_n: 10 })
     expect({ n: all.entries.length, truncated: all.truncated }).toEqual({ n: 10, truncated: undefined })
+  })
+
+  test('the budget bounds the reply as written, not only the stored bytes: many small messages fit it as frames and as JSON', async () => {
+    const { productId, channel } = fresh()
+    let epoch = ''
+    for (let i = 1; i <= 100; i++) epoch = (await publish({ productId, channel, policy: KEEP, data: JSON.stringify({ i }) })).epoch!
+    const budget = 8000 // about 60 stored bytes a message: 100 of them store in 6 000, but write as well over 8 000
+    const written = (entries: HistoryEntry[]) => ({
+      frames: entries.reduce((sum, e) => sum + historyFrame(channel, e).length + 1, 0),
+      json: JSON.stringify(entries).length,
+    })
+    const window = await readHistory(productId, channel, KEEP, { last_n: 100 }, budget)
+    expect(window.truncated).toBe(true)
+    expect(window.entries.length).toBeGreaterThan(10)
+    const { frames, json } = written(window.entries)
+    expect(Math.max(frames, json)).toBeLessThanOrEqual(budget)
+    const recovery = await readHistory(productId, channel, KEEP, { offset: 0, epoch }, budget)
+    expect(recovery.recovered).toBe(false) // all or nothing: 100 would not fit
+    const fits = await readHistory(productId, channel, KEEP, { offset: 100 - window.entries.length, epoch }, budget)
+    expect(fits.recovered).toBe(true)
+    expect(Math.max(written(fits.entries).frames, written(fits.entries).json)).toBeLessThanOrEqual(budget)
   })
 
   test('cursor whose first missed entry was trimmed by size: recovered false, no partial replay', async () => {
