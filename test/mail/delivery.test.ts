@@ -220,12 +220,17 @@ test('the per-product send rate: beyond MAIL_SEND_RATE_PER_SECOND a second, 429 
     const body = { from: `a@${own.name}`, to: 'x@example.org', subject: 's', text: 't' }
     const now = Date.now() % 1000
     if (now > 700) await Bun.sleep(1000 - now + 10) // not across a window edge
-    const results = await Promise.all(Array.from({ length: 5 }, () => pub(worker, 'POST', `/${product.productId}/mail/emails`, { key: sender, body })))
+    const send = (headers: Record<string, string> = {}) => pub(worker, 'POST', `/${product.productId}/mail/emails`, { key: sender, body, headers })
+    const first = await send({ 'idempotency-key': 'order-1' })
+    const results = [first, ...(await Promise.all(Array.from({ length: 4 }, () => send())))]
     const statuses = results.map((r) => r.status).sort()
     expect(statuses).toEqual([200, 200, 200, 429, 429])
     const refused = results.find((r) => r.status === 429)!
     expect(refused.body.error).toBe('rate_limit_exceeded')
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    // A retry of a request that was queued answers its id, even while the rate is spent: it sends nothing new.
+    const retried = await send({ 'idempotency-key': 'order-1' })
+    expect([retried.status, retried.body.id]).toEqual([200, first.body.id])
   } finally {
     await worker.stop()
   }

@@ -182,6 +182,7 @@ describe('emails', () => {
       [message(from, { reply_to: ['ok@example.org', 'a@b.example <c@example.org>'] }), '/body/reply_to/1'],
       [message(from, { tags: [{ name: 'has space', value: 'v' }] }), '/body/tags/0/name'],
       [message(from, { attachments: [] }), '/body/attachments'],
+      [message(from, { scheduled_at: 'in 1 hour' }), '/body/scheduled_at'], // not supported: refused, never sent early
     ]
     for (const [body, path] of cases) {
       const result = await pub(pair.a, 'POST', emails(), { key: full.key, body })

@@ -13,6 +13,7 @@ import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
 import { findTemplate, renderTemplate } from '../../../shared/mail/templates'
 import { type MailKeyIdentity, restrictedKey } from './api-keys'
 import { bindClaim, type Claim, claimKey, payloadHash, releaseClaim } from './idempotency'
+import { checkSendRate } from './send-rate'
 
 /** Headers a sender may not set: the platform writes them (addressing, MIME structure, signature, tracking ids). */
 /**
@@ -143,6 +144,8 @@ export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotency
   }
   const id = randomUUID()
   try {
+    // After the idempotency check: a retried request whose email was already queued gets its id, never a 429.
+    await checkSendRate(key.productId)
     await sql.begin(async (tx) => {
       await tx`
         insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, cc_addresses, bcc_addresses,

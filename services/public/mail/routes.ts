@@ -11,7 +11,6 @@ import { checkIpRate } from '../realtime/rate-limit'
 import { authenticateMailKey, type MailKeyIdentity } from './api-keys'
 import { getEmail, listEmails, queueEmail } from './emails'
 import { idempotencyKeyOf } from './idempotency'
-import { checkSendRate } from './send-rate'
 import { domains, templates } from './setup'
 
 /** POST /emails carries whole messages (html and text): 1 MiB on the wire. */
@@ -56,9 +55,7 @@ const hooks = { parse: 'none' } as const
 export const mailRoutes = () =>
   new Elysia({ prefix: '/:productId/mail' })
     .post('/emails', endpoint(emailBody, async ({ key, body, request }) => {
-      const idempotencyKey = idempotencyKeyOf(request)
-      await checkSendRate(key.productId)
-      return queueEmail(key, body, idempotencyKey)
+      return queueEmail(key, body, idempotencyKeyOf(request))
     }), hooks)
     .get('/emails', endpoint(noBody, ({ key, query }) => listEmails(key, query)), hooks)
     .get('/emails/:id', endpoint(noBody, ({ key, params }) => getEmail(key, params.id!)), hooks)
