@@ -274,6 +274,6 @@ test('an agent can do it all over MCP with a platform key: read the catalog, cap
   expect((await tool('analytics_dashboard_get', { path: { idOrSlug: 'agent-built' } })).id).toBe(board.id)
   expect((await tool('analytics_dashboard_update', { path: { id: board.id } })).name).toBe('Agent') // no body: nothing changes
   const openapi = (await call('GET', '/openapi.json')).body
-  expect(openapi.paths['/analytics/dashboards/{id}'].patch.requestBody.required).toBe(false)
+  expect(openapi.paths['/analytics/dashboards/{idOrSlug}'].patch.requestBody.required).toBe(false) // published under get's path (same shape)
   expect(openapi.paths['/analytics/dashboards'].post.requestBody.required).toBe(true)
 })
