@@ -1,9 +1,18 @@
 // Cross-process cache invalidation over Redis pub/sub. A worker caches API keys and namespace policies for at most
 // config.realtime.cacheTtlMs; a change published here drops the entry on every worker at once.
+import { config } from '../config'
 import { describeError, log } from '../log'
 import { dedicatedRedis, redis } from '../redis'
 
 export const INVALIDATION_CHANNEL = 'platform:invalidate'
+
+/**
+ * A subscriber only listens, so a link that dies without a reset (no RST ever arrives on a dead path) would look live
+ * forever: caches would trust themselves until their TTL and a gateway would keep a revoked key's connections until
+ * its revocation sweep. The subscription PINGs its link this often, and a PING unanswered this long replaces it.
+ */
+const LINK_CHECK_MS = 2000
+const LINK_TIMEOUT_MS = Math.max(1000, config.redis.commandTimeoutMs)
 
 export type Invalidation =
   // keyHash: hex digest of the key's lookup hash. `revoked` only when the key was revoked (gateways then close the
@@ -54,8 +63,29 @@ export async function onInvalidation(
     subscriber.disconnect()
     throw error
   }
+  const linkCheck = setInterval(() => checkLink(subscriber), LINK_CHECK_MS)
   return async () => {
     stopped = true
+    clearInterval(linkCheck)
     subscriber.disconnect() // not QUIT: on a link that died silently it would wait forever, and a subscriber owes nothing
   }
+}
+
+/** The PING each subscriber awaits, if any: one at a time, so a late answer never clears a newer round's check. */
+const awaitedPing = new WeakMap<object, number>()
+let pingRounds = 0
+
+/** Sends one PING; if it is not answered within LINK_TIMEOUT_MS the link is dropped, which reconnects and resubscribes. */
+function checkLink(subscriber: ReturnType<typeof dedicatedRedis>): void {
+  if (awaitedPing.has(subscriber) || subscriber.status !== 'ready') return
+  const round = ++pingRounds
+  awaitedPing.set(subscriber, round)
+  const mine = () => awaitedPing.get(subscriber) === round && awaitedPing.delete(subscriber)
+  const dead = setTimeout(() => {
+    if (!mine()) return
+    log('warn', 'invalidation link answers nothing; reconnecting (caching off until resubscribed)')
+    subscriber.disconnect(true) // its close turns the caches off; the reconnect subscribes and turns them on again
+  }, LINK_TIMEOUT_MS)
+  const answered = () => mine() && clearTimeout(dead)
+  subscriber.ping().then(answered, answered)
 }

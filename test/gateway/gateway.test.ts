@@ -512,6 +512,27 @@ describe('Redis outage under live subscriptions', () => {
   }, 45_000)
 })
 
+describe('a Redis link that dies without a reset', () => {
+  test('an API key revoked meanwhile: the gateway notices the dead link itself, and closes the key\'s live connections 4001 in seconds, before its periodic sweep', async () => {
+    const url = new URL(config.redisUrl)
+    const link = await startFaultProxy({ host: url.hostname, port: Number(url.port) })
+    const gateway = await startGateway({ REDIS_URL: link.url(config.redisUrl), REDIS_COMMAND_TIMEOUT_MS: '500' })
+    const sweepDue = Date.now() + 30_000 // the gateway's first periodic revocation sweep comes no sooner
+    try {
+      const owner = await realtimeProduct([{ name: 'chat' }])
+      const client = await WsClient.open(gateway.wsUrl)
+      expect(await client.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['subscribe'] }], { apiKeyId: owner.keyId, productId: owner.productId }) })).toMatchObject({ type: 'reply' })
+      link.blackhole() // every connection the gateway has goes silent: the announcement below never reaches it
+      expect((await call('DELETE', `/governance/api/v1/products/${owner.productId}/public-keys/${owner.keyId}`, { token: owner.token })).status).toBe(200)
+      const closed = await Promise.race([client.closed, Bun.sleep(sweepDue - 3000 - Date.now()).then(() => 'still open')])
+      expect(closed).toEqual({ code: 4001, reason: 'invalid token: api key revoked' })
+    } finally {
+      await gateway.stop()
+      await link.close()
+    }
+  }, 45_000)
+})
+
 describe('client events and history over the socket', () => {
   async function withOps(gateway: GatewayProcess, name: string, ops: TokenChannel['ops']) {
     const client = await WsClient.open(gateway.wsUrl)

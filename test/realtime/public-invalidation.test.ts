@@ -2,8 +2,10 @@
 // revocation is immediate again afterwards. The drop is real: Redis kills every pub/sub client connection.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { onInvalidation, publishInvalidation } from '../../shared/realtime/invalidation'
+import { config } from '../../shared/config'
 import { redis } from '../../shared/redis'
-import { call } from '../helpers'
+import { startFaultProxy } from '../faults/proxy'
+import { call, freePort, startWorker } from '../helpers'
 import { createKey, pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
 
 let pair: Pair
@@ -46,3 +48,25 @@ test('after the invalidation connection drops and returns, revocation is still i
   expect((await call('DELETE', `/governance/api/v1/products/${p.productId}/public-keys/${id}`, { token: p.token })).status).toBe(200)
   for (const worker of [pair.a, pair.b]) expect((await pub(worker, 'GET', path, { key })).status).toBe(401)
 })
+
+test('when the invalidation link dies without a reset, the worker notices by itself: a revocation it could not hear takes effect in seconds, not at the cache TTL', async () => {
+  const url = new URL(config.redisUrl)
+  const link = await startFaultProxy({ host: url.hostname, port: Number(url.port) })
+  const port = await freePort()
+  const worker = await startWorker('services/public/main.ts', {
+    PUBLIC_PORT: String(port), TRUST_PROXY: '1', REDIS_URL: link.url(config.redisUrl),
+    REDIS_COMMAND_TIMEOUT_MS: '500', REALTIME_CACHE_TTL_MS: '60000', // the cache alone would trust the key for a minute
+  }, port)
+  try {
+    const { id, key } = await createKey(p)
+    const path = `/${p.productId}/realtime/channels/chat:lobby`
+    expect(await until(async () => (await fetch(`${worker.url}/readyz`)).status === 200)).toBe(true)
+    expect((await pub(worker, 'GET', path, { key })).status).toBe(200) // cached
+    link.blackhole() // the worker's connections go silent; no close reaches it, and it never hears the revocation
+    expect((await call('DELETE', `/governance/api/v1/products/${p.productId}/public-keys/${id}`, { token: p.token })).status).toBe(200)
+    expect(await until(async () => (await pub(worker, 'GET', path, { key })).status === 401, 15_000)).toBe(true)
+  } finally {
+    await worker.stop()
+    await link.close()
+  }
+}, 40_000)
