@@ -63,29 +63,30 @@ export async function onInvalidation(
     subscriber.disconnect()
     throw error
   }
-  const linkCheck = setInterval(() => checkLink(subscriber), LINK_CHECK_MS)
+  // One PING at a time; its round number tells the awaited answer from a late one (resent after a reconnect), which
+  // must not clear a newer round's check.
+  let awaited = 0
+  let rounds = 0
+  const checkLink = () => {
+    if (awaited || subscriber.status !== 'ready') return
+    const round = (awaited = ++rounds)
+    const dead = setTimeout(() => {
+      if (awaited !== round) return
+      awaited = 0
+      log('warn', 'invalidation link answers nothing; reconnecting (caching off until resubscribed)')
+      subscriber.disconnect(true) // its close turns the caches off; the reconnect subscribes and turns them on again
+    }, LINK_TIMEOUT_MS)
+    const answered = () => {
+      if (awaited !== round) return
+      awaited = 0
+      clearTimeout(dead)
+    }
+    subscriber.ping().then(answered, answered)
+  }
+  const linkCheck = setInterval(checkLink, LINK_CHECK_MS)
   return async () => {
     stopped = true
     clearInterval(linkCheck)
     subscriber.disconnect() // not QUIT: on a link that died silently it would wait forever, and a subscriber owes nothing
   }
-}
-
-/** The PING each subscriber awaits, if any: one at a time, so a late answer never clears a newer round's check. */
-const awaitedPing = new WeakMap<object, number>()
-let pingRounds = 0
-
-/** Sends one PING; if it is not answered within LINK_TIMEOUT_MS the link is dropped, which reconnects and resubscribes. */
-function checkLink(subscriber: ReturnType<typeof dedicatedRedis>): void {
-  if (awaitedPing.has(subscriber) || subscriber.status !== 'ready') return
-  const round = ++pingRounds
-  awaitedPing.set(subscriber, round)
-  const mine = () => awaitedPing.get(subscriber) === round && awaitedPing.delete(subscriber)
-  const dead = setTimeout(() => {
-    if (!mine()) return
-    log('warn', 'invalidation link answers nothing; reconnecting (caching off until resubscribed)')
-    subscriber.disconnect(true) // its close turns the caches off; the reconnect subscribes and turns them on again
-  }, LINK_TIMEOUT_MS)
-  const answered = () => mine() && clearTimeout(dead)
-  subscriber.ping().then(answered, answered)
 }
