@@ -5,7 +5,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { connect } from 'node:net'
+import postgres from 'postgres'
+import { config } from '../../shared/config'
+import { InvalidatedCache } from '../../shared/realtime/invalidated-cache'
 import { RevocationCache, revokedAmong } from '../../shared/realtime/revocations'
+import { startFaultProxy } from '../faults/proxy'
 import { signToken } from '../../shared/realtime/tokens'
 import { freePort, newPlatformKey, startWorker, type Worker } from '../helpers'
 import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
@@ -237,5 +241,46 @@ describe('the gateway revocation cache', () => {
     expect(queries.length).toBe(11)
     expect(await cache.isRevoked(first.id)).toBe(false)
     expect(queries.length).toBe(12)
+  })
+
+  test('PostgreSQL unreachable: a recently expired "not revoked" answer still answers, a revocation heard still holds; an unseen key id, or one whose answer was dropped after an invalidation gap, cannot be told (throws)', async () => {
+    const db = new URL(config.databaseUrl)
+    const link = await startFaultProxy({ host: db.hostname, port: Number(db.port || 5432) })
+    const proxied = postgres(link.url(config.databaseUrl), { max: 1, connect_timeout: 1, onnotice: () => {} })
+    try {
+      const cache = new RevocationCache(100, 150, (ids) => revokedAmong(ids, proxied))
+      const active = await createKey(product)
+      const heard = randomUUID()
+      expect(await cache.isRevoked(active.id)).toBe(false)
+      await Bun.sleep(200)
+      link.cut()
+      expect(await cache.isRevoked(active.id)).toBe(false)
+      cache.markRevoked(heard)
+      expect(await cache.isRevoked(heard)).toBe(true)
+      await expect(cache.isRevoked(randomUUID())).rejects.toThrow()
+      cache.forgetActive()
+      await expect(cache.isRevoked(active.id)).rejects.toThrow()
+      await link.restore()
+      expect(await cache.isRevoked(active.id)).toBe(false)
+    } finally {
+      await proxied.end({ timeout: 1 })
+      await link.close()
+    }
+  })
+})
+
+describe('per-worker caches are bounded by count', () => {
+  test('past the bound the oldest entry goes and is loaded again when needed; the newest stay', async () => {
+    const cache = new InvalidatedCache<string>(3)
+    cache.setCaching(true)
+    const loads: string[] = []
+    const get = (key: string) => cache.get(key, async () => (loads.push(key), `value of ${key}`))
+    for (const key of ['a', 'b', 'c', 'd', 'e']) expect(await get(key)).toBe(`value of ${key}`)
+    expect(cache.size).toBe(3)
+    for (const key of ['c', 'd', 'e']) await get(key)
+    expect(loads).toEqual(['a', 'b', 'c', 'd', 'e'])
+    await get('a')
+    expect(loads).toEqual(['a', 'b', 'c', 'd', 'e', 'a'])
+    expect(cache.size).toBe(3)
   })
 })
