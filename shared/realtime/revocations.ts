@@ -76,7 +76,8 @@ export class RevocationCache {
       this.loading.set(keyId, pending)
     }
     try {
-      return await pending
+      // A revocation heard while the query ran wins: the connection it was for must not slip past the close it caused.
+      return (await pending) || this.entries.get(keyId)?.revoked === true
     } catch (error) {
       if (hit && !hit.revoked && Date.now() - hit.until < STALE_IF_UNAVAILABLE_MS && this.entries.get(keyId) === hit) return false
       throw error

@@ -231,6 +231,20 @@ describe('the gateway revocation cache', () => {
     expect(queries.length).toBe(asked + 1)
   })
 
+  test('a revocation heard while a check of the same key is in flight wins over that check\'s "active" answer', async () => {
+    const active = await createKey(product)
+    const cache = new RevocationCache(100, 60_000, async (ids) => {
+      const answer = await revokedAmong(ids) // PostgreSQL still says active...
+      await Bun.sleep(100) // ...and the invalidation arrives before the check returns
+      return answer
+    })
+    const checking = cache.isRevoked(active.id)
+    await Bun.sleep(20)
+    cache.markRevoked(active.id)
+    expect(await checking).toBe(true)
+    expect(await cache.isRevoked(active.id)).toBe(true)
+  })
+
   test('bounded by count: past the bound the oldest answer goes, and is asked again when needed', async () => {
     const queries: string[][] = []
     const cache = new RevocationCache(3, 60_000, (ids) => (queries.push(ids), revokedAmong(ids)))
