@@ -10,7 +10,7 @@ import { listenForInvalidations } from '../shared/realtime/invalidation-listener
 import { namespaceOf } from '../shared/realtime/names'
 import { policyCache, type ProductPolicies, productPolicies } from '../shared/realtime/policies'
 import { sweepPresence } from '../shared/realtime/presence'
-import { revokedAmong } from '../shared/realtime/revocations'
+import { revocations, revokedAmong } from '../shared/realtime/revocations'
 import { usage } from '../shared/realtime/usage'
 import { Connection, type GatewayContext } from './client'
 import { Deadlines } from './deadlines'
@@ -21,7 +21,7 @@ import { MAX_FRAME_BYTES, presenceFrame, publicationFrame } from './protocol'
 import { type Socket, SocketTransport, Writer } from './writer'
 
 /** How often the live connections' API keys are checked for a revocation this gateway may have missed. */
-const REVOCATION_SWEEP_MS = 30_000
+const REVOCATION_SWEEP_MS = Math.max(100, config.realtime.gatewayRevocationSweepMs)
 
 /** The path WebSocket clients connect to (the path of GATEWAY_URL). */
 export const WEBSOCKET_PATH = new URL(config.gatewayUrl).pathname
@@ -93,11 +93,13 @@ export function startGateway(port: number): Gateway {
   const deadlines = new Deadlines<Connection>((connection) => connection.deadlinePassed())
   const context: GatewayContext = { hub, connections, deadlines, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
   reader.start()
-  // A revocation announced while this gateway could not hear it (Redis unreachable, the subscription dropping) is found
-  // by asking Redis about the live connections' keys: each time the subscription is back, and every REVOCATION_SWEEP_MS.
+  // A revocation this gateway did not hear (announced while Redis was unreachable or the subscription dropping, or never
+  // announced because Redis was down when the key was revoked) is found by asking PostgreSQL, the authority, about the
+  // live connections' keys: each time the subscription is back, and every REVOCATION_SWEEP_MS whatever Redis does.
   const sweepRevoked = async (): Promise<boolean> => {
     try {
       const revoked = await revokedAmong([...connections].flatMap((c) => (c.claims ? [c.claims.akid] : [])))
+      for (const keyId of revoked) revocations.markRevoked(keyId)
       for (const connection of [...connections]) {
         if (connection.claims && revoked.has(connection.claims.akid)) connection.disconnect(DISCONNECTS.invalidToken, 'api key revoked')
       }
@@ -107,9 +109,10 @@ export function startGateway(port: number): Gateway {
       return false
     }
   }
-  // Back from an outage the command connection may answer a while after the subscription (it reconnects on its own
-  // schedule, and its breaker must close again): keep trying for a minute, after that the periodic sweep takes over.
+  // After a gap in invalidations the cached "not revoked" answers may be wrong: they are dropped, and the live connections
+  // swept. PostgreSQL may be unreachable too: keep trying for a minute, after that the periodic sweep takes over.
   const sweepWhenLive = async () => {
+    revocations.forgetActive()
     for (const until = Date.now() + 60_000; !draining && !(await sweepRevoked()) && Date.now() < until; ) await Bun.sleep(500)
   }
   const sweeping = setInterval(() => void sweepRevoked(), REVOCATION_SWEEP_MS)
@@ -140,6 +143,7 @@ export function startGateway(port: number): Gateway {
       if (message.kind === 'namespaces' || message.kind === 'payload_storage') return policyCache.forget(message.productId)
       if (message.kind !== 'public_key' || !message.revoked) return
       // Revoking an API key ends the tokens it issued, live connections included (a scope change does not).
+      revocations.markRevoked(message.keyId)
       for (const connection of connections) {
         if (connection.claims?.akid === message.keyId) connection.disconnect(DISCONNECTS.invalidToken, 'api key revoked')
       }

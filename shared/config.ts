@@ -110,6 +110,16 @@ function loadConfig() {
       usageFlushMs: int('REALTIME_USAGE_FLUSH_MS', 5000),
       /** Longest a worker trusts a cached API key or namespace policy without an invalidation message. */
       cacheTtlMs: int('REALTIME_CACHE_TTL_MS', 5000),
+      /**
+       * Most entries one per-worker cache holds (API keys, Mail sending keys, policies; a gateway's answers to "is this
+       * API key revoked?"); past it the oldest entry is dropped and read again from PostgreSQL when next needed.
+       */
+      cacheMaxEntries: int('REALTIME_CACHE_MAX_ENTRIES', 10_000),
+      /**
+       * How often a gateway asks PostgreSQL whether the API keys of its live connections were revoked, and closes
+       * those of a revoked key 4001 (besides at once on an invalidation message, and each time its subscription returns).
+       */
+      gatewayRevocationSweepMs: int('GATEWAY_REVOCATION_SWEEP_MS', 10_000),
     },
     analytics: {
       /** Longest an analytics query (metric query, funnel) may run; past it the request is 422 query_timeout. */

@@ -195,10 +195,13 @@ find_pg_bin() {
 }
 
 # The Debian packages needed for the local services that will actually run (those without a *_URL),
-# plus ruby-foreman with `foreman` as argument.
+# plus ruby-foreman with `foreman` as argument. With `test`, redis-server always: test/security/revocation.test.ts
+# runs a redis-server of its own (to kill it and start it again empty), whatever REDIS_URL says.
 required_packages() {
   [[ -n ${DATABASE_URL:-} || -n $(find_pg_bin) ]] || echo postgresql
-  [[ -n ${REDIS_URL:-} ]] || { command -v redis-server >/dev/null && command -v redis-cli >/dev/null; } || echo redis-server
+  if [[ -z ${REDIS_URL:-} || ${1:-} == test ]]; then
+    { command -v redis-server >/dev/null && command -v redis-cli >/dev/null; } || echo redis-server
+  fi
   if [[ ${1:-} == foreman ]]; then command -v foreman >/dev/null || echo ruby-foreman; fi
 }
 

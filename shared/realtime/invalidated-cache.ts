@@ -12,6 +12,14 @@ export const STALE_IF_UNAVAILABLE_MS = 60_000
 
 export class InvalidatedCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>()
+  /** Most entries held (REALTIME_CACHE_MAX_ENTRIES); past it the oldest goes and is loaded again when next needed. */
+  constructor(private readonly maxEntries = config.realtime.cacheMaxEntries) {}
+
+  /** Entries held now (for tests of the bound). */
+  get size(): number {
+    return this.entries.size
+  }
+
   // Bumped by every invalidation and every switch: a load that started before one must not store what it read.
   private generation = 0
   // Off until the worker listens for invalidations: a cache nobody can drop would let a revoked key live on.
@@ -51,7 +59,11 @@ export class InvalidatedCache<V> {
       throw error
     }
     if (!keep(value)) this.entries.delete(key)
-    else if (this.caching && this.generation === started) this.entries.set(key, { value, until: Date.now() + config.realtime.cacheTtlMs })
+    else if (this.caching && this.generation === started) {
+      this.entries.delete(key) // re-inserted last: the Map's order is the eviction order
+      this.entries.set(key, { value, until: Date.now() + config.realtime.cacheTtlMs })
+      while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!)
+    }
     return value
   }
 }

@@ -157,7 +157,7 @@ describe('revoke', () => {
     expect(revoked.body).toEqual({ id: created.id, revoked: true })
     expect(await waitForInvalidation((m) => m.kind === 'public_key' && m.keyHash === digest)).toEqual({ kind: 'public_key', keyHash: digest, keyId: created.id, revoked: true })
     expect((await seenOnArrival())?.revoked_at).toBeInstanceOf(Date)
-    // Tokens the key issued end with it: gateways read this marker (their own issue closes live connections).
+    // Tokens the key issued end with it: gateways ask PostgreSQL, the authority (test/security/revocation.test.ts).
     expect(await isKeyRevoked(created.id)).toBe(true)
     const [row] = await sql`select revoked_at from public_keys where id = ${created.id}`
     expect(row!.revoked_at).toBeInstanceOf(Date)

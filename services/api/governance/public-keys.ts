@@ -3,9 +3,7 @@ import { config } from '../../../shared/config'
 import { newSecret, visiblePrefix } from '../../../shared/crypto'
 import { sql } from '../../../shared/db/client'
 import { notFound } from '../../../shared/errors'
-import { log, describeError } from '../../../shared/log'
 import { publishInvalidation } from '../../../shared/realtime/invalidation'
-import { markKeyRevoked } from '../../../shared/realtime/revocations'
 import { PUBLIC_KEY_PREFIX, PUBLIC_SCOPES, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
 
 export interface PublicKey {
@@ -66,8 +64,9 @@ export async function revokePublicKey(productId: string, keyId: string): Promise
     where id = ${keyId} and product_id = ${productId} and environment = ${config.environment} and revoked_at is null
     returning key_hash`
   if (!row) throw notFound('Public key')
-  // Tokens this key issued end with it; if Redis is down they live out their (at most one hour) lifetime: logged.
-  await markKeyRevoked(keyId).catch((error) => log('warn', 'revoked key marker not written', { keyId, ...describeError(error) }))
+  // The committed row is the revocation: gateways and public workers read it from PostgreSQL. The announcement only
+  // makes it take effect at once; if Redis cannot carry it (logged), it takes effect within REALTIME_CACHE_TTL_MS for
+  // new requests and connects, and within GATEWAY_REVOCATION_SWEEP_MS for live connections.
   await invalidateKey(keyId, row.key_hash, true)
 }
 
