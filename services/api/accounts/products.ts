@@ -13,16 +13,22 @@ const productFields = (row: Record<string, any>): Product => ({
   id: row.id, name: row.name, organizationId: row.organization_id, createdAt: row.created_at,
 })
 
-/** The user's role in the organization owning the product, or null when they cannot reach it. */
-export async function productRole(userId: string, productId: string): Promise<'owner' | 'member' | null> {
+/** The user's role in the organization owning the product, and that organization; null when they cannot reach it. */
+export async function productAccess(userId: string, productId: string): Promise<{ role: 'owner' | 'member'; organizationId: string } | null> {
   const [row] = await sql`
-    select m.role from products p join organization_members m on m.organization_id = p.organization_id
+    select m.role, p.organization_id from products p join organization_members m on m.organization_id = p.organization_id
     where p.id = ${productId} and m.user_id = ${userId}`
-  return (row?.role as 'owner' | 'member' | undefined) ?? null
+  return row ? { role: row.role as 'owner' | 'member', organizationId: row.organization_id as string } : null
 }
 
 export async function userCanAccessProduct(userId: string, productId: string): Promise<boolean> {
-  return (await productRole(userId, productId)) !== null
+  return (await productAccess(userId, productId)) !== null
+}
+
+/** Whether the user belongs to the organization (for counting its requests against the organization's budget). */
+export async function isMember(userId: string, organizationId: string): Promise<boolean> {
+  const [row] = await sql`select 1 from organization_members where organization_id = ${organizationId} and user_id = ${userId}`
+  return row !== undefined
 }
 
 /** Creates a product in one of the user's organizations (their first one when none is named). */

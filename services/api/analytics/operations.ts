@@ -54,7 +54,7 @@ const FunnelResultSchema = Strict({
 })
 
 export const metricQuery = defineOperation({
-  id: 'analytics_metric_query', method: 'POST', path: '/analytics/query', area: 'analytics', auth: 'product',
+  id: 'analytics_metric_query', method: 'POST', path: '/analytics/query', area: 'analytics', auth: 'product', rateClass: 'analytics',
   summary: 'Run a metric query: metrics of an entity over a time range, by dimensions and time bucket, filtered',
   description: 'Every name is resolved against the catalog. Empty buckets answer 0 (count, sum) or null (avg, ratio).',
   body: MetricQuery,
@@ -63,7 +63,7 @@ export const metricQuery = defineOperation({
 })
 
 export const funnelRun = defineOperation({
-  id: 'analytics_funnel_run', method: 'POST', path: '/analytics/funnel', area: 'analytics', auth: 'product',
+  id: 'analytics_funnel_run', method: 'POST', path: '/analytics/funnel', area: 'analytics', auth: 'product', rateClass: 'analytics',
   summary: 'Run an ordered funnel of 2 to 10 steps joined on one identity kind, within a conversion window',
   body: Funnel,
   response: FunnelResultSchema,
@@ -131,6 +131,7 @@ export const insightDelete = defineOperation({
 
 export const insightRun = defineOperation({
   id: 'analytics_insight_run', method: 'POST', path: '/analytics/insights/{id}/run', area: 'analytics', auth: 'product',
+  rateClass: 'analytics',
   summary: 'Run a saved insight now (relative ranges such as -7d are taken from now)',
   params: IdPath('Insight'),
   response: Strict({ insight_id: Type.String(), kind: Kind, result: Type.Union([MetricResultSchema, FunnelResultSchema]) }),

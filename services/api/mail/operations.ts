@@ -36,6 +36,7 @@ const domainOut = (d: Domain) => ({
 
 export const domainCreate = defineOperation({
   id: 'mail_domain_create', method: 'POST', path: '/mail/domains', area: 'mail', auth: 'product',
+  rateClass: 'expensive', // an RSA 2048 key pair per call
   summary: 'Register a sending domain: answers the DNS records to publish (DKIM, SPF, ownership); it sends once verified',
   description: 'A new RSA 2048 DKIM key pair is made for the domain; the private key never leaves the server.',
   body: Strict({ name: DomainName() }),
@@ -60,6 +61,7 @@ export const domainGet = defineOperation({
 
 export const domainVerify = defineOperation({
   id: 'mail_domain_verify', method: 'POST', path: '/mail/domains/{id}/verify', area: 'mail', auth: 'product',
+  rateClass: 'expensive', // three DNS lookups, each up to MAIL_DNS_TIMEOUT_MS
   summary: 'Look the DNS records up now: the domain becomes verified when all three are found, else failed',
   params: IdPath('Domain'),
   response: DomainSchema,

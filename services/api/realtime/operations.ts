@@ -145,6 +145,7 @@ const storageOut = (s: PayloadStorage | null) =>
 
 export const payloadStorageProvision = defineOperation({
   id: 'realtime_payload-storage_provision', method: 'PUT', path: '/realtime/payload-storage', area: 'realtime', auth: 'product',
+  rateClass: 'expensive', // creates an S3 bucket when missing
   summary: 'Provision payload storage for publishes above the inline cap: creates the bucket if missing; idempotent',
   body: Strict({ bucket: Type.Optional(BucketName) }),
   response: StorageSchema,
