@@ -1,6 +1,7 @@
 // Sending domains: registered with a fresh DKIM key pair, checked against DNS, and only then allowed to send.
 import { config } from '../config'
 import { randomBytes } from 'node:crypto'
+import { checkCeiling, precheckCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
 import { aadOf } from '../db/seal-secrets'
 import { conflict, notFound } from '../errors'
@@ -57,11 +58,14 @@ function domainOut(row: Record<string, any>): Domain {
  * With MAIL_DEV_VERIFY it is verified at once (no DNS); otherwise it is `pending` until a check finds every record.
  */
 export async function createDomain(productId: string, name: string): Promise<Domain> {
+  const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from mail_domains where product_id = ${productId}`
+  await precheckCeiling(productId, 'mailDomains', count) // before the key pair, which is the costly part
   const keys = await newDkimKeys()
   const verified = config.mail.devVerify
   const recordStatus = verified ? { dkim: 'verified', spf: 'verified', ownership: 'verified' } : { dkim: 'pending', spf: 'pending', ownership: 'pending' }
   try {
     return await sql.begin(async (tx) => {
+      await checkCeiling(tx, productId, 'mailDomains', count)
       const [row] = await tx`
         insert into mail_domains (product_id, name, status, dkim_selector, dkim_public_key, secret_sealed, verification_token, record_status, verified_at)
         values (${productId}, ${name}, ${verified ? 'verified' : 'pending'}, ${config.mail.dkimSelector}, ${keys.publicKey},

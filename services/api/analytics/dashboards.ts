@@ -3,6 +3,7 @@
 // Every create, update and restore keeps a version: who, when, and the whole definition (Grafana-style history).
 import { randomUUID } from 'node:crypto'
 import type postgres from 'postgres'
+import { checkCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { ApiError, badRequest, conflict, notFound, unprocessable } from '../../../shared/errors'
 import { isUuid } from '../../../shared/mail/ids'
@@ -90,6 +91,8 @@ export async function createDashboard(
   const tiles = normalizeTiles(input.tiles)
   try {
     return await sql.begin(async (tx) => {
+      await checkCeiling(tx, productId, 'dashboards', (q) => q<{ n: number }[]>`
+        select count(*)::int as n from analytics_dashboards where product_id = ${productId}`)
       const insightIds = await checkInsights(tx, productId, tiles)
       const [row] = await tx`
         insert into analytics_dashboards (product_id, slug, name, tags, tiles, created_by)

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import { validateInput } from '../../../shared/catalog/validate'
 import { Strict } from '../../../shared/catalog/schemas'
+import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { ApiError, notFound } from '../../../shared/errors'
 import { checkFunnel, runFunnel } from '../../../shared/analytics/funnel'
@@ -42,10 +43,11 @@ export async function createInsight(
   productId: string, input: { name: string; description?: string | null; kind: InsightKind; query: unknown }, createdBy: string | null,
 ): Promise<Insight> {
   const query = await checkQuery(input.kind, input.query)
-  const [row] = await sql`
+  const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from analytics_insights where product_id = ${productId}`
+  const [row] = await insertUnderCeiling(productId, 'insights', count, (tx) => tx`
     insert into analytics_insights (id, product_id, name, description, kind, query, created_by)
     values (${randomUUID()}, ${productId}, ${input.name}, ${input.description ?? null}, ${input.kind}, ${query as never}::jsonb, ${createdBy})
-    returning *`
+    returning *`)
   return insightOut(row!)
 }
 

@@ -1,6 +1,7 @@
 // Product API keys (rtk_) of this environment: create, list, revoke, replace scope. Stored as digest + visible prefix.
 import { config } from '../../../shared/config'
 import { newSecret, visiblePrefix } from '../../../shared/crypto'
+import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { notFound } from '../../../shared/errors'
 import { log, describeError } from '../../../shared/log'
@@ -42,11 +43,15 @@ export async function createPublicKey(
 ): Promise<PublicKey & { key: string }> {
   const key = newSecret(PUBLIC_KEY_PREFIX)
   const scope = normalizeScope(input.scope ?? PUBLIC_SCOPES)
-  const [row] = await sql`
+  // Counted in this environment, as the keys are listed and used.
+  const count = (q: typeof sql) => q<{ n: number }[]>`
+    select count(*)::int as n from public_keys
+    where product_id = ${productId} and environment = ${config.environment} and revoked_at is null`
+  const [row] = await insertUnderCeiling(productId, 'publicKeys', count, (tx) => tx`
     insert into public_keys (product_id, environment, name, scope, prefix, key_hash, created_by)
     values (${productId}, ${config.environment}, ${input.name}, ${scope}, ${visiblePrefix(key, PUBLIC_KEY_PREFIX)},
             ${publicKeyHash(key, config.environment)}, ${createdBy})
-    returning id, name, scope, prefix, environment, created_at, updated_at`
+    returning id, name, scope, prefix, environment, created_at, updated_at`)
   return { ...keyFields(row!), key }
 }
 

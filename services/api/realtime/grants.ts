@@ -1,5 +1,6 @@
 // Realtime grants, stored per product (management side). What a grant governs, and the pure check applied at token
 // issue, live in shared/realtime/grants.ts.
+import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { conflict, notFound, unprocessable } from '../../../shared/errors'
 import { OPS, type Op } from '../../../shared/realtime/names'
@@ -30,13 +31,14 @@ const normalizeOps = (ops: readonly Op[]) => OPS.filter((op) => ops.includes(op)
 export async function createGrant(productId: string, input: { pattern: string; ops: Op[] }): Promise<Grant> {
   const namespace = firstSegment(input.pattern)
   let row
+  const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from realtime_grants where product_id = ${productId}`
   try {
     // One statement: the namespace lookup and the insert cannot be split by a concurrent namespace delete.
-    ;[row] = await sql`
+    ;[row] = await insertUnderCeiling(productId, 'grants', count, (tx) => tx`
       insert into realtime_grants (product_id, namespace_id, pattern, ops)
       select ${productId}, id, ${input.pattern}, ${normalizeOps(input.ops)} from realtime_namespaces
       where product_id = ${productId} and name = ${namespace}
-      returning id, pattern, ops, created_at`
+      returning id, pattern, ops, created_at`)
   } catch (error) {
     if (isUniqueViolation(error)) {
       throw conflict(`A grant with pattern "${input.pattern}" already exists`, [{ path: '/body/pattern', message: 'already exists' }])

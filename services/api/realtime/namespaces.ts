@@ -1,4 +1,5 @@
 // Realtime namespaces of a product and their policy (presence, client events, history, archive).
+import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { conflict, notFound } from '../../../shared/errors'
 import { publishInvalidation } from '../../../shared/realtime/invalidation'
@@ -54,10 +55,11 @@ export const isUniqueViolation = (error: unknown) => (error as { code?: string }
 export async function createNamespace(productId: string, input: { name: string } & Partial<NamespacePolicy>): Promise<Namespace> {
   const columns = { presence: false, client_events: false, history_ttl_seconds: 0, history_size: 0, archive_days: 0, ...policyColumns(input) }
   let row
+  const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from realtime_namespaces where product_id = ${productId}`
   try {
-    ;[row] = await sql`
+    ;[row] = await insertUnderCeiling(productId, 'namespaces', count, (tx) => tx`
       insert into realtime_namespaces ${sql({ product_id: productId, name: input.name, ...columns })}
-      returning *`
+      returning *`)
   } catch (error) {
     if (isUniqueViolation(error)) {
       throw conflict(`Namespace "${input.name}" already exists in this product`, [{ path: '/body/name', message: 'already exists' }])
