@@ -1,6 +1,7 @@
 // Sending domains: registered with a fresh DKIM key pair, checked against DNS, and only then allowed to send.
 import { config } from '../config'
 import { randomBytes } from 'node:crypto'
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
 import { checkCeiling, precheckCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
 import { aadOf } from '../db/seal-secrets'
@@ -83,8 +84,13 @@ export async function createDomain(productId: string, name: string): Promise<Dom
   }
 }
 
-export async function listDomains(productId: string): Promise<Domain[]> {
-  const rows = await sql`select ${COLUMNS} from mail_domains where product_id = ${productId} order by created_at desc, id`
+/** Newest first; at most `page.limit + 1` rows (the extra one says more follow). */
+export async function listDomains(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Domain[]> {
+  if (page.after) requireCursor(await sql`select 1 from mail_domains where id = ${page.after} and product_id = ${productId}`, 'domain')
+  const rows = await sql`
+    select ${COLUMNS} from mail_domains where product_id = ${productId}
+    ${page.after ? sql`and (created_at, id) < (select created_at, id from mail_domains where id = ${page.after})` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`
   return rows.map(domainOut)
 }
 

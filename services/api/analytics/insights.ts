@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import { validateInput } from '../../../shared/catalog/validate'
 import { Strict } from '../../../shared/catalog/schemas'
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { ApiError, notFound } from '../../../shared/errors'
@@ -51,8 +52,12 @@ export async function createInsight(
   return insightOut(row!)
 }
 
-export async function listInsights(productId: string): Promise<Insight[]> {
-  return (await sql`select * from analytics_insights where product_id = ${productId} order by created_at desc, id desc`).map(insightOut)
+export async function listInsights(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Insight[]> {
+  if (page.after) requireCursor(await sql`select 1 from analytics_insights where id = ${page.after} and product_id = ${productId}`, 'insight')
+  return (await sql`
+    select * from analytics_insights where product_id = ${productId}
+    ${page.after ? sql`and (created_at, id) < (select created_at, id from analytics_insights where id = ${page.after})` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`).map(insightOut)
 }
 
 /** One insight of the product; another product's, an unknown id and a malformed id are all 404. */

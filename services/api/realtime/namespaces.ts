@@ -1,4 +1,5 @@
 // Realtime namespaces of a product and their policy (presence, client events, history, archive).
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { conflict, notFound } from '../../../shared/errors'
@@ -71,8 +72,12 @@ export async function createNamespace(productId: string, input: { name: string }
 }
 
 /** The product's namespaces, by name (byte order, so the listing is the same under any database collation). */
-export async function listNamespaces(productId: string): Promise<Namespace[]> {
-  const rows = await sql`select * from realtime_namespaces where product_id = ${productId} order by name collate "C"`
+export async function listNamespaces(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Namespace[]> {
+  if (page.after) requireCursor(await sql`select 1 from realtime_namespaces where id = ${page.after} and product_id = ${productId}`, 'namespace')
+  const rows = await sql`
+    select * from realtime_namespaces where product_id = ${productId}
+    ${page.after ? sql`and (name collate "C", id) > (select name collate "C", id from realtime_namespaces where id = ${page.after})` : sql``}
+    order by name collate "C", id limit ${page.limit + 1}`
   return rows.map(namespaceFields)
 }
 
