@@ -6,6 +6,7 @@ import { unboundedSql } from '../../shared/db/client'
 import { createPlatformKey } from '../../services/api/accounts/platform-keys'
 import { createProduct } from '../../services/api/accounts/products'
 import { createInsight } from '../../services/api/analytics/insights'
+import { operations } from '../../services/api/catalog'
 import { buildPublicApp } from '../../services/public/app'
 import { call, callApp, freePort, newPlatformKey, newProduct, newUser, startWorker, type Worker } from '../helpers'
 
@@ -97,6 +98,42 @@ async function ok(owner: Owner, method: string, path: string, body?: unknown) {
   if (result.status !== 200) throw new Error(`${method} ${path}: ${result.status} ${JSON.stringify(result.body)}`)
   return result.body
 }
+
+describe('the catalog declares the limits', () => {
+  test('every operation has a rate class in OpenAPI: GET reads, other methods writes, the costly ones marked', async () => {
+    const openapi = (await call('GET', '/openapi.json')).body
+    const classes = new Map<string, string>()
+    for (const methods of Object.values<any>(openapi.paths)) {
+      for (const [method, op] of Object.entries<any>(methods)) {
+        classes.set(op.operationId, op['x-rate-class'])
+        expect(op.responses['429'].content['application/json'].schema.$ref).toBe('#/components/schemas/Error')
+        if (!['mail_domain_create', 'mail_domain_verify', 'realtime_payload-storage_provision', 'analytics_metric_query',
+          'analytics_funnel_run', 'analytics_insight_run', 'organization_auth_signup', 'organization_auth_login'].includes(op.operationId)) {
+          expect([op.operationId, op['x-rate-class']]).toEqual([op.operationId, method === 'get' ? 'read' : 'write'])
+        }
+      }
+    }
+    expect(classes.size).toBe(operations.length)
+    expect(['mail_domain_create', 'mail_domain_verify', 'realtime_payload-storage_provision'].map((id) => classes.get(id))).toEqual(['expensive', 'expensive', 'expensive'])
+    expect(['analytics_metric_query', 'analytics_funnel_run', 'analytics_insight_run'].map((id) => classes.get(id))).toEqual(['analytics', 'analytics', 'analytics'])
+    expect([classes.get('organization_auth_signup'), classes.get('organization_auth_login')]).toEqual(['address', 'address'])
+  })
+
+  test('every list operation takes limit and after and answers has_more, in OpenAPI and in its MCP tool schema', async () => {
+    const lists = operations.filter((op) => op.id.endsWith('_list'))
+    expect(lists.map((op) => op.id).sort()).toEqual([
+      'analytics_dashboard_list', 'analytics_dashboard_versions_list', 'analytics_insight_list', 'mail_apikey_list', 'mail_domain_list',
+      'mail_template_list', 'organization_members_list', 'organization_organizations_list', 'organization_platform-keys_list',
+      'organization_products_list', 'organization_public-keys_list', 'realtime_grants_list', 'realtime_namespaces_list',
+    ])
+    for (const op of lists) {
+      const query = (op.query as any)?.properties ?? {}
+      expect([op.id, query.limit?.minimum, query.limit?.maximum, query.after !== undefined]).toEqual([op.id, 1, 100, true])
+      expect([op.id, (op.response as any).properties.has_more?.type]).toEqual([op.id, 'boolean'])
+      expect([op.id, (op.response as any).required]).toEqual([op.id, expect.arrayContaining(['has_more'])])
+    }
+  })
+})
 
 describe('rate limits per operation class', () => {
   test('writes per credential: the sixth write of a session is 429 naming the class; reads and a platform key of the same product still pass', async () => {
