@@ -90,6 +90,8 @@ function loadConfig() {
       grants: int('PRODUCT_MAX_GRANTS', 1000),
       dashboards: int('PRODUCT_MAX_DASHBOARDS', 500),
       insights: int('PRODUCT_MAX_INSIGHTS', 2000),
+      /** Products per organization: each product has its own ceilings, so without this they would multiply freely. */
+      organizationProducts: int('ORGANIZATION_MAX_PRODUCTS', 100),
     },
     /** Show the runtime's own error pages (stack, source lines). Never in production: they disclose paths and code. */
     developmentErrors: bool('DEVELOPMENT_ERRORS', false),

@@ -1,5 +1,5 @@
-// Per-product ceilings on how many items of each kind a product holds (config.ceilings), checked in the insert's own
-// transaction under a lock on the product row, so concurrent creates cannot pass the ceiling together.
+// Ceilings on how many items of each kind a product holds, and products an organization holds (config.ceilings),
+// checked in the insert's own transaction under a lock on the owner's row, so concurrent creates cannot pass together.
 import type postgres from 'postgres'
 import { config, type Config } from '../config'
 import { ApiError } from '../errors'
@@ -9,7 +9,7 @@ export type Ceiling = keyof Config['ceilings']
 type Tx = postgres.TransactionSql
 
 /** What each ceiling counts, and the variable that sets it (named in the 409, so an operator knows what to raise). */
-export const CEILINGS: Record<Ceiling, { what: string; variable: string }> = {
+export const CEILINGS: Record<Ceiling, { what: string; variable: string; owner?: 'organization' }> = {
   mailDomains: { what: 'sending domains', variable: 'PRODUCT_MAX_MAIL_DOMAINS' },
   mailTemplates: { what: 'email templates', variable: 'PRODUCT_MAX_MAIL_TEMPLATES' },
   mailKeys: { what: 'active sending API keys', variable: 'PRODUCT_MAX_MAIL_KEYS' },
@@ -19,12 +19,14 @@ export const CEILINGS: Record<Ceiling, { what: string; variable: string }> = {
   grants: { what: 'grants', variable: 'PRODUCT_MAX_GRANTS' },
   dashboards: { what: 'dashboards', variable: 'PRODUCT_MAX_DASHBOARDS' },
   insights: { what: 'insights', variable: 'PRODUCT_MAX_INSIGHTS' },
+  organizationProducts: { what: 'products', variable: 'ORGANIZATION_MAX_PRODUCTS', owner: 'organization' },
 }
 
-/** 409 limit_reached: the product already holds its ceiling of this kind; deleting one makes room. */
+/** 409 limit_reached: the product (or organization) already holds its ceiling of this kind; deleting one makes room. */
 export const limitReached = (ceiling: Ceiling, limit: number) =>
   new ApiError(409, 'limit_reached',
-    `This product already has ${limit} ${CEILINGS[ceiling].what}, the most it may hold; delete one to make room`,
+    `This ${CEILINGS[ceiling].owner ?? 'product'} already has ${limit} ${CEILINGS[ceiling].what}, the most it may hold`
+      + (CEILINGS[ceiling].owner ? '' : '; delete one to make room'),
     { resource: ceiling, limit })
 
 /** Counts rows of the kind: a fragment `select count(*)::int as n from ... where product_id = ...`. */
@@ -39,6 +41,14 @@ export async function checkCeiling(tx: Tx, productId: string, ceiling: Ceiling, 
   await tx`select 1 from products where id = ${productId} for no key update`
   const limit = config.ceilings[ceiling]
   const [row] = await count(tx as unknown as postgres.Sql) // a transaction runs tagged templates as the pool does
+  if ((row?.n ?? 0) >= limit) throw limitReached(ceiling, limit)
+}
+
+/** The same for the products of an organization, under a lock on the organization row. */
+export async function checkOrganizationCeiling(tx: Tx, organizationId: string, ceiling: Ceiling, count: Counter): Promise<void> {
+  await tx`select 1 from organizations where id = ${organizationId} for no key update`
+  const limit = config.ceilings[ceiling]
+  const [row] = await count(tx as unknown as postgres.Sql)
   if ((row?.n ?? 0) >= limit) throw limitReached(ceiling, limit)
 }
 

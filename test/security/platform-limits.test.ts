@@ -25,7 +25,7 @@ const RATES = {
 const CEILING = 3
 const CEILINGS = Object.fromEntries([
   'MAIL_DOMAINS', 'MAIL_TEMPLATES', 'MAIL_KEYS', 'PUBLIC_KEYS', 'PLATFORM_KEYS', 'NAMESPACES', 'GRANTS', 'DASHBOARDS', 'INSIGHTS',
-].map((name) => [`PRODUCT_MAX_${name}`, String(CEILING)]))
+].map((name) => [`PRODUCT_MAX_${name}`, String(CEILING)]).concat([['ORGANIZATION_MAX_PRODUCTS', String(CEILING)]]))
 
 let rated: Worker
 let capped: Worker
@@ -430,6 +430,13 @@ describe('ceilings per product', () => {
     const second = (await call('POST', '/products', { token: owner.token, body: { name: 'second' } })).body.id
     expect((await over(capped, owner.token, 'POST', '/realtime/namespaces', { name: 'n0' }, second)).status).toBe(200)
   }, 60_000)
+
+  test('an organization holds at most so many products, so per-product ceilings cannot be multiplied freely', async () => {
+    const user = await newUser()
+    const owner = { ...user, productId: '' } as Owner
+    await expectCeiling(owner, 'organizationProducts', '/products', (i) => ({ name: `p${i}` }),
+      async () => (await over(capped, user.token, 'GET', '/products?limit=100')).body.products.length)
+  })
 })
 
 describe('analytics concurrency per organization', () => {

@@ -1,4 +1,5 @@
 // Products, owned by organizations; a user reaches a product through membership of its organization.
+import { checkOrganizationCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound } from '../../../shared/errors'
@@ -38,9 +39,14 @@ export async function createProduct(userId: string, input: { name: string; organ
     ? await sql`select organization_id from organization_members where user_id = ${userId} and organization_id = ${input.organizationId}`
     : await sql`select organization_id from organization_members where user_id = ${userId} order by created_at limit 1`
   if (!membership) throw notFound('Organization')
-  const [row] = await sql`
-    insert into products (organization_id, name, created_by) values (${membership.organization_id}, ${input.name}, ${userId})
-    returning id, name, organization_id, created_at`
+  const organizationId = membership.organization_id as string
+  const [row] = await sql.begin(async (tx) => {
+    await checkOrganizationCeiling(tx, organizationId, 'organizationProducts', (q) => q<{ n: number }[]>`
+      select count(*)::int as n from products where organization_id = ${organizationId}`)
+    return tx`
+      insert into products (organization_id, name, created_by) values (${organizationId}, ${input.name}, ${userId})
+      returning id, name, organization_id, created_at`
+  })
   return productFields(row!)
 }
 
