@@ -57,6 +57,42 @@ function loadConfig() {
     /** Sign-ups and logins per client IP per minute (each costs an argon2id hash: brute force and CPU both). */
     authRequestsPerMinute: int('AUTH_RATE_LIMIT', 20),
     logRequests: bool('LOG_REQUESTS', true),
+    /**
+     * Platform API requests per minute by operation class (services/api/limits.ts), per credential (a platform key, or a
+     * user's login sessions together) and per organization (every credential acting on its products together). Beyond
+     * either: 429 rate_limited with Retry-After, naming the class and the limit. Fixed windows in Redis across workers.
+     */
+    platformRates: {
+      credential: {
+        read: int('PLATFORM_RATE_READS_PER_MINUTE', 1200),
+        write: int('PLATFORM_RATE_WRITES_PER_MINUTE', 600),
+        expensive: int('PLATFORM_RATE_EXPENSIVE_PER_MINUTE', 30),
+        analytics: int('PLATFORM_RATE_ANALYTICS_PER_MINUTE', 120),
+      },
+      organization: {
+        read: int('PLATFORM_ORG_RATE_READS_PER_MINUTE', 3000),
+        write: int('PLATFORM_ORG_RATE_WRITES_PER_MINUTE', 1200),
+        expensive: int('PLATFORM_ORG_RATE_EXPENSIVE_PER_MINUTE', 60),
+        analytics: int('PLATFORM_ORG_RATE_ANALYTICS_PER_MINUTE', 300),
+      },
+    },
+    /**
+     * Most items of each kind one product holds (shared/db/ceiling.ts): a create beyond it is 409 limit_reached. Counted
+     * under a lock on the product row in the insert's transaction, so concurrent creates cannot pass it.
+     */
+    ceilings: {
+      mailDomains: int('PRODUCT_MAX_MAIL_DOMAINS', 50),
+      mailTemplates: int('PRODUCT_MAX_MAIL_TEMPLATES', 1000),
+      mailKeys: int('PRODUCT_MAX_MAIL_KEYS', 100),
+      publicKeys: int('PRODUCT_MAX_PUBLIC_KEYS', 100),
+      platformKeys: int('PRODUCT_MAX_PLATFORM_KEYS', 100),
+      namespaces: int('PRODUCT_MAX_NAMESPACES', 200),
+      grants: int('PRODUCT_MAX_GRANTS', 1000),
+      dashboards: int('PRODUCT_MAX_DASHBOARDS', 500),
+      insights: int('PRODUCT_MAX_INSIGHTS', 2000),
+      /** Products per organization: each product has its own ceilings, so without this they would multiply freely. */
+      organizationProducts: int('ORGANIZATION_MAX_PRODUCTS', 100),
+    },
     /** Show the runtime's own error pages (stack, source lines). Never in production: they disclose paths and code. */
     developmentErrors: bool('DEVELOPMENT_ERRORS', false),
     db: {
@@ -133,6 +169,11 @@ function loadConfig() {
        * connections); more are 429 with Retry-After, so one product's dashboards cannot starve another's.
        */
       maxConcurrentPerProduct: int('ANALYTICS_MAX_CONCURRENT_PER_PRODUCT', 2),
+      /**
+       * Most metric queries, funnels and insight runs the products of one organization run at once on one API worker:
+       * an organization with several products cannot take every connection of the analytics pool. More: 429.
+       */
+      maxConcurrentPerOrganization: int('ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION', 3),
     },
     mail: {
       /**

@@ -5,6 +5,14 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
 process.env.AUTH_RATE_LIMIT ??= '1000000'
+// The same for the platform API's per-class budgets: with the defaults, test/platform/malformed.test.ts (one session
+// for every route: over 30 expensive calls a minute) and test/analytics/queries.test.ts (one product: over 120
+// analytics runs a minute) are refused 429. Each limit is tested against a worker started with low values
+// (test/security/platform-limits.test.ts), which sets its own.
+for (const name of ['READS', 'WRITES', 'EXPENSIVE', 'ANALYTICS']) {
+  process.env[`PLATFORM_RATE_${name}_PER_MINUTE`] ??= '1000000'
+  process.env[`PLATFORM_ORG_RATE_${name}_PER_MINUTE`] ??= '1000000'
+}
 // Domains are verified without DNS (this machine has none), as under scripts/up; the DNS check itself is tested with a local DNS server.
 process.env.MAIL_DEV_VERIFY ??= '1'
 

@@ -1,12 +1,14 @@
 // The one entry point for running an operation, used by REST routes and MCP tool calls alike:
-// authenticate, validate, resolve the product, authorize, then run the handler.
-import { areaTag, type AnyOperation, type Context, type Principal } from '../../shared/catalog/operation'
+// authenticate, count the request against its credential's budget, validate, resolve the product, authorize, count it
+// against the organization's budget, then run the handler.
+import { areaTag, rateClassOf, type AnyOperation, type Context, type Principal } from '../../shared/catalog/operation'
 import { validateInput } from '../../shared/catalog/validate'
 import { config } from '../../shared/config'
 import { badRequest, forbidden, notFound } from '../../shared/errors'
 import { hitWindow, tooMany } from '../../shared/fixed-window'
 import { authenticate } from './accounts/authenticate'
-import { productRole } from './accounts/products'
+import { isMember, productAccess } from './accounts/products'
+import { limitCredential, limitOrganization, withOrganizationSlot } from './limits'
 
 export interface RawInput {
   params?: Record<string, unknown>
@@ -28,15 +30,32 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 export async function invoke(op: AnyOperation, raw: RawInput, caller: CallerHeaders): Promise<unknown> {
   if (op.auth === 'none') await limitAnonymous(caller.clientIp)
   const principal = op.auth === 'none' ? null : await authenticate(caller.authorization)
+  // Every authenticated request counts, a refused or invalid one too: each costs at least the token lookup.
+  if (principal) await limitCredential(op, principal)
   if (principal?.kind === 'platform_key' && (op.sessionOnly || op.ownerOnly)) {
     throw forbidden(`${op.id} needs ${op.ownerOnly ? "the owner's" : 'a'} platform login; platform API keys cannot call it`)
   }
   const input = validateInput(op, raw)
   canonicalUuids(op, input.params as Record<string, unknown> | undefined)
   const header = caller.productId?.toLowerCase() ?? null
-  const productId = op.auth === 'product' ? await resolveProduct(op, principal!, input.params, header) : null
-  const ctx: Context = { principal, productId, requestId: caller.requestId }
+  const product = op.auth === 'product' ? await resolveProduct(op, principal!, input.params, header) : null
+  const organizationId = product?.organizationId ?? (principal ? await organizationNamed(principal, input.params) : null)
+  if (organizationId) await limitOrganization(op, organizationId)
+  const ctx: Context = { principal, productId: product?.productId ?? null, requestId: caller.requestId }
+  if (organizationId && product && rateClassOf(op) === 'analytics') {
+    return withOrganizationSlot(organizationId, () => op.handler(input as never, ctx))
+  }
   return op.handler(input as never, ctx)
+}
+
+/**
+ * The organization a non-product operation acts on (members of `/organizations/{organizationId}`), when the session
+ * belongs to it; other operations outside a product (products, organizations, auth) count per credential only.
+ */
+async function organizationNamed(principal: Principal, params: unknown): Promise<string | null> {
+  const named = (params as { organizationId?: string } | undefined)?.organizationId
+  if (!named || principal.kind !== 'session') return null
+  return (await isMember(principal.userId, named)) ? named : null
 }
 
 /** Sign-up and login hash a password with argon2id each time: per-IP fixed windows bound guessing and CPU alike. */
@@ -57,14 +76,16 @@ function canonicalUuids(op: AnyOperation, params: Record<string, unknown> | unde
   }
 }
 
-async function resolveProduct(op: AnyOperation, principal: Principal, params: unknown, header: string | null): Promise<string> {
+async function resolveProduct(
+  op: AnyOperation, principal: Principal, params: unknown, header: string | null,
+): Promise<{ productId: string; organizationId: string }> {
   const fromPath = (params as { productId?: string } | undefined)?.productId
   if (principal.kind === 'platform_key') {
     if (!principal.areas.includes(op.area)) throw forbidden(`This platform key does not carry the ${areaTag(op.area)} area`)
     const requested = fromPath ?? header
     // Another product's resources are invisible, not forbidden.
     if (requested && requested !== principal.productId) throw notFound('Product')
-    return principal.productId
+    return { productId: principal.productId, organizationId: principal.organizationId }
   }
   const requested = fromPath ?? header
   if (!requested) {
@@ -75,8 +96,8 @@ async function resolveProduct(op: AnyOperation, principal: Principal, params: un
   if (!UUID.test(requested)) {
     throw badRequest('X-Product-Id must be a uuid', [{ path: '/header/X-Product-Id', message: 'must match format "uuid"' }])
   }
-  const role = await productRole(principal.userId, requested)
-  if (!role) throw notFound('Product')
-  if (op.ownerOnly && role !== 'owner') throw forbidden(`${op.id} needs an owner of the product's organization`)
-  return requested
+  const access = await productAccess(principal.userId, requested)
+  if (!access) throw notFound('Product')
+  if (op.ownerOnly && access.role !== 'owner') throw forbidden(`${op.id} needs an owner of the product's organization`)
+  return { productId: requested, organizationId: access.organizationId }
 }

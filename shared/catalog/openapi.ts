@@ -1,7 +1,7 @@
 // Builds the OpenAPI 3.1.0 document and the catalog version hash from the operation declarations alone.
 import { createHash } from 'node:crypto'
 import type { TSchema } from 'typebox'
-import { AREAS, areaTag, type AnyOperation, bodyRequired } from './operation'
+import { AREAS, areaTag, type AnyOperation, bodyRequired, rateClassOf } from './operation'
 
 /** JSON Schema of the platform's one error body (see shared/errors.ts). */
 export const ERROR_SCHEMA = {
@@ -37,6 +37,7 @@ export function catalogVersion(operations: readonly AnyOperation[]): string {
     .sort((a, b) => a.id.localeCompare(b.id))
     .map((op) => ({
       id: op.id, method: op.method, path: op.path, area: op.area, auth: op.auth, sessionOnly: !!op.sessionOnly, ownerOnly: !!op.ownerOnly,
+      rateClass: rateClassOf(op),
       summary: op.summary, description: op.description ?? null,
       params: jsonSchema(op.params) ?? null, query: jsonSchema(op.query) ?? null,
       body: jsonSchema(op.body) ?? null, response: jsonSchema(op.response),
@@ -98,6 +99,9 @@ export function buildOpenApi(operations: readonly AnyOperation[], serverUrl: str
       '400': errorResponse('Validation failure; `fields` names every failing field'),
     }
     if (op.auth !== 'none') responses['401'] = errorResponse('Missing, malformed, expired or revoked bearer token')
+    responses['429'] = errorResponse(op.auth === 'none'
+      ? 'Too many sign-ups or logins from this address (rate_limited); wait Retry-After seconds'
+      : `Too many ${rateClassOf(op)} requests for this credential or organization (rate_limited); wait Retry-After seconds`)
     responses.default = errorResponse('Any other failure')
     paths[published] ??= {}
     paths[published]![op.method.toLowerCase()] = {
@@ -106,6 +110,8 @@ export function buildOpenApi(operations: readonly AnyOperation[], serverUrl: str
       summary: op.summary,
       ...(op.description ? { description: op.description } : {}),
       security: op.auth === 'none' ? [] : [{ bearerAuth: [] }],
+      // The operation's rate-limit class (docs/architecture.md, "Limits"); sign-up and login are limited per address.
+      'x-rate-class': op.auth === 'none' ? 'address' : rateClassOf(op),
       parameters: publishedParameters(op, published),
       ...(op.body ? { requestBody: { required: bodyRequired(op.body), content: { 'application/json': { schema: jsonSchema(op.body) } } } } : {}),
       responses,

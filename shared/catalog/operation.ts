@@ -22,9 +22,17 @@ export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
  */
 export type AuthMode = 'none' | 'principal' | 'product'
 
+/**
+ * What an operation costs, for the platform API's rate limits (services/api/limits.ts, docs/architecture.md): `read`,
+ * `write`, `expensive` (a key pair, DNS lookups, a bucket) and `analytics` (a query against the event store). Each class
+ * has its own per-credential and per-organization budget, so a flood of reads cannot spend the budget of writes.
+ */
+export const RATE_CLASSES = ['read', 'write', 'expensive', 'analytics'] as const
+export type RateClass = (typeof RATE_CLASSES)[number]
+
 export type Principal =
   | { kind: 'session'; userId: string; sessionId: string }
-  | { kind: 'platform_key'; keyId: string; productId: string; areas: Area[] }
+  | { kind: 'platform_key'; keyId: string; productId: string; organizationId: string; areas: Area[] }
 
 export interface Context {
   principal: Principal | null
@@ -57,6 +65,8 @@ export interface Operation<
    * keys get 403. For credential management, which the spec reserves to "the owner's platform login".
    */
   ownerOnly?: boolean
+  /** Rate-limit class; when left out, `read` for GET and `write` for every other method (see rateClassOf). */
+  rateClass?: RateClass
   params?: P
   query?: Q
   body?: B
@@ -75,6 +85,10 @@ export function defineOperation<
 >(operation: Operation<P, Q, B, R>): Operation<P, Q, B, R> {
   return operation
 }
+
+/** The operation's rate-limit class: declared, else read for GET and write otherwise. */
+export const rateClassOf = (op: { method: Method; rateClass?: RateClass }): RateClass =>
+  op.rateClass ?? (op.method === 'GET' ? 'read' : 'write')
 
 /** `ctx.productId` for operations declared with `auth: 'product'`. */
 export function productOf(ctx: Context): string {

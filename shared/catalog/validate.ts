@@ -23,12 +23,30 @@ function validator(schema: TSchema) {
 /** Path and query values arrive as strings: convert them to the schema's types before checking. */
 export function checkPart(part: Part, schema: TSchema | undefined, value: unknown): { value: unknown; errors: FieldError[] } {
   if (!schema) return { value: undefined, errors: [] }
-  const input = part === 'body' ? value : Value.Convert(schema, value ?? {})
+  // A copy of the raw values: the conversion may change the object it is given.
+  const input = part === 'body' ? value : keepInexactIntegers(schema, { ...(value as object) }, Value.Convert(schema, value ?? {}))
   const check = validator(schema)
   if (check.Check(input)) return { value: input, errors: [] }
   const errors = describe(part, [...check.Errors(input)])
   // Never let a value that failed through for want of a described error.
   return { value: input, errors: errors.length ? errors : [{ path: '/' + PART_NAME[part], message: 'does not match the schema' }] }
+}
+
+/**
+ * TypeBox's conversion truncates a string such as "1.5" to an integer: `?limit=1.5` would pass as
+ * 1. A path or query value converts to an integer only when it is written as one; otherwise it stays the string it was,
+ * and the check names it (`/query/limit must be integer`).
+ */
+function keepInexactIntegers(schema: TSchema, raw: unknown, converted: unknown): unknown {
+  const properties = (schema as { properties?: Record<string, { type?: string }> }).properties
+  if (!properties || typeof raw !== 'object' || raw === null || typeof converted !== 'object' || converted === null) return converted
+  for (const [name, property] of Object.entries(properties)) {
+    const value = (raw as Record<string, unknown>)[name]
+    if (property.type === 'integer' && typeof value === 'string' && !/^-?(?:0|[1-9][0-9]*)$/.test(value)) {
+      (converted as Record<string, unknown>)[name] = value
+    }
+  }
+  return converted
 }
 
 const PART_NAME: Record<Part, string> = { params: 'path', query: 'query', body: 'body' }

@@ -1,6 +1,8 @@
 // Sending domains: registered with a fresh DKIM key pair, checked against DNS, and only then allowed to send.
 import { config } from '../config'
 import { randomBytes } from 'node:crypto'
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
+import { checkCeiling, precheckCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
 import { aadOf } from '../db/seal-secrets'
 import { conflict, notFound } from '../errors'
@@ -57,11 +59,14 @@ function domainOut(row: Record<string, any>): Domain {
  * With MAIL_DEV_VERIFY it is verified at once (no DNS); otherwise it is `pending` until a check finds every record.
  */
 export async function createDomain(productId: string, name: string): Promise<Domain> {
+  const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from mail_domains where product_id = ${productId}`
+  await precheckCeiling(productId, 'mailDomains', count) // before the key pair, which is the costly part
   const keys = await newDkimKeys()
   const verified = config.mail.devVerify
   const recordStatus = verified ? { dkim: 'verified', spf: 'verified', ownership: 'verified' } : { dkim: 'pending', spf: 'pending', ownership: 'pending' }
   try {
     return await sql.begin(async (tx) => {
+      await checkCeiling(tx, productId, 'mailDomains', count)
       const [row] = await tx`
         insert into mail_domains (product_id, name, status, dkim_selector, dkim_public_key, secret_sealed, verification_token, record_status, verified_at)
         values (${productId}, ${name}, ${verified ? 'verified' : 'pending'}, ${config.mail.dkimSelector}, ${keys.publicKey},
@@ -79,8 +84,13 @@ export async function createDomain(productId: string, name: string): Promise<Dom
   }
 }
 
-export async function listDomains(productId: string): Promise<Domain[]> {
-  const rows = await sql`select ${COLUMNS} from mail_domains where product_id = ${productId} order by created_at desc, id`
+/** Newest first; at most `page.limit + 1` rows (the extra one says more follow). */
+export async function listDomains(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Domain[]> {
+  if (page.after) requireCursor(await sql`select 1 from mail_domains where id = ${page.after} and product_id = ${productId}`, 'domain')
+  const rows = await sql`
+    select ${COLUMNS} from mail_domains where product_id = ${productId}
+    ${page.after ? sql`and (created_at, id) < (select created_at, id from mail_domains where id = ${page.after})` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`
   return rows.map(domainOut)
 }
 

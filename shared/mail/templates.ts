@@ -1,5 +1,7 @@
 // Email templates: a subject, html and optional text with `{{variable}}` placeholders, filled in at send time. Values
 // are HTML-escaped in the html (a variable can never inject markup) and used as they are in the subject and text.
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
+import { insertUnderCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
 import { conflict, notFound, unprocessable } from '../errors'
 import { isUuid } from './ids'
@@ -29,11 +31,12 @@ const duplicate = (name: string) => conflict(`A template named ${name} already e
 const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505'
 
 export async function createTemplate(productId: string, input: TemplateInput): Promise<Template> {
+  const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from mail_templates where product_id = ${productId}`
   try {
-    const [row] = await sql`
+    const [row] = await insertUnderCeiling(productId, 'mailTemplates', count, (tx) => tx`
       insert into mail_templates (product_id, name, subject, html, text)
       values (${productId}, ${input.name}, ${input.subject}, ${input.html}, ${input.text ?? null})
-      returning ${COLUMNS}`
+      returning ${COLUMNS}`)
     return templateOut(row!)
   } catch (error) {
     if (isUniqueViolation(error)) throw duplicate(input.name)
@@ -41,8 +44,13 @@ export async function createTemplate(productId: string, input: TemplateInput): P
   }
 }
 
-export async function listTemplates(productId: string): Promise<Template[]> {
-  const rows = await sql`select ${COLUMNS} from mail_templates where product_id = ${productId} order by created_at desc, id`
+/** Newest first; at most `page.limit + 1` rows (the extra one says more follow). */
+export async function listTemplates(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Template[]> {
+  if (page.after) requireCursor(await sql`select 1 from mail_templates where id = ${page.after} and product_id = ${productId}`, 'template')
+  const rows = await sql`
+    select ${COLUMNS} from mail_templates where product_id = ${productId}
+    ${page.after ? sql`and (created_at, id) < (select created_at, id from mail_templates where id = ${page.after})` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`
   return rows.map(templateOut)
 }
 

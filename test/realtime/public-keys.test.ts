@@ -123,6 +123,7 @@ describe('list', () => {
         { id: second.id, name: 'second', scope: ['messages:publish'], prefix: second.prefix, environment: config.environment, createdAt: second.createdAt, updatedAt: expect.any(String) },
         { id: first.id, name: 'first', scope: [...PUBLIC_SCOPES], prefix: first.prefix, environment: config.environment, createdAt: first.createdAt, updatedAt: expect.any(String) },
       ],
+      has_more: false,
     })
     const text = JSON.stringify(list.body)
     for (const key of [first, second, revoked]) expect(text).not.toContain(key.key)

@@ -19,8 +19,9 @@ export async function authenticate(authorization: string | null): Promise<Princi
     if (row) return { kind: 'session', userId: row.user_id, sessionId: row.id }
   } else if (looksLikeSecret(token, PLATFORM_KEY_PREFIX)) {
     const [row] = await sql`
-      select id, product_id, areas from platform_keys where key_hash = ${sha256(token)} and revoked_at is null`
-    if (row) return { kind: 'platform_key', keyId: row.id, productId: row.product_id, areas: row.areas as Area[] }
+      select k.id, k.product_id, p.organization_id, k.areas from platform_keys k join products p on p.id = k.product_id
+      where k.key_hash = ${sha256(token)} and k.revoked_at is null`
+    if (row) return { kind: 'platform_key', keyId: row.id, productId: row.product_id, organizationId: row.organization_id, areas: row.areas as Area[] }
   } else {
     throw unauthorized('Malformed bearer token: expected a session token (pls_...) or a platform key (plk_...)')
   }

@@ -2,6 +2,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf, type Principal } from '../../../shared/catalog/operation'
 import { AreaName, iso, ProductPath, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
+import { cutPage, HasMore, pageOf, pageQuery, unknownCursor } from '../../../shared/catalog/pagination'
 import { forbidden, notFound } from '../../../shared/errors'
 import { addMember, listMembers, removeMember, type Member } from './members'
 import { createPlatformKey, listPlatformKeys, revokePlatformKey } from './platform-keys'
@@ -78,11 +79,14 @@ export const me = defineOperation({
 export const organizationsList = defineOperation({
   id: 'organization_organizations_list', method: 'GET', path: '/organizations', area: 'organization', auth: 'principal',
   sessionOnly: true,
-  summary: "List the organizations the logged-in user belongs to, with the user's role",
-  response: Strict({ organizations: Type.Array(OrganizationSchema) }),
-  handler: async (_input, ctx) => ({
-    organizations: (await listOrganizationsOfUser(sessionUser(ctx.principal))).map((o) => ({ ...o, createdAt: iso(o.createdAt) })),
-  }),
+  summary: "List the organizations the logged-in user belongs to, with the user's role, oldest first (paginated)",
+  query: Strict(pageQuery('organization')),
+  response: Strict({ organizations: Type.Array(OrganizationSchema), has_more: HasMore() }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listOrganizationsOfUser(sessionUser(ctx.principal), page), page)
+    return { organizations: items.map((o) => ({ ...o, createdAt: iso(o.createdAt) })), has_more }
+  },
 })
 
 const MemberSchema = Strict({
@@ -95,10 +99,15 @@ const OrganizationPath = Strict({ organizationId: Uuid('Organization id') })
 export const membersList = defineOperation({
   id: 'organization_members_list', method: 'GET', path: '/organizations/{organizationId}/members', area: 'organization',
   auth: 'principal', sessionOnly: true,
-  summary: 'List the members of an organization the user belongs to',
+  summary: 'List the members of an organization the user belongs to, by when they joined (paginated; after is a userId)',
   params: OrganizationPath,
-  response: Strict({ members: Type.Array(MemberSchema) }),
-  handler: async ({ params }, ctx) => ({ members: (await listMembers(params.organizationId, sessionUser(ctx.principal))).map(memberOut) }),
+  query: Strict(pageQuery('member', Uuid('The userId of the last member of the previous page: the page after it'))),
+  response: Strict({ members: Type.Array(MemberSchema), has_more: HasMore() }),
+  handler: async ({ params, query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listMembers(params.organizationId, sessionUser(ctx.principal), page), page)
+    return { members: items.map(memberOut), has_more }
+  },
 })
 
 export const membersAdd = defineOperation({
@@ -134,14 +143,19 @@ export const productsCreate = defineOperation({
 
 export const productsList = defineOperation({
   id: 'organization_products_list', method: 'GET', path: '/products', area: 'organization', auth: 'principal',
-  summary: "List products: a session's products across its organizations, or a platform key's own product",
-  response: Strict({ products: Type.Array(ProductSchema) }),
-  handler: async (_input, { principal }) => {
+  summary: "List products, newest first (paginated): a session's products across its organizations, or a platform key's own product",
+  query: Strict(pageQuery('product')),
+  response: Strict({ products: Type.Array(ProductSchema), has_more: HasMore() }),
+  handler: async ({ query }, { principal }) => {
+    const page = pageOf(query)
     if (principal!.kind === 'platform_key') {
-      const product = await getProduct(principal!.productId)
-      return { products: product ? [productOut(product)] : [] }
+      // One product: nothing comes after it, and no other product is a cursor this key can name.
+      if (page.after !== undefined && page.after !== principal!.productId) throw unknownCursor('product')
+      const product = page.after === undefined ? await getProduct(principal!.productId) : null
+      return { products: product ? [productOut(product)] : [], has_more: false }
     }
-    return { products: (await listProductsOfUser(principal!.userId)).map(productOut) }
+    const { items, has_more } = cutPage(await listProductsOfUser(principal!.userId, page), page)
+    return { products: items.map(productOut), has_more }
   },
 })
 
@@ -176,12 +190,15 @@ export const platformKeysCreate = defineOperation({
 export const platformKeysList = defineOperation({
   id: 'organization_platform-keys_list', method: 'GET', path: '/products/{productId}/platform-keys', area: 'organization',
   auth: 'product', ownerOnly: true,
-  summary: 'List the active platform API keys of the product (prefixes only, never secrets)',
+  summary: 'List the active platform API keys of the product, newest first (prefixes only, never secrets; paginated)',
   params: ProductPath,
-  response: Strict({ keys: Type.Array(PlatformKeySchema) }),
-  handler: async (_input, ctx) => ({
-    keys: (await listPlatformKeys(productOf(ctx))).map((k) => ({ ...k, createdAt: iso(k.createdAt) })),
-  }),
+  query: Strict(pageQuery('platform key')),
+  response: Strict({ keys: Type.Array(PlatformKeySchema), has_more: HasMore() }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listPlatformKeys(productOf(ctx), page), page)
+    return { keys: items.map((k) => ({ ...k, createdAt: iso(k.createdAt) })), has_more }
+  },
 })
 
 export const platformKeysRevoke = defineOperation({

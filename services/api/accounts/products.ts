@@ -1,5 +1,7 @@
 // Products, owned by organizations; a user reaches a product through membership of its organization.
+import { checkOrganizationCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound } from '../../../shared/errors'
 
 export interface Product {
@@ -13,16 +15,22 @@ const productFields = (row: Record<string, any>): Product => ({
   id: row.id, name: row.name, organizationId: row.organization_id, createdAt: row.created_at,
 })
 
-/** The user's role in the organization owning the product, or null when they cannot reach it. */
-export async function productRole(userId: string, productId: string): Promise<'owner' | 'member' | null> {
+/** The user's role in the organization owning the product, and that organization; null when they cannot reach it. */
+export async function productAccess(userId: string, productId: string): Promise<{ role: 'owner' | 'member'; organizationId: string } | null> {
   const [row] = await sql`
-    select m.role from products p join organization_members m on m.organization_id = p.organization_id
+    select m.role, p.organization_id from products p join organization_members m on m.organization_id = p.organization_id
     where p.id = ${productId} and m.user_id = ${userId}`
-  return (row?.role as 'owner' | 'member' | undefined) ?? null
+  return row ? { role: row.role as 'owner' | 'member', organizationId: row.organization_id as string } : null
 }
 
 export async function userCanAccessProduct(userId: string, productId: string): Promise<boolean> {
-  return (await productRole(userId, productId)) !== null
+  return (await productAccess(userId, productId)) !== null
+}
+
+/** Whether the user belongs to the organization (for counting its requests against the organization's budget). */
+export async function isMember(userId: string, organizationId: string): Promise<boolean> {
+  const [row] = await sql`select 1 from organization_members where organization_id = ${organizationId} and user_id = ${userId}`
+  return row !== undefined
 }
 
 /** Creates a product in one of the user's organizations (their first one when none is named). */
@@ -31,17 +39,28 @@ export async function createProduct(userId: string, input: { name: string; organ
     ? await sql`select organization_id from organization_members where user_id = ${userId} and organization_id = ${input.organizationId}`
     : await sql`select organization_id from organization_members where user_id = ${userId} order by created_at limit 1`
   if (!membership) throw notFound('Organization')
-  const [row] = await sql`
-    insert into products (organization_id, name, created_by) values (${membership.organization_id}, ${input.name}, ${userId})
-    returning id, name, organization_id, created_at`
+  const organizationId = membership.organization_id as string
+  const [row] = await sql.begin(async (tx) => {
+    await checkOrganizationCeiling(tx, organizationId, 'organizationProducts', (q) => q<{ n: number }[]>`
+      select count(*)::int as n from products where organization_id = ${organizationId}`)
+    return tx`
+      insert into products (organization_id, name, created_by) values (${organizationId}, ${input.name}, ${userId})
+      returning id, name, organization_id, created_at`
+  })
   return productFields(row!)
 }
 
-export async function listProductsOfUser(userId: string): Promise<Product[]> {
+/** Newest first; `page.after` a product the user reaches. At most `page.limit + 1` rows. */
+export async function listProductsOfUser(userId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Product[]> {
+  if (page.after) requireCursor(await sql`
+    select 1 from products p join organization_members m on m.organization_id = p.organization_id
+    where p.id = ${page.after} and m.user_id = ${userId}`, 'product')
   const rows = await sql`
     select p.id, p.name, p.organization_id, p.created_at from products p
     join organization_members m on m.organization_id = p.organization_id
-    where m.user_id = ${userId} order by p.created_at desc, p.id`
+    where m.user_id = ${userId}
+    ${page.after ? sql`and (p.created_at, p.id) < (select created_at, id from products where id = ${page.after})` : sql``}
+    order by p.created_at desc, p.id desc limit ${page.limit + 1}`
   return rows.map(productFields)
 }
 
@@ -50,9 +69,15 @@ export async function getProduct(productId: string): Promise<Product | null> {
   return row ? productFields(row) : null
 }
 
-export async function listOrganizationsOfUser(userId: string) {
+/** Oldest first; `page.after` an organization the user belongs to. At most `page.limit + 1` rows. */
+export async function listOrganizationsOfUser(userId: string, page: PageRequest = { limit: PAGE_DEFAULT }) {
+  if (page.after) {
+    requireCursor(await sql`select 1 from organization_members where organization_id = ${page.after} and user_id = ${userId}`, 'organization')
+  }
   const rows = await sql`
     select o.id, o.name, m.role, o.created_at from organizations o
-    join organization_members m on m.organization_id = o.id where m.user_id = ${userId} order by o.created_at`
+    join organization_members m on m.organization_id = o.id where m.user_id = ${userId}
+    ${page.after ? sql`and (o.created_at, o.id) > (select created_at, id from organizations where id = ${page.after})` : sql``}
+    order by o.created_at, o.id limit ${page.limit + 1}`
   return rows.map((r) => ({ id: r.id as string, name: r.name as string, role: r.role as string, createdAt: r.created_at as Date }))
 }

@@ -3,6 +3,8 @@
 // Every create, update and restore keeps a version: who, when, and the whole definition (Grafana-style history).
 import { randomUUID } from 'node:crypto'
 import type postgres from 'postgres'
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { checkCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { ApiError, badRequest, conflict, notFound, unprocessable } from '../../../shared/errors'
 import { isUuid } from '../../../shared/mail/ids'
@@ -90,6 +92,8 @@ export async function createDashboard(
   const tiles = normalizeTiles(input.tiles)
   try {
     return await sql.begin(async (tx) => {
+      await checkCeiling(tx, productId, 'dashboards', (q) => q<{ n: number }[]>`
+        select count(*)::int as n from analytics_dashboards where product_id = ${productId}`)
       const insightIds = await checkInsights(tx, productId, tiles)
       const [row] = await tx`
         insert into analytics_dashboards (product_id, slug, name, tags, tiles, created_by)
@@ -107,12 +111,17 @@ export async function createDashboard(
 }
 
 /** Newest first; `tag` an exact tag, `q` a case-insensitive substring of the name or the slug. */
-export async function listDashboards(productId: string, filter: { tag?: string; q?: string }): Promise<Dashboard[]> {
+export async function listDashboards(
+  productId: string, filter: { tag?: string; q?: string }, page: PageRequest = { limit: PAGE_DEFAULT },
+): Promise<Dashboard[]> {
+  // The cursor is any dashboard of the product, matching the filter or not: its position in the order is what counts.
+  if (page.after) requireCursor(await sql`select 1 from analytics_dashboards where id = ${page.after} and product_id = ${productId}`, 'dashboard')
   const rows = await sql`
     select * from analytics_dashboards where product_id = ${productId}
     ${filter.tag !== undefined ? sql`and ${filter.tag} = any(tags)` : sql``}
     ${filter.q !== undefined ? sql`and (strpos(lower(name), lower(${filter.q})) > 0 or strpos(slug, lower(${filter.q})) > 0)` : sql``}
-    order by created_at desc, id desc`
+    ${page.after ? sql`and (created_at, id) < (select created_at, id from analytics_dashboards where id = ${page.after})` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`
   return rows.map(dashboardOut)
 }
 
@@ -165,9 +174,15 @@ export interface DashboardVersion {
 }
 
 /** The kept versions of a dashboard, newest first. */
-export async function listVersions(productId: string, id: string): Promise<DashboardVersion[]> {
+export async function listVersions(productId: string, id: string, page: PageRequest<number> = { limit: PAGE_DEFAULT }): Promise<DashboardVersion[]> {
   await getDashboardById(productId, id)
-  const rows = await sql`select * from analytics_dashboard_versions where dashboard_id = ${id} order by version desc`
+  if (page.after !== undefined) {
+    requireCursor(await sql`select 1 from analytics_dashboard_versions where dashboard_id = ${id} and version = ${page.after}`, 'version')
+  }
+  const rows = await sql`
+    select * from analytics_dashboard_versions where dashboard_id = ${id}
+    ${page.after !== undefined ? sql`and version < ${page.after}` : sql``}
+    order by version desc limit ${page.limit + 1}`
   return rows.map((r) => ({ version: r.version, reason: r.reason, created_by: r.created_by, created_at: new Date(r.created_at).toISOString(), definition: r.definition }))
 }
 

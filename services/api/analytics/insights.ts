@@ -3,6 +3,8 @@
 import { randomUUID } from 'node:crypto'
 import { validateInput } from '../../../shared/catalog/validate'
 import { Strict } from '../../../shared/catalog/schemas'
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { ApiError, notFound } from '../../../shared/errors'
 import { checkFunnel, runFunnel } from '../../../shared/analytics/funnel'
@@ -42,15 +44,20 @@ export async function createInsight(
   productId: string, input: { name: string; description?: string | null; kind: InsightKind; query: unknown }, createdBy: string | null,
 ): Promise<Insight> {
   const query = await checkQuery(input.kind, input.query)
-  const [row] = await sql`
+  const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from analytics_insights where product_id = ${productId}`
+  const [row] = await insertUnderCeiling(productId, 'insights', count, (tx) => tx`
     insert into analytics_insights (id, product_id, name, description, kind, query, created_by)
     values (${randomUUID()}, ${productId}, ${input.name}, ${input.description ?? null}, ${input.kind}, ${query as never}::jsonb, ${createdBy})
-    returning *`
+    returning *`)
   return insightOut(row!)
 }
 
-export async function listInsights(productId: string): Promise<Insight[]> {
-  return (await sql`select * from analytics_insights where product_id = ${productId} order by created_at desc, id desc`).map(insightOut)
+export async function listInsights(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Insight[]> {
+  if (page.after) requireCursor(await sql`select 1 from analytics_insights where id = ${page.after} and product_id = ${productId}`, 'insight')
+  return (await sql`
+    select * from analytics_insights where product_id = ${productId}
+    ${page.after ? sql`and (created_at, id) < (select created_at, id from analytics_insights where id = ${page.after})` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`).map(insightOut)
 }
 
 /** One insight of the product; another product's, an unknown id and a malformed id are all 404. */

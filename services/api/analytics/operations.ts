@@ -3,6 +3,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf, userOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
+import { cutPage, HasMore, pageOf, pageQuery } from '../../../shared/catalog/pagination'
 import { catalogOf, IDENTITY_KINDS, METRIC_TYPES } from '../../../shared/analytics/catalog'
 import { DashboardName, Slug, Tags, Tiles } from '../../../shared/analytics/dashboard-schemas'
 import { runFunnel } from '../../../shared/analytics/funnel'
@@ -54,7 +55,7 @@ const FunnelResultSchema = Strict({
 })
 
 export const metricQuery = defineOperation({
-  id: 'analytics_metric_query', method: 'POST', path: '/analytics/query', area: 'analytics', auth: 'product',
+  id: 'analytics_metric_query', method: 'POST', path: '/analytics/query', area: 'analytics', auth: 'product', rateClass: 'analytics',
   summary: 'Run a metric query: metrics of an entity over a time range, by dimensions and time bucket, filtered',
   description: 'Every name is resolved against the catalog. Empty buckets answer 0 (count, sum) or null (avg, ratio).',
   body: MetricQuery,
@@ -63,7 +64,7 @@ export const metricQuery = defineOperation({
 })
 
 export const funnelRun = defineOperation({
-  id: 'analytics_funnel_run', method: 'POST', path: '/analytics/funnel', area: 'analytics', auth: 'product',
+  id: 'analytics_funnel_run', method: 'POST', path: '/analytics/funnel', area: 'analytics', auth: 'product', rateClass: 'analytics',
   summary: 'Run an ordered funnel of 2 to 10 steps joined on one identity kind, within a conversion window',
   body: Funnel,
   response: FunnelResultSchema,
@@ -96,9 +97,14 @@ export const insightCreate = defineOperation({
 
 export const insightList = defineOperation({
   id: 'analytics_insight_list', method: 'GET', path: '/analytics/insights', area: 'analytics', auth: 'product',
-  summary: "List the product's insights, newest first",
-  response: Strict({ insights: Type.Array(InsightSchema) }),
-  handler: async (_input, ctx) => ({ insights: (await listInsights(productOf(ctx))).map(insightOut) }),
+  summary: "List the product's insights, newest first (paginated)",
+  query: Strict(pageQuery('insight')),
+  response: Strict({ insights: Type.Array(InsightSchema), has_more: HasMore() }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listInsights(productOf(ctx), page), page)
+    return { insights: items.map(insightOut), has_more }
+  },
 })
 
 export const insightGet = defineOperation({
@@ -131,6 +137,7 @@ export const insightDelete = defineOperation({
 
 export const insightRun = defineOperation({
   id: 'analytics_insight_run', method: 'POST', path: '/analytics/insights/{id}/run', area: 'analytics', auth: 'product',
+  rateClass: 'analytics',
   summary: 'Run a saved insight now (relative ranges such as -7d are taken from now)',
   params: IdPath('Insight'),
   response: Strict({ insight_id: Type.String(), kind: Kind, result: Type.Union([MetricResultSchema, FunnelResultSchema]) }),
@@ -148,13 +155,18 @@ const DashboardId = Strict({ id: Uuid('Dashboard id (slugs are not accepted here
 
 export const dashboardList = defineOperation({
   id: 'analytics_dashboard_list', method: 'GET', path: '/analytics/dashboards', area: 'analytics', auth: 'product',
-  summary: "List the product's dashboards, newest first (definitions only, not results)",
+  summary: "List the product's dashboards, newest first (definitions only, not results; paginated)",
   query: Strict({
     tag: Type.Optional(Type.String({ maxLength: 40, description: 'Exact tag match' })),
     q: Type.Optional(Type.String({ maxLength: 120, description: 'Case-insensitive substring of the name or the slug' })),
+    ...pageQuery('dashboard'),
   }),
-  response: Strict({ dashboards: Type.Array(DashboardSchema) }),
-  handler: async ({ query }, ctx) => ({ dashboards: await listDashboards(productOf(ctx), query) }),
+  response: Strict({ dashboards: Type.Array(DashboardSchema), has_more: HasMore() }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listDashboards(productOf(ctx), { tag: query.tag, q: query.q }, page), page)
+    return { dashboards: items, has_more }
+  },
 })
 
 export const dashboardCreate = defineOperation({
@@ -200,10 +212,17 @@ const VersionSchema = Strict({
 
 export const dashboardVersions = defineOperation({
   id: 'analytics_dashboard_versions_list', method: 'GET', path: '/analytics/dashboards/{id}/versions', area: 'analytics', auth: 'product',
-  summary: `Every kept version of a dashboard, newest first (the last ${VERSIONS_KEPT}): who, when, why, and the whole definition`,
+  summary: `Every kept version of a dashboard, newest first (the last ${VERSIONS_KEPT}; paginated): who, when, why, and the whole definition`,
   params: DashboardId,
-  response: Strict({ versions: Type.Array(VersionSchema) }),
-  handler: async ({ params }, ctx) => ({ versions: await listVersions(productOf(ctx), params.id) }),
+  query: Strict(pageQuery('version', Type.Integer({
+    minimum: 1, maximum: 2_147_483_647, description: 'The version number of the last version of the previous page: the page after it',
+  }))),
+  response: Strict({ versions: Type.Array(VersionSchema), has_more: HasMore() }),
+  handler: async ({ params, query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listVersions(productOf(ctx), params.id, page), page)
+    return { versions: items, has_more }
+  },
 })
 
 export const dashboardRestore = defineOperation({

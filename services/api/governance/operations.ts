@@ -2,6 +2,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf, userOf } from '../../../shared/catalog/operation'
 import { iso, ProductPath, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
+import { cutPage, HasMore, pageOf, pageQuery } from '../../../shared/catalog/pagination'
 import { PUBLIC_SCOPES, PublicScopeName } from '../../../shared/realtime/public-keys'
 import { createPublicKey, listPublicKeys, revokePublicKey, updatePublicKeyScope, type PublicKey } from './public-keys'
 
@@ -44,10 +45,15 @@ export const publicKeysCreate = defineOperation({
 
 export const publicKeysList = defineOperation({
   id: 'organization_public-keys_list', method: 'GET', path: BASE, area: 'organization', auth: 'product', ownerOnly: true,
-  summary: "List the product's active Realtime API keys of this environment, newest first (prefixes only, never secrets)",
+  summary: "List the product's active Realtime API keys of this environment, newest first (prefixes only, never secrets; paginated)",
   params: ProductPath,
-  response: Strict({ keys: Type.Array(PublicKeySchema) }),
-  handler: async (_input, ctx) => ({ keys: (await listPublicKeys(productOf(ctx))).map(keyOut) }),
+  query: Strict(pageQuery('key')),
+  response: Strict({ keys: Type.Array(PublicKeySchema), has_more: HasMore() }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listPublicKeys(productOf(ctx), page), page)
+    return { keys: items.map(keyOut), has_more }
+  },
 })
 
 export const publicKeysRevoke = defineOperation({

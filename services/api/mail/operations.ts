@@ -2,6 +2,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
+import { cutPage, HasMore, pageOf, pageQuery } from '../../../shared/catalog/pagination'
 import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
 import { DomainName, TemplateFields } from '../../../shared/mail/schemas'
 import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './api-keys'
@@ -36,6 +37,7 @@ const domainOut = (d: Domain) => ({
 
 export const domainCreate = defineOperation({
   id: 'mail_domain_create', method: 'POST', path: '/mail/domains', area: 'mail', auth: 'product',
+  rateClass: 'expensive', // an RSA 2048 key pair per call
   summary: 'Register a sending domain: answers the DNS records to publish (DKIM, SPF, ownership); it sends once verified',
   description: 'A new RSA 2048 DKIM key pair is made for the domain; the private key never leaves the server.',
   body: Strict({ name: DomainName() }),
@@ -45,9 +47,14 @@ export const domainCreate = defineOperation({
 
 export const domainList = defineOperation({
   id: 'mail_domain_list', method: 'GET', path: '/mail/domains', area: 'mail', auth: 'product',
-  summary: "List the product's sending domains, newest first",
-  response: Strict({ object: Type.Literal('list'), data: Type.Array(DomainSchema) }),
-  handler: async (_input, ctx) => ({ object: 'list' as const, data: (await listDomains(productOf(ctx))).map(domainOut) }),
+  summary: "List the product's sending domains, newest first (paginated)",
+  query: Strict(pageQuery('domain')),
+  response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(DomainSchema) }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listDomains(productOf(ctx), page), page)
+    return { object: 'list' as const, has_more, data: items.map(domainOut) }
+  },
 })
 
 export const domainGet = defineOperation({
@@ -60,6 +67,7 @@ export const domainGet = defineOperation({
 
 export const domainVerify = defineOperation({
   id: 'mail_domain_verify', method: 'POST', path: '/mail/domains/{id}/verify', area: 'mail', auth: 'product',
+  rateClass: 'expensive', // three DNS lookups, each up to MAIL_DNS_TIMEOUT_MS
   summary: 'Look the DNS records up now: the domain becomes verified when all three are found, else failed',
   params: IdPath('Domain'),
   response: DomainSchema,
@@ -109,9 +117,14 @@ export const apiKeyCreate = defineOperation({
 
 export const apiKeyList = defineOperation({
   id: 'mail_apikey_list', method: 'GET', path: '/mail/api-keys', area: 'mail', auth: 'product',
-  summary: "List the product's active sending keys, newest first (prefixes only, never secrets)",
-  response: Strict({ object: Type.Literal('list'), data: Type.Array(KeySchema) }),
-  handler: async (_input, ctx) => ({ object: 'list' as const, data: (await listMailKeys(productOf(ctx))).map(keyOut) }),
+  summary: "List the product's active sending keys, newest first (prefixes only, never secrets; paginated)",
+  query: Strict(pageQuery('API key')),
+  response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(KeySchema) }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listMailKeys(productOf(ctx), page), page)
+    return { object: 'list' as const, has_more, data: items.map(keyOut) }
+  },
 })
 
 export const apiKeyDelete = defineOperation({
@@ -146,9 +159,14 @@ export const templateCreate = defineOperation({
 
 export const templateList = defineOperation({
   id: 'mail_template_list', method: 'GET', path: '/mail/templates', area: 'mail', auth: 'product',
-  summary: "List the product's email templates, newest first",
-  response: Strict({ object: Type.Literal('list'), data: Type.Array(TemplateSchema) }),
-  handler: async (_input, ctx) => ({ object: 'list' as const, data: (await listTemplates(productOf(ctx))).map(templateOut) }),
+  summary: "List the product's email templates, newest first (paginated)",
+  query: Strict(pageQuery('template')),
+  response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(TemplateSchema) }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listTemplates(productOf(ctx), page), page)
+    return { object: 'list' as const, has_more, data: items.map(templateOut) }
+  },
 })
 
 export const templateGet = defineOperation({

@@ -1,5 +1,7 @@
 // Realtime grants, stored per product (management side). What a grant governs, and the pure check applied at token
 // issue, live in shared/realtime/grants.ts.
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { conflict, notFound, unprocessable } from '../../../shared/errors'
 import { OPS, type Op } from '../../../shared/realtime/names'
@@ -30,13 +32,14 @@ const normalizeOps = (ops: readonly Op[]) => OPS.filter((op) => ops.includes(op)
 export async function createGrant(productId: string, input: { pattern: string; ops: Op[] }): Promise<Grant> {
   const namespace = firstSegment(input.pattern)
   let row
+  const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from realtime_grants where product_id = ${productId}`
   try {
     // One statement: the namespace lookup and the insert cannot be split by a concurrent namespace delete.
-    ;[row] = await sql`
+    ;[row] = await insertUnderCeiling(productId, 'grants', count, (tx) => tx`
       insert into realtime_grants (product_id, namespace_id, pattern, ops)
       select ${productId}, id, ${input.pattern}, ${normalizeOps(input.ops)} from realtime_namespaces
       where product_id = ${productId} and name = ${namespace}
-      returning id, pattern, ops, created_at`
+      returning id, pattern, ops, created_at`)
   } catch (error) {
     if (isUniqueViolation(error)) {
       throw conflict(`A grant with pattern "${input.pattern}" already exists`, [{ path: '/body/pattern', message: 'already exists' }])
@@ -53,12 +56,14 @@ export async function createGrant(productId: string, input: { pattern: string; o
 }
 
 /** The product's grants, optionally of one namespace only, by pattern. */
-export async function listGrants(productId: string, namespace?: string): Promise<Grant[]> {
+export async function listGrants(productId: string, namespace?: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Grant[]> {
+  if (page.after) requireCursor(await sql`select 1 from realtime_grants where id = ${page.after} and product_id = ${productId}`, 'grant')
   const rows = await sql`
     select g.id, g.pattern, g.ops, g.created_at from realtime_grants g
     join realtime_namespaces n on n.id = g.namespace_id
     where g.product_id = ${productId} ${namespace === undefined ? sql`` : sql`and n.name = ${namespace}`}
-    order by g.pattern collate "C"`
+    ${page.after ? sql`and (g.pattern collate "C", g.id) > (select pattern collate "C", id from realtime_grants where id = ${page.after})` : sql``}
+    order by g.pattern collate "C", g.id limit ${page.limit + 1}`
   return rows.map(grantFields)
 }
 

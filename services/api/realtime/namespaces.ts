@@ -1,4 +1,6 @@
 // Realtime namespaces of a product and their policy (presence, client events, history, archive).
+import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { conflict, notFound } from '../../../shared/errors'
 import { publishInvalidation } from '../../../shared/realtime/invalidation'
@@ -54,10 +56,11 @@ export const isUniqueViolation = (error: unknown) => (error as { code?: string }
 export async function createNamespace(productId: string, input: { name: string } & Partial<NamespacePolicy>): Promise<Namespace> {
   const columns = { presence: false, client_events: false, history_ttl_seconds: 0, history_size: 0, archive_days: 0, ...policyColumns(input) }
   let row
+  const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from realtime_namespaces where product_id = ${productId}`
   try {
-    ;[row] = await sql`
+    ;[row] = await insertUnderCeiling(productId, 'namespaces', count, (tx) => tx`
       insert into realtime_namespaces ${sql({ product_id: productId, name: input.name, ...columns })}
-      returning *`
+      returning *`)
   } catch (error) {
     if (isUniqueViolation(error)) {
       throw conflict(`Namespace "${input.name}" already exists in this product`, [{ path: '/body/name', message: 'already exists' }])
@@ -69,8 +72,12 @@ export async function createNamespace(productId: string, input: { name: string }
 }
 
 /** The product's namespaces, by name (byte order, so the listing is the same under any database collation). */
-export async function listNamespaces(productId: string): Promise<Namespace[]> {
-  const rows = await sql`select * from realtime_namespaces where product_id = ${productId} order by name collate "C"`
+export async function listNamespaces(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Namespace[]> {
+  if (page.after) requireCursor(await sql`select 1 from realtime_namespaces where id = ${page.after} and product_id = ${productId}`, 'namespace')
+  const rows = await sql`
+    select * from realtime_namespaces where product_id = ${productId}
+    ${page.after ? sql`and (name collate "C", id) > (select name collate "C", id from realtime_namespaces where id = ${page.after})` : sql``}
+    order by name collate "C", id limit ${page.limit + 1}`
   return rows.map(namespaceFields)
 }
 

@@ -2,6 +2,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
+import { cutPage, HasMore, pageOf, pageQuery } from '../../../shared/catalog/pagination'
 import { config } from '../../../shared/config'
 import { GrantPattern, NamespaceName, OPS, OpName } from '../../../shared/realtime/names'
 import { createGrant, deleteGrant, listGrants, type Grant } from './grants'
@@ -49,9 +50,14 @@ export const namespacesCreate = defineOperation({
 
 export const namespacesList = defineOperation({
   id: 'realtime_namespaces_list', method: 'GET', path: '/realtime/namespaces', area: 'realtime', auth: 'product',
-  summary: "List the product's namespaces, by name",
-  response: Strict({ namespaces: Type.Array(NamespaceSchema) }),
-  handler: async (_input, ctx) => ({ namespaces: (await listNamespaces(productOf(ctx))).map(namespaceOut) }),
+  summary: "List the product's namespaces, by name (paginated)",
+  query: Strict(pageQuery('namespace')),
+  response: Strict({ namespaces: Type.Array(NamespaceSchema), has_more: HasMore() }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listNamespaces(productOf(ctx), page), page)
+    return { namespaces: items.map(namespaceOut), has_more }
+  },
 })
 
 export const namespacesGet = defineOperation({
@@ -109,11 +115,15 @@ export const grantsCreate = defineOperation({
 
 export const grantsList = defineOperation({
   id: 'realtime_grants_list', method: 'GET', path: '/realtime/grants', area: 'realtime', auth: 'product',
-  summary: "List the product's grants by pattern, optionally of one namespace",
+  summary: "List the product's grants by pattern, optionally of one namespace (paginated)",
   description: GRANTS_DESCRIPTION,
-  query: Strict({ namespace: Type.Optional(NamespaceName) }),
-  response: Strict({ grants: Type.Array(GrantSchema) }),
-  handler: async ({ query }, ctx) => ({ grants: (await listGrants(productOf(ctx), query.namespace)).map(grantOut) }),
+  query: Strict({ namespace: Type.Optional(NamespaceName), ...pageQuery('grant') }),
+  response: Strict({ grants: Type.Array(GrantSchema), has_more: HasMore() }),
+  handler: async ({ query }, ctx) => {
+    const page = pageOf(query)
+    const { items, has_more } = cutPage(await listGrants(productOf(ctx), query.namespace, page), page)
+    return { grants: items.map(grantOut), has_more }
+  },
 })
 
 export const grantsDelete = defineOperation({
@@ -145,6 +155,7 @@ const storageOut = (s: PayloadStorage | null) =>
 
 export const payloadStorageProvision = defineOperation({
   id: 'realtime_payload-storage_provision', method: 'PUT', path: '/realtime/payload-storage', area: 'realtime', auth: 'product',
+  rateClass: 'expensive', // creates an S3 bucket when missing
   summary: 'Provision payload storage for publishes above the inline cap: creates the bucket if missing; idempotent',
   body: Strict({ bucket: Type.Optional(BucketName) }),
   response: StorageSchema,

@@ -3,6 +3,7 @@
 // key gets 401 restricted_api_key. A key locked to a domain sees and verifies that domain only, and cannot register
 // or delete domains.
 import Type, { type Static } from 'typebox'
+import { cutPage, pageOf, pageQuery, unknownCursor } from '../../../shared/catalog/pagination'
 import { Strict } from '../../../shared/catalog/schemas'
 import { validateInput } from '../../../shared/catalog/validate'
 import { notFound } from '../../../shared/errors'
@@ -23,6 +24,10 @@ const templateOut = (t: Template) => ({
   object: 'template' as const, id: t.id, name: t.name, subject: t.subject, html: t.html, text: t.text,
   variables: placeholders(t.subject, t.html, t.text), created_at: iso(t.createdAt), updated_at: iso(t.updatedAt),
 })
+
+// The platform's one pagination style (shared/catalog/pagination.ts): limit 1..100, after = the last item's id, has_more.
+const DomainPage = Strict(pageQuery('domain'))
+const TemplatePage = Strict(pageQuery('template'))
 
 /** Only full_access keys manage the Mail setup. */
 function requireFullAccess(key: MailKeyIdentity): void {
@@ -51,10 +56,17 @@ export const domains = {
     const body = validateInput({ body: DomainBody }, { body: raw }).body as Static<typeof DomainBody>
     return domainOut(await createDomain(key.productId, body.name.toLowerCase()))
   },
-  async list(key: MailKeyIdentity) {
+  async list(key: MailKeyIdentity, rawQuery: Record<string, string>) {
     requireFullAccess(key)
-    const all = await listDomains(key.productId)
-    return { object: 'list' as const, has_more: false, data: all.filter((d) => key.domainId === null || d.id === key.domainId).map(domainOut) }
+    const page = pageOf(validateInput({ query: DomainPage }, { query: rawQuery }).query as Static<typeof DomainPage>)
+    if (key.domainId !== null) {
+      // A locked key's list is its one domain: nothing comes after it, and no other domain is a cursor it can name.
+      if (page.after !== undefined && page.after !== key.domainId) throw unknownCursor('domain')
+      const data = page.after === undefined ? [domainOut(await getDomain(key.productId, key.domainId))] : []
+      return { object: 'list' as const, has_more: false, data }
+    }
+    const { items, has_more } = cutPage(await listDomains(key.productId, page), page)
+    return { object: 'list' as const, has_more, data: items.map(domainOut) }
   },
   async get(key: MailKeyIdentity, id: string) {
     requireFullAccess(key)
@@ -80,9 +92,11 @@ export const templates = {
     const body = validateInput({ body: TemplateBody }, { body: raw }).body as Static<typeof TemplateBody>
     return templateOut(await createTemplate(key.productId, body))
   },
-  async list(key: MailKeyIdentity) {
+  async list(key: MailKeyIdentity, rawQuery: Record<string, string>) {
     requireFullAccess(key)
-    return { object: 'list' as const, has_more: false, data: (await listTemplates(key.productId)).map(templateOut) }
+    const page = pageOf(validateInput({ query: TemplatePage }, { query: rawQuery }).query as Static<typeof TemplatePage>)
+    const { items, has_more } = cutPage(await listTemplates(key.productId, page), page)
+    return { object: 'list' as const, has_more, data: items.map(templateOut) }
   },
   async get(key: MailKeyIdentity, id: string) {
     requireFullAccess(key)
