@@ -3,7 +3,7 @@
 // leaves its emails leased; when the lease runs out another mailer claims them again: nothing is lost, and an email
 // whose acceptance was not recorded yet may be sent twice, with the same Message-ID (at-least-once; docs/mail.md).
 import { sql } from '../../shared/db/client'
-import type { StoredMailbox } from '../../shared/mail/addresses'
+import type { StoredMailboxes } from '../../shared/mail/addresses'
 
 export interface ClaimedEmail {
   id: string
@@ -20,7 +20,7 @@ export interface ClaimedEmail {
   /** As stored: checked again before use (shared/mail/headers.ts), never handed to nodemailer as it is. */
   headers: unknown
   /** Every mailbox parsed at queue time; null on emails queued before mailboxes were stored (parse the text then). */
-  mailboxes: { from: StoredMailbox; to: StoredMailbox[]; cc: StoredMailbox[]; bcc: StoredMailbox[]; reply_to: StoredMailbox[] } | null
+  mailboxes: StoredMailboxes | null
   messageId: string
   createdAt: Date
   /** This attempt's number (1 for the first). */
@@ -49,8 +49,8 @@ export async function claimDue(limit: number, leaseMs: number): Promise<ClaimedE
   return rows.map((row) => ({
     id: row.id, productId: row.product_id, domainId: row.domain_id, fromAddress: row.from_address, to: row.to_addresses,
     cc: row.cc_addresses, bcc: row.bcc_addresses, replyTo: row.reply_to, subject: row.subject, html: row.html,
-    text: row.text, headers: row.headers, mailboxes: row.mailboxes ?? null, messageId: row.message_id, createdAt: row.created_at, attempts: row.attempts,
-    leaseToken: row.lease_token,
+    text: row.text, headers: row.headers, mailboxes: row.mailboxes ?? null, messageId: row.message_id,
+    createdAt: row.created_at, attempts: row.attempts, leaseToken: row.lease_token,
   }))
 }
 

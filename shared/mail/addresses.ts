@@ -26,6 +26,15 @@ export interface StoredMailbox {
   address: string
 }
 
+/** Every mailbox of an email as stored at queue time (`emails.mailboxes`, jsonb): what the mailer hands nodemailer. */
+export interface StoredMailboxes {
+  from: StoredMailbox
+  to: StoredMailbox[]
+  cc: StoredMailbox[]
+  bcc: StoredMailbox[]
+  reply_to: StoredMailbox[]
+}
+
 const TAB = 9, LF = 10, CR = 13, SPACE = 32, QUOTE = 34, BACKSLASH = 92, LT = 60, GT = 62
 
 /** JavaScript's `\s` (and String.prototype.trim's) whitespace, as the accepted grammar has always read it. */

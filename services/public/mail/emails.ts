@@ -8,7 +8,7 @@ import { validateInput } from '../../../shared/catalog/validate'
 import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { ApiError, badRequest, type FieldError, notFound, unprocessable } from '../../../shared/errors'
-import { asList, type Mailbox, parseMailbox, type StoredMailbox, storedMailbox } from '../../../shared/mail/addresses'
+import { asList, type Mailbox, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
 import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS } from '../../../shared/mail/headers'
 import { isUuid } from '../../../shared/mail/ids'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
@@ -105,16 +105,7 @@ function checkFilled(filled: { subject: string; html: string | null; text: strin
   }
 }
 
-/** What the mailer reads: every mailbox of the send, parsed once here, as {name, address}. */
-export interface StoredMailboxes {
-  from: StoredMailbox
-  to: StoredMailbox[]
-  cc: StoredMailbox[]
-  bcc: StoredMailbox[]
-  reply_to: StoredMailbox[]
-}
-
-/** Every address of every list parses (400 naming the first that does not); answers them parsed, once. */
+/** Every address of every list parses (400 naming the first that does not); answers them parsed, once, for the mailer. */
 function parseRecipients(body: SendBody, from: Mailbox): StoredMailboxes {
   const lists = {} as Omit<StoredMailboxes, 'from'>
   for (const name of ['to', 'cc', 'bcc', 'reply_to'] as const) {
