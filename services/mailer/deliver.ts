@@ -42,7 +42,7 @@ let transport: Transporter | undefined
  * (delivery_delayed, reason naming TLS) instead of reading the password. Plain `smtp://` without credentials upgrades
  * when the server offers it.
  */
-export function transportOptions(smtpUrl: string, timeoutMs: number) {
+function transportOptions(smtpUrl: string, timeoutMs: number) {
   const url = new URL(smtpUrl)
   const secure = url.protocol === 'smtps:'
   const credentials = url.username !== '' || url.password !== ''
@@ -64,7 +64,6 @@ function smtp(): Transporter {
   transport = createTransport(transportOptions(config.mail.smtpUrl, config.mail.smtpTimeoutMs))
   return transport
 }
-
 
 /**
  * A mailbox of an email queued before mailboxes were stored: parsed from its text once, here (an address that no
