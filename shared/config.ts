@@ -205,9 +205,22 @@ function loadConfig() {
       batchSize: int('MAILER_BATCH', 10),
       /** Longest one SMTP conversation may take (connect, greeting, each reply). */
       smtpTimeoutMs: int('MAILER_SMTP_TIMEOUT_MS', 30_000),
+      /** Most custom headers one email may carry (`headers` of POST /emails); more is a 400 naming /body/headers. */
+      maxHeaders: int('MAIL_MAX_HEADERS', 50),
     },
   }
 }
 
+/**
+ * Settings that are never safe together, refused when any process starts (every process reads this module): a clear
+ * error and a non-zero exit, rather than a deployment that quietly does the unsafe thing.
+ */
+function refuseUnsafe(config: ReturnType<typeof loadConfig>) {
+  if (config.environment === 'production' && config.mail.devVerify) {
+    throw new Error('MAIL_DEV_VERIFY is refused when PLATFORM_ENV=production: it marks Mail domains verified without DNS, so a product could send as any domain. Unset MAIL_DEV_VERIFY (or set it to 0).')
+  }
+  return config
+}
+
 export type Config = ReturnType<typeof loadConfig>
-export const config: Config = loadConfig()
+export const config: Config = refuseUnsafe(loadConfig())
