@@ -106,13 +106,13 @@ describe('metric queries', () => {
 
   test('hour buckets are real hours: across the fall-back in Europe/Berlin (2026-10-25) the twice-lived 02:00 is two buckets', async () => {
     const product = await newProduct()
-    await as(product, 'POST', '/tracking/events', {
+    ok(await as(product, 'POST', '/tracking/events', {
       events: [
         { event: 'e', timestamp: '2026-10-25T02:30:00+02:00', identity: { users_id: 'a' } }, // 00:30 UTC, the first 02:30
         { event: 'e', timestamp: '2026-10-25T02:30:00+01:00', identity: { users_id: 'b' } }, // 01:30 UTC, the second 02:30
         { event: 'e', timestamp: '2026-10-25T02:45:00+01:00', identity: { users_id: 'c' } },
       ],
-    })
+    }), 'capture events')
     const result = await as(product, 'POST', '/analytics/query', { entity: 'events', metrics: ['count'], bucket: 'hour', timezone: 'Europe/Berlin', range: { from: '2026-10-24T23:00:00Z', to: '2026-10-25T03:00:00Z' } })
     expect(result.body.rows).toEqual([
       { bucket: '2026-10-24T23:00:00.000Z', count: 0 }, // 01:00 CEST
@@ -194,9 +194,9 @@ describe('metric queries', () => {
   test('relative ranges and the row limit', async () => {
     const product = await newProduct()
     const now = Date.now()
-    await as(product, 'POST', '/tracking/events', {
+    ok(await as(product, 'POST', '/tracking/events', {
       events: [1, 2, 3].map((h) => ({ event: 'e', timestamp: new Date(now - h * 3_600_000).toISOString(), identity: { anonymous_id: `a${h}` } })),
-    })
+    }), 'capture events')
     const recent = await as(product, 'POST', '/analytics/query', { entity: 'events', metrics: ['count'], range: { from: '-90s' } })
     expect(recent.status).toBe(400) // seconds are not a unit (h, d, w, m for months)
     const lastHours = (await as(product, 'POST', '/analytics/query', { entity: 'events', metrics: ['count'], range: { from: '-24h' } })).body
@@ -245,7 +245,7 @@ describe('funnels', () => {
   test('a step that repeats the step before needs a later event, never the same one again, also at the same instant', async () => {
     const product = await newProduct()
     const at = '2026-05-01T10:00:00Z'
-    await as(product, 'POST', '/tracking/events', {
+    ok(await as(product, 'POST', '/tracking/events', {
       events: [
         { event: 'view', timestamp: at, identity: { users_id: 'once' } }, // one view: reaches step 1 only
         { event: 'view', timestamp: at, identity: { users_id: 'twice' } }, // two views at the same instant: two events
@@ -254,7 +254,7 @@ describe('funnels', () => {
         { event: 'view', timestamp: '2026-05-01T10:01:00Z', identity: { users_id: 'thrice' } },
         { event: 'view', timestamp: '2026-05-01T10:02:00Z', identity: { users_id: 'thrice' } },
       ],
-    })
+    }), 'capture events')
     const run = async (n: number) => {
       const result = await as(product, 'POST', '/analytics/funnel', { steps: Array.from({ length: n }, () => ({ entity: 'events', event: 'view' })), identity: 'users_id', range: { from: '2026-05-01T00:00:00Z', to: '2026-05-02T00:00:00Z' } })
       expect(result.status).toBe(200)
