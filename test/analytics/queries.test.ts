@@ -317,6 +317,15 @@ test('an injection battery changes no result and raises no 500', async () => {
 const AT = '2026-05-01T10:00:00Z'
 const AROUND_AT = { from: '2026-05-01T00:00:00Z', to: '2026-05-02T00:00:00Z' }
 
+test('a range takes from and leaves out to: an event stamped exactly at to is outside it (as one captured in the millisecond a query to now is planned)', async () => {
+  const product = await newProduct()
+  ok(await as(product, 'POST', '/tracking/events', {
+    events: [{ event: 'e', timestamp: AROUND_AT.from, identity: { users_id: 'at-from' } }, { event: 'e', timestamp: AROUND_AT.to, identity: { users_id: 'at-to' } }],
+  }), 'capture events')
+  const result = await as(product, 'POST', '/analytics/query', { entity: 'events', metrics: ['count'], dimensions: ['users_id'], range: AROUND_AT })
+  expect([result.status, result.body.rows]).toEqual([200, [{ users_id: 'at-from', count: 1 }]])
+})
+
 test('a property key of any length capture takes (200 characters) can be filtered and grouped by', async () => {
   const product = await newProduct()
   const key = 'k'.repeat(200)
