@@ -72,6 +72,12 @@ export class WsClient {
   }
 }
 
+/** A setup request's answer, checked: unless it is a reply, throws naming the request with the frame it got instead. */
+export function replied(frame: Frame, what: string): Frame {
+  if (frame.type !== 'reply') throw new Error(`${what}: ${JSON.stringify(frame).slice(0, 2000)}`)
+  return frame
+}
+
 export interface GatewayProcess extends Worker {
   wsUrl: string
 }

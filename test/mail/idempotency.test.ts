@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
 import { bindClaim, claimKey, payloadHash, releaseClaim } from '../../services/public/mail/idempotency'
-import { call, newProduct } from '../helpers'
+import { call, newProduct, ok } from '../helpers'
 import { type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
@@ -15,7 +15,7 @@ let from: string
 beforeAll(async () => {
   pair = await startPublicPair({ MAIL_SEND_RATE_PER_SECOND: '1000' })
   owner = await newProduct('Idempotency')
-  const as = async (path: string, body: unknown) => (await call('POST', path, { token: owner.token, productId: owner.productId, body })).body
+  const as = async (path: string, body: unknown) => ok(await call('POST', path, { token: owner.token, productId: owner.productId, body }), `POST ${path}`).body
   from = `a@${(await as('/mail/domains', { name: `i${crypto.randomUUID().slice(0, 8)}.example.com` })).name}`
   ;({ key, id: keyId } = await as('/mail/api-keys', { name: 'k', scope: 'full_access' }))
 }, 30_000)
@@ -32,12 +32,12 @@ test('a repeat with the same payload (in any key order) answers the same id and 
   const repeat = await send(pair.b, { text: 'Hello', subject: 'Hi', to: 'x@example.org', from }, 'order-1')
   expect([first.status, repeat.status, repeat.body.id]).toEqual([200, 200, first.body.id])
   expect(await emailCount()).toBe(before + 1)
-  const plain = [await send(pair.a, message()), await send(pair.a, message())]
+  const plain = [ok(await send(pair.a, message()), 'send without a key'), ok(await send(pair.a, message()), 'send without a key')]
   expect(plain[0]!.body.id).not.toBe(plain[1]!.body.id)
 })
 
 test('the same key with another payload: 409 invalid_idempotent_request; a key outside 1..256 characters: 400 invalid_idempotency_key', async () => {
-  await send(pair.a, message('one'), 'order-2')
+  ok(await send(pair.a, message('one'), 'order-2'), 'first send with the key')
   const other = await send(pair.b, message('two'), 'order-2')
   expect([other.status, other.body.error]).toEqual([409, 'invalid_idempotent_request'])
   for (const bad of ['', 'k'.repeat(257)]) {
