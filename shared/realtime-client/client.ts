@@ -77,6 +77,20 @@ export function backoffDelay(attempt: number, minMs: number, maxMs: number, rand
  */
 const RECONNECT_AT_ONCE = new Set([4001, 4100])
 
+/**
+ * 4300: a gateway limit was crossed (too many connections of this subject, or connect frames from this address). Retrying
+ * soon cannot help, so the wait is at least LIMITED_MIN_DELAY_MS on top of the usual backoff: never a tight loop.
+ */
+export const LIMITED_CLOSE_CODE = 4300
+export const LIMITED_MIN_DELAY_MS = 5000
+
+/** The wait before reconnecting after a close with `code`, the `attempt`-th in a row. Pure, for tests. */
+export function reconnectDelay(code: number, attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
+  if (RECONNECT_AT_ONCE.has(code) && attempt === 0) return 0
+  const backoff = backoffDelay(attempt, minMs, maxMs, random)
+  return code === LIMITED_CLOSE_CODE ? LIMITED_MIN_DELAY_MS + backoff : backoff
+}
+
 interface Pending {
   resolve(frame: Record<string, unknown>): void
   reject(error: Error): void
@@ -350,8 +364,7 @@ export class RealtimeClient {
     this.setState('disconnected', { code, reason })
     if (!this.wanted) return
     const attempt = this.attempt++
-    const delay = RECONNECT_AT_ONCE.has(code) && attempt === 0 ? 0
-      : backoffDelay(attempt, this.options.minReconnectDelayMs ?? 500, this.options.maxReconnectDelayMs ?? 20_000)
+    const delay = reconnectDelay(code, attempt, this.options.minReconnectDelayMs ?? 500, this.options.maxReconnectDelayMs ?? 20_000)
     this.reconnectTimer = setTimeout(() => this.wanted && this.open(), delay)
   }
 }
