@@ -1,7 +1,8 @@
 // The reference Realtime client: the same code in browsers and in Bun, no dependencies. It connects with a token from
 // its provider, keeps every subscription's last {offset, epoch} and resubscribes with it after any reconnect (reporting
 // whether it recovered), refreshes the token with `auth` before it expires, reconnects at once on 4001 (with a fresh
-// token) and 4100, and with full-jitter exponential backoff after any other close. Protocol: docs/realtime-protocol.md.
+// token) and 4100, and with full-jitter exponential backoff after any other close (after 4300, a limit, at least 5 s
+// more). Protocol: docs/realtime-protocol.md.
 
 /** A message delivered on a channel; `offset`/`epoch` when the namespace keeps history; `data` or `ref`. */
 export interface Publication<T = unknown> {

@@ -7,9 +7,11 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import { connect } from 'node:net'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
+import { aadOf } from '../../shared/db/seal-secrets'
 import { publishInvalidation } from '../../shared/realtime/invalidation'
+import { open } from '../../shared/secrets'
 import { LIMITED_CLOSE_CODE, LIMITED_MIN_DELAY_MS, reconnectDelay } from '../../shared/realtime-client/client'
-import { RETIRED_KEY_VERIFIES_SECONDS, sealSecret, signToken, type TokenChannel } from '../../shared/realtime/tokens'
+import { addSigningKey, refreshSigningKeys, retireSigningKey, RETIRED_KEY_VERIFIES_SECONDS, sealSecret, signToken, TokenError, type TokenChannel, verifyToken } from '../../shared/realtime/tokens'
 import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
 import { awayFromWindowEdge, realtimeProduct, type RealtimeProduct, uniqueIp } from '../realtime/public-helpers'
 import { startQueryCounter, type QueryCounter } from './pg-query-counter'
@@ -166,6 +168,22 @@ describe('forged key ids', () => {
   }, 30_000)
 })
 
+test('addSigningKey announces the new key: the gateway verifies its tokens at once, not at its next periodic re-read; retired, they still verify', async () => {
+  const kid = await addSigningKey()
+  try {
+    const [row] = await sql`select secret_sealed from realtime_signing_keys where kid = ${kid}`
+    const secret = open(Buffer.from(row!.secret_sealed), aadOf('realtime_signing_keys', kid))
+    await Bun.sleep(300)
+    const client = await connected(guarded, signedWith(kid, secret))
+    client.close()
+    await retireSigningKey(kid)
+    await Bun.sleep(300)
+    ;(await connected(guarded, signedWith(kid, secret))).close()
+  } finally {
+    await sql`delete from realtime_signing_keys where kid = ${kid}`
+  }
+})
+
 describe('per client IP (TRUST_PROXY: the last X-Forwarded-For address)', () => {
   test(`past ${IP_UPGRADES} upgrades a minute an address gets 429 with Retry-After; other addresses are not affected`, async () => {
     await awayFromWindowEdge(60, 10_000)
@@ -256,4 +274,18 @@ describe(`Redis-costly reads per connection (1 a second, burst ${READ_BURST})`, 
     expect(await client.request({ type: 'subscribe', channel: names[5], offset: 0, epoch: 'e' })).toMatchObject({ type: 'reply', to: 'subscribe', recovered: false })
     client.close()
   }, 30_000)
+})
+
+describe('the verifier in process', () => {
+  test('after its key set is loaded, 5 000 unknown kids never touch the database (one that failed every query) and evict nothing: a real token still verifies', async () => {
+    const { token: real } = await signToken({ productId: product.productId, apiKeyId: product.keyId, subject: 'x', channels: [] })
+    await refreshSigningKeys()
+    const broken = (() => Promise.reject(new Error('no database'))) as unknown as typeof sql
+    const reasons = new Set<string>()
+    for (let i = 0; i < 5000; i++) {
+      await verifyToken(forged(i % 2 ? randomUUID() : `x${i}`), { sql: broken }).catch((error) => reasons.add(error instanceof TokenError ? error.reason : String(error)))
+    }
+    expect([...reasons].sort()).toEqual(['malformed', 'unknown_key'])
+    expect((await verifyToken(real, { sql: broken })).sub).toBe('ext:x')
+  })
 })
