@@ -140,6 +140,21 @@ function loadConfig() {
       gatewayMaxBufferedBytes: int('GATEWAY_MAX_BUFFERED_BYTES', 4 * 1024 * 1024),
       /** How long a new WebSocket connection has to send its `connect` frame before it is closed with 4001. */
       gatewayConnectTimeoutMs: int('GATEWAY_CONNECT_TIMEOUT_MS', 5000),
+      /**
+       * Abuse bounds, each per gateway process (gateway/limits.ts): WebSocket upgrades and `connect` frames per client
+       * IP per minute (the IP as on the public routes: TRUST_PROXY takes the last X-Forwarded-For), beyond which an
+       * upgrade is 429 with Retry-After and a `connect` frame closes the socket 4300; open connections per product and
+       * token subject, beyond which a `connect` closes 4300.
+       */
+      gatewayIpUpgradesPerMinute: int('GATEWAY_IP_UPGRADES_PER_MINUTE', 300),
+      gatewayIpConnectsPerMinute: int('GATEWAY_IP_CONNECTS_PER_MINUTE', 300),
+      gatewayMaxConnectionsPerSubject: int('GATEWAY_MAX_CONNECTIONS_PER_SUBJECT', 100),
+      /**
+       * Reads that cost Redis work (`history`, `subscribe` with a cursor, `presence.read`): a token bucket per connection
+       * of this many a second, this burst (a reconnect recovering many channels at once fits); beyond it `rate_limited`.
+       */
+      gatewayReadsPerSecond: int('GATEWAY_READS_PER_SECOND', 10),
+      gatewayReadBurst: int('GATEWAY_READ_BURST', 50),
       /** How often a gateway takes expired presence entries off its subscribed channels' rosters (emitting their leaves). */
       gatewayPresenceSweepMs: int('GATEWAY_PRESENCE_SWEEP_MS', 5000),
       /** How often public workers and gateways write the usage they counted (analytics entities realtime_usage, realtime_connections). */
