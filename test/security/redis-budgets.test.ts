@@ -25,6 +25,7 @@ const ENV = {
 const NAMESPACES = [
   { name: 'chat', history: { ttlSeconds: 300, size: 100 } },
   { name: 'short', history: { ttlSeconds: 300, size: 4 } },
+  { name: 'brief', history: { ttlSeconds: 1, size: 100 } },
   { name: 'live' },
   { name: 'events', clientEvents: true },
 ]
@@ -199,6 +200,24 @@ describe('history bytes, per product and shard', () => {
     }
     const history = await pub(api, 'GET', `/${A.productId}/realtime/channels/${channel}/history?last_n=100`, { key: A.key })
     expect(history.body.entries.map((e: { offset: number }) => e.offset)).toEqual([27, 28, 29, 30])
+  }, 30_000)
+test('channels whose history expired leave the product\'s total: a product at its budget publishes again once they are gone, to a new channel', async () => {
+    const [channels, [fresh]] = sameShard([A, 'brief', 2], [A, 'brief'])
+    const data = { blob: 'x'.repeat(4000) }
+    let refusal: Awaited<ReturnType<typeof post>> | undefined
+    for (let i = 0; i < 40 && !refusal; i++) {
+      const result = await post(A, channels![i % 2]!, data)
+      if (result.status === 429) refusal = result
+      else expect(result.status).toBe(200)
+    }
+    expect(refusal!.body).toMatchObject({ error: 'history_budget_exceeded' })
+    expect(Number(refusal!.headers.get('retry-after'))).toBe(1) // the channels expire within the 1 s window
+    expect((await post(A, fresh!, data)).status).toBe(429)
+    await Bun.sleep(1100)
+    // Nothing touched the expired channels since: the publish itself takes them off the product's total.
+    const again = await post(A, fresh!, data)
+    expect(again.status).toBe(200)
+    expect(again.body.offset).toBe(1)
   }, 30_000)
 })
 
