@@ -159,6 +159,42 @@ describe('fan-out bytes in flight, per product and shard', () => {
   }, 120_000)
 })
 
+test('a gateway stalled while A floods the shard far past its budget delivers every message of B once it resumes, without a resubscribe', async () => {
+  const [[aChannel], [bRoom]] = sameShard([A, 'live'], [B, 'chat'])
+  const gateway = await startGateway(ENV)
+  try {
+    const client = await connected(gateway, B, [{ name: bRoom!, ops: ['subscribe'] }])
+    expect(await client.request({ type: 'subscribe', channel: bRoom })).toMatchObject({ type: 'reply', offset: 0 })
+    const budgets: PublishBudgets = { fanoutRetentionMs: FANOUT_WINDOW_MS, fanoutMaxBytes: FANOUT_MAX, historyMaxBytes: HISTORY_MAX }
+    const policy = { historyTtlSeconds: 0, historySize: 0 }
+    let accepted = 0
+    gateway.proc.kill('SIGSTOP') // it reads nothing until the flood is over
+    try {
+      for (let i = 1; i <= 3; i++) expect((await post(B, bRoom!, { i })).status).toBe(200)
+      // 12 000 publishes: more than a length cap of 10 000 would keep, were the stream trimmed by length.
+      for (let round = 0; round < 120; round++) {
+        const results = await Promise.allSettled(Array.from({ length: 100 }, () =>
+          publish({ productId: A.productId, channel: aChannel!, policy, data: '"flood"' }, budgets)))
+        accepted += results.filter((r) => r.status === 'fulfilled').length
+      }
+      for (let i = 4; i <= 6; i++) expect((await post(B, bRoom!, { i })).status).toBe(200)
+    } finally {
+      gateway.proc.kill('SIGCONT')
+    }
+    expect(accepted).toBe(Math.floor(FANOUT_MAX / (A.productId.length + aChannel!.length + 36 + '"flood"'.length + FAN_ENTRY_OVERHEAD_BYTES)))
+    const got: Frame[] = []
+    for (const deadline = Date.now() + 10_000; got.length < 6 && Date.now() < deadline; ) {
+      got.push(...client.publications(bRoom!))
+      if (got.length < 6) await client.next((f) => f.type === 'publication', 2000).then((f) => got.push(f), () => {})
+    }
+    expect(got.map((f) => [f.offset, f.data.i])).toEqual([1, 2, 3, 4, 5, 6].map((i) => [i, i]))
+    expect(client.frames.filter((f) => f.type === 'unsubscribe')).toEqual([])
+    client.close()
+  } finally {
+    await gateway.stop()
+  }
+}, 60_000)
+
 describe('history bytes, per product and shard', () => {
   test('A\'s history over several channels of one shard stays within its byte budget: past it 429 history_budget_exceeded; B on that shard still publishes', async () => {
     const [aChannels, [bChannel]] = sameShard([A, 'chat', 3], [B, 'chat'])
