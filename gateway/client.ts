@@ -17,6 +17,7 @@ import type { GatewayLimits } from './limits'
 import { type Hub, type Position, topicOf } from './hub'
 import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
 import { merge, type Positioned } from './recovery'
+import { takeProductEvent } from './event-budget'
 import { TokenBucket } from './token-bucket'
 
 
@@ -365,7 +366,8 @@ export class Connection {
 
   /**
    * A client event: allowed where the token carries `publish` (issued only where the namespace enables client events)
-   * and the namespace still does; at most 32 KiB serialized; 5 a second, burst 10, per connection. Fanned out through
+   * and the namespace still does; at most 32 KiB serialized; 5 a second, burst 10, per connection, and within the product's
+   * budgets (client events per second across all its connections, fan-out bytes on the shard). Fanned out through
    * the shard stream like any publication, never stored, no offset or epoch, skipped for this connection on every
    * gateway; the reply is the sender's only confirmation.
    */
@@ -377,7 +379,18 @@ export class Connection {
     const size = Buffer.byteLength(data, 'utf8')
     if (size > CLIENT_EVENT_MAX_BYTES) return this.send(encode.error(request.id, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`))
     if (!(this.eventBudget ??= new TokenBucket(5, 10)).take()) return this.send(encode.error(request.id, 'rate_limited', 'more than 5 client events a second (burst 10) on this connection'))
-    const { id } = await publishMessage({ productId: this.claims!.pid, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id })
+    const productId = this.claims!.pid
+    if (!(await takeProductEvent(productId))) {
+      return this.send(encode.error(request.id, 'rate_limited', `more than ${config.realtime.productClientEventsPerSecond} client events a second across this product's connections`))
+    }
+    let id: string
+    try {
+      ;({ id } = await publishMessage({ productId, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id }))
+    } catch (error) {
+      // Past the product's fan-out byte budget on the channel's shard (429 on the HTTP route): retry later.
+      if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
+      throw error
+    }
     usage.count(this.claims!.pid, request.channel, { publishes: 1, bytes: size })
     this.send(encode.reply(request.id, 'publish', { channel: request.channel, messageId: id }))
   }

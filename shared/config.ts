@@ -131,6 +131,24 @@ function loadConfig() {
        * arbitrary buckets: the platform's S3 credentials would otherwise reach any bucket, another tenant's included.
        */
       payloadBucketsAllowed: str('REALTIME_PAYLOAD_BUCKETS', '').split(',').map((b) => b.trim()).filter(Boolean),
+      /**
+       * How long an entry stays in a shard's fan-out stream (ms). Streams are trimmed by age only (XADD MINID), never by
+       * length, so one product's traffic cannot trim entries another product's gateways have not read: a gateway that
+       * is less than this far behind never loses continuity. docs/realtime-data-plane.md, "Budgets".
+       */
+      fanoutRetentionMs: int('REALTIME_FANOUT_RETENTION_MS', 60_000),
+      /**
+       * Bytes one product may append to one shard's fan-out stream within the retention window (publishes and client
+       * events; entry overhead counted). Past it HTTP publish is 429 `fanout_budget_exceeded`, a client event `rate_limited`.
+       */
+      productFanoutMaxBytes: int('REALTIME_PRODUCT_FANOUT_MAX_BYTES', 32 * 1024 * 1024),
+      /**
+       * Bytes of history one product may keep on one shard (all its channels there, entry overhead counted). A publish
+       * that would pass it, after its own channel's trimming, is 429 `history_budget_exceeded`.
+       */
+      productHistoryMaxBytes: int('REALTIME_PRODUCT_HISTORY_MAX_BYTES', 64 * 1024 * 1024),
+      /** Client events one product may send per second across all its connections and gateways; beyond it `rate_limited`. */
+      productClientEventsPerSecond: int('REALTIME_PRODUCT_CLIENT_EVENTS_PER_SECOND', 200),
       /** Most payload bytes one history reply carries (built inside Redis, so it must stay bounded). */
       historyMaxReplyBytes: int('REALTIME_HISTORY_MAX_REPLY_BYTES', 16 * 1024 * 1024),
       /**
