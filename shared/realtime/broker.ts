@@ -5,6 +5,7 @@ import type Redis from 'ioredis'
 import { config } from '../config'
 import { ApiError, badRequest, logUnlessOutage, unavailable } from '../errors'
 import { redis } from '../redis'
+import { FAN_BUDGET_LUA, FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
 import { channelKeys, FAN_BUDGET_SLICES } from './keys'
 
 /** A namespace's history policy. History is kept only when both are positive; 0/0 = no history. */
@@ -89,8 +90,8 @@ local function now_ms()
 end
 `
 
-/** What a fan-out entry costs beyond its product id, channel, message id, payload and sender (field names, t, n, offset, epoch, stream id). */
-export const FAN_ENTRY_OVERHEAD_BYTES = 128
+/** What a fan-out entry costs beyond its product id, channel, message id, payload and sender. */
+export { FAN_ENTRY_OVERHEAD_BYTES }
 /** What a history entry costs beyond its message id and payload (field names, t, stream id). */
 export const HISTORY_ENTRY_OVERHEAD_BYTES = 64
 
@@ -119,32 +120,17 @@ export const defaultBudgets = (): PublishBudgets => ({
 // (then nothing was written but bookkeeping: expired history trimmed and accounted).
 // Budgets (docs/realtime-data-plane.md, "Budgets"): both are checked before anything is appended, so a refused publish
 // leaves the streams as they were; the fan-out stream is trimmed by age only, never by length.
-const PUBLISH_LUA = `${LUA_NOW}
+const PUBLISH_LUA = `${LUA_NOW}${FAN_BUDGET_LUA}
 if redis.replicate_commands then redis.replicate_commands() end
 local now = now_ms()
 local size = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local stored = size > 0 and ttl > 0
--- Fan-out budget: bytes appended per time slice; the slices of the last window plus the current one are summed, so
--- every entry still younger than the window (the only ones trimming must keep) is counted. Old slices are dropped
--- here and the hash expires: nothing is ever decremented, so nothing can drift.
 local window = tonumber(ARGV[9])
 local slices = tonumber(ARGV[13])
-local slice = math.max(1, math.ceil(window / slices))
-local bucket = math.floor(now / slice)
 local fan_cost = #ARGV[4] + #ARGV[5] + #ARGV[6] + #ARGV[8] + #ARGV[10] + tonumber(ARGV[14])
-local used = 0
-local oldest = bucket
-local counted = redis.call('HGETALL', KEYS[5])
-for i = 1, #counted, 2 do
-  local b = tonumber(counted[i])
-  if b < bucket - slices then redis.call('HDEL', KEYS[5], counted[i])
-  else
-    used = used + tonumber(counted[i + 1])
-    if b < oldest then oldest = b end
-  end
-end
-if used + fan_cost > tonumber(ARGV[11]) then return {-1, 'fanout', (oldest + slices + 1) * slice - now} end
+local used, fan_wait = fan_used(KEYS[5], window, slices, now)
+if used + fan_cost > tonumber(ARGV[11]) then return {-1, 'fanout', fan_wait} end
 local result = {}
 local epoch = nil
 local hist_cost = 0
@@ -236,8 +222,7 @@ table.insert(fan, ARGV[7]) table.insert(fan, ARGV[8])
 -- Numbered last, next to the XADD, so that no number is ever taken without its entry.
 table.insert(fan, 'n') table.insert(fan, redis.call('INCR', KEYS[4]))
 redis.call(unpack(fan))
-redis.call('HINCRBY', KEYS[5], bucket, fan_cost)
-redis.call('PEXPIRE', KEYS[5], window + 2 * slice)
+fan_charge(KEYS[5], window, slices, now, fan_cost)
 return result
 `
 
@@ -405,16 +390,11 @@ export async function publish(input: PublishInput, budgets: PublishBudgets = def
  * oldest counted bytes leave the fan-out window, or when the product's first channel on the shard expires.
  */
 function overBudget(kind: string, waitMs: number, budgets: PublishBudgets): ApiError {
+  if (kind !== 'history') return fanoutBudgetExceeded(waitMs, budgets.fanoutMaxBytes, budgets.fanoutRetentionMs)
   const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
-  const headers = { 'retry-after': String(retryAfter) }
-  if (kind === 'history') {
-    return new ApiError(429, 'history_budget_exceeded',
-      `The product's history on this channel's shard would pass ${budgets.historyMaxBytes} bytes; it frees as channels trim or expire`,
-      { retryAfter, limitBytes: budgets.historyMaxBytes }, headers)
-  }
-  return new ApiError(429, 'fanout_budget_exceeded',
-    `The product's messages in flight on this channel's shard would pass ${budgets.fanoutMaxBytes} bytes per ${budgets.fanoutRetentionMs} ms`,
-    { retryAfter, limitBytes: budgets.fanoutMaxBytes, windowMs: budgets.fanoutRetentionMs }, headers)
+  return new ApiError(429, 'history_budget_exceeded',
+    `The product's history on this channel's shard would pass ${budgets.historyMaxBytes} bytes; it frees as channels trim or expire`,
+    { retryAfter, limitBytes: budgets.historyMaxBytes }, { 'retry-after': String(retryAfter) })
 }
 
 function validateQuery(query: HistoryQuery): [mode: 'n' | 'ms' | 'c', value: number, epoch: string] {
