@@ -173,6 +173,13 @@ function loadConfig() {
        */
       gatewayReadsPerSecond: int('GATEWAY_READS_PER_SECOND', 10),
       gatewayReadBurst: int('GATEWAY_READ_BURST', 50),
+      /**
+       * Presence writes (`presence.enter`, `presence.update`): a token bucket per connection of this many a second, this
+       * burst (entering a few rosters at connect fits); beyond it `rate_limited`, the connection stays. A join also
+       * spends the product's fan-out byte budget (REALTIME_PRODUCT_FANOUT_MAX_BYTES). `presence.leave` takes no token.
+       */
+      gatewayPresenceWritesPerSecond: int('GATEWAY_PRESENCE_WRITES_PER_SECOND', 2),
+      gatewayPresenceWriteBurst: int('GATEWAY_PRESENCE_WRITE_BURST', 10),
       /** How often a gateway takes expired presence entries off its subscribed channels' rosters (emitting their leaves). */
       gatewayPresenceSweepMs: int('GATEWAY_PRESENCE_SWEEP_MS', 5000),
       /** How often public workers and gateways write the usage they counted (analytics entities realtime_usage, realtime_connections). */

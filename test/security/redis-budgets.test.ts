@@ -16,7 +16,11 @@ const FANOUT_MAX = 128 * 1024
 const FANOUT_WINDOW_MS = 5000
 const HISTORY_MAX = 48 * 1024
 const EVENTS_PER_SECOND = 8
+const PRESENCE_WRITES_PER_SECOND = 1
+const PRESENCE_WRITE_BURST = 5
 const ENV = {
+  GATEWAY_PRESENCE_WRITES_PER_SECOND: String(PRESENCE_WRITES_PER_SECOND),
+  GATEWAY_PRESENCE_WRITE_BURST: String(PRESENCE_WRITE_BURST),
   REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(FANOUT_MAX),
   REALTIME_FANOUT_RETENTION_MS: String(FANOUT_WINDOW_MS),
   REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(HISTORY_MAX),
@@ -28,6 +32,7 @@ const NAMESPACES = [
   { name: 'brief', history: { ttlSeconds: 1, size: 100 } },
   { name: 'live' },
   { name: 'events', clientEvents: true },
+  { name: 'lobby', presence: true },
 ]
 
 let g1: GatewayProcess
@@ -288,5 +293,55 @@ describe('client events', () => {
     expect(answers.slice(0, fits).map((f) => f.type)).toEqual(Array(fits).fill('reply'))
     expect(answers[fits]).toMatchObject({ type: 'error', code: 'rate_limited', message: expect.stringContaining('in flight') })
     client.close()
+  }, 30_000)
+})
+
+describe('presence writes', () => {
+  test('an enter/leave loop with the largest info is rate_limited past the connection\'s presence bucket; the connection stays', async () => {
+    const [[room]] = sameShard([A, 'lobby'])
+    const client = await connected(g1, A, [{ name: room!, ops: ['presence'] }])
+    const info = { blob: 'i'.repeat(10_000) }
+    const started = Date.now()
+    const enters: Frame[] = []
+    for (let i = 0; i < 12; i++) {
+      const entered = await client.request({ type: 'presence.enter', channel: room, info })
+      enters.push(entered)
+      if (entered.type === 'reply') expect(await client.request({ type: 'presence.leave', channel: room })).toMatchObject({ type: 'reply', to: 'presence.leave' })
+    }
+    const elapsed = (Date.now() - started) / 1000
+    const taken = enters.filter((f) => f.type === 'reply').length
+    // The burst, plus what the bucket refilled while the loop ran (1 a second): far fewer than the 12 tried.
+    expect(enters.slice(0, PRESENCE_WRITE_BURST).map((f) => f.type)).toEqual(Array(PRESENCE_WRITE_BURST).fill('reply'))
+    expect(taken).toBeLessThanOrEqual(PRESENCE_WRITE_BURST + Math.ceil(elapsed * PRESENCE_WRITES_PER_SECOND))
+    for (const f of enters.filter((f) => f.type === 'error')) {
+      expect(f).toMatchObject({ code: 'rate_limited', temporary: true, message: expect.stringContaining('presence writes') })
+    }
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply', to: 'ping' })
+    client.close()
+  }, 30_000)
+
+  test('a join past the product\'s fan-out byte budget on the shard is rate_limited and announced to no one; a leave still goes out', async () => {
+    const [[room], [live]] = sameShard([B, 'lobby'], [B, 'live'])
+    const ops: TokenChannel[] = [{ name: room!, ops: ['subscribe', 'presence'] }]
+    const [observer, member, newcomer] = await Promise.all([connected(g1, B, ops), connected(g2, B, ops), connected(g2, B, ops)])
+    expect(await observer.request({ type: 'subscribe', channel: room })).toMatchObject({ type: 'reply', to: 'subscribe' })
+    expect(await member.request({ type: 'presence.enter', channel: room, info: { n: 1 } })).toMatchObject({ type: 'reply' })
+    const joined = await observer.next((f) => f.type === 'join')
+    // B spends its fan-out budget on that shard with publications until one is refused.
+    let status = 200
+    for (let i = 0; i < 100 && status === 200; i++) {
+      status = (await post(B, live!, { blob: 'f'.repeat(8 * 1024) })).status
+      if (status !== 200) expect(status).toBe(429)
+    }
+    expect(status).toBe(429)
+    // Less than 8 KiB is left: a join carrying 10 KB of info does not fit.
+    expect(await newcomer.request({ type: 'presence.enter', channel: room, info: { blob: 'i'.repeat(10_000) } }))
+      .toMatchObject({ type: 'error', code: 'rate_limited', temporary: true, message: expect.stringContaining('in flight') })
+    expect(await member.request({ type: 'presence.leave', channel: room })).toMatchObject({ type: 'reply', to: 'presence.leave' })
+    const left = await observer.next((f) => f.type === 'leave')
+    expect(left.identity).toBe(joined.identity)
+    expect(await member.request({ type: 'presence.read', channel: room })).toMatchObject({ type: 'reply', members: [] })
+    expect(observer.frames.filter((f) => f.type === 'join' || f.type === 'leave')).toEqual([])
+    for (const c of [observer, member, newcomer]) c.close()
   }, 30_000)
 })
