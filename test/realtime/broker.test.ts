@@ -318,11 +318,18 @@ describe('publish and history', () => {
 
   test('the fan-out stream is trimmed by age (MINID), never by length', async () => {
     const { productId, channel } = fresh()
-    for (let i = 0; i < 250; i++) await publish({ productId, channel, policy: NONE, data: String(i) })
-    expect((await fanEntries(productId, channel)).length).toBe(250)
+    const key = fanKey(shardOf(productId, channel))
+    const [last] = await redis().xrevrange(key, '+', '-', 'COUNT', 1)
+    // 10 500 entries: more than the length cap of 10 000 (MAXLEN ~) the streams once had; every one stays.
+    for (let round = 0; round < 21; round++) {
+      await Promise.all(Array.from({ length: 500 }, (_, i) => publish({ productId, channel, policy: NONE, data: String(round * 500 + i) })))
+    }
+    const kept = (await redis().xrange(key, last ? `(${last[0]}` : '-', '+')).filter(([, f]) => f[f.indexOf('product') + 1] === productId)
+    expect(kept.length).toBe(10_500)
     await sleep(30)
-    // Trimming is approximate (whole stream nodes of at most 100 entries), so most but not all of the old ones go.
-    await publish({ productId, channel, policy: NONE, data: '"last"' }, { ...defaultBudgets(), fanoutRetentionMs: 10 })
+    // Trimming is approximate (whole stream nodes of at most 100 entries), so most but not all of the old ones go; one
+    // approximate XADD trims at most 10 000 entries (Redis' default LIMIT), so two writers pass.
+    for (const data of ['"next"', '"last"']) await publish({ productId, channel, policy: NONE, data }, { ...defaultBudgets(), fanoutRetentionMs: 10 })
     const left = await fanEntries(productId, channel)
     expect(left.length).toBeLessThan(200)
     expect(left.at(-1)!.d).toBe('"last"')
