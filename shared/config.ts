@@ -134,7 +134,9 @@ function loadConfig() {
       /**
        * How long an entry stays in a shard's fan-out stream (ms). Streams are trimmed by age only (XADD MINID), never by
        * length, so one product's traffic cannot trim entries another product's gateways have not read: a gateway that
-       * is less than this far behind never loses continuity. docs/realtime-data-plane.md, "Budgets".
+       * is less than this far behind never loses continuity. docs/realtime-data-plane.md, "Budgets". Must be the same
+       * on every process: every writer trims the shared streams by its own value, and the budget's time slices (a tenth
+       * of it) are numbered by it, so mixed values keep entries only the shortest window and count budgets wrongly.
        */
       fanoutRetentionMs: int('REALTIME_FANOUT_RETENTION_MS', 60_000),
       /**
