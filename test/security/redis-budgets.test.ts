@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { FAN_ENTRY_OVERHEAD_BYTES, HISTORY_ENTRY_OVERHEAD_BYTES, historyChannelBytes, type PublishBudgets, publish } from '../../shared/realtime/broker'
-import { fanKey, fanSeqKey } from '../../shared/realtime/keys'
+import { channelKeys, fanKey, fanSeqKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { redis } from '../../shared/redis'
@@ -274,6 +274,9 @@ describe('history bytes, per product and shard', () => {
     for (const deadline = Date.now() + 20_000; again.status === 429 && Date.now() < deadline; again = await post(A, fresh!, data)) await Bun.sleep(100)
     expect(again.status).toBe(200)
     expect(again.body.offset).toBe(1)
+    // Both expired channels were released whole, their channel cost included: the total is the new channel alone.
+    const total = await redis().hget(channelKeys(A.productId, fresh!).histBytes, '#')
+    expect(Number(total)).toBe(historyChannelBytes(fresh!) + 36 + JSON.stringify(data).length + HISTORY_ENTRY_OVERHEAD_BYTES)
   }, 40_000)
 })
 
