@@ -126,6 +126,42 @@ describe('refused: 400 naming the header, nothing queued', () => {
   })
 })
 
+describe('a body of many bad keys gets a small 400 (no amplification)', () => {
+  const size = (result: { body: unknown }) => JSON.stringify(result.body).length
+
+  test('50 000 bad header keys: 400 with the count error alone, named at /body/headers, in a reply of under 2 KB', async () => {
+    // Each key breaks the name rule and each value the string rule: checked one by one, this was 100 000 errors.
+    const headers = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`a b${i}`, i]))
+    const before = await emailCount()
+    const result = await send(headers)
+    expect(result.status).toBe(400)
+    expect(result.body.fields).toEqual([{ path: '/body/headers', message: 'must have at most 50 headers' }])
+    expect(size(result)).toBeLessThan(2048)
+    expect(await emailCount()).toBe(before)
+  }, 30_000)
+
+  test('50 bad headers (at the count limit): the first 20 errors are listed, and the message says how many more', async () => {
+    const headers = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`X-H${i}:`, 'v']))
+    const result = await send(headers)
+    expect(result.status).toBe(400)
+    expect(result.body.fields).toHaveLength(20)
+    expect(result.body.fields[0]).toEqual({ path: '/body/headers/X-H0:', message: expect.stringContaining('is not a header name') })
+    expect(result.body.message).toContain('and 30 more not listed')
+  })
+
+  test('thousands of failing fields elsewhere in the body (template variables holding NUL) are capped the same way', async () => {
+    const variables = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`v${i}`, '\u0000']))
+    const result = await pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, {
+      key: key.key, body: { from: from(), to: 'ann@example.org', subject: 'Hi', template: { id: 'none', variables } },
+    })
+    expect(result.status).toBe(400)
+    expect(result.body.fields).toHaveLength(20)
+    expect(result.body.fields[0].path).toBe('/body/template/variables/v0')
+    expect(result.body.message).toContain('and 19980 more not listed')
+    expect(size(result)).toBeLessThan(8192)
+  }, 30_000)
+})
+
 test('valid custom headers arrive through the real mailer: exactly one From (the real one), the platform\'s headers, the custom ones, nothing else', async () => {
   const custom = {
     'X-Campaign': 'spring sale',

@@ -130,12 +130,26 @@ function validateBody(raw: unknown): SendBody {
     body = validateInput({ body: SendBody }, { body: raw }).body as SendBody
   } catch (error) {
     const fields = (error instanceof ApiError && (error.extra.fields as FieldError[] | undefined)) || undefined
-    if (!fields || headerFields.length === 0) throw error
-    const merged = [...fields.filter((f) => f.path !== '/body/headers' && !f.path.startsWith('/body/headers/')), ...headerFields]
-    throw badRequest(`Invalid request: ${merged.map((f) => `${f.path} ${f.message}`).join('; ')}`, merged)
+    if (!fields) throw error
+    const merged = headerFields.length
+      ? [...fields.filter((f) => f.path !== '/body/headers' && !f.path.startsWith('/body/headers/')), ...headerFields]
+      : fields
+    throw invalid(merged)
   }
-  if (headerFields.length) throw badRequest(`Invalid request: ${headerFields.map((f) => `${f.path} ${f.message}`).join('; ')}`, headerFields)
+  if (headerFields.length) throw invalid(headerFields)
   return body
+}
+
+/** Most failing fields one 400 lists: a body of thousands of bad keys gets a reply of kilobytes, not megabytes. */
+export const MAX_LISTED_ERRORS = 20
+
+/** One 400 naming the first MAX_LISTED_ERRORS failing fields, and saying how many more there were. */
+function invalid(fields: FieldError[]): ApiError {
+  const listed = fields.slice(0, MAX_LISTED_ERRORS)
+  const more = fields.length - listed.length
+  // The message shortens long paths (a key may be most of the body); `fields` keeps each pointer whole.
+  const names = listed.map((f) => `${f.path.length > 100 ? `${f.path.slice(0, 100)}…` : f.path} ${f.message}`).join('; ')
+  return badRequest(`Invalid request: ${names}${more > 0 ? `; and ${more} more not listed` : ''}`, listed)
 }
 
 /**
