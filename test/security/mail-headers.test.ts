@@ -149,6 +149,15 @@ describe('a body of many bad keys gets a small 400 (no amplification)', () => {
     expect(result.body.message).toContain('and 30 more not listed')
   })
 
+  test('a template variable name holding / or ~ is named by an escaped JSON pointer', async () => {
+    for (const [name, path] of [['a/b', '/body/template/variables/a~1b'], ['x~y', '/body/template/variables/x~0y'], ['~/', '/body/template/variables/~0~1']]) {
+      const result = await pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, {
+        key: key.key, body: { from: from(), to: 'ann@example.org', subject: 'Hi', template: { id: 'none', variables: { [name]: 'v' } } },
+      })
+      expect([result.status, result.body.fields], name).toEqual([400, [{ path, message: expect.stringContaining('is not a variable name') }]])
+    }
+  })
+
   test('thousands of failing fields elsewhere in the body (template variables holding NUL) are capped the same way', async () => {
     const variables = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`v${i}`, '\u0000']))
     const result = await pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, {

@@ -9,7 +9,7 @@ import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { ApiError, badRequest, type FieldError, notFound, unprocessable } from '../../../shared/errors'
 import { asList, type Mailbox, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
-import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS } from '../../../shared/mail/headers'
+import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS, pointerToken } from '../../../shared/mail/headers'
 import { isUuid } from '../../../shared/mail/ids'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
 import { findTemplate, renderTemplate } from '../../../shared/mail/templates'
@@ -82,7 +82,7 @@ async function contentOf(productId: string, body: SendBody): Promise<{ subject: 
   if (body.template) {
     if (body.html !== undefined) throw field('/body/html', 'cannot be given with template (the template is the html)')
     for (const name of Object.keys(body.template.variables ?? {})) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw field(`/body/template/variables/${name}`, 'is not a variable name: a letter or _, then letters, digits or _')
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw field(`/body/template/variables/${pointerToken(name)}`, 'is not a variable name: a letter or _, then letters, digits or _')
     }
     const template = await findTemplate(productId, body.template.id)
     if (!template) throw unprocessable(`Template ${body.template.id} is not a template of this product`, [{ path: '/body/template/id', message: 'names no template of this product' }])
