@@ -93,7 +93,9 @@ describe('refused: 400 naming the header, nothing queued', () => {
     ...['fRoM', 'FROM', 'to', 'Cc', 'bCC', 'reply-to', 'Sender', 'subject', 'Date', 'message-id', 'Message-Id', 'MIME-Version',
       'content-TYPE', 'Content-Transfer-Encoding', 'content-disposition', 'dkim-signature', 'DKIM-Signature', 'DomainKey-Signature',
       'Received', 'received-spf', 'Return-Path', 'Authentication-Results', 'ARC-Seal', 'arc-message-signature', 'Resent-From',
-      'Delivered-To', 'X-Original-To', 'X-Mailer', 'BIMI-Indicator']
+      'Delivered-To', 'X-Original-To', 'X-Mailer', 'BIMI-Indicator', 'Errors-To', 'X-Received', 'x-envelope-from',
+      'X-Envelope-To', 'X-Authenticated-Sender', 'X-Authenticated-User', 'X-Spam-Status', 'x-spam-flag', 'X-Spam-Score',
+      'X-Original-From', 'X-Original-Sender', 'TLS-Required', 'X-Priority', 'Importance', 'X-MSMail-Priority']
       .map((name): [string, unknown, string] => [`reserved ${name}`, { [name]: 'x' }, `/body/headers/${name}`]),
     ['the same name twice in other cases', { 'X-Tag': 'a', 'x-TAG': 'b' }, '/body/headers/x-TAG'],
     ['51 headers (one over MAIL_MAX_HEADERS)', Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`X-H${i}`, 'v'])), '/body/headers'],
@@ -223,6 +225,9 @@ test('a row stored with a malicious headers object (queued before the rules) is 
     await insert({ 'X-Evil': `a\r\nFrom: ${FORGED}` }),
     await insert({ 'fRoM': FORGED }),
     await insert({ 'X-Count': 7 }),
+    await insert({ 'X-Authenticated-Sender': 'ceo@paypal.com' }),
+    await insert({ 'X-Spam-Status': 'No, score=-100' }),
+    await insert({ 'X-Priority': 7 }), // a style-only name, but not a string: failed like any other
   ]
   const good = await insert({ 'X-Campaign': 'old' })
   for (const id of malicious) {
@@ -238,4 +243,28 @@ test('a row stored with a malicious headers object (queued before the rules) is 
   expect((parsed.to as { value: unknown[] }).value).toEqual([{ address: 'ann@example.org', name: 'Ann' }])
   expect(parsed.headers.get('x-campaign')).toBe('old')
   for (const message of caught) expect(message.raw.toString().toLowerCase()).not.toContain('paypal')
+}, 30_000)
+
+test('an old row with headers reserved for style only (X-Priority, Importance, X-Mailer), a name twice, or more than MAIL_MAX_HEADERS is sent without them, and the `sent` event says which were dropped', async () => {
+  const id = crypto.randomUUID()
+  // jsonb keeps keys ordered by length, then bytes: X-H00..X-H49 (5 characters) come first and fill the 50.
+  const headers: Record<string, string> = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`X-H${String(i).padStart(2, '0')}`, `v${i}`]))
+  Object.assign(headers, { 'X-Keep': 'over the count', 'X-Priority': '1', Importance: 'high', 'X-Mailer': 'Old Mailer 1.0', 'x-h00': 'twice' })
+  await sql`
+    insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, subject, text, headers, message_id)
+    values (${id}, ${owner.productId}, ${domain.id}, ${key.id}, ${from()}, ${['ann@example.org']}, 'Old', 'Old body',
+            ${headers as never}::jsonb, ${`<${id}@${domain.name}>`})`
+  await sql`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())`
+  const email = await until(id, ['delivered', 'failed'])
+  expect(email.events.map((e: { type: string }) => e.type)).toEqual(['queued', 'sent', 'delivered'])
+  const note = email.events[1].detail as string
+  expect(note).toStartWith('custom headers dropped: ')
+  for (const part of ['x-h00 (given twice)', 'X-Keep (over MAIL_MAX_HEADERS=50)', 'X-Mailer (reserved)', 'Importance (reserved)', 'X-Priority (reserved)']) {
+    expect(note).toContain(part)
+  }
+  const block = headerBlock(caughtFor(email.message_id)[0]!.raw)
+  const names = block.map(([name]) => name)
+  for (let i = 0; i < 50; i++) expect(block).toContainEqual([`x-h${String(i).padStart(2, '0')}`, `v${i}`])
+  expect(names.filter((name) => name === 'x-h00')).toHaveLength(1)
+  for (const name of ['x-keep', 'x-priority', 'importance', 'x-mailer']) expect(names).not.toContain(name)
 }, 30_000)
