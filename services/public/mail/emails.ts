@@ -8,7 +8,7 @@ import { validateInput } from '../../../shared/catalog/validate'
 import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { ApiError, badRequest, type FieldError, notFound, unprocessable } from '../../../shared/errors'
-import { asList, type Mailbox, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
+import { asList, type Mailbox, mailboxProblem, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
 import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS, pointerToken } from '../../../shared/mail/headers'
 import { isUuid } from '../../../shared/mail/ids'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
@@ -63,7 +63,7 @@ async function sendingDomain(key: MailKeyIdentity, body: unknown): Promise<{ id:
   const from = (body as { from?: unknown } | null)?.from
   if (typeof from !== 'string') throw field('/body/from', 'is required: "addr" or "Name <addr>"')
   const mailbox = parseMailbox(from)
-  if (!mailbox) throw field('/body/from', 'is not an email address: use "addr" or "Name <addr>"')
+  if (!mailbox) throw field('/body/from', mailboxProblem(from))
   const [domain] = await sql`select id, name, status from mail_domains where product_id = ${key.productId} and name = ${mailbox.domain}`
   if (key.domainId !== null && domain?.id !== key.domainId) {
     throw restrictedKey(`This API key is restricted to one domain and cannot send from ${mailbox.domain}`)
@@ -111,7 +111,7 @@ function parseRecipients(body: SendBody, from: Mailbox): StoredMailboxes {
   for (const name of ['to', 'cc', 'bcc', 'reply_to'] as const) {
     lists[name] = asList(body[name]).map((value, i) => {
       const mailbox = parseMailbox(value)
-      if (!mailbox) throw field(`/body/${name}${Array.isArray(body[name]) ? `/${i}` : ''}`, 'is not an email address')
+      if (!mailbox) throw field(`/body/${name}${Array.isArray(body[name]) ? `/${i}` : ''}`, mailboxProblem(value))
       return storedMailbox(mailbox)
     })
   }
