@@ -152,7 +152,7 @@ describe('sent only after the SMTP server accepted', () => {
   }, 60_000)
 })
 
-test('MAIL_DEV_VERIFY with PLATFORM_ENV=production: every process refuses to start, exits non-zero and says why', async () => {
+test('MAIL_DEV_VERIFY with PLATFORM_ENV=production (or Production, prod, staging: anything but development, dev, test, local): every process refuses to start, exits non-zero and says why', async () => {
   for (const script of ['services/mailer/main.ts', 'services/public/main.ts', 'services/api/main.ts', 'gateway/main.ts']) {
     const port = String(await freePort())
     const proc = Bun.spawn(['bun', 'run', script], {
@@ -165,7 +165,19 @@ test('MAIL_DEV_VERIFY with PLATFORM_ENV=production: every process refuses to sta
     const stderr = await new Response(proc.stderr).text()
     expect(code, script).not.toBe(0)
     expect(proc.signalCode, script).toBeNull() // it exited by itself, it was not killed by the timer
-    expect(stderr, script).toContain('MAIL_DEV_VERIFY is refused when PLATFORM_ENV=production')
+    expect(stderr, script).toContain('MAIL_DEV_VERIFY is refused when PLATFORM_ENV="production"')
+  }
+  // However production is spelled, or named (an allow-list: only development, dev, test and local may use it).
+  for (const environment of ['Production', ' production', 'prod', 'staging']) {
+    const port = String(await freePort())
+    const proc = Bun.spawn(['bun', 'run', 'services/mailer/main.ts'], {
+      env: { ...process.env, PLATFORM_ENV: environment, MAIL_DEV_VERIFY: '1', MAILER_PORT: port }, stdout: 'ignore', stderr: 'pipe',
+    })
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000)
+    const code = await proc.exited
+    clearTimeout(timer)
+    expect([code === 0, proc.signalCode], environment).toEqual([false, null])
+    expect(await new Response(proc.stderr).text(), environment).toContain(`MAIL_DEV_VERIFY is refused when PLATFORM_ENV=${JSON.stringify(environment)}`)
   }
   // The refusal is that combination only: production without it starts.
   const port = await freePort()
