@@ -222,6 +222,8 @@ function loadConfig() {
       smtpTimeoutMs: int('MAILER_SMTP_TIMEOUT_MS', 30_000),
       /** Most custom headers one email may carry (`headers` of POST /emails); more is a 400 naming /body/headers. */
       maxHeaders: int('MAIL_MAX_HEADERS', 50),
+      /** Most failing fields a 400 of POST /emails lists (its message says how many more): bounds the reply's size. */
+      maxListedErrors: Math.max(1, int('MAIL_MAX_LISTED_ERRORS', 20)),
     },
   }
 }

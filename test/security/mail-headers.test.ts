@@ -152,7 +152,7 @@ describe('a body of many bad keys gets a small 400 (no amplification)', () => {
   })
 
   test('a template variable name holding / or ~ is named by an escaped JSON pointer', async () => {
-    for (const [name, path] of [['a/b', '/body/template/variables/a~1b'], ['x~y', '/body/template/variables/x~0y'], ['~/', '/body/template/variables/~0~1']]) {
+    for (const [name, path] of [['a/b', '/body/template/variables/a~1b'], ['x~y', '/body/template/variables/x~0y'], ['~/', '/body/template/variables/~0~1']] as const) {
       const result = await pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, {
         key: key.key, body: { from: from(), to: 'ann@example.org', subject: 'Hi', template: { id: 'none', variables: { [name]: 'v' } } },
       })

@@ -140,12 +140,12 @@ function validateBody(raw: unknown): SendBody {
   return body
 }
 
-/** Most failing fields one 400 lists: a body of thousands of bad keys gets a reply of kilobytes, not megabytes. */
-export const MAX_LISTED_ERRORS = 20
-
-/** One 400 naming the first MAX_LISTED_ERRORS failing fields, and saying how many more there were. */
+/**
+ * One 400 naming the first MAIL_MAX_LISTED_ERRORS failing fields, and saying how many more there were: a body of
+ * thousands of bad keys gets a reply of kilobytes, not megabytes.
+ */
 function invalid(fields: FieldError[]): ApiError {
-  const listed = fields.slice(0, MAX_LISTED_ERRORS)
+  const listed = fields.slice(0, config.mail.maxListedErrors)
   const more = fields.length - listed.length
   // The message shortens long paths (a key may be most of the body); `fields` keeps each pointer whole.
   const names = listed.map((f) => `${f.path.length > 100 ? `${f.path.slice(0, 100)}…` : f.path} ${f.message}`).join('; ')
