@@ -54,7 +54,7 @@ export function startMailer(): Mailer {
       const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), waitMs)))
       const ended = await Promise.race([loop.then(() => 'done' as const), late])
       clearTimeout(timer)
-      if (ended === 'late') log('warn', 'mailer stopped with attempts in flight; their emails stay leased and are retried with the same Message-ID', { waitedMs: waitMs })
+      if (ended === 'late') log('warn', 'mailer stopped waiting for attempts in flight; one that ends before the process exits records its outcome, else its email stays leased and is retried with the same Message-ID', { waitedMs: waitMs })
     },
   }
 }

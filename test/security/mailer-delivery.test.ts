@@ -218,7 +218,7 @@ describe('sent only after the SMTP server accepted', () => {
       expect(took).toBeLessThan(1500 + 5000)
       expect(code).toBe(0)
       const messages = mailer.logs().map((line) => line.msg)
-      expect(messages).toContain('mailer stopped with attempts in flight; their emails stay leased and are retried with the same Message-ID')
+      expect(messages).toContain('mailer stopped waiting for attempts in flight; one that ends before the process exits records its outcome, else its email stays leased and is retried with the same Message-ID')
       expect(messages).not.toContain('shutdown did not finish in time; exiting')
       const afterStop = await read(id)
       expect(kinds(afterStop)).not.toContain('sent')
