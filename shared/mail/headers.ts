@@ -1,7 +1,7 @@
-// Custom mail headers: what a sender may give in `headers`, checked by hand for every key (not through a record schema,
-// whose key pattern in typebox 1.x leaves keys that do not match it unchecked), and the plain list the mailer hands
-// nodemailer. nodemailer writes a value given as {prepared: true, value} raw, CR/LF included, and strips spaces and
-// colons from names, so only strings this module built may ever reach it.
+// Custom mail headers: what a sender may give in `headers`, checked by hand for every key up to the count limit (not
+// through a record schema, whose key pattern in typebox 1.x leaves keys that do not match it unchecked), and the plain
+// list the mailer hands nodemailer. nodemailer writes a value given as {prepared: true, value} raw, CR/LF included, and
+// strips spaces and colons from names, so only strings this module built may ever reach it.
 import type { FieldError } from '../errors'
 
 /** RFC 5322 field name: printable ASCII but the colon (33..57, 59..126); at most 76 so `Name: ` fits a folded line. */
@@ -45,8 +45,9 @@ export const pointerToken = (key: string) => key.replaceAll('~', '~0').replaceAl
 const shown = (name: string) => JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name)
 
 /**
- * Every rule a `headers` value breaks, one error per header, each naming `/body/headers/<name>`. An absent value
- * (undefined) is fine; anything but a plain object of strings is not.
+ * Every rule a `headers` value breaks, one error per header, each naming `/body/headers/<name>` (at most `maxHeaders`
+ * of them: over the count, the count error alone). An absent value (undefined) is fine; anything but a plain object of
+ * strings is not.
  */
 export function headerErrors(headers: unknown, maxHeaders: number, root = '/body/headers'): FieldError[] {
   if (headers === undefined) return []
