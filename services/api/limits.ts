@@ -1,15 +1,9 @@
 // The platform API's own limits, applied once in invoke() so REST and MCP alike: request rates per operation class, per
 // credential and per organization, and analytics queries running at once per organization on this worker.
-import { rateClassOf, type AnyOperation, type Principal, type RateClass } from '../../shared/catalog/operation'
+import { rateClassOf, type AnyOperation, type Principal } from '../../shared/catalog/operation'
 import { config } from '../../shared/config'
 import { ApiError } from '../../shared/errors'
-import { hitWindow, tooMany } from '../../shared/fixed-window'
-
-const WINDOW_SECONDS = 60
-
-const CLASS_NAMES: Record<RateClass, string> = {
-  read: 'reads', write: 'writes', expensive: 'expensive operations', analytics: 'analytics runs',
-}
+import { limitCredentialRate, limitOrganizationRate } from '../../shared/platform-rates'
 
 /**
  * The credential a request spends: a platform key, or the user behind a login session. A user's sessions share one
@@ -17,32 +11,14 @@ const CLASS_NAMES: Record<RateClass, string> = {
  */
 const credentialOf = (principal: Principal) => (principal.kind === 'platform_key' ? `key:${principal.keyId}` : `user:${principal.userId}`)
 
-/**
- * Counts one request of the operation's class against the credential's window (Redis key
- * `api:rl:<class>:<credential>:<minute>`); beyond the limit, 429 rate_limited naming the class and the limit.
- */
+/** Counts one request of the operation's class against the credential's window (shared/platform-rates.ts). */
 export async function limitCredential(op: AnyOperation, principal: Principal): Promise<void> {
-  const rateClass = rateClassOf(op)
-  await hit(rateClass, 'credential', `api:rl:${rateClass}:${credentialOf(principal)}`, config.platformRates.credential[rateClass],
-    'this credential')
+  await limitCredentialRate(rateClassOf(op), credentialOf(principal))
 }
 
-/**
- * Counts one request against the organization's window (`api:rl:<class>:org:<organizationId>:<minute>`). Called only
- * once the caller is known to reach the organization: a stranger naming it must not spend its budget.
- */
+/** Counts one request against the organization's window, once the caller is known to reach the organization. */
 export async function limitOrganization(op: AnyOperation, organizationId: string): Promise<void> {
-  const rateClass = rateClassOf(op)
-  await hit(rateClass, 'organization', `api:rl:${rateClass}:org:${organizationId}`, config.platformRates.organization[rateClass],
-    'this organization')
-}
-
-async function hit(rateClass: RateClass, scope: 'credential' | 'organization', prefix: string, limit: number, whose: string) {
-  const { count, retryAfter } = await hitWindow(prefix, WINDOW_SECONDS, `platform ${scope} rate limit`)
-  if (count > limit) {
-    throw tooMany('rate_limited', `More than ${limit} ${CLASS_NAMES[rateClass]} per minute for ${whose}; retry after ${retryAfter} s`,
-      retryAfter, { class: rateClass, scope, limit, windowSeconds: WINDOW_SECONDS })
-  }
+  await limitOrganizationRate(rateClassOf(op), organizationId)
 }
 
 /** Analytics operations running now on this worker, per organization (config.analytics.maxConcurrentPerOrganization). */

@@ -6,6 +6,7 @@ import { unboundedSql } from '../../shared/db/client'
 import { createPlatformKey } from '../../services/api/accounts/platform-keys'
 import { createProduct } from '../../services/api/accounts/products'
 import { createInsight } from '../../services/api/analytics/insights'
+import { createMailKey } from '../../services/api/mail/api-keys'
 import { operations } from '../../services/api/catalog'
 import { buildPublicApp } from '../../services/public/app'
 import { call, callApp, freePort, newPlatformKey, newProduct, newUser, startWorker, type Worker } from '../helpers'
@@ -29,15 +30,17 @@ const CEILINGS = Object.fromEntries([
 
 let rated: Worker
 let capped: Worker
+let ratedPublic: Worker
 beforeAll(async () => {
-  const [ratedPort, cappedPort] = [await freePort(), await freePort()]
-  ;[rated, capped] = await Promise.all([
+  const [ratedPort, cappedPort, publicPort] = [await freePort(), await freePort(), await freePort()]
+  ;[rated, capped, ratedPublic] = await Promise.all([
     startWorker('services/api/main.ts', { API_PORT: String(ratedPort), ...RATES }, ratedPort),
     startWorker('services/api/main.ts', { API_PORT: String(cappedPort), ...CEILINGS, ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION: '1' }, cappedPort),
+    startWorker('services/public/main.ts', { PUBLIC_PORT: String(publicPort), ...RATES }, publicPort),
   ])
 })
 afterAll(async () => {
-  await Promise.all([rated?.stop(), capped?.stop()])
+  await Promise.all([rated?.stop(), capped?.stop(), ratedPublic?.stop()])
 })
 
 interface Answer { status: number; body: any; headers: Headers }
@@ -181,6 +184,33 @@ describe('rate limits per operation class', () => {
     expectRefused(await create(), 'expensive', 'credential', 2)
     expect((await over(rated, owner.token, 'GET', '/mail/domains', undefined, owner.productId)).body.data).toHaveLength(2)
     expect((await over(rated, owner.token, 'POST', '/mail/templates', { name: 't', subject: 's', html: '<p>x</p>' }, owner.productId)).status).toBe(200)
+  })
+
+  test('the public Mail surface spends the same budgets: domain create and verify per sending key and per organization, management writes as writes', async () => {
+    const owner = await quietProduct()
+    const [first, second] = [await createMailKey(owner.productId, { name: 'a', scope: 'full_access' }), await createMailKey(owner.productId, { name: 'b', scope: 'full_access' })]
+    await freshWindow()
+    const send = async (key: string, method: string, path: string, body?: unknown): Promise<Answer> => {
+      const response = await fetch(`${ratedPublic.url}/${owner.productId}/mail${path}`, {
+        method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+      })
+      const text = await response.text()
+      return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers }
+    }
+    const create = (key: string) => send(key, 'POST', '/domains', { name: `e${short()}.example.com` })
+    const made = await create(first.key)
+    expect([made.status, made.body]).toEqual([200, expect.objectContaining({ name: expect.any(String) })])
+    expect((await create(first.key)).status).toBe(200)
+    expectRefused(await create(first.key), 'expensive', 'credential', 2)
+    // A verification is as expensive, even of an unknown domain; the organization's 3 are then spent, for every key.
+    expect((await send(second.key, 'POST', `/domains/${crypto.randomUUID()}/verify`)).status).toBe(404)
+    expectRefused(await send(second.key, 'POST', `/domains/${crypto.randomUUID()}/verify`), 'expensive', 'organization', 3)
+    expectRefused(await over(rated, owner.token, 'POST', '/mail/domains', { name: `e${short()}.example.com` }, owner.productId), 'expensive', 'organization', 3)
+    // Template writes are writes: 5 per key.
+    const template = () => send(second.key, 'POST', '/templates', { name: `t${short()}`, subject: 's', html: '<p>x</p>' })
+    for (let i = 0; i < 5; i++) expect((await template()).status).toBe(200)
+    expectRefused(await template(), 'write', 'credential', 5)
+    expect((await send(second.key, 'GET', '/domains')).body.data).toHaveLength(2) // reads are not limited here
   })
 
   test('analytics runs: the fourth metric query, funnel or insight run of a credential in a minute is 429', async () => {
