@@ -399,8 +399,13 @@ describe('every list is paginated: limit, after, has_more', () => {
     }
     const versions = await call('GET', `/analytics/dashboards/${crypto.randomUUID()}/versions?after=x`, { token: owner.token, productId: owner.productId })
     expect(versions.body.fields.map((f: any) => f.path)).toEqual(['/query/after'])
-    const viaTool = await tool(capped, owner.token, owner.productId, 'mail_template_list', { query: { limit: 1000 } })
-    expect(viaTool.body).toMatchObject({ status: 400, fields: [{ path: '/query/limit' }] })
+    for (const limit of [1000, 1.5, 0.5, '1.5', 'abc']) {
+      const viaTool = await tool(capped, owner.token, owner.productId, 'mail_template_list', { query: { limit } })
+      expect([limit, viaTool.body.status, [...new Set(viaTool.body.fields.map((f: any) => f.path))]]).toEqual([limit, 400, ['/query/limit']])
+    }
+    // A JSON number with a fraction is refused, never truncated to 1.
+    expect((await tool(capped, owner.token, owner.productId, 'mail_template_list', { query: { limit: 1.5 } })).body.fields)
+      .toEqual([{ path: '/query/limit', message: 'must be integer' }])
     const onePage = await tool(capped, owner.token, owner.productId, 'mail_template_list', { query: { limit: 1 } })
     expect(onePage.body.data).toHaveLength(1)
     expect(onePage.body.has_more).toBe(true)
