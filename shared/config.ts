@@ -174,6 +174,12 @@ function loadConfig() {
        * an organization with several products cannot take every connection of the analytics pool. More: 429.
        */
       maxConcurrentPerOrganization: int('ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION', 3),
+      /**
+       * Most analytics operations one API worker runs at once, all organizations together (its analytics pool holds 4
+       * connections): one person with several organizations cannot queue the others behind their queries. More: 429
+       * with scope "worker".
+       */
+      maxConcurrentPerWorker: int('ANALYTICS_MAX_CONCURRENT_PER_WORKER', 4),
     },
     mail: {
       /**

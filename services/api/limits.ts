@@ -4,6 +4,7 @@ import { rateClassOf, type AnyOperation, type Principal } from '../../shared/cat
 import { config } from '../../shared/config'
 import { ApiError } from '../../shared/errors'
 import { limitCredentialRate, limitOrganizationRate } from '../../shared/platform-rates'
+import { Slots } from '../../shared/slots'
 
 /**
  * The credential a request spends: a platform key, or the user behind a login session. A user's sessions share one
@@ -21,28 +22,27 @@ export async function limitOrganization(op: AnyOperation, organizationId: string
   await limitOrganizationRate(rateClassOf(op), organizationId)
 }
 
-/** Analytics operations running now on this worker, per organization (config.analytics.maxConcurrentPerOrganization). */
-const runningByOrganization = new Map<string, number>()
+/** Analytics operations running now on this worker, per organization and in all (key WORKER). */
+const organizationSlots = new Slots()
+const workerSlots = new Slots()
+const WORKER = 'worker'
+
+const busy = (message: string, limit: number, scope: 'organization' | 'worker') =>
+  new ApiError(429, 'too_many_queries', message, { limit, scope, retryAfter: 1 }, { 'retry-after': '1' })
 
 /**
- * Runs an analytics operation in one of its organization's slots on this worker; with none free, 429 too_many_queries
- * with Retry-After 1, as the per-product bound answers. The analytics pool holds 4 connections per worker: the default
- * of 3 leaves one for every other organization.
+ * Runs an analytics operation in one of its organization's slots on this worker and one of the worker's; with none
+ * free, 429 too_many_queries with Retry-After 1, as the per-product bound answers. The analytics pool holds 4
+ * connections per worker: an organization takes at most ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION (3), so it leaves one
+ * for the others, and the worker runs at most ANALYTICS_MAX_CONCURRENT_PER_WORKER (4) however many organizations ask (one
+ * person's several organizations included), so a query beyond is refused at once rather than queued inside the pool
+ * behind others' statement timeouts.
  */
 export async function withOrganizationSlot<T>(organizationId: string, run: () => Promise<T>): Promise<T> {
-  const limit = config.analytics.maxConcurrentPerOrganization
-  const running = runningByOrganization.get(organizationId) ?? 0
-  if (running >= limit) {
-    throw new ApiError(429, 'too_many_queries',
-      `This organization already runs ${running} analytics queries on this worker; retry when one has finished`,
-      { limit, scope: 'organization', retryAfter: 1 }, { 'retry-after': '1' })
-  }
-  runningByOrganization.set(organizationId, running + 1)
-  try {
-    return await run()
-  } finally {
-    const left = (runningByOrganization.get(organizationId) ?? 1) - 1
-    if (left > 0) runningByOrganization.set(organizationId, left)
-    else runningByOrganization.delete(organizationId)
-  }
+  const { maxConcurrentPerOrganization: perOrganization, maxConcurrentPerWorker: perWorker } = config.analytics
+  return organizationSlots.run(organizationId, perOrganization,
+    (running) => busy(`This organization already runs ${running} analytics queries on this worker; retry when one has finished`, perOrganization, 'organization'),
+    () => workerSlots.run(WORKER, perWorker,
+      (running) => busy(`This worker already runs ${running} analytics queries; retry when one has finished`, perWorker, 'worker'),
+      run))
 }

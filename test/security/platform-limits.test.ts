@@ -31,16 +31,18 @@ const CEILINGS = Object.fromEntries([
 let rated: Worker
 let capped: Worker
 let ratedPublic: Worker
+let single: Worker
 beforeAll(async () => {
-  const [ratedPort, cappedPort, publicPort] = [await freePort(), await freePort(), await freePort()]
-  ;[rated, capped, ratedPublic] = await Promise.all([
+  const [ratedPort, cappedPort, publicPort, singlePort] = [await freePort(), await freePort(), await freePort(), await freePort()]
+  ;[rated, capped, ratedPublic, single] = await Promise.all([
     startWorker('services/api/main.ts', { API_PORT: String(ratedPort), ...RATES }, ratedPort),
     startWorker('services/api/main.ts', { API_PORT: String(cappedPort), ...CEILINGS, ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION: '1' }, cappedPort),
     startWorker('services/public/main.ts', { PUBLIC_PORT: String(publicPort), ...RATES }, publicPort),
+    startWorker('services/api/main.ts', { API_PORT: String(singlePort), ANALYTICS_MAX_CONCURRENT_PER_WORKER: '1' }, singlePort),
   ])
 })
 afterAll(async () => {
-  await Promise.all([rated?.stop(), capped?.stop(), ratedPublic?.stop()])
+  await Promise.all([rated?.stop(), capped?.stop(), ratedPublic?.stop(), single?.stop()])
 })
 
 interface Answer { status: number; body: any; headers: Headers }
@@ -474,18 +476,23 @@ describe('ceilings per product', () => {
   })
 })
 
-describe('analytics concurrency per organization', () => {
-  test('two products of one organization share its slots on a worker: the second query waits its turn (429); another organization runs', async () => {
-    const owner = await newProduct('first')
-    const sibling = (await call('POST', '/products', { token: owner.token, body: { name: 'second' } })).body.id as string
-    const stranger = await newProduct()
+describe('analytics concurrency per organization and per worker', () => {
+  let owner: Owner
+  let sibling: string
+  const heavy = { entity: 'events', metrics: ['identities'], dimensions: ['properties.n'], range: { from: '-7d' }, limit: 1 }
+  beforeAll(async () => {
+    owner = await newProduct('first')
+    sibling = (await call('POST', '/products', { token: owner.token, body: { name: 'second' } })).body.id as string
     const seed = unboundedSql() // a bulk insert longer than the API's own statement deadline
     await seed`
       insert into tracked_events (product_id, event, ts, users_id, properties)
       select ${owner.productId}, 'e' || (i % 7), now() - (i || ' seconds')::interval, 'u' || (i % 5000), jsonb_build_object('n', i)
       from generate_series(1, 200000) as i`
     await seed.end()
-    const heavy = { entity: 'events', metrics: ['identities'], dimensions: ['properties.n'], range: { from: '-7d' }, limit: 1 }
+  }, 60_000)
+
+  test('two products of one organization share its slots on a worker: the second query waits its turn (429); another organization runs', async () => {
+    const stranger = await newProduct()
     const query = (productId: string, token = owner.token, body: unknown = METRIC) => over(capped, token, 'POST', '/analytics/query', body, productId)
     const [first, second, theirs] = await Promise.all([
       query(owner.productId, owner.token, heavy),
@@ -498,5 +505,19 @@ describe('analytics concurrency per organization', () => {
     expect(second.headers.get('retry-after')).toBe('1')
     expect(theirs.status).toBe(200)
     expect((await query(sibling)).status).toBe(200) // freed when done
+  }, 60_000)
+
+  test('a worker runs at most ANALYTICS_MAX_CONCURRENT_PER_WORKER at once, whatever the organizations: beyond, 429 scope worker', async () => {
+    const stranger = await newProduct()
+    const query = (productId: string, token: string, body: unknown = METRIC) => over(single, token, 'POST', '/analytics/query', body, productId)
+    const [first, theirs] = await Promise.all([
+      query(owner.productId, owner.token, heavy),
+      Bun.sleep(50).then(() => query(stranger.productId, stranger.token)),
+    ])
+    expect(first.status).toBe(200)
+    expect(theirs.status).toBe(429)
+    expect(theirs.body).toMatchObject({ error: 'too_many_queries', scope: 'worker', limit: 1 })
+    expect(theirs.headers.get('retry-after')).toBe('1')
+    expect((await query(stranger.productId, stranger.token)).status).toBe(200) // freed when done
   }, 60_000)
 })
