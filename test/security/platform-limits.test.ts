@@ -3,6 +3,7 @@
 // per-product ceiling hit, in a concurrent burst too; analytics concurrency bounded per organization.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { unboundedSql } from '../../shared/db/client'
+import { listMembers } from '../../services/api/accounts/members'
 import { createPlatformKey } from '../../services/api/accounts/platform-keys'
 import { createProduct } from '../../services/api/accounts/products'
 import { createInsight } from '../../services/api/analytics/insights'
@@ -411,6 +412,34 @@ describe('every list is paginated: limit, after, has_more', () => {
     const onePage = await tool(capped, owner.token, owner.productId, 'mail_template_list', { query: { limit: 1 } })
     expect(onePage.body.data).toHaveLength(1)
     expect(onePage.body.has_more).toBe(true)
+  })
+
+  test('a cursor deleted while the list is being read is 400 /query/after, never an empty last page', async () => {
+    const host = await newUser()
+    const member = await newUser()
+    expect((await call('POST', `/organizations/${host.organizationId}/members`, { token: host.token, body: { email: member.email } })).status).toBe(200)
+    // Hold the list query (it joins users) while the cursor's membership is deleted: the query runs after the delete.
+    const locker = unboundedSql()
+    const held = await locker.reserve()
+    try {
+      await held`begin`
+      await held`lock table users in access exclusive mode`
+      const listing = listMembers(host.organizationId, host.userId, { limit: 10, after: member.userId }).then((rows) => ({ rows }), (error) => ({ error }))
+      for (let waited = 0; ; waited += 20) {
+        expect(waited).toBeLessThan(10_000)
+        const [blocked] = await locker`select count(*)::int as n from pg_locks where not granted and relation = 'users'::regclass`
+        if (blocked!.n > 0) break
+        await Bun.sleep(20)
+      }
+      await locker`delete from organization_members where organization_id = ${host.organizationId} and user_id = ${member.userId}`
+      await held`rollback`
+      const answer = (await listing) as { rows?: unknown[]; error?: any }
+      expect(answer.rows).toBeUndefined()
+      expect([answer.error?.status, answer.error?.extra?.fields]).toEqual([400, [{ path: '/query/after', message: 'names no member of this list' }]])
+    } finally {
+      held.release()
+      await locker.end()
+    }
   })
 
   test('without limit a page holds 50, and has_more says more follow', async () => {
