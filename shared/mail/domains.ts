@@ -9,7 +9,7 @@ import { aadOf } from '../db/seal-secrets'
 import { conflict, notFound } from '../errors'
 import { dkimRecordValue, newDkimKeys } from './dkim'
 import { lookupTxt } from './dns'
-import { isUuid } from './ids'
+import { isUuid } from '../ids'
 import { publishInvalidation } from '../realtime/invalidation'
 import { seal } from '../secrets'
 

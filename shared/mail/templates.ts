@@ -5,7 +5,7 @@ import { insertUnderCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
 import { keysetPage } from '../db/keyset'
 import { conflict, notFound, unprocessable } from '../errors'
-import { isUuid } from './ids'
+import { isUuid } from '../ids'
 
 export interface Template {
   id: string

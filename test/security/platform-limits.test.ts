@@ -305,6 +305,7 @@ describe('every list is paginated: limit, after, has_more', () => {
     const key = await newPlatformKey({ token: user.token, productId: ids[0]! }, ['organization'])
     expect((await call('GET', '/products?limit=1', { token: key.key })).body).toMatchObject({ products: [{ id: ids[0] }], has_more: false })
     expect((await call('GET', `/products?after=${ids[0]}`, { token: key.key })).body).toEqual({ products: [], has_more: false })
+    expect((await call('GET', `/products?after=${ids[0]!.toUpperCase()}`, { token: key.key })).body).toEqual({ products: [], has_more: false })
     expect((await call('GET', `/products?after=${ids[1]}`, { token: key.key })).body.fields).toEqual([{ path: '/query/after', message: 'names no product of this list' }])
   })
 

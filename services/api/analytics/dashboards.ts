@@ -8,7 +8,7 @@ import { checkCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { keysetPage } from '../../../shared/db/keyset'
 import { ApiError, badRequest, conflict, notFound, unprocessable } from '../../../shared/errors'
-import { isUuid } from '../../../shared/mail/ids'
+import { isUuid } from '../../../shared/ids'
 
 /** Versions kept per dashboard; older ones are dropped when a new one is written. */
 export const VERSIONS_KEPT = 50

@@ -11,7 +11,7 @@ import { ApiError, notFound } from '../../../shared/errors'
 import { checkFunnel, runFunnel } from '../../../shared/analytics/funnel'
 import { checkMetricQuery, runMetricQuery } from '../../../shared/analytics/metric-query'
 import { Funnel, MetricQuery } from '../../../shared/analytics/query-schemas'
-import { isUuid } from '../../../shared/mail/ids'
+import { isUuid } from '../../../shared/ids'
 
 export type InsightKind = 'metric' | 'funnel'
 
