@@ -93,6 +93,11 @@ function loadConfig() {
       /** Products per organization: each product has its own ceilings, so without this they would multiply freely. */
       organizationProducts: int('ORGANIZATION_MAX_PRODUCTS', 100),
     },
+    /**
+     * Keys of each kind (sending, Realtime API, platform) one product may create in 24 hours, revoked ones included: a
+     * revoked key's row stays, so this bounds how fast create-and-revoke churn grows the key tables. Beyond: 429.
+     */
+    keysCreatedPerDay: int('PRODUCT_MAX_KEYS_CREATED_PER_DAY', 1000),
     /** Show the runtime's own error pages (stack, source lines). Never in production: they disclose paths and code. */
     developmentErrors: bool('DEVELOPMENT_ERRORS', false),
     db: {

@@ -37,7 +37,7 @@ beforeAll(async () => {
   const [ratedPort, cappedPort, publicPort, singlePort] = [await freePort(), await freePort(), await freePort(), await freePort()]
   ;[rated, capped, ratedPublic, single] = await Promise.all([
     startWorker('services/api/main.ts', { API_PORT: String(ratedPort), ...RATES }, ratedPort),
-    startWorker('services/api/main.ts', { API_PORT: String(cappedPort), ...CEILINGS, ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION: '1' }, cappedPort),
+    startWorker('services/api/main.ts', { API_PORT: String(cappedPort), ...CEILINGS, ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION: '1', PRODUCT_MAX_KEYS_CREATED_PER_DAY: '5' }, cappedPort),
     startWorker('services/public/main.ts', { PUBLIC_PORT: String(publicPort), ...RATES }, publicPort),
     startWorker('services/api/main.ts', { API_PORT: String(singlePort), ANALYTICS_MAX_CONCURRENT_PER_WORKER: '1' }, singlePort),
   ])
@@ -496,6 +496,27 @@ describe('ceilings per product', () => {
     // The ceiling is per product: another product of the same owner starts empty.
     const second = (await call('POST', '/products', { token: owner.token, body: { name: 'second' } })).body.id
     expect((await over(capped, owner.token, 'POST', '/realtime/namespaces', { name: 'n0' }, second)).status).toBe(200)
+  }, 60_000)
+
+  test('keys created in a day, revoked ones included, are bounded per kind: create-and-revoke churn is 429 after PRODUCT_MAX_KEYS_CREATED_PER_DAY', async () => {
+    const owner = await newProduct()
+    const base = `/products/${owner.productId}`
+    for (const [resource, path] of [['mailKeys', '/mail/api-keys'], ['platformKeys', `${base}/platform-keys`], ['publicKeys', `/governance/api/v1${base}/public-keys`]] as const) {
+      const body = resource === 'mailKeys' ? { name: 'k', scope: 'sending_access' } : resource === 'platformKeys' ? { name: 'k', areas: ['mail'] } : { name: 'k' }
+      for (let i = 0; i < 5; i++) {
+        const made = await over(capped, owner.token, 'POST', path, body, owner.productId)
+        expect([resource, i, made.status]).toEqual([resource, i, 200])
+        expect((await over(capped, owner.token, 'DELETE', `${path}/${made.body.id}`, undefined, owner.productId)).status).toBe(200)
+      }
+      // No active key of the kind is left, yet the sixth create of the day is refused.
+      const refused = await over(capped, owner.token, 'POST', path, body, owner.productId)
+      expect([resource, refused.status]).toEqual([resource, 429])
+      expect(refused.body).toMatchObject({ error: 'rate_limited', resource, limit: 5, windowSeconds: 86_400 })
+      expect(refused.body.message).toContain('in the last 24 hours')
+      const retryAfter = Number(refused.headers.get('retry-after'))
+      expect(retryAfter).toBeGreaterThan(86_000)
+      expect(retryAfter).toBeLessThanOrEqual(86_400)
+    }
   }, 60_000)
 
   test('an organization holds at most so many products, so per-product ceilings cannot be multiplied freely', async () => {

@@ -1,7 +1,7 @@
 // Platform API keys: bearer tokens bound to one product and a set of areas. Stored as a SHA-256 digest + prefix.
 import type { Area } from '../../../shared/catalog/operation'
 import { newSecret, sha256, visiblePrefix } from '../../../shared/crypto'
-import { insertUnderCeiling } from '../../../shared/db/ceiling'
+import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { keysetPage } from '../../../shared/db/keyset'
 import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
@@ -26,7 +26,7 @@ export async function createPlatformKey(productId: string, input: { name: string
   const areas = [...new Set(input.areas)].sort()
   const count = (q: typeof sql) => q<{ n: number }[]>`
     select count(*)::int as n from platform_keys where product_id = ${productId} and revoked_at is null`
-  const [row] = await insertUnderCeiling(productId, 'platformKeys', count, (tx) => tx`
+  const [row] = await insertKeyUnderCeilings(productId, 'platformKeys', 'platform_keys', count, (tx) => tx`
     insert into platform_keys (product_id, name, areas, prefix, key_hash, created_by)
     values (${productId}, ${input.name}, ${areas}, ${visiblePrefix(key, PLATFORM_KEY_PREFIX)}, ${sha256(key)}, ${createdBy})
     returning id, name, areas, prefix, created_at`)

@@ -1,7 +1,7 @@
 // Product API keys (rtk_) of this environment: create, list, revoke, replace scope. Stored as digest + visible prefix.
 import { config } from '../../../shared/config'
 import { newSecret, visiblePrefix } from '../../../shared/crypto'
-import { insertUnderCeiling } from '../../../shared/db/ceiling'
+import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { keysetPage } from '../../../shared/db/keyset'
 import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
@@ -47,7 +47,7 @@ export async function createPublicKey(
   const count = (q: typeof sql) => q<{ n: number }[]>`
     select count(*)::int as n from public_keys
     where product_id = ${productId} and environment = ${config.environment} and revoked_at is null`
-  const [row] = await insertUnderCeiling(productId, 'publicKeys', count, (tx) => tx`
+  const [row] = await insertKeyUnderCeilings(productId, 'publicKeys', 'public_keys', count, (tx) => tx`
     insert into public_keys (product_id, environment, name, scope, prefix, key_hash, created_by)
     values (${productId}, ${config.environment}, ${input.name}, ${scope}, ${visiblePrefix(key, PUBLIC_KEY_PREFIX)},
             ${publicKeyHash(key, config.environment)}, ${createdBy})

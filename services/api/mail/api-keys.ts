@@ -1,6 +1,6 @@
 // Sending API keys (lmk_): created with their secret shown once, listed without it, revoked at once everywhere.
 import { newSecret, visiblePrefix } from '../../../shared/crypto'
-import { insertUnderCeiling } from '../../../shared/db/ceiling'
+import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { keysetPage } from '../../../shared/db/keyset'
 import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
@@ -32,7 +32,7 @@ export async function createMailKey(productId: string, input: { name: string; sc
   // it commits, rather than the key outliving its domain unlocked.
   const count = (q: typeof sql) => q<{ n: number }[]>`
     select count(*)::int as n from mail_api_keys where product_id = ${productId} and revoked_at is null`
-  const [row] = await insertUnderCeiling(productId, 'mailKeys', count, (tx) => tx`
+  const [row] = await insertKeyUnderCeilings(productId, 'mailKeys', 'mail_api_keys', count, (tx) => tx`
     insert into mail_api_keys (product_id, name, scope, domain_id, prefix, key_hash)
     select ${productId}, ${input.name}, ${input.scope}, ${domainId}, ${visiblePrefix(key, MAIL_KEY_PREFIX)}, ${mailKeyHash(key)}
     where ${domainId}::uuid is null or exists (select 1 from mail_domains where id = ${domainId} and product_id = ${productId})
