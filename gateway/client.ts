@@ -13,9 +13,11 @@ import { usage } from '../shared/realtime/usage'
 import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
 import type { Deadlines } from './deadlines'
 import { DISCONNECTS, type Disconnect } from './disconnect'
+import type { GatewayLimits } from './limits'
 import { type Hub, type Position, topicOf } from './hub'
 import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
 import { merge, type Positioned } from './recovery'
+import { takeProductEvent } from './event-budget'
 import { TokenBucket } from './token-bucket'
 
 
@@ -40,6 +42,8 @@ export interface GatewayContext {
   connections: Set<Connection>
   /** The connect timeout, then the token's expiry: one shared timer for all connections. */
   deadlines: Deadlines<Connection>
+  /** Per-IP `connect` frames and per-subject connections (gateway/limits.ts); none when absent. */
+  limits?: GatewayLimits
 }
 
 /** One subscription's state (see Connection.channels). */
@@ -91,8 +95,13 @@ export class Connection {
   private presenceEntries: Map<string, { ttlSeconds: number; refresh: ReturnType<typeof setInterval> }> | undefined
   /** Client events: 5 a second, burst 10 (the spec's limit). */
   private eventBudget: TokenBucket | undefined
+  /** Reads that cost Redis work: history, subscribe with a cursor, presence.read (GATEWAY_READS_PER_SECOND, GATEWAY_READ_BURST). */
+  private readBudget: TokenBucket | undefined
+  /** True while this connection holds a place in its subject's connection count. */
+  private countedForSubject = false
 
-  constructor(private readonly transport: Transport, private readonly gateway: GatewayContext) {
+  /** `ip`: the client's address, as the upgrade saw it. */
+  constructor(private readonly transport: Transport, private readonly gateway: GatewayContext, private readonly ip = '127.0.0.1') {
     gateway.connections.add(this)
     gateway.deadlines.set(this, Date.now() + config.realtime.gatewayConnectTimeoutMs)
   }
@@ -151,6 +160,7 @@ export class Connection {
     if (this.closed) return
     this.closed = true
     if (this.claims) usage.connection(this.claims.pid, -1)
+    if (this.countedForSubject) this.gateway.limits?.subjects.release(this.claims!.pid, this.claims!.sub)
     this.gateway.deadlines.clear(this)
     for (const channel of [...this.channels.keys()]) this.leave(channel)
     // Off every roster it entered (its refreshes stop); if Redis cannot be told now, the entries expire by themselves.
@@ -226,9 +236,16 @@ export class Connection {
 
   private async connect(request: Extract<Request, { type: 'connect' }>): Promise<void> {
     if (this.claims) return this.send(encode.error(request.id, 'invalid', 'already connected'))
+    // Counted before the token is even parsed: a flood of connect frames from one address costs a map lookup each.
+    const limits = this.gateway.limits
+    if (limits && !limits.connects.hit(this.ip).allowed) return this.disconnect(DISCONNECTS.limited, 'too many connect frames from this address')
     const claims = await this.check(request.token)
     if (typeof claims === 'string') return this.disconnect(DISCONNECTS.invalidToken, claims)
     if (this.closed) return
+    if (limits) {
+      if (!limits.subjects.take(claims.pid, claims.sub)) return this.disconnect(DISCONNECTS.limited, 'too many connections for this subject')
+      this.countedForSubject = true
+    }
     this.adopt(claims)
     usage.connection(claims.pid, 1)
     this.send(encode.reply(request.id, 'connect', { client: this.id, subject: claims.sub, ...lifetime(claims) }))
@@ -261,6 +278,7 @@ export class Connection {
     if ((request.offset === undefined) !== (request.epoch === undefined)) {
       return this.send(encode.error(request.id, 'invalid', 'a cursor needs both offset and epoch'))
     }
+    if (request.offset !== undefined && !this.readAllowed(request.id)) return
     const { ops, policy } = await this.access(channel)
     if (!ops.includes('subscribe')) return this.send(encode.error(request.id, 'forbidden', `the token does not allow subscribe on ${channel}`))
     if (this.channels.has(channel)) return this.send(encode.error(request.id, 'invalid', `already subscribed to ${channel}`))
@@ -348,7 +366,8 @@ export class Connection {
 
   /**
    * A client event: allowed where the token carries `publish` (issued only where the namespace enables client events)
-   * and the namespace still does; at most 32 KiB serialized; 5 a second, burst 10, per connection. Fanned out through
+   * and the namespace still does; at most 32 KiB serialized; 5 a second, burst 10, per connection, and within the product's
+   * budgets (client events per second across all its connections, fan-out bytes on the shard). Fanned out through
    * the shard stream like any publication, never stored, no offset or epoch, skipped for this connection on every
    * gateway; the reply is the sender's only confirmation.
    */
@@ -360,13 +379,36 @@ export class Connection {
     const size = Buffer.byteLength(data, 'utf8')
     if (size > CLIENT_EVENT_MAX_BYTES) return this.send(encode.error(request.id, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`))
     if (!(this.eventBudget ??= new TokenBucket(5, 10)).take()) return this.send(encode.error(request.id, 'rate_limited', 'more than 5 client events a second (burst 10) on this connection'))
-    const { id } = await publishMessage({ productId: this.claims!.pid, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id })
+    const productId = this.claims!.pid
+    if (!(await takeProductEvent(productId))) {
+      return this.send(encode.error(request.id, 'rate_limited', `more than ${config.realtime.productClientEventsPerSecond} client events a second across this product's connections`))
+    }
+    let id: string
+    try {
+      ;({ id } = await publishMessage({ productId, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id }))
+    } catch (error) {
+      // Past the product's fan-out byte budget on the channel's shard (429 on the HTTP route): retry later.
+      if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
+      throw error
+    }
     usage.count(this.claims!.pid, request.channel, { publishes: 1, bytes: size })
     this.send(encode.reply(request.id, 'publish', { channel: request.channel, messageId: id }))
   }
 
+  /**
+   * A read that costs Redis work takes a token from this connection's read bucket, checked first so a flood costs
+   * nothing else; without one it is answered `rate_limited` (temporary) and the connection stays.
+   */
+  private readAllowed(id: string | number): boolean {
+    const { gatewayReadsPerSecond: rate, gatewayReadBurst: burst } = config.realtime
+    if ((this.readBudget ??= new TokenBucket(rate, burst)).take()) return true
+    this.send(encode.error(id, 'rate_limited', `more than ${rate} reads a second (burst ${burst}) on this connection: history, subscribe with a cursor, presence.read`))
+    return false
+  }
+
   /** A history read, as the public route's: a window or a cursor; empty on a namespace that keeps no history. */
   private async history(request: Extract<Request, { type: 'history' }>): Promise<void> {
+    if (!this.readAllowed(request.id)) return
     const { ops, policy } = await this.access(request.channel)
     if (!ops.includes('history') || !policy) return this.send(encode.error(request.id, 'forbidden', `the token does not allow history on ${request.channel}`))
     const window = [request.last_n, request.last_ms].filter((v) => v !== undefined).length
@@ -432,6 +474,7 @@ export class Connection {
   }
 
   private async readPresence(request: Extract<Request, { type: 'presence.read' }>): Promise<void> {
+    if (!this.readAllowed(request.id)) return
     if (!(await this.presenceAllowed(request))) return
     const members = await listPresence(this.claims!.pid, request.channel)
     this.send(encode.reply(request.id, 'presence.read', { channel: request.channel, members }))

@@ -8,6 +8,8 @@ export const DISCONNECTS = {
   draining: { code: 4100, reason: 'draining', reconnect: 'now' },
   /** The connection's outgoing buffer overflowed: messages were dropped. */
   slowConsumer: { code: 4200, reason: 'slow consumer', reconnect: 'with backoff, recovering through the cursor' },
+  /** A limit was crossed: too many `connect` frames from the client's address, or too many connections of its subject. */
+  limited: { code: 4300, reason: 'rate limited', reconnect: 'with backoff, not before a few seconds' },
 } as const
 
 export type Disconnect = (typeof DISCONNECTS)[keyof typeof DISCONNECTS]

@@ -3,7 +3,7 @@
 // wanted it is woken (CLIENT UNBLOCK) so the new shard is read at once.
 //
 // It never skips silently. Every entry carries its shard's sequence number `n` (1, 2, 3..., keys.ts fanSeqKey), so an
-// entry trimmed away (MAXLEN ~ FAN_MAXLEN, while this gateway was behind) or lost with Redis's data shows as a jump;
+// entry trimmed away (older than REALTIME_FANOUT_RETENTION_MS, while this gateway was behind that far) or lost with Redis's data shows as a jump;
 // and after a failed read (Redis unreachable) the entry after the cursor is checked before reading on, since nothing
 // may arrive to show the jump. Either way `gap(shard)` is called before anything after the gap is delivered (the
 // gateway tells that shard's subscriptions to recover through history), and reading goes on from the stream's top.

@@ -3,7 +3,9 @@
 import type { Server } from 'bun'
 import { config } from '../shared/config'
 import { ApiError, logUnlessOutage, toErrorResponse, unavailable } from '../shared/errors'
+import { tooMany } from '../shared/fixed-window'
 import { liveness, readiness } from '../shared/http/health'
+import { clientIpOf, normalizeIp } from '../shared/http/serve'
 import { invalidHost, parseTarget } from '../shared/http/target'
 import { describeError, log } from '../shared/log'
 import { listenForInvalidations } from '../shared/realtime/invalidation-listener'
@@ -11,6 +13,7 @@ import { namespaceOf } from '../shared/realtime/names'
 import { policyCache, type ProductPolicies, productPolicies } from '../shared/realtime/policies'
 import { sweepPresence } from '../shared/realtime/presence'
 import { revocations, revokedAmong } from '../shared/realtime/revocations'
+import { refreshSigningKeys } from '../shared/realtime/tokens'
 import { usage } from '../shared/realtime/usage'
 import { everyUnlessRunning } from '../shared/rounds'
 import { Connection, type GatewayContext } from './client'
@@ -18,6 +21,7 @@ import { Deadlines } from './deadlines'
 import { DISCONNECTS } from './disconnect'
 import { FanoutReader } from './fanout'
 import { Hub } from './hub'
+import { gatewayLimits } from './limits'
 import { MAX_FRAME_BYTES, presenceFrame, publicationFrame } from './protocol'
 import { type Socket, SocketTransport, Writer } from './writer'
 
@@ -92,7 +96,12 @@ export function startGateway(port: number): Gateway {
   )
   let draining = false
   const deadlines = new Deadlines<Connection>((connection) => connection.deadlinePassed())
-  const context: GatewayContext = { hub, connections, deadlines, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
+  const limits = gatewayLimits()
+  const context: GatewayContext = { hub, connections, deadlines, limits, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
+  // The signing key ids that may verify, loaded now so the first `connect` does not wait for them; re-read on each
+  // `signing_keys` invalidation, each time the subscription is back (one may have been missed), and every 30 s.
+  const reloadSigningKeys = () => void refreshSigningKeys().catch((error) => logUnlessOutage('signing keys not loaded', error))
+  reloadSigningKeys()
   reader.start()
   // A revocation this gateway did not hear (announced while Redis was unreachable or the subscription dropping, or never
   // announced because Redis was down when the key was revoked) is found by asking PostgreSQL, the authority, about the
@@ -136,8 +145,12 @@ export function startGateway(port: number): Gateway {
     .catch((error) => logUnlessOutage('presence sweep failed', error)))
   const invalidations = listenForInvalidations({
     caches: [policyCache],
-    onLive: () => void sweepWhenLive(),
+    onLive: () => {
+      reloadSigningKeys()
+      void sweepWhenLive()
+    },
     onMessage: (message) => {
+      if (message.kind === 'signing_keys') return reloadSigningKeys()
       if (message.kind === 'namespaces' || message.kind === 'payload_storage') return policyCache.forget(message.productId)
       if (message.kind !== 'public_key' || !message.revoked) return
       // Revoking an API key ends the tokens it issued, live connections included (a scope change does not).
@@ -157,7 +170,13 @@ export function startGateway(port: number): Gateway {
       if (!target) return toErrorResponse(invalidHost())
       if (target.path === WEBSOCKET_PATH) {
         if (draining) return toErrorResponse(unavailable('This gateway is draining; connect again (another gateway answers)'))
-        if (srv.upgrade(request, { data: new SocketTransport(writer) })) return undefined
+        // Counted before the upgrade, in this process: a flood of upgrades from one address costs a map lookup.
+        const ip = clientIpOf(request.headers, normalizeIp(srv.requestIP(request)?.address ?? '127.0.0.1'))
+        const upgrade = limits.upgrades.hit(ip)
+        if (!upgrade.allowed) {
+          return toErrorResponse(tooMany('rate_limited', `more than ${config.realtime.gatewayIpUpgradesPerMinute} WebSocket upgrades a minute from this address`, upgrade.retryAfter))
+        }
+        if (srv.upgrade(request, { data: new SocketTransport(writer, ip) })) return undefined
         return toErrorResponse(new ApiError(426, 'upgrade_required', 'Connect with a WebSocket client'))
       }
       if (target.path === '/healthz') return Response.json(liveness())
@@ -177,7 +196,7 @@ export function startGateway(port: number): Gateway {
       backpressureLimit: 2 * config.realtime.gatewayMaxBufferedBytes + 1024 * 1024,
       closeOnBackpressureLimit: false,
       open(ws: Socket) {
-        const connection = new Connection(ws.data, context)
+        const connection = new Connection(ws.data, context, ws.data.ip)
         ws.data.bind(ws, connection)
         socketsById.set(connection.id, ws)
       },

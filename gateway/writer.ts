@@ -52,7 +52,8 @@ export class SocketTransport implements Transport {
   private ws!: Socket
   connection: Connection | undefined
 
-  constructor(private readonly writer: Writer) {}
+  /** `ip`: the client's address (gateway/limits.ts counts `connect` frames by it). */
+  constructor(private readonly writer: Writer, readonly ip = '127.0.0.1') {}
 
   bind(ws: Socket, connection: Connection): void {
     this.ws = ws

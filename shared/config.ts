@@ -136,6 +136,24 @@ function loadConfig() {
        * arbitrary buckets: the platform's S3 credentials would otherwise reach any bucket, another tenant's included.
        */
       payloadBucketsAllowed: str('REALTIME_PAYLOAD_BUCKETS', '').split(',').map((b) => b.trim()).filter(Boolean),
+      /**
+       * How long an entry stays in a shard's fan-out stream (ms). Streams are trimmed by age only (XADD MINID), never by
+       * length, so one product's traffic cannot trim entries another product's gateways have not read: a gateway that
+       * is less than this far behind never loses continuity. docs/realtime-data-plane.md, "Budgets".
+       */
+      fanoutRetentionMs: int('REALTIME_FANOUT_RETENTION_MS', 60_000),
+      /**
+       * Bytes one product may append to one shard's fan-out stream within the retention window (publishes and client
+       * events; entry overhead counted). Past it HTTP publish is 429 `fanout_budget_exceeded`, a client event `rate_limited`.
+       */
+      productFanoutMaxBytes: int('REALTIME_PRODUCT_FANOUT_MAX_BYTES', 32 * 1024 * 1024),
+      /**
+       * Bytes of history one product may keep on one shard (all its channels there, entry overhead counted). A publish
+       * that would pass it, after its own channel's trimming, is 429 `history_budget_exceeded`.
+       */
+      productHistoryMaxBytes: int('REALTIME_PRODUCT_HISTORY_MAX_BYTES', 64 * 1024 * 1024),
+      /** Client events one product may send per second across all its connections and gateways; beyond it `rate_limited`. */
+      productClientEventsPerSecond: int('REALTIME_PRODUCT_CLIENT_EVENTS_PER_SECOND', 200),
       /** Most payload bytes one history reply carries (built inside Redis, so it must stay bounded). */
       historyMaxReplyBytes: int('REALTIME_HISTORY_MAX_REPLY_BYTES', 16 * 1024 * 1024),
       /**
@@ -145,6 +163,21 @@ function loadConfig() {
       gatewayMaxBufferedBytes: int('GATEWAY_MAX_BUFFERED_BYTES', 4 * 1024 * 1024),
       /** How long a new WebSocket connection has to send its `connect` frame before it is closed with 4001. */
       gatewayConnectTimeoutMs: int('GATEWAY_CONNECT_TIMEOUT_MS', 5000),
+      /**
+       * Abuse bounds, each per gateway process (gateway/limits.ts): WebSocket upgrades and `connect` frames per client
+       * IP per minute (the IP as on the public routes: TRUST_PROXY takes the last X-Forwarded-For), beyond which an
+       * upgrade is 429 with Retry-After and a `connect` frame closes the socket 4300; open connections per product and
+       * token subject, beyond which a `connect` closes 4300.
+       */
+      gatewayIpUpgradesPerMinute: int('GATEWAY_IP_UPGRADES_PER_MINUTE', 300),
+      gatewayIpConnectsPerMinute: int('GATEWAY_IP_CONNECTS_PER_MINUTE', 300),
+      gatewayMaxConnectionsPerSubject: int('GATEWAY_MAX_CONNECTIONS_PER_SUBJECT', 100),
+      /**
+       * Reads that cost Redis work (`history`, `subscribe` with a cursor, `presence.read`): a token bucket per connection
+       * of this many a second, this burst (a reconnect recovering many channels at once fits); beyond it `rate_limited`.
+       */
+      gatewayReadsPerSecond: int('GATEWAY_READS_PER_SECOND', 10),
+      gatewayReadBurst: int('GATEWAY_READ_BURST', 50),
       /** How often a gateway takes expired presence entries off its subscribed channels' rosters (emitting their leaves). */
       gatewayPresenceSweepMs: int('GATEWAY_PRESENCE_SWEEP_MS', 5000),
       /** How often public workers and gateways write the usage they counted (analytics entities realtime_usage, realtime_connections). */
@@ -216,9 +249,22 @@ function loadConfig() {
       batchSize: int('MAILER_BATCH', 10),
       /** Longest one SMTP conversation may take (connect, greeting, each reply). */
       smtpTimeoutMs: int('MAILER_SMTP_TIMEOUT_MS', 30_000),
+      /** Most custom headers one email may carry (`headers` of POST /emails); more is a 400 naming /body/headers. */
+      maxHeaders: int('MAIL_MAX_HEADERS', 50),
     },
   }
 }
 
+/**
+ * Settings that are never safe together, refused when any process starts (every process reads this module): a clear
+ * error and a non-zero exit, rather than a deployment that quietly does the unsafe thing.
+ */
+function refuseUnsafe(config: ReturnType<typeof loadConfig>) {
+  if (config.environment === 'production' && config.mail.devVerify) {
+    throw new Error('MAIL_DEV_VERIFY is refused when PLATFORM_ENV=production: it marks Mail domains verified without DNS, so a product could send as any domain. Unset MAIL_DEV_VERIFY (or set it to 0).')
+  }
+  return config
+}
+
 export type Config = ReturnType<typeof loadConfig>
-export const config: Config = loadConfig()
+export const config: Config = refuseUnsafe(loadConfig())

@@ -43,6 +43,25 @@ export async function callApp(app: { handle(r: Request): Promise<Response> | Res
 
 export const call = (method: string, path: string, options?: CallOptions) => callApp(api, 'http://api.test', method, path, options)
 
+/** A body as a failure message shows it: JSON (text as is), cut to a readable length. */
+const shown = (body: unknown) => (typeof body === 'string' ? body : String(JSON.stringify(body))).slice(0, 2000)
+
+/**
+ * A setup call's result, checked: unless its status is 2xx, throws an Error naming the call with its status and body, so
+ * a test whose setup fails says why instead of failing later on an undefined id or a count of 0. Returns the result:
+ * `const id = ok(await call('POST', '/products', { token, body }), 'create product').body.id`
+ */
+export function ok<T extends { status: number; body?: unknown }>(result: T, what: string): T {
+  if (result.status < 200 || result.status > 299) throw new Error(`${what}: ${result.status} ${shown(result.body)}`)
+  return result
+}
+
+/** `ok` for a fetch Response: its body is read only when the status is not 2xx, so a passing response stays unread. */
+export async function okResponse(response: Response, what: string): Promise<Response> {
+  if (response.status < 200 || response.status > 299) throw new Error(`${what}: ${response.status} ${shown(await response.text())}`)
+  return response
+}
+
 export const uniqueEmail = () => `user-${randomUUID()}@example.test`
 
 /** A new user with their own organization, logged in. */

@@ -6,7 +6,8 @@ import os from 'node:os'
 import { parseArgs } from 'node:util'
 import { sql } from '../../shared/db/client'
 import { publish, type HistoryPolicy } from '../../shared/realtime/broker'
-import { channelKeys, FAN_MAXLEN, shardTag } from '../../shared/realtime/keys'
+import { config } from '../../shared/config'
+import { channelKeys, shardTag } from '../../shared/realtime/keys'
 import { closeRedis, redis } from '../../shared/redis'
 import { freePort, startWorker, type Worker } from '../../test/helpers'
 import { realtimeProduct } from '../../test/realtime/public-helpers'
@@ -206,7 +207,7 @@ async function main() {
     const now = Date.now()
     const replies = await redis().pipeline()
       .xadd(peerHistKey(productId, channel), 'MAXLEN', POLICY.historySize, '*', 't', now, 'i', id, 'd', data)
-      .xadd(peerFanKey(productId, channel), 'MAXLEN', '~', FAN_MAXLEN, '*', 'channel', channel, 'product', productId, 'id', id, 't', now, 'd', data)
+      .xadd(peerFanKey(productId, channel), 'MINID', '~', now - config.realtime.fanoutRetentionMs, '*', 'channel', channel, 'product', productId, 'id', id, 't', now, 'd', data)
       .exec()
     const failed = replies?.find(([error]) => error)
     if (!replies || failed) throw failed?.[0] ?? new Error('pipeline aborted')

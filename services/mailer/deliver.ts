@@ -1,14 +1,17 @@
 // One delivery attempt of a claimed email: drop suppressed recipients, build the MIME message with nodemailer, sign it
-// with the domain's DKIM key, hand it to SMTP_URL, and record what happened.
+// with the domain's DKIM key, hand it to SMTP_URL, and record what happened: `sent` (with `delivered`) only once the
+// server accepted it. nodemailer gets only values built here: mailboxes as {name, address} and headers as a list of
+// {key, value} strings checked again, never an object a request carried.
 import { createTransport, type Transporter } from 'nodemailer'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { aadOf } from '../../shared/db/seal-secrets'
 import { describeError, log } from '../../shared/log'
-import { parseMailbox } from '../../shared/mail/addresses'
+import { parseMailbox, type StoredMailbox } from '../../shared/mail/addresses'
+import { type HeaderLine, headerLines } from '../../shared/mail/headers'
 import { open } from '../../shared/secrets'
 import { classifyAccepted, classifyFailure, type Outcome, retryDelayMs } from './outcome'
-import { type ClaimedEmail, finish, markSent, renewLease, suppressedAmong } from './queue'
+import { type ClaimedEmail, finish, renewLease, suppressedAmong } from './queue'
 
 interface DomainKey {
   name: string
@@ -33,41 +36,68 @@ async function sendingDomain(domainId: string): Promise<{ status: string; key: D
 
 let transport: Transporter | undefined
 
-/** One transport per mailer, from SMTP_URL: plain SMTP, upgraded with STARTTLS when the server offers it. */
+/**
+ * nodemailer's options for SMTP_URL: `smtps://` is TLS from the first byte; `smtp://` with credentials must upgrade
+ * with STARTTLS before AUTH (requireTLS): a man in the middle who strips the STARTTLS offer then fails the attempt
+ * (delivery_delayed, reason naming TLS) instead of reading the password. Plain `smtp://` without credentials upgrades
+ * when the server offers it.
+ */
+function transportOptions(smtpUrl: string, timeoutMs: number) {
+  const url = new URL(smtpUrl)
+  const secure = url.protocol === 'smtps:'
+  const credentials = url.username !== '' || url.password !== ''
+  return {
+    host: url.hostname,
+    port: Number(url.port || (secure ? 465 : 25)),
+    secure,
+    requireTLS: credentials && !secure,
+    ...(credentials ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } } : {}),
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+  }
+}
+
+/** One transport per mailer, from SMTP_URL (transportOptions). */
 function smtp(): Transporter {
   if (transport) return transport
-  const url = new URL(config.mail.smtpUrl)
-  transport = createTransport({
-    host: url.hostname,
-    port: Number(url.port || (url.protocol === 'smtps:' ? 465 : 25)),
-    secure: url.protocol === 'smtps:',
-    ...(url.username ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } } : {}),
-    connectionTimeout: config.mail.smtpTimeoutMs,
-    greetingTimeout: config.mail.smtpTimeoutMs,
-    socketTimeout: config.mail.smtpTimeoutMs,
-  })
+  transport = createTransport(transportOptions(config.mail.smtpUrl, config.mail.smtpTimeoutMs))
   return transport
 }
 
-const addressOf = (value: string) => parseMailbox(value)?.address ?? value
 /**
- * A stored mailbox as nodemailer's {name, address}: nodemailer then quotes and encodes the name itself, so nothing in
- * a display name is ever read as header syntax (an address that no longer parses goes as a bare address).
+ * A mailbox of an email queued before mailboxes were stored: parsed from its text once, here (an address that no
+ * longer parses goes as a bare address, which nodemailer checks and encodes itself).
  */
-const mailboxOf = (value: string) => {
+const legacyMailbox = (value: string): StoredMailbox => {
   const mailbox = parseMailbox(value)
   return mailbox ? { name: mailbox.name ?? '', address: mailbox.address } : { name: '', address: value }
 }
 
+/** The email's mailboxes as nodemailer's {name, address}: stored at queue time, or parsed once for older emails. */
+function mailboxesOf(email: ClaimedEmail) {
+  if (email.mailboxes) {
+    const { from, to, cc, bcc, reply_to: replyTo } = email.mailboxes
+    return { from, to, cc, bcc, replyTo }
+  }
+  return {
+    from: legacyMailbox(email.fromAddress), to: email.to.map(legacyMailbox), cc: email.cc.map(legacyMailbox),
+    bcc: email.bcc.map(legacyMailbox), replyTo: email.replyTo.map(legacyMailbox),
+  }
+}
+type Mailboxes = ReturnType<typeof mailboxesOf>
+
 /** Sends and classifies: the SMTP server's answer, or the failure to reach it. */
-async function attempt(email: ClaimedEmail, key: DomainKey, recipients: string[]): Promise<Outcome> {
+async function attempt(email: ClaimedEmail, mailboxes: Mailboxes, headers: HeaderLine[], key: DomainKey, recipients: string[]): Promise<Outcome> {
+  // A fresh object of strings only: nothing here is an object a request carried.
+  const plain = (m: StoredMailbox) => ({ name: String(m.name), address: String(m.address) })
   try {
     const info = await smtp().sendMail({
-      from: mailboxOf(email.fromAddress), to: email.to.map(mailboxOf), cc: email.cc.map(mailboxOf), bcc: email.bcc.map(mailboxOf),
-      replyTo: email.replyTo.map(mailboxOf),
-      subject: email.subject, html: email.html ?? undefined, text: email.text ?? undefined, headers: email.headers,
+      from: plain(mailboxes.from), to: mailboxes.to.map(plain), cc: mailboxes.cc.map(plain), bcc: mailboxes.bcc.map(plain),
+      replyTo: mailboxes.replyTo.map(plain),
+      subject: email.subject, html: email.html ?? undefined, text: email.text ?? undefined, headers,
       messageId: email.messageId, date: email.createdAt,
-      envelope: { from: addressOf(email.fromAddress), to: recipients },
+      envelope: { from: mailboxes.from.address, to: recipients },
       dkim: { domainName: key.name, keySelector: key.selector, privateKey: key.privateKey },
     })
     return classifyAccepted(info as { rejectedErrors?: { recipient?: string; responseCode?: number }[] })
@@ -78,7 +108,8 @@ async function attempt(email: ClaimedEmail, key: DomainKey, recipients: string[]
 
 /** Runs one attempt and records it. Never throws for the email's own failures; database failures propagate. */
 export async function deliver(email: ClaimedEmail): Promise<void> {
-  const all = [...email.to, ...email.cc, ...email.bcc].map((value) => addressOf(value).toLowerCase())
+  const mailboxes = mailboxesOf(email)
+  const all = [...mailboxes.to, ...mailboxes.cc, ...mailboxes.bcc].map((m) => m.address.toLowerCase())
   const suppressed = await suppressedAmong(email.productId, all)
   const recipients = [...new Set(all.filter((address) => !suppressed.has(address)))]
   if (recipients.length === 0) {
@@ -89,13 +120,17 @@ export async function deliver(email: ClaimedEmail): Promise<void> {
   if (domain.status !== 'verified') {
     return void (await finish(email, { kind: 'failed', detail: `the sending domain is no longer verified (status ${domain.status})` }))
   }
-  const key = domain.key
-  if (email.attempts === 1) {
-    const note = suppressed.size ? `suppressed recipients skipped: ${[...suppressed].join(', ')}` : undefined
-    if (!(await markSent(email, note))) return
+  let headers: HeaderLine[]
+  try {
+    // Checked again: an email queued before the header rules (or written by hand) may hold anything. Never sent then.
+    headers = headerLines(email.headers, config.mail.maxHeaders)
+  } catch (error) {
+    return void (await finish(email, { kind: 'failed', detail: (error as Error).message.slice(0, 500) }))
   }
-  const outcome = await whileLeased(email, () => attempt(email, key, recipients))
-  const recorded = await finish(email, toFinish(email, outcome))
+  const key = domain.key
+  const outcome = await whileLeased(email, () => attempt(email, mailboxes, headers, key, recipients))
+  const sentDetail = suppressed.size ? `suppressed recipients skipped: ${[...suppressed].join(', ')}` : undefined
+  const recorded = await finish(email, toFinish(email, outcome, sentDetail))
   if (!recorded) log('warn', 'mail outcome not recorded: the lease passed to another mailer', { emailId: email.id, outcome: outcome.kind })
   else if (outcome.kind !== 'delivered') log('info', 'mail attempt failed', { emailId: email.id, attempt: email.attempts, outcome: outcome.kind, reason: outcome.reason })
 }
@@ -120,12 +155,12 @@ async function whileLeased<T>(email: ClaimedEmail, work: () => Promise<T>): Prom
   }
 }
 
-function toFinish(email: ClaimedEmail, outcome: Outcome) {
+function toFinish(email: ClaimedEmail, outcome: Outcome, sentDetail: string | undefined) {
   switch (outcome.kind) {
     case 'delivered': {
       const refused = outcome.refused.map((r) => `${r.address} (${r.code ?? 'refused'})`)
       const permanent = outcome.refused.filter((r) => (r.code ?? 0) >= 500).map((r) => r.address.toLowerCase())
-      return { kind: 'delivered' as const, ...(refused.length ? { detail: `refused: ${refused.join(', ')}` } : {}), suppress: permanent }
+      return { kind: 'delivered' as const, ...(refused.length ? { detail: `refused: ${refused.join(', ')}` } : {}), suppress: permanent, sentDetail }
     }
     case 'temporary':
       if (email.attempts >= config.mail.maxAttempts) {

@@ -1,12 +1,15 @@
-// The mailer's loop: claim due emails, deliver them side by side, claim again; poll while idle. Stopping lets the
-// attempts in flight finish (their outcome is recorded) and claims nothing more.
+// The mailer's loop: claim due emails, deliver them side by side, claim again; poll while idle. Stopping claims
+// nothing more and waits for the attempts in flight, up to MAILER_SMTP_TIMEOUT_MS: their outcome is recorded. An
+// attempt it cannot wait for records nothing (never `sent` without the server's acceptance); its email stays leased
+// until the lease runs out, then a mailer tries it again with the same Message-ID.
 import { config } from '../../shared/config'
 import { describeError, log } from '../../shared/log'
 import { deliver } from './deliver'
 import { claimDue } from './queue'
 
 export interface Mailer {
-  stop(): Promise<void>
+  /** Stops claiming and waits for the attempts in flight, at most `waitMs` (default MAILER_SMTP_TIMEOUT_MS). */
+  stop(waitMs?: number): Promise<void>
 }
 
 export function startMailer(): Mailer {
@@ -36,10 +39,14 @@ export function startMailer(): Mailer {
   })()
   log('info', 'mailer started', { smtp: new URL(config.mail.smtpUrl).host, batch: config.mail.batchSize, leaseMs: config.mail.leaseMs })
   return {
-    async stop() {
+    async stop(waitMs = config.mail.smtpTimeoutMs) {
       running = false
       wake?.()
-      await loop
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), waitMs)))
+      const ended = await Promise.race([loop.then(() => 'done' as const), late])
+      clearTimeout(timer)
+      if (ended === 'late') log('warn', 'mailer stopped with attempts in flight; their emails stay leased and are retried with the same Message-ID', { waitedMs: waitMs })
     },
   }
 }

@@ -29,10 +29,12 @@ const health = Bun.serve({
 })
 log('info', 'listening', { name: 'mailer', port: health.port })
 
+// The mailer waits for its attempts in flight up to the SMTP timeout (mailer.stop), then a few seconds to close its
+// connections; the process-wide bound is raised to fit both.
 onShutdown(async () => {
   health.stop(true)
   await mailer.stop()
   closeTransport()
   await sql.end({ timeout: 5 }).catch(() => {})
   await closeRedis()
-})
+}, config.mail.smtpTimeoutMs + 10_000)

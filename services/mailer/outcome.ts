@@ -46,6 +46,10 @@ export function classifyFailure(error: SmtpError): Outcome {
   }
   // The link to the relay first: a 535 at AUTH or a 5xx refusing STARTTLS is the platform's relay set-up failing, not
   // the message being refused, and must not bounce (or suppress) anyone.
+  if (error.code === 'ETLS') {
+    // The server's reply alone ("502 command not recognized") would not say why: the reason names TLS.
+    return { kind: 'temporary', reason: `TLS with the SMTP server could not be established: ${error.message ?? ''}${error.response ? ` (${error.response})` : ''}`.slice(0, 500) }
+  }
   if (error.code && CONNECTION_CODES.has(error.code)) return { kind: 'temporary', reason }
   const code = error.responseCode
   if (code !== undefined && code >= 400 && code < 500) return { kind: 'temporary', reason }

@@ -3,6 +3,7 @@
 // leaves its emails leased; when the lease runs out another mailer claims them again: nothing is lost, and an email
 // whose acceptance was not recorded yet may be sent twice, with the same Message-ID (at-least-once; docs/mail.md).
 import { sql } from '../../shared/db/client'
+import type { StoredMailboxes } from '../../shared/mail/addresses'
 
 export interface ClaimedEmail {
   id: string
@@ -16,7 +17,10 @@ export interface ClaimedEmail {
   subject: string
   html: string | null
   text: string | null
-  headers: Record<string, string>
+  /** As stored: checked again before use (shared/mail/headers.ts), never handed to nodemailer as it is. */
+  headers: unknown
+  /** Every mailbox parsed at queue time; null on emails queued before mailboxes were stored (parse the text then). */
+  mailboxes: StoredMailboxes | null
   messageId: string
   createdAt: Date
   /** This attempt's number (1 for the first). */
@@ -45,8 +49,8 @@ export async function claimDue(limit: number, leaseMs: number): Promise<ClaimedE
   return rows.map((row) => ({
     id: row.id, productId: row.product_id, domainId: row.domain_id, fromAddress: row.from_address, to: row.to_addresses,
     cc: row.cc_addresses, bcc: row.bcc_addresses, replyTo: row.reply_to, subject: row.subject, html: row.html,
-    text: row.text, headers: row.headers, messageId: row.message_id, createdAt: row.created_at, attempts: row.attempts,
-    leaseToken: row.lease_token,
+    text: row.text, headers: row.headers, mailboxes: row.mailboxes ?? null, messageId: row.message_id,
+    createdAt: row.created_at, attempts: row.attempts, leaseToken: row.lease_token,
   }))
 }
 
@@ -71,20 +75,11 @@ export async function renewLease(email: ClaimedEmail, leaseMs: number): Promise<
 
 // Every event's time is its transaction's `now()`: the same instant as the email's last_event_at.
 
-/** Records that delivery started (the email's first attempt): it stays leased. False when the lease was lost. */
-export async function markSent(email: ClaimedEmail, detail?: string): Promise<boolean> {
-  return sql.begin(async (tx) => {
-    const [row] = await tx`
-      update emails set last_event = 'sent', last_event_at = now() where id = ${email.id} and lease_token = ${email.leaseToken} returning id`
-    if (!row) return false
-    await tx`insert into email_events (email_id, kind, detail, at) values (${email.id}, 'sent', ${detail ?? null}, now())`
-    return true
-  })
-}
-
 export interface Finish {
   kind: Exclude<EventKind, 'sent'>
   detail?: string
+  /** For `delivered`: the detail of the `sent` event recorded with it (recipients skipped as suppressed). */
+  sentDetail?: string
   /** For `delivery_delayed`: when the next attempt may start. */
   retryInMs?: number
   /** Addresses to put on the product's suppression list (lower case), with why. */
@@ -94,9 +89,18 @@ export interface Finish {
 /**
  * Records an attempt's outcome, its event and any suppressions, in one transaction, and releases the lease. False
  * (nothing written) when the lease is no longer this mailer's: another mailer took the email over.
+ *
+ * `sent` is written here only, and only with `delivered`: the SMTP server accepted the message. An email is never
+ * `sent` while its attempt is in flight, so a mailer that dies mid-attempt leaves it `queued` (or `delivery_delayed`)
+ * for the next one. A row left `sent` by a mailer from before this rule gets no second `sent`.
  */
 export async function finish(email: ClaimedEmail, outcome: Finish): Promise<boolean> {
   return sql.begin(async (tx) => {
+    const [held] = await tx`select last_event from emails where id = ${email.id} and lease_token = ${email.leaseToken} for update`
+    if (!held) return false
+    if (outcome.kind === 'delivered' && held.last_event !== 'sent') {
+      await tx`insert into email_events (email_id, kind, detail, at) values (${email.id}, 'sent', ${outcome.sentDetail ?? null}, now())`
+    }
     const next = outcome.retryInMs !== undefined ? sql`now() + ${outcome.retryInMs} * interval '1 millisecond'` : sql`next_attempt_at`
     const [row] = await tx`
       update emails set last_event = ${outcome.kind}, last_event_at = now(), lease_until = null, lease_token = null,

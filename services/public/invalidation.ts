@@ -16,7 +16,7 @@ export function listenForCacheInvalidations(): () => Promise<void> {
     onMessage: (message) => {
       if (message.kind === 'public_key') keyCache.forget(message.keyHash)
       else if (message.kind === 'mail_key') mailKeyCache.forget(message.keyHash)
-      else policyCache.forget(message.productId)
+      else if (message.kind !== 'signing_keys') policyCache.forget(message.productId) // public workers sign, they do not verify
     },
   })
   return listener.stop

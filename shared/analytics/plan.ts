@@ -97,7 +97,9 @@ export function parseTime(value: string, path: string, now: Date): Date {
 
 export function parseRange(range: Range, path: string, now = new Date()): { from: Date; to: Date } {
   const from = parseTime(range.from, `${path}/from`, now)
-  const to = parseTime(range.to ?? 'now', `${path}/to`, now)
+  // `to` is exclusive; a range that ends `now` still holds what was captured in this very millisecond (capture stamps
+  // events with its own clock to the millisecond), so "capture, then query up to now" always sees the capture.
+  const to = (range.to ?? 'now') === 'now' ? new Date(now.getTime() + 1) : parseTime(range.to!, `${path}/to`, now)
   if (from.getTime() >= to.getTime()) throw invalid(`${path}/from`, 'must be before to')
   return { from, to }
 }

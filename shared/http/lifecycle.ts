@@ -3,18 +3,18 @@
 // under foreman one exiting process stops the whole cluster.
 import { describeError, log } from '../log'
 
-/** Installs the process handlers; `shutdown` stops accepting, drains and releases connections, then the process exits 0. */
-/** Longest a process spends shutting down before it exits anyway. */
+/** Longest a process spends shutting down before it exits anyway (a process may ask for longer: the mailer). */
 const SHUTDOWN_TIMEOUT_MS = 10_000
 
-export function onShutdown(shutdown: () => Promise<void>): void {
+/** Installs the process handlers; `shutdown` stops accepting, drains and releases connections, then the process exits 0. */
+export function onShutdown(shutdown: () => Promise<void>, timeoutMs = SHUTDOWN_TIMEOUT_MS): void {
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
     stopping = true
     log('info', 'shutting down', { signal })
     // Bounded: a backing service that stopped answering (a dead link never closes) must not keep the process alive.
-    const late = Bun.sleep(SHUTDOWN_TIMEOUT_MS).then(() => log('warn', 'shutdown did not finish in time; exiting', { timeoutMs: SHUTDOWN_TIMEOUT_MS }))
+    const late = Bun.sleep(timeoutMs).then(() => log('warn', 'shutdown did not finish in time; exiting', { timeoutMs }))
     await Promise.race([shutdown().catch((error) => log('error', 'shutdown', describeError(error))), late])
     process.exit(0)
   }

@@ -26,12 +26,17 @@ export function peerIp(request: Request): string {
  * append), so trusting the first would let any client pick its own rate-limit bucket.
  */
 export function clientIp(request: Request): string {
+  return clientIpOf(request.headers, peerIp(request))
+}
+
+/** The same rule for a server that knows the peer itself (the gateway's upgrades). */
+export function clientIpOf(headers: Headers, peer: string): string {
   if (config.trustProxy) {
-    const last = request.headers.get('x-forwarded-for')?.split(',').at(-1)?.trim()
+    const last = headers.get('x-forwarded-for')?.split(',').at(-1)?.trim()
     // Bounded: the value becomes part of a Redis key, and a proxy never forwards anything longer than an IPv6 address.
     if (last) return normalizeIp(last.slice(0, 64))
   }
-  return peerIp(request)
+  return peer
 }
 
 /** `::ffff:1.2.3.4` (an IPv4 peer on a dual-stack socket) is the IPv4 address 1.2.3.4. */

@@ -1,7 +1,8 @@
 // The reference Realtime client: the same code in browsers and in Bun, no dependencies. It connects with a token from
 // its provider, keeps every subscription's last {offset, epoch} and resubscribes with it after any reconnect (reporting
 // whether it recovered), refreshes the token with `auth` before it expires, reconnects at once on 4001 (with a fresh
-// token) and 4100, and with full-jitter exponential backoff after any other close. Protocol: docs/realtime-protocol.md.
+// token) and 4100, and with full-jitter exponential backoff after any other close (after 4300, a limit, at least 5 s
+// more). Protocol: docs/realtime-protocol.md.
 
 /** A message delivered on a channel; `offset`/`epoch` when the namespace keeps history; `data` or `ref`. */
 export interface Publication<T = unknown> {
@@ -76,6 +77,20 @@ export function backoffDelay(attempt: number, minMs: number, maxMs: number, rand
  * time: when the next connection is refused too (a token provider handing out refused tokens), backoff applies.
  */
 const RECONNECT_AT_ONCE = new Set([4001, 4100])
+
+/**
+ * 4300: a gateway limit was crossed (too many connections of this subject, or connect frames from this address). Retrying
+ * soon cannot help, so the wait is at least LIMITED_MIN_DELAY_MS on top of the usual backoff: never a tight loop.
+ */
+export const LIMITED_CLOSE_CODE = 4300
+export const LIMITED_MIN_DELAY_MS = 5000
+
+/** The wait before reconnecting after a close with `code`, the `attempt`-th in a row. Pure, for tests. */
+export function reconnectDelay(code: number, attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
+  if (RECONNECT_AT_ONCE.has(code) && attempt === 0) return 0
+  const backoff = backoffDelay(attempt, minMs, maxMs, random)
+  return code === LIMITED_CLOSE_CODE ? LIMITED_MIN_DELAY_MS + backoff : backoff
+}
 
 interface Pending {
   resolve(frame: Record<string, unknown>): void
@@ -350,8 +365,7 @@ export class RealtimeClient {
     this.setState('disconnected', { code, reason })
     if (!this.wanted) return
     const attempt = this.attempt++
-    const delay = RECONNECT_AT_ONCE.has(code) && attempt === 0 ? 0
-      : backoffDelay(attempt, this.options.minReconnectDelayMs ?? 500, this.options.maxReconnectDelayMs ?? 20_000)
+    const delay = reconnectDelay(code, attempt, this.options.minReconnectDelayMs ?? 500, this.options.maxReconnectDelayMs ?? 20_000)
     this.reconnectTimer = setTimeout(() => this.wanted && this.open(), delay)
   }
 }

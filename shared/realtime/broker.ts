@@ -5,7 +5,7 @@ import type Redis from 'ioredis'
 import { config } from '../config'
 import { ApiError, badRequest, logUnlessOutage, unavailable } from '../errors'
 import { redis } from '../redis'
-import { channelKeys, FAN_MAXLEN } from './keys'
+import { channelKeys, FAN_BUDGET_SLICES } from './keys'
 
 /** A namespace's history policy. History is kept only when both are positive; 0/0 = no history. */
 export interface HistoryPolicy {
@@ -89,19 +89,123 @@ local function now_ms()
 end
 `
 
-// KEYS: 1 hist, 2 meta, 3 fan, 4 fan sequence
+/** What a fan-out entry costs beyond its product id, channel, message id, payload and sender (field names, t, n, offset, epoch, stream id). */
+export const FAN_ENTRY_OVERHEAD_BYTES = 128
+/** What a history entry costs beyond its message id and payload (field names, t, stream id). */
+export const HISTORY_ENTRY_OVERHEAD_BYTES = 64
+
+/** The per-product budgets one publish is checked against (defaults from config; tests pass their own). */
+export interface PublishBudgets {
+  /** How long fan-out entries stay in the shard stream, ms (XADD MINID); also the window of the fan-out budget. */
+  fanoutRetentionMs: number
+  /** Bytes one product may append to one shard's fan-out stream within the window. */
+  fanoutMaxBytes: number
+  /** Bytes of history one product may keep on one shard. */
+  historyMaxBytes: number
+}
+
+export const defaultBudgets = (): PublishBudgets => ({
+  fanoutRetentionMs: config.realtime.fanoutRetentionMs,
+  fanoutMaxBytes: config.realtime.productFanoutMaxBytes,
+  historyMaxBytes: config.realtime.productHistoryMaxBytes,
+})
+
+// KEYS: 1 hist, 2 meta, 3 fan, 4 fan sequence, 5 product's fan-out budget (fanb), 6 product's history bytes (histb),
+//       7 product's channel expiries (histx)
 // ARGV: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
-//       7 payload field ('d' or 'r'), 8 payload, 9 fan-out MAXLEN, 10 sender connection id ('' = none)
-// Returns {offset, epoch} when stored, {} otherwise.
+//       7 payload field ('d' or 'r'), 8 payload, 9 fan-out retention ms, 10 sender connection id ('' = none),
+//       11 fan-out budget bytes, 12 history budget bytes, 13 budget slices, 14 fan entry overhead, 15 history entry overhead
+// Returns {offset, epoch} when stored, {} otherwise, {-1, 'fanout' | 'history', ms until it may fit} when over a budget
+// (then nothing was written but bookkeeping: expired history trimmed and accounted).
+// Budgets (docs/realtime-data-plane.md, "Budgets"): both are checked before anything is appended, so a refused publish
+// leaves the streams as they were; the fan-out stream is trimmed by age only, never by length.
 const PUBLISH_LUA = `${LUA_NOW}
 if redis.replicate_commands then redis.replicate_commands() end
 local now = now_ms()
 local size = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
-local fan = {'XADD', KEYS[3], 'MAXLEN', '~', ARGV[9], '*', 'channel', ARGV[5], 'product', ARGV[4], 'id', ARGV[6], 't', now}
+local stored = size > 0 and ttl > 0
+-- Fan-out budget: bytes appended per time slice; the slices of the last window plus the current one are summed, so
+-- every entry still younger than the window (the only ones trimming must keep) is counted. Old slices are dropped
+-- here and the hash expires: nothing is ever decremented, so nothing can drift.
+local window = tonumber(ARGV[9])
+local slices = tonumber(ARGV[13])
+local slice = math.max(1, math.ceil(window / slices))
+local bucket = math.floor(now / slice)
+local fan_cost = #ARGV[4] + #ARGV[5] + #ARGV[6] + #ARGV[8] + #ARGV[10] + tonumber(ARGV[14])
+local used = 0
+local oldest = bucket
+local counted = redis.call('HGETALL', KEYS[5])
+for i = 1, #counted, 2 do
+  local b = tonumber(counted[i])
+  if b < bucket - slices then redis.call('HDEL', KEYS[5], counted[i])
+  else
+    used = used + tonumber(counted[i + 1])
+    if b < oldest then oldest = b end
+  end
+end
+if used + fan_cost > tonumber(ARGV[11]) then return {-1, 'fanout', (oldest + slices + 1) * slice - now} end
 local result = {}
-if size > 0 and ttl > 0 then
-  local epoch = redis.call('HGET', KEYS[2], 'e')
+local epoch = nil
+local hist_cost = 0
+if stored then
+  -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream); the product's
+  -- per-channel copies and their sum (field #) in histb; histx says when each channel's keys expire, so channels that
+  -- expired are taken off the sum here (100 per publish) and the sum cannot drift past the channels that still exist.
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', '(' .. now, 'LIMIT', 0, 100)
+  local total = tonumber(redis.call('HGET', KEYS[6], '#') or '0')
+  for _, ch in ipairs(gone) do
+    total = total - tonumber(redis.call('HGET', KEYS[6], ch) or '0')
+    redis.call('HDEL', KEYS[6], ch)
+  end
+  if #gone > 0 then redis.call('ZREM', KEYS[7], unpack(gone)) end
+  local other = math.max(0, total - tonumber(redis.call('HGET', KEYS[6], ARGV[5]) or '0'))
+  epoch = redis.call('HGET', KEYS[2], 'e')
+  local bytes = 0
+  local function entry_bytes(entry)
+    local n = tonumber(ARGV[15])
+    -- fields: t, <time>, i, <id>, d|r, <payload>: the id and the payload are what a publish was charged for
+    for j = 4, #entry[2], 2 do n = n + #entry[2][j] end
+    return n
+  end
+  local freed = 0
+  if epoch then
+    bytes = tonumber(redis.call('HGET', KEYS[2], 'b') or '0')
+    -- Trim by age: drop leading entries older than the window (bounded work per publish; reads filter by age anyway).
+    local cutoff = now - ttl
+    local head = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+    if #head > 0 and tonumber(head[1][2][2]) < cutoff then
+      local batch = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 100)
+      local keep = nil
+      for i = 1, #batch do
+        if tonumber(batch[i][2][2]) >= cutoff then keep = batch[i][1] break end
+        bytes = bytes - entry_bytes(batch[i])
+      end
+      -- MINID drops ids below it; with none of the batch young enough, drop the whole batch ('<last offset>-1').
+      if not keep then keep = string.gsub(batch[#batch][1], '-0$', '-1') end
+      redis.call('XTRIM', KEYS[1], 'MINID', keep)
+      bytes = math.max(0, bytes)
+      redis.call('HSET', KEYS[2], 'b', bytes)
+    end
+    -- What the size trim of this publish's XADD will drop (MAXLEN is exact).
+    local over = redis.call('XLEN', KEYS[1]) - size + 1
+    if over > 0 then
+      for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', over)) do freed = freed + entry_bytes(entry) end
+    end
+  end
+  hist_cost = #ARGV[6] + #ARGV[8] + tonumber(ARGV[15])
+  local after = math.max(0, bytes - freed) + hist_cost
+  if other + after > tonumber(ARGV[12]) then
+    -- Refused: keep the bookkeeping of what was trimmed by age. It may fit once the product's first channel expires.
+    if epoch then
+      redis.call('HSET', KEYS[6], ARGV[5], bytes, '#', other + bytes)
+    else
+      redis.call('HSET', KEYS[6], '#', other)
+      redis.call('HDEL', KEYS[6], ARGV[5])
+    end
+    local first = redis.call('ZRANGE', KEYS[7], 0, 0, 'WITHSCORES')
+    return {-1, 'history', first[2] and (tonumber(first[2]) - now) or ttl}
+  end
   if not epoch then
     -- A new epoch: whatever history stream survives belongs to the old one and must not be served under the new.
     epoch = ARGV[3]
@@ -110,30 +214,30 @@ if size > 0 and ttl > 0 then
   end
   local offset = redis.call('HINCRBY', KEYS[2], 'o', 1)
   redis.call('XADD', KEYS[1], 'MAXLEN', size, string.format('%d-0', offset), 't', now, 'i', ARGV[6], ARGV[7], ARGV[8])
-  -- Trim by age: drop leading entries older than the window (bounded work per publish; reads filter by age anyway).
-  local cutoff = now - ttl
-  local head = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-  if #head > 0 and tonumber(head[1][2][2]) < cutoff then
-    local batch = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 100)
-    local keep = nil
-    for i = 1, #batch do
-      if tonumber(batch[i][2][2]) >= cutoff then keep = batch[i][1] break end
-    end
-    -- MINID drops ids below it; with none of the batch young enough, drop the whole batch ('<last offset>-1').
-    if not keep then keep = string.gsub(batch[#batch][1], '-0$', '-1') end
-    redis.call('XTRIM', KEYS[1], 'MINID', keep)
-  end
+  redis.call('HSET', KEYS[2], 'b', after)
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
-  table.insert(fan, 'offset') table.insert(fan, offset)
-  table.insert(fan, 'epoch') table.insert(fan, epoch)
+  redis.call('HSET', KEYS[6], ARGV[5], after, '#', other + after)
+  redis.call('ZADD', KEYS[7], now + ttl, ARGV[5])
+  -- The product's index lives as long as its longest-lived channel on this shard.
+  for k = 6, 7 do
+    if redis.call('PTTL', KEYS[k]) < ttl then redis.call('PEXPIRE', KEYS[k], ttl) end
+  end
   result = {offset, epoch}
+end
+-- Trimmed by age only: an entry stays at least the window, whatever other products append (never MAXLEN).
+local fan = {'XADD', KEYS[3], 'MINID', '~', now - window, '*', 'channel', ARGV[5], 'product', ARGV[4], 'id', ARGV[6], 't', now}
+if stored then
+  table.insert(fan, 'offset') table.insert(fan, result[1])
+  table.insert(fan, 'epoch') table.insert(fan, result[2])
 end
 if ARGV[10] ~= '' then table.insert(fan, 'sender') table.insert(fan, ARGV[10]) end
 table.insert(fan, ARGV[7]) table.insert(fan, ARGV[8])
 -- Numbered last, next to the XADD, so that no number is ever taken without its entry.
 table.insert(fan, 'n') table.insert(fan, redis.call('INCR', KEYS[4]))
 redis.call(unpack(fan))
+redis.call('HINCRBY', KEYS[5], bucket, fan_cost)
+redis.call('PEXPIRE', KEYS[5], window + 2 * slice)
 return result
 `
 
@@ -209,7 +313,7 @@ type StreamEntry = [id: string, fields: string[]]
 type HistoryReply = [epoch: string, top: number, recovered: number, entries: StreamEntry[], truncated?: number]
 
 interface BrokerRedis extends Redis {
-  rtPublish(...args: (string | number)[]): Promise<[number, string] | []>
+  rtPublish(...args: (string | number)[]): Promise<[number, string] | [-1, string, number] | []>
   rtHistory(...args: (string | number)[]): Promise<HistoryReply>
   rtPosition(...args: (string | number)[]): Promise<[string, number]>
 }
@@ -234,7 +338,7 @@ const prepared = new WeakSet<Redis>()
 function client(): BrokerRedis {
   const r = redis()
   if (!prepared.has(r)) {
-    r.defineCommand('rtPublish', { numberOfKeys: 4, lua: PUBLISH_LUA })
+    r.defineCommand('rtPublish', { numberOfKeys: 7, lua: PUBLISH_LUA })
     r.defineCommand('rtHistory', { numberOfKeys: 2, lua: HISTORY_LUA, readOnly: true })
     r.defineCommand('rtPosition', { numberOfKeys: 2, lua: POSITION_LUA })
     prepared.add(r)
@@ -259,7 +363,7 @@ async function guarded<T>(what: string, run: () => Promise<T>): Promise<T> {
  * history lacks or a gap in offsets.
  * @example await publish({ productId, channel: 'chat:1', policy, data: JSON.stringify({ text: 'hi' }) })
  */
-export async function publish(input: PublishInput): Promise<PublishResult> {
+export async function publish(input: PublishInput, budgets: PublishBudgets = defaultBudgets()): Promise<PublishResult> {
   if ((input.data === undefined) === (input.ref === undefined)) throw badRequest('A publish carries exactly one of data or ref')
   const id = input.id ?? randomUUID()
   const stored = input.senderConnectionId === undefined && keepsHistory(input.policy)
@@ -271,6 +375,9 @@ export async function publish(input: PublishInput): Promise<PublishResult> {
       keys.meta,
       keys.fan,
       keys.fanSeq,
+      keys.fanBudget,
+      keys.histBytes,
+      keys.histExpiry,
       stored ? input.policy.historySize : 0,
       stored ? input.policy.historyTtlSeconds * 1000 : 0,
       epochCandidate(),
@@ -279,12 +386,35 @@ export async function publish(input: PublishInput): Promise<PublishResult> {
       id,
       field,
       payload,
-      FAN_MAXLEN,
+      budgets.fanoutRetentionMs,
       input.senderConnectionId ?? '',
+      budgets.fanoutMaxBytes,
+      budgets.historyMaxBytes,
+      FAN_BUDGET_SLICES,
+      FAN_ENTRY_OVERHEAD_BYTES,
+      HISTORY_ENTRY_OVERHEAD_BYTES,
     ),
   )
   if (reply.length === 0) return { id }
+  if (Number(reply[0]) === -1) throw overBudget(String(reply[1]), Number(reply[2]), budgets)
   return { id, offset: Number(reply[0]), epoch: String(reply[1]) }
+}
+
+/**
+ * 429 for a publish past one of its product's byte budgets, with Retry-After (whole seconds, at least 1): when the
+ * oldest counted bytes leave the fan-out window, or when the product's first channel on the shard expires.
+ */
+function overBudget(kind: string, waitMs: number, budgets: PublishBudgets): ApiError {
+  const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
+  const headers = { 'retry-after': String(retryAfter) }
+  if (kind === 'history') {
+    return new ApiError(429, 'history_budget_exceeded',
+      `The product's history on this channel's shard would pass ${budgets.historyMaxBytes} bytes; it frees as channels trim or expire`,
+      { retryAfter, limitBytes: budgets.historyMaxBytes }, headers)
+  }
+  return new ApiError(429, 'fanout_budget_exceeded',
+    `The product's messages in flight on this channel's shard would pass ${budgets.fanoutMaxBytes} bytes per ${budgets.fanoutRetentionMs} ms`,
+    { retryAfter, limitBytes: budgets.fanoutMaxBytes, windowMs: budgets.fanoutRetentionMs }, headers)
 }
 
 function validateQuery(query: HistoryQuery): [mode: 'n' | 'ms' | 'c', value: number, epoch: string] {

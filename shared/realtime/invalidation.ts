@@ -21,6 +21,7 @@ export type Invalidation =
   | { kind: 'namespaces'; productId: string }
   | { kind: 'payload_storage'; productId: string }
   | { kind: 'mail_key'; keyHash: string } // hex digest of a Mail sending key (shared/mail/keys.ts)
+  | { kind: 'signing_keys' } // a token signing key was added or retired: verifiers re-read their key set (./tokens.ts)
 
 /**
  * Tells every worker to drop what the message names. Call it after the change has committed. A failed publish is

@@ -6,8 +6,11 @@
 //
 // | key                                   | type   | holds                                                             |
 // | ------------------------------------- | ------ | ----------------------------------------------------------------- |
-// | rt:{sN}:fan                           | stream | every publish of shard N, for the gateways (MAXLEN ~ FAN_MAXLEN)   |
+// | rt:{sN}:fan                           | stream | every publish of shard N, for the gateways (trimmed by age: MINID) |
 // | rt:{sN}:fan:n                         | string | the shard's fan-out sequence: entry `n` of the stream carries n    |
+// | rt:{sN}:fanb:<productId>              | hash   | fan-out bytes the product appended, per time slice (budget)        |
+// | rt:{sN}:histb:<productId>             | hash   | history bytes per channel of the product; `#` = their sum          |
+// | rt:{sN}:histx:<productId>             | zset   | channel → when its history keys expire (ms), to drop it from histb |
 // | rt:{sN}:hist:<productId>:<channel>    | stream | history entries; stream id `<offset>-0`; fields t, i, d or r       |
 // | rt:{sN}:meta:<productId>:<channel>    | hash   | `e` = epoch, `o` = top offset                                      |
 // | rt:{sN}:pres:<productId>:<channel>    | hash   | presence: identity → info (JSON text)                              |
@@ -16,8 +19,11 @@
 // History and meta keys expire after the namespace's retention window of idleness; presence keys 30 s after the last expiry.
 import { shardOf } from './shards'
 
-/** Approximate length kept in each shard's fan-out stream (`XADD ... MAXLEN ~`). A gateway further behind must recover. */
-export const FAN_MAXLEN = 10_000
+/**
+ * Time slices of the fan-out budget window (config.realtime.fanoutRetentionMs): a product's appended bytes are counted
+ * per slice, and the slices of the last window (plus the current one) are summed. docs/realtime-data-plane.md, "Budgets".
+ */
+export const FAN_BUDGET_SLICES = 10
 
 /** `{s12}`: the hash tag shared by every key of shard 12. */
 export const shardTag = (shard: number) => `{s${shard}}`
@@ -43,6 +49,12 @@ export interface ChannelKeys {
   pres: string
   presCount: string
   presExp: string
+  /** The product's fan-out byte budget on this shard (per time slice). */
+  fanBudget: string
+  /** The product's history bytes on this shard, per channel and in total (`#`). */
+  histBytes: string
+  /** The product's channels with history on this shard, scored by when their keys expire. */
+  histExpiry: string
 }
 
 /** All keys of one channel (and its shard's fan-out stream). */
@@ -58,5 +70,8 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
     pres: `rt:${tag}:pres:${name}`,
     presCount: `rt:${tag}:pres:${name}:n`,
     presExp: `rt:${tag}:pres:${name}:exp`,
+    fanBudget: `rt:${tag}:fanb:${productId}`,
+    histBytes: `rt:${tag}:histb:${productId}`,
+    histExpiry: `rt:${tag}:histx:${productId}`,
   }
 }

@@ -10,7 +10,8 @@
 import type Redis from 'ioredis'
 import { ApiError, badRequest, logUnlessOutage, unavailable } from '../errors'
 import { redis } from '../redis'
-import { channelKeys, FAN_MAXLEN } from './keys'
+import { config } from '../config'
+import { channelKeys } from './keys'
 
 /** Identities per channel; entering a full roster as a new identity is refused with 429. */
 export const PRESENCE_MAX_MEMBERS = 100
@@ -33,7 +34,7 @@ export interface PresenceMember {
   info: unknown
 }
 
-// KEYS: 1 pres, 2 presCount, 3 presExp, 4 the shard's fan-out stream, 5 its sequence (keys.ts). ARGV: 1 productId, 2 channel, 3 fan-out MAXLEN,
+// KEYS: 1 pres, 2 presCount, 3 presExp, 4 the shard's fan-out stream, 5 its sequence (keys.ts). ARGV: 1 productId, 2 channel, 3 fan-out retention (ms),
 // then each script's own. Removes expired connections; every script starts with it.
 // Join and leave are emitted here, into the shard's fan-out stream, in the same atomic step that changes the roster: one
 // `join` when an identity's first connection enters, one `leave` when its last one leaves or expires, however many tabs
@@ -42,7 +43,8 @@ const LUA_PRELUDE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function emit(kind, identity, info)
-  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'n', redis.call('INCR', KEYS[5]), 'channel', ARGV[2], 'product', ARGV[1], 'id', '', 't', now,
+  -- Trimmed by age only, as every writer of the stream does (broker.ts): never by length.
+  redis.call('XADD', KEYS[4], 'MINID', '~', now - tonumber(ARGV[3]), '*', 'n', redis.call('INCR', KEYS[5]), 'channel', ARGV[2], 'product', ARGV[1], 'id', '', 't', now,
     'kind', kind, 'identity', identity, 'info', info)
 end
 local function identity_of(member)
@@ -135,7 +137,7 @@ async function guarded<T>(run: () => Promise<T>): Promise<T> {
 /** The five keys and the three leading arguments every presence script takes. */
 function keysOf(productId: string, channel: string): [string, string, string, string, string, string, string, number] {
   const keys = channelKeys(productId, channel)
-  return [keys.pres, keys.presCount, keys.presExp, keys.fan, keys.fanSeq, productId, channel, FAN_MAXLEN]
+  return [keys.pres, keys.presCount, keys.presExp, keys.fan, keys.fanSeq, productId, channel, config.realtime.fanoutRetentionMs]
 }
 
 /** The zset member of one connection: length-prefixed identity, so any identity and connection id split back apart. */

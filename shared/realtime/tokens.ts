@@ -3,14 +3,17 @@
 // Signing keys live in realtime_signing_keys, sealed (shared/secrets.ts): reading the database is not enough to mint
 // tokens. The newest non-retired key signs; its `kid` goes in the JWT header, so a key can be rotated (insert a new one,
 // later set retired_at on the old one) while tokens signed by the old key keep verifying until they expire (at most
-// 3600 s). Secrets are cached by kid in memory: after the first lookup of a kid, verification is pure CPU with no
-// database round trip.
+// 3600 s, plus slack). A verifier holds the whole set of keys that may verify, loaded once and re-read on change and
+// every 30 s: verification is pure CPU, and a forged or unknown kid never costs a database query.
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import type postgres from 'postgres'
 import { config } from '../config'
+import { logUnlessOutage } from '../errors'
+import { describeError, log } from '../log'
 import { sql as defaultSql, type Sql } from '../db/client'
 import { aadOf } from '../db/seal-secrets'
 import { open, seal } from '../secrets'
+import { publishInvalidation } from './invalidation'
 import type { Op } from './names'
 
 /** One channel a token reaches, with the operations it may perform there (already narrowed by namespace policy). */
@@ -54,11 +57,20 @@ export const TOKEN_TTL_DEFAULT = 3600
 
 /** How long a worker signs with the key it loaded before looking for a newer one (so a rotation spreads). */
 const SIGNING_KEY_REFRESH_MS = 60_000
-/** How long a verifier trusts a cached secret before re-reading it (a deleted key stops verifying within this). */
-const VERIFY_CACHE_MS = 10 * 60_000
-/** How long an unknown kid is remembered as unknown, so forged kids cannot turn each verification into a query. */
-const UNKNOWN_KID_MS = 5_000
-const MAX_CACHED_KIDS = 1000
+/**
+ * How often a verifier re-reads the set of key ids that may verify (besides on each `signing_keys` invalidation). A new
+ * key signs only once it is older than this plus a margin (KEY_MATURE_SECONDS), so every verifier knows a kid before
+ * any token carries it, and a kid a verifier does not know is refused without asking PostgreSQL.
+ */
+export const KEY_SET_REFRESH_MS = 30_000
+const KEY_MATURE_SECONDS = KEY_SET_REFRESH_MS / 1000 + 15
+/**
+ * How long after `retired_at` a retired key still verifies: every token it signed has expired by then. A worker may
+ * sign with a key for up to SIGNING_KEY_REFRESH_MS after it was retired, plus clock skew between hosts: the slack.
+ */
+export const RETIRED_KEY_VERIFIES_SECONDS = TOKEN_TTL_MAX + SIGNING_KEY_REFRESH_MS / 1000 + 60
+/** Key ids are UUIDs; anything else is malformed before any lookup. */
+const KID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 interface SigningKey {
   kid: string
@@ -70,27 +82,61 @@ const hmac = (secret: Buffer, input: string) => createHmac('sha256', secret).upd
 
 let signing: { key: SigningKey; loadedAt: number } | undefined
 let signingLoad: Promise<SigningKey> | undefined
-const secrets = new Map<string, { secret: Buffer | null; until: number }>()
+
+/**
+ * The keys that may verify, by kid, each with the instant (ms) it stops verifying. It holds every key in the table
+ * that is not retired or retired less than RETIRED_KEY_VERIFIES_SECONDS ago — a handful, rotated by operators — and
+ * nothing else: an unknown kid is answered from it without a query, and can never push a live key's secret out.
+ */
+let keySet: { keys: Map<string, { secret: Buffer; until: number }>; loadedAt: number } | undefined
+let keySetLoad: Promise<void> | undefined
+let keySetTimer: ReturnType<typeof setInterval> | undefined
 
 /** The newest non-retired signing key; creates the first one when there is none (serialized by an advisory lock). */
 async function loadSigningKey(sql: Sql): Promise<SigningKey> {
+  // A key signs once every verifier has had time to load it; a younger one only when no older one is left (the very
+  // first key, announced when created; or an operator retired every older key).
   const newest = async (q: Sql | postgres.TransactionSql) => {
     const [row] = await q`
       select kid, secret_sealed from realtime_signing_keys
-      where retired_at is null and secret_sealed is not null order by created_at desc, kid desc limit 1`
+      where retired_at is null and secret_sealed is not null
+      order by created_at <= now() - make_interval(secs => ${KEY_MATURE_SECONDS}) desc, created_at desc, kid desc limit 1`
     return row ? { kid: row.kid as string, secret: openSecret(row.kid, row.secret_sealed) } : undefined
   }
   const found = await newest(sql)
   if (found) return found
-  return await sql.begin(async (tx): Promise<SigningKey> => {
+  const created = await sql.begin(async (tx): Promise<SigningKey & { created?: true }> => {
     // Two processes starting at once must not both create a key: the second waits, then finds the first one's.
     await tx`select pg_advisory_xact_lock(hashtext('realtime_signing_keys'))`
     const existing = await newest(tx)
     if (existing) return existing
     const key = { kid: randomUUID(), secret: randomBytes(32) }
     await tx`insert into realtime_signing_keys (kid, secret_sealed) values (${key.kid}, ${sealSecret(key.kid, key.secret)})`
-    return key
+    return { ...key, created: true }
   })
+  // Verifiers reload their key set now rather than at their next periodic read.
+  if (created.created) await publishInvalidation({ kind: 'signing_keys' })
+  return { kid: created.kid, secret: created.secret }
+}
+
+/**
+ * Rotation: inserts a new signing key (it signs once verifiers know it, KEY_MATURE_SECONDS later) and announces it.
+ * @example const kid = await addSigningKey()
+ */
+export async function addSigningKey(sql: Sql = defaultSql): Promise<string> {
+  const kid = randomUUID()
+  await sql`insert into realtime_signing_keys (kid, secret_sealed) values (${kid}, ${sealSecret(kid, randomBytes(32))})`
+  await publishInvalidation({ kind: 'signing_keys' })
+  return kid
+}
+
+/**
+ * Retires a signing key: it stops signing at each worker's next re-read, and verifies until every token it signed
+ * has expired (RETIRED_KEY_VERIFIES_SECONDS after now). Announced, so verifiers learn the deadline at once.
+ */
+export async function retireSigningKey(kid: string, sql: Sql = defaultSql): Promise<void> {
+  await sql`update realtime_signing_keys set retired_at = now() where kid = ${kid} and retired_at is null`
+  await publishInvalidation({ kind: 'signing_keys' })
 }
 
 /** A signing secret as stored: sealed for its own row. */
@@ -102,7 +148,6 @@ async function currentSigningKey(sql: Sql): Promise<SigningKey> {
   signingLoad ??= loadSigningKey(sql)
     .then((key) => {
       signing = { key, loadedAt: Date.now() }
-      remember(key.kid, key.secret, VERIFY_CACHE_MS)
       return key
     })
     .finally(() => (signingLoad = undefined))
@@ -112,18 +157,44 @@ async function currentSigningKey(sql: Sql): Promise<SigningKey> {
   return signingLoad.catch(() => held)
 }
 
-function remember(kid: string, secret: Buffer | null, ms: number) {
-  if (secrets.size >= MAX_CACHED_KIDS) secrets.delete(secrets.keys().next().value!)
-  secrets.set(kid, { secret, until: Date.now() + ms })
+/**
+ * Re-reads the set of keys that may verify (one query, one at a time). Verifiers call it on a `signing_keys`
+ * invalidation; it also runs every KEY_SET_REFRESH_MS once a process has verified a token. A failed re-read keeps the
+ * set in hand (its retirement deadlines still apply) and is tried again at the next tick.
+ */
+export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
+  keySetLoad ??= (async () => {
+    const rows = await sql`
+      select kid, secret_sealed, extract(epoch from retired_at) * 1000 as retired_ms from realtime_signing_keys
+      where secret_sealed is not null
+        and (retired_at is null or retired_at > now() - make_interval(secs => ${RETIRED_KEY_VERIFIES_SECONDS}))`
+    const keys = new Map<string, { secret: Buffer; until: number }>()
+    for (const row of rows) {
+      const until = row.retired_ms === null ? Infinity : Number(row.retired_ms) + RETIRED_KEY_VERIFIES_SECONDS * 1000
+      // One row that does not open (sealed under a master key this process lacks) must not take the others down.
+      try {
+        keys.set(row.kid as string, { secret: openSecret(row.kid, row.secret_sealed), until })
+      } catch (error) {
+        log('error', 'signing key does not open; it cannot verify', { kid: row.kid, ...describeError(error) })
+      }
+    }
+    keySet = { keys, loadedAt: Date.now() }
+    keySetTimer ??= setInterval(() => void refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error)), KEY_SET_REFRESH_MS)
+    keySetTimer.unref?.()
+  })().finally(() => (keySetLoad = undefined))
+  return keySetLoad
 }
 
+/** The secret of a kid that may verify now, or null; reads the set only before it was ever loaded. */
 async function secretFor(kid: string, sql: Sql): Promise<Buffer | null> {
-  const cached = secrets.get(kid)
-  if (cached && cached.until > Date.now()) return cached.secret
-  const [row] = await sql`select secret_sealed from realtime_signing_keys where kid = ${kid} and secret_sealed is not null`
-  const secret = row ? openSecret(kid, row.secret_sealed) : null
-  remember(kid, secret, secret ? VERIFY_CACHE_MS : UNKNOWN_KID_MS)
-  return secret
+  if (!keySet) await refreshSigningKeys(sql)
+  let key = keySet!.keys.get(kid)
+  // A re-read under way (announced by an invalidation) may bring this kid: wait for it, never start one.
+  if (!key && keySetLoad) {
+    await keySetLoad.catch(() => {})
+    key = keySet!.keys.get(kid)
+  }
+  return key && key.until > Date.now() ? key.secret : null
 }
 
 export interface SignInput {
@@ -189,7 +260,7 @@ export async function verifyToken(token: string, options: { now?: number; sql?: 
   if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) throw new TokenError('malformed')
   const [headerPart, payloadPart, signaturePart] = parts as [string, string, string]
   const header = decodeJson(headerPart)
-  if (!isObject(header) || header.alg !== 'HS256' || typeof header.kid !== 'string' || header.kid.length > 128) {
+  if (!isObject(header) || header.alg !== 'HS256' || typeof header.kid !== 'string' || !KID.test(header.kid)) {
     throw new TokenError('malformed')
   }
   const secret = await secretFor(header.kid, options.sql ?? defaultSql)
@@ -203,8 +274,8 @@ export async function verifyToken(token: string, options: { now?: number; sql?: 
   return claims
 }
 
-/** Forgets every cached key (tests rotating keys). */
+/** Forgets every cached key (tests rotating keys): the next signature and the next verification read them again. */
 export function resetTokenKeyCache(): void {
   signing = undefined
-  secrets.clear()
+  keySet = undefined
 }

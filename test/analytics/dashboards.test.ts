@@ -1,7 +1,7 @@
 // Insights and dashboards: every rule and limit of the spec's Dashboard and Tile, the decided status codes, version
 // history with restore, another product's resources invisible (404), and all of it as MCP tools.
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { call, newPlatformKey, newProduct } from '../helpers'
+import { call, newPlatformKey, newProduct, ok as checked } from '../helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const as = (owner: Owner, method: string, path: string, body?: unknown) => call(method, path, { token: owner.token, productId: owner.productId, body })
@@ -262,12 +262,14 @@ test('an agent can do it all over MCP with a platform key: read the catalog, cap
   const key = await newPlatformKey(product, ['analytics', 'tracking'])
   let id = 0
   const tool = async (name: string, args: Record<string, unknown> = {}) => {
-    const result = await call('POST', '/mcp', { token: key.key, headers: { accept: 'application/json, text/event-stream' }, body: { jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name, arguments: args } } })
+    const result = checked(await call('POST', '/mcp', { token: key.key, headers: { accept: 'application/json, text/event-stream' }, body: { jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name, arguments: args } } }), `MCP ${name}`)
     expect(result.body.result.isError ?? false).toBe(false)
     return JSON.parse(result.body.result.content[0].text)
   }
   expect((await tool('analytics_catalog_get')).entities.length).toBeGreaterThanOrEqual(3)
-  expect(await tool('tracking_events_capture', { body: { events: [{ event: 'signup', identity: { users_id: 'u1' } }] } })).toEqual({ accepted: 1 })
+  // A minute ago: an event stamped at capture time falls on the exclusive end of a range ending now planned in its millisecond.
+  const minuteAgo = new Date(Date.now() - 60_000).toISOString()
+  expect(await tool('tracking_events_capture', { body: { events: [{ event: 'signup', timestamp: minuteAgo, identity: { users_id: 'u1' } }] } })).toEqual({ accepted: 1 })
   const saved = await tool('analytics_insight_create', { body: { name: 'Signups', kind: 'metric', query: { entity: 'events', metrics: ['count'], range: { from: '-1d' } } } })
   expect((await tool('analytics_insight_run', { path: { id: saved.id } })).result.rows).toEqual([{ count: 1 }])
   const board = await tool('analytics_dashboard_create', { body: { slug: 'agent-built', name: 'Agent', tiles: [{ type: 'insight', insight_id: saved.id, layout: layout() }] } })

@@ -5,7 +5,7 @@ import { sql } from '../../shared/db/client'
 import { signToken } from '../../shared/realtime/tokens'
 import { UsageRecorder } from '../../shared/realtime/usage'
 import { call } from '../helpers'
-import { type GatewayProcess, startGateway, WsClient } from '../gateway/ws-helpers'
+import { type GatewayProcess, replied, startGateway, WsClient } from '../gateway/ws-helpers'
 import { pub, realtimeProduct, type RealtimeProduct, startPublicPair, type Pair } from '../realtime/public-helpers'
 
 const FAST_FLUSH = { REALTIME_USAGE_FLUSH_MS: '150' }
@@ -39,8 +39,8 @@ test('publishes, deliveries and bytes per namespace, and connections, counted ac
   const clients = await Promise.all(gateways.map(async (gateway, i) => {
     const client = await WsClient.open(gateway.wsUrl)
     const { token } = await signToken({ productId: product.productId, apiKeyId: product.keyId, subject: `s${i}`, channels: [{ name: channel, ops: ['subscribe', 'publish'] }] })
-    await client.request({ type: 'connect', token })
-    await client.request({ type: 'subscribe', channel })
+    replied(await client.request({ type: 'connect', token }), 'connect')
+    replied(await client.request({ type: 'subscribe', channel }), 'subscribe')
     return client
   }))
   const bodies = ['{"n":1}', '{"n":22}', '{"n":333}']

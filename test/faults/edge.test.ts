@@ -2,7 +2,7 @@
 // odd request lines, aborted uploads and oversized integers. No response may carry a stack, a path or the runtime's
 // error page; what the app routes is what it logs; malformed requests get the platform's JSON error body.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { freePort, startWorker, type Worker } from '../helpers'
+import { freePort, okResponse, startWorker, type Worker } from '../helpers'
 import { abortedUpload, rawRequest, type RawResponse } from './raw-http'
 
 let api: Worker
@@ -111,10 +111,10 @@ test('an integer beyond 2^53 - 1 in a JSON body is a 400 naming the field, not a
 })
 
 test('malformed tools/call params answer JSON-RPC -32602 (invalid params), not -32603', async () => {
-  const signup = await fetch(`${api.url}/auth/signup`, {
+  const signup = await okResponse(await fetch(`${api.url}/auth/signup`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ email: `mcp-${crypto.randomUUID()}@example.test`, password: 'correct horse battery' }),
-  })
+  }), 'sign up')
   const { token } = (await signup.json()) as { token: string }
   for (const params of [{ name: 'organization_products_list', arguments: 'not an object' }, { arguments: {} }]) {
     const response = await fetch(`${api.url}/mcp`, {

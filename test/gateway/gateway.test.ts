@@ -11,7 +11,7 @@ import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { call } from '../helpers'
 import { startFaultProxy, type FaultProxy } from '../faults/proxy'
 import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
-import { RawWsClient, startGateway, type GatewayProcess, WsClient } from './ws-helpers'
+import { RawWsClient, replied, startGateway, type GatewayProcess, WsClient } from './ws-helpers'
 
 let a: GatewayProcess
 let b: GatewayProcess
@@ -19,9 +19,12 @@ let product: RealtimeProduct
 const HISTORY = { historyTtlSeconds: 300, historySize: 100 }
 
 beforeAll(async () => {
+  // The per-connection read bucket (test/security/gateway-abuse.test.ts) is out of the way here: the frame-queue bound
+  // below floods roster reads, and must meet the queue, not the bucket.
+  const env = { GATEWAY_CONNECT_TIMEOUT_MS: '500', GATEWAY_READ_BURST: '100000' }
   ;[a, b, product] = await Promise.all([
-    startGateway({ GATEWAY_CONNECT_TIMEOUT_MS: '500' }),
-    startGateway({ GATEWAY_CONNECT_TIMEOUT_MS: '500' }),
+    startGateway(env),
+    startGateway(env),
     realtimeProduct([
       { name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }, { name: 'live' },
       { name: 'events', clientEvents: true, history: { ttlSeconds: 300, size: 100 } },
@@ -109,7 +112,7 @@ describe('errors answer one request and never close the connection', () => {
       client.ws.send(frame)
       expect(await client.next((f) => f.type === 'error')).toMatchObject({ code: 'invalid', message: expect.any(String), temporary: false })
     }
-    await client.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['subscribe'] }]) })
+    replied(await client.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['subscribe'] }]) }), 'connect')
     expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
     // The same battery once connected, and frames that are only wrong in this state: the connection lives on.
     const connectedBad = [...bad, JSON.stringify({ type: 'connect', id: 9, token: 'x' }), JSON.stringify({ type: 'unsubscribe', id: 10, channel: 'chat:x' }),
@@ -124,7 +127,7 @@ describe('errors answer one request and never close the connection', () => {
 
   test('a client sending frames faster than they are handled gets `rate_limited` for the excess, never an unbounded queue', async () => {
     const client = await WsClient.open(a.wsUrl)
-    await client.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['presence'] }]) })
+    replied(await client.request({ type: 'connect', token: await token([{ name: 'chat:x', ops: ['presence'] }]) }), 'connect')
     // 1 500 roster reads at once (each waits on Redis): past 1 000 waiting, frames are refused at once.
     for (let i = 0; i < 1500; i++) client.send({ type: 'presence.read', id: i, channel: 'chat:x' })
     const answered = new Map<number, string>()
@@ -181,7 +184,7 @@ describe('delivery', () => {
 
   test('a channel without history delivers without offset or epoch; another product\'s channel of the same name is not delivered', async () => {
     const client = await connected(b, ['live:feed'])
-    await client.request({ type: 'subscribe', channel: 'live:feed' })
+    replied(await client.request({ type: 'subscribe', channel: 'live:feed' }), 'subscribe')
     const other = await realtimeProduct([{ name: 'live' }])
     await publish({ productId: other.productId, channel: 'live:feed', policy: { historyTtlSeconds: 0, historySize: 0 }, data: '"theirs"' })
     await publish({ productId: product.productId, channel: 'live:feed', policy: { historyTtlSeconds: 0, historySize: 0 }, data: '"ours"' })
@@ -195,7 +198,7 @@ describe('delivery', () => {
   test('a payload stored over the inline cap is delivered as `ref`, with its position', async () => {
     const room = channel()
     const client = await connected(b, [room])
-    await client.request({ type: 'subscribe', channel: room })
+    replied(await client.request({ type: 'subscribe', channel: room }), 'subscribe')
     const ref = { bucket_key: `${product.productId}/${room}/m1`, size: 300_000, content_type: 'application/json' }
     await publish({ productId: product.productId, channel: room, policy: HISTORY, ref })
     expect(await client.next((f) => f.type === 'publication')).toEqual({
@@ -207,7 +210,7 @@ describe('delivery', () => {
   test('after unsubscribe nothing more arrives', async () => {
     const room = channel()
     const client = await connected(a, [room])
-    await client.request({ type: 'subscribe', channel: room })
+    replied(await client.request({ type: 'subscribe', channel: room }), 'subscribe')
     await publish({ productId: product.productId, channel: room, policy: HISTORY, data: '1' })
     expect((await client.next((f) => f.type === 'publication')).data).toBe(1)
     expect(await client.request({ type: 'unsubscribe', channel: room })).toMatchObject({ type: 'reply', to: 'unsubscribe' })
@@ -335,15 +338,15 @@ describe('token lifetime', () => {
 
   test('at expiresAt the connection is closed 4001', async () => {
     const client = await WsClient.open(a.wsUrl)
-    await client.request({ type: 'connect', token: await expiringIn(2, [sub('chat:x')]) })
+    replied(await client.request({ type: 'connect', token: await expiringIn(2, [sub('chat:x')]) }), 'connect')
     expect(await client.closed).toEqual({ code: 4001, reason: 'invalid token: token expired' })
   })
 
   test('`auth` with a newer token of the same subject keeps the connection past the old expiry; channels it no longer reaches are ended by the server', async () => {
     const client = await WsClient.open(b.wsUrl)
-    await client.request({ type: 'connect', token: await expiringIn(2, [sub('chat:x'), sub('chat:y')]) })
-    await client.request({ type: 'subscribe', channel: 'chat:x' })
-    await client.request({ type: 'subscribe', channel: 'chat:y' })
+    replied(await client.request({ type: 'connect', token: await expiringIn(2, [sub('chat:x'), sub('chat:y')]) }), 'connect')
+    replied(await client.request({ type: 'subscribe', channel: 'chat:x' }), 'subscribe')
+    replied(await client.request({ type: 'subscribe', channel: 'chat:y' }), 'subscribe')
     const reply = await client.request({ type: 'auth', token: await expiringIn(60, [sub('chat:x')]) })
     expect(reply).toMatchObject({ type: 'reply', to: 'auth', expiresAt: expect.any(String) })
     expect(await client.next((f) => f.type === 'unsubscribe')).toMatchObject({ channel: 'chat:y', reason: expect.any(String) })
@@ -354,7 +357,7 @@ describe('token lifetime', () => {
 
   test('`auth` with a token for another subject, or an invalid one, is refused with an error frame; the old token still governs', async () => {
     const client = await WsClient.open(a.wsUrl)
-    await client.request({ type: 'connect', token: await expiringIn(2, [sub('chat:x')]) })
+    replied(await client.request({ type: 'connect', token: await expiringIn(2, [sub('chat:x')]) }), 'connect')
     expect(await client.request({ type: 'auth', token: await expiringIn(60, [sub('chat:x')], 'someone-else') }))
       .toMatchObject({ type: 'error', code: 'invalid', message: expect.stringContaining('another subject') })
     expect(await client.request({ type: 'auth', token: 'not.a.token' })).toMatchObject({ type: 'error', code: 'invalid' })
@@ -370,7 +373,7 @@ test('a history reply or recovery larger than the socket buffer limit is truncat
     for (let i = 1; i <= 24; i++) await publish({ productId: product.productId, channel: room, policy: HISTORY, data: JSON.stringify({ i, big }) }) // 12 MiB
     const { epoch } = await readHistory(product.productId, room, HISTORY, { last_n: 1 })
     const client = await WsClient.open(gateway.wsUrl)
-    await client.request({ type: 'connect', token: await token([{ name: room, ops: ['subscribe', 'history'] }]) })
+    replied(await client.request({ type: 'connect', token: await token([{ name: room, ops: ['subscribe', 'history'] }]) }), 'connect')
     const window = await client.request({ type: 'history', channel: room, last_n: 24 })
     expect(window).toMatchObject({ type: 'reply', truncated: true, offset: 24 })
     expect(window.entries.length).toBeLessThan(2) // at most half the 1 MiB limit of entries
@@ -392,7 +395,7 @@ test('a subscriber that stops reading is closed 4200 once its buffer overflows, 
     slow.sendText(JSON.stringify({ type: 'connect', id: 1, token: await token([{ name: room, ops: ['subscribe'] }]) }))
     slow.sendText(JSON.stringify({ type: 'subscribe', id: 2, channel: room }))
     const fast = await connected(gateway, [room])
-    await fast.request({ type: 'subscribe', channel: room })
+    replied(await fast.request({ type: 'subscribe', channel: room }), 'subscribe')
     for (const deadline = Date.now() + 5000; !slow.texts.some((t) => t.includes('"to":"subscribe"')) && Date.now() < deadline; ) await Bun.sleep(20)
     slow.pause()
     const big = 'x'.repeat(60_000)
@@ -537,7 +540,7 @@ describe('a Redis link that dies without a reset', () => {
 describe('client events and history over the socket', () => {
   async function withOps(gateway: GatewayProcess, name: string, ops: TokenChannel['ops']) {
     const client = await WsClient.open(gateway.wsUrl)
-    await client.request({ type: 'connect', token: await token([{ name, ops }]) })
+    replied(await client.request({ type: 'connect', token: await token([{ name, ops }]) }), 'connect')
     return client
   }
 
@@ -599,14 +602,14 @@ describe('presence over the socket', () => {
   async function as(gateway: GatewayProcess, subject: string, name: string, ops: TokenChannel['ops']) {
     const client = await WsClient.open(gateway.wsUrl)
     const signed = await signToken({ productId: product.productId, apiKeyId: product.keyId, subject, channels: [{ name, ops }] })
-    await client.request({ type: 'connect', token: signed.token })
+    replied(await client.request({ type: 'connect', token: signed.token }), 'connect')
     return client
   }
 
   test('one join per identity however many tabs and gateways, one leave with its last connection; the roster counts connections', async () => {
     const room = channel()
     const watcher = await as(a, 'watcher', room, ['subscribe'])
-    await watcher.request({ type: 'subscribe', channel: room })
+    replied(await watcher.request({ type: 'subscribe', channel: room }), 'subscribe')
     const tab1 = await as(a, 'alice', room, ['presence'])
     const tab2 = await as(b, 'alice', room, ['presence'])
     expect(await tab1.request({ type: 'presence.enter', channel: room, info: { name: 'Alice' } })).toMatchObject({ type: 'reply', to: 'presence.enter' })
@@ -627,7 +630,7 @@ describe('presence over the socket', () => {
   test('an entry nobody refreshes (its gateway died) expires, and subscribers get its `leave` with no other roster change', async () => {
     const room = channel()
     const watcher = await as(a, 'watcher', room, ['subscribe'])
-    await watcher.request({ type: 'subscribe', channel: room })
+    replied(await watcher.request({ type: 'subscribe', channel: room }), 'subscribe')
     // As a gateway killed with SIGKILL leaves it: entered, then never refreshed nor left.
     await enterPresence({ productId: product.productId, channel: room, identity: 'ext:ghost', connectionId: 'dead-gateway-conn', ttlSeconds: 1 })
     expect(await watcher.next((f) => f.type === 'join')).toMatchObject({ identity: 'ext:ghost' })
@@ -658,7 +661,7 @@ describe('presence over the socket', () => {
   test('the gateway keeps an entry alive past its lifetime while the connection lives, and takes it off the roster when it closes', async () => {
     const room = channel()
     const client = await as(b, 'erin', room, ['presence'])
-    await client.request({ type: 'presence.enter', channel: room, ttlSeconds: 1 })
+    replied(await client.request({ type: 'presence.enter', channel: room, ttlSeconds: 1 }), 'presence.enter')
     await Bun.sleep(2500)
     expect((await listPresence(product.productId, room)).map((m) => m.identity)).toEqual(['ext:erin'])
     client.close()

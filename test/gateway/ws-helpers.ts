@@ -25,8 +25,9 @@ export class WsClient {
     }))
   }
 
-  static open(url: string): Promise<WsClient> {
-    const ws = new WebSocket(url)
+  /** `headers` on the upgrade request (Bun's WebSocket takes them), e.g. an X-Forwarded-For. */
+  static open(url: string, headers?: Record<string, string>): Promise<WsClient> {
+    const ws = headers ? new WebSocket(url, { headers } as unknown as string[]) : new WebSocket(url)
     return new Promise((resolve, reject) => {
       ws.addEventListener('open', () => resolve(new WsClient(ws)), { once: true })
       ws.addEventListener('error', () => reject(new Error(`cannot open ${url}`)), { once: true })
@@ -70,6 +71,12 @@ export class WsClient {
   close(): void {
     this.ws.close()
   }
+}
+
+/** A setup request's answer, checked: unless it is a reply, throws naming the request with the frame it got instead. */
+export function replied(frame: Frame, what: string): Frame {
+  if (frame.type !== 'reply') throw new Error(`${what}: ${JSON.stringify(frame).slice(0, 2000)}`)
+  return frame
 }
 
 export interface GatewayProcess extends Worker {

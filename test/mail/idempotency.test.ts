@@ -3,20 +3,21 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
 import { bindClaim, claimKey, payloadHash, releaseClaim } from '../../services/public/mail/idempotency'
-import { call, newProduct } from '../helpers'
+import { call, newProduct, ok } from '../helpers'
 import { type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 let pair: Pair
 let owner: Owner
 let key: string
+let keyId: string
 let from: string
 beforeAll(async () => {
   pair = await startPublicPair({ MAIL_SEND_RATE_PER_SECOND: '1000' })
   owner = await newProduct('Idempotency')
-  const as = async (path: string, body: unknown) => (await call('POST', path, { token: owner.token, productId: owner.productId, body })).body
+  const as = async (path: string, body: unknown) => ok(await call('POST', path, { token: owner.token, productId: owner.productId, body }), `POST ${path}`).body
   from = `a@${(await as('/mail/domains', { name: `i${crypto.randomUUID().slice(0, 8)}.example.com` })).name}`
-  key = (await as('/mail/api-keys', { name: 'k', scope: 'full_access' })).key
+  ;({ key, id: keyId } = await as('/mail/api-keys', { name: 'k', scope: 'full_access' }))
 }, 30_000)
 afterAll(() => pair?.stop())
 
@@ -31,12 +32,12 @@ test('a repeat with the same payload (in any key order) answers the same id and 
   const repeat = await send(pair.b, { text: 'Hello', subject: 'Hi', to: 'x@example.org', from }, 'order-1')
   expect([first.status, repeat.status, repeat.body.id]).toEqual([200, 200, first.body.id])
   expect(await emailCount()).toBe(before + 1)
-  const plain = [await send(pair.a, message()), await send(pair.a, message())]
+  const plain = [ok(await send(pair.a, message()), 'send without a key'), ok(await send(pair.a, message()), 'send without a key')]
   expect(plain[0]!.body.id).not.toBe(plain[1]!.body.id)
 })
 
 test('the same key with another payload: 409 invalid_idempotent_request; a key outside 1..256 characters: 400 invalid_idempotency_key', async () => {
-  await send(pair.a, message('one'), 'order-2')
+  ok(await send(pair.a, message('one'), 'order-2'), 'first send with the key')
   const other = await send(pair.b, message('two'), 'order-2')
   expect([other.status, other.body.error]).toEqual([409, 'invalid_idempotent_request'])
   for (const bad of ['', 'k'.repeat(257)]) {
@@ -71,7 +72,7 @@ test('a refused first request does not hold the key; a key is remembered 24 hour
 test('while the first request is in flight a repeat is 409 concurrent_idempotent_requests; a claim abandoned for a minute is taken over', async () => {
   const body = message('in flight')
   // The first request has claimed the key and not yet queued its email (as between the two steps of queueEmail).
-  await sql`insert into mail_idempotency_keys (product_id, key, request_hash) values (${owner.productId}, 'flight-1', ${payloadHash(body)})`
+  await sql`insert into mail_idempotency_keys (product_id, api_key_id, key, request_hash) values (${owner.productId}, ${keyId}, 'flight-1', ${payloadHash(body)})`
   const repeat = await send(pair.a, body, 'flight-1')
   expect([repeat.status, repeat.body.error]).toEqual([409, 'concurrent_idempotent_requests'])
   // The first request's process died: after a minute its claim no longer blocks the key.
@@ -83,10 +84,10 @@ test('while the first request is in flight a repeat is 409 concurrent_idempotent
 
 test('a first request so slow its claim was taken over can neither bind a second email to the key nor release the newer claim', async () => {
   const hash = payloadHash(message('slow'))
-  const slow = await claimKey(owner.productId, 'slow-1', hash)
+  const slow = await claimKey({ productId: owner.productId, apiKeyId: keyId }, 'slow-1', hash)
   if ('emailId' in slow) throw new Error('expected a fresh claim')
   await sql`update mail_idempotency_keys set created_at = now() - interval '2 minutes' where product_id = ${owner.productId} and key = 'slow-1'`
-  const fresh = await claimKey(owner.productId, 'slow-1', hash) // the abandoned claim, taken over
+  const fresh = await claimKey({ productId: owner.productId, apiKeyId: keyId }, 'slow-1', hash) // the abandoned claim, taken over
   if ('emailId' in fresh) throw new Error('expected the claim to be taken over')
 
   const before = await emailCount()

@@ -7,7 +7,7 @@ import { aadOf } from '../../shared/db/seal-secrets'
 import { createDomain, deleteDomain } from '../../shared/mail/domains'
 import { open } from '../../shared/secrets'
 import { createMailKey, listMailKeys } from '../../services/api/mail/api-keys'
-import { call, newProduct } from '../helpers'
+import { call, newProduct, ok } from '../helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const as = (owner: Owner, method: string, path: string, body?: unknown) => call(method, path, { token: owner.token, productId: owner.productId, body })
@@ -43,7 +43,7 @@ describe('sending domains', () => {
     expect(bad.status).toBe(400)
     expect(bad.body.fields[0].path).toBe('/body/name')
     const name = domainName()
-    const { body: domain } = await as(owner, 'POST', '/mail/domains', { name })
+    const { body: domain } = ok(await as(owner, 'POST', '/mail/domains', { name }), 'create domain')
     const again = await as(owner, 'POST', '/mail/domains', { name })
     expect(again.status).toBe(409)
     expect((await as(other, 'POST', '/mail/domains', { name })).status).toBe(200) // another product may register it too
@@ -62,10 +62,10 @@ describe('sending domains', () => {
 
   test('deleting a domain revokes the keys locked to it, in the same step', async () => {
     const owner = await newProduct()
-    const { body: domain } = await as(owner, 'POST', '/mail/domains', { name: domainName() })
-    const { body: locked } = await as(owner, 'POST', '/mail/api-keys', { name: 'locked', scope: 'sending_access', domainId: domain.id })
-    const { body: free } = await as(owner, 'POST', '/mail/api-keys', { name: 'free', scope: 'sending_access' })
-    await as(owner, 'DELETE', `/mail/domains/${domain.id}`)
+    const { body: domain } = ok(await as(owner, 'POST', '/mail/domains', { name: domainName() }), 'create domain')
+    const { body: locked } = ok(await as(owner, 'POST', '/mail/api-keys', { name: 'locked', scope: 'sending_access', domainId: domain.id }), 'create locked key')
+    const { body: free } = ok(await as(owner, 'POST', '/mail/api-keys', { name: 'free', scope: 'sending_access' }), 'create free key')
+    ok(await as(owner, 'DELETE', `/mail/domains/${domain.id}`), 'delete domain')
     expect((await as(owner, 'GET', '/mail/api-keys')).body.data.map((k: { id: string }) => k.id)).toEqual([free.id])
     expect(locked.id).toBeString()
   })
@@ -110,7 +110,7 @@ describe('sending API keys', () => {
   test('name 1..256 and a known scope are required (400 naming the field); a domainId must be one of the product\'s domains (422)', async () => {
     const owner = await newProduct()
     const other = await newProduct()
-    const { body: foreign } = await as(other, 'POST', '/mail/domains', { name: domainName() })
+    const { body: foreign } = ok(await as(other, 'POST', '/mail/domains', { name: domainName() }), 'create the other product\'s domain')
     const cases: [unknown, number, string][] = [
       [{ name: '', scope: 'sending_access' }, 400, '/body/name'],
       [{ name: 'x'.repeat(257), scope: 'sending_access' }, 400, '/body/name'],
@@ -129,7 +129,7 @@ describe('sending API keys', () => {
   test('delete answers {id, revoked: true}; an unknown, foreign or malformed id is 404; a revoked key is no longer listed', async () => {
     const owner = await newProduct()
     const other = await newProduct()
-    const { body: key } = await as(owner, 'POST', '/mail/api-keys', { name: 'k', scope: 'sending_access' })
+    const { body: key } = ok(await as(owner, 'POST', '/mail/api-keys', { name: 'k', scope: 'sending_access' }), 'create key')
     expect((await as(other, 'DELETE', `/mail/api-keys/${key.id}`)).status).toBe(404)
     expect((await as(owner, 'DELETE', '/mail/api-keys/12')).status).toBe(404)
     expect((await as(owner, 'DELETE', `/mail/api-keys/${crypto.randomUUID()}`)).status).toBe(404)
@@ -144,11 +144,11 @@ describe('sending API keys', () => {
       token: owner.token, productId: owner.productId, headers: { accept: 'application/json, text/event-stream' },
       body: { jsonrpc: '2.0', id, method, ...(params ? { params } : {}) },
     })
-    const names = ((await mcp(1, 'tools/list')).body.result.tools as { name: string }[]).map((t) => t.name)
+    const names = (ok(await mcp(1, 'tools/list'), 'MCP tools/list').body.result.tools as { name: string }[]).map((t) => t.name)
     for (const name of ['mail_domain_create', 'mail_domain_list', 'mail_domain_get', 'mail_domain_verify', 'mail_domain_delete', 'mail_apikey_create', 'mail_apikey_list', 'mail_apikey_delete', 'mail_template_create', 'mail_template_list', 'mail_template_get', 'mail_template_update', 'mail_template_delete']) {
       expect(names).toContain(name)
     }
-    const created = await mcp(2, 'tools/call', { name: 'mail_apikey_create', arguments: { body: { name: 'agent', scope: 'sending_access' } } })
+    const created = ok(await mcp(2, 'tools/call', { name: 'mail_apikey_create', arguments: { body: { name: 'agent', scope: 'sending_access' } } }), 'MCP mail_apikey_create')
     const key = JSON.parse(created.body.result.content[0].text)
     expect(key.key).toStartWith('lmk_')
     expect((await as(owner, 'GET', '/mail/api-keys')).body.data[0].id).toBe(key.id)

@@ -2,7 +2,7 @@
 // error table, the domain lock, what each scope may read, Resend-style listing, rotation, and malformed bodies.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
-import { newProduct } from '../helpers'
+import { newProduct, ok } from '../helpers'
 import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
@@ -83,8 +83,8 @@ describe('the domain lock and the scopes', () => {
 
   test('a locked key reads its domain\'s emails only (another domain\'s is 404) and cannot list (403 restricted_api_key)', async () => {
     const locked = await manage(owner, 'POST', '/mail/api-keys', { name: 'locked full', scope: 'full_access', domainId: domainA.id })
-    const inB = (await pub(pair.a, 'POST', emails(), { key: full.key, body: message(`a@${domainB.name}`) })).body.id
-    const inA = (await pub(pair.a, 'POST', emails(), { key: full.key, body: message(`a@${domainA.name}`) })).body.id
+    const inB = ok(await pub(pair.a, 'POST', emails(), { key: full.key, body: message(`a@${domainB.name}`) }), 'send from domain B').body.id
+    const inA = ok(await pub(pair.a, 'POST', emails(), { key: full.key, body: message(`a@${domainA.name}`) }), 'send from domain A').body.id
     expect((await pub(pair.b, 'GET', `${emails()}/${inA}`, { key: locked.key })).status).toBe(200)
     expect((await pub(pair.b, 'GET', `${emails()}/${inB}`, { key: locked.key })).status).toBe(404)
     const list = await pub(pair.b, 'GET', emails(), { key: locked.key })
@@ -105,7 +105,7 @@ describe('the domain lock and the scopes', () => {
   test('sending_access reads the emails that key sent (another key\'s is 404); full_access reads every email of the product', async () => {
     const k1 = await manage(owner, 'POST', '/mail/api-keys', { name: 'k1', scope: 'sending_access' })
     const k2 = await manage(owner, 'POST', '/mail/api-keys', { name: 'k2', scope: 'sending_access' })
-    const id = (await pub(pair.a, 'POST', emails(), { key: k1.key, body: message(`a@${domainA.name}`) })).body.id
+    const id = ok(await pub(pair.a, 'POST', emails(), { key: k1.key, body: message(`a@${domainA.name}`) }), 'send with k1').body.id
     expect((await pub(pair.a, 'GET', `${emails()}/${id}`, { key: k1.key })).status).toBe(200)
     expect((await pub(pair.a, 'GET', `${emails()}/${id}`, { key: k2.key })).status).toBe(404)
     expect((await pub(pair.a, 'GET', `${emails()}/${id}`, { key: full.key })).status).toBe(200)
@@ -139,7 +139,7 @@ describe('emails', () => {
     const domain = await manage(product, 'POST', '/mail/domains', { name: domainName() })
     const key = await manage(product, 'POST', '/mail/api-keys', { name: 'k', scope: 'full_access' })
     const ids: string[] = []
-    for (let i = 0; i < 5; i++) ids.push((await pub(pair.a, 'POST', emails(product.productId), { key: key.key, body: message(`a@${domain.name}`, { subject: `#${i}` }) })).body.id)
+    for (let i = 0; i < 5; i++) ids.push(ok(await pub(pair.a, 'POST', emails(product.productId), { key: key.key, body: message(`a@${domain.name}`, { subject: `#${i}` }) }), `send #${i}`).body.id)
     const newest = [...ids].reverse()
     const page = async (query: string) => (await pub(pair.b, 'GET', `${emails(product.productId)}${query}`, { key: key.key })).body
     expect(await page('')).toMatchObject({ object: 'list', has_more: false })

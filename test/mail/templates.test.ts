@@ -1,7 +1,7 @@
 // Templates (platform REST and MCP, and the public surface for full_access keys), sends that fill a template in,
 // and domain management on the public surface: what each key scope may do there.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, newProduct } from '../helpers'
+import { call, newProduct, ok } from '../helpers'
 import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
@@ -56,9 +56,9 @@ describe('sending with a template', () => {
     expect([email.subject, email.html, email.text]).toEqual([
       'Receipt for <b>Ann</b> & co', '<p>Thanks &lt;b&gt;Ann&lt;/b&gt; &amp; co: 12.5</p>', 'Thanks <b>Ann</b> & co: 12.5',
     ])
-    const overridden = await pub(pair.a, 'POST', `${base()}/emails`, {
+    const overridden = ok(await pub(pair.a, 'POST', `${base()}/emails`, {
       key: sending, body: { from: `a@${domain.name}`, to: 'x@example.org', subject: 'Your receipt', template: { id: template.id, variables: { name: 'A', amount: 1 } } },
-    })
+    }), 'send with a subject of its own')
     expect((await pub(pair.b, 'GET', `${base()}/emails/${overridden.body.id}`, { key: sending })).body.subject).toBe('Your receipt')
   })
 
@@ -84,7 +84,7 @@ describe('sending with a template', () => {
     expect([refused.status, refused.body.fields[0].path]).toEqual([422, '/body/template/variables'])
     expect(refused.body.fields[0].message).toContain('998')
     expect((await send('A'.repeat(995))).status).toBe(200) // exactly 998 characters
-    const folded = await send('Ann\r\nBcc: victim@example.org')
+    const folded = ok(await send('Ann\r\nBcc: victim@example.org'), 'send with a line break in the variable')
     const email = await pub(pair.a, 'GET', `${base()}/emails/${folded.body.id}`, { key: sending })
     expect(email.body.subject).toBe('Hi Ann Bcc: victim@example.org')
   })
@@ -138,7 +138,7 @@ describe('domains and templates on the public surface', () => {
 })
 
 test('malformed bodies on every public Mail route with a body: 400 naming the field, never a 500', async () => {
-  const template = (await pub(pair.a, 'POST', `${base()}/templates`, { key: full, body: { name: `m-${crypto.randomUUID()}`, subject: 's', html: 'h' } })).body
+  const template = ok(await pub(pair.a, 'POST', `${base()}/templates`, { key: full, body: { name: `m-${crypto.randomUUID()}`, subject: 's', html: 'h' } }), 'create template').body
   const routes: [string, string][] = [['POST', '/emails'], ['POST', '/domains'], ['POST', '/templates'], ['PATCH', `/templates/${template.id}`]]
   for (const [method, path] of routes) {
     const label = `${method} ${path}`

@@ -2,7 +2,7 @@
 // DNS server. A domain stays pending until checked, fails while a record is missing, and is verified once all three
 // are published, however the server splits a long record.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { freePort, newProduct, startWorker, type Worker } from '../helpers'
+import { freePort, newProduct, ok, okResponse, startWorker, type Worker } from '../helpers'
 import { startDnsServer, type DnsServer } from './dns-server'
 
 let dns: DnsServer
@@ -29,7 +29,7 @@ test('pending until checked; failed while a record is missing; verified once all
     return { status: response.status, body: (await response.json()) as any }
   }
   const name = `v${crypto.randomUUID().slice(0, 8)}.example.com`
-  const created = await request('POST', '/mail/domains', { name })
+  const created = ok(await request('POST', '/mail/domains', { name }), 'create domain')
   expect(created.body.status).toBe('pending')
   const [dkim, spf, ownership] = created.body.records as { name: string; value: string }[]
   expect(dkim!.value.length).toBeGreaterThan(255) // published as several strings: the check joins them
@@ -60,7 +60,7 @@ test('a DNS server that never answers: the check ends within its timeout and the
   }, port)
   try {
     const headers = { authorization: `Bearer ${owner.token}`, 'x-product-id': owner.productId, 'content-type': 'application/json' }
-    const created = (await (await fetch(`${worker.url}/mail/domains`, { method: 'POST', headers, body: JSON.stringify({ name: 'silent.example.com' }) })).json()) as any
+    const created = (await (await okResponse(await fetch(`${worker.url}/mail/domains`, { method: 'POST', headers, body: JSON.stringify({ name: 'silent.example.com' }) }), 'create domain')).json()) as any
     const started = Date.now()
     const checked = (await (await fetch(`${worker.url}/mail/domains/${created.id}/verify`, { method: 'POST', headers })).json()) as any
     expect(Date.now() - started).toBeLessThan(1900) // DB_TIMEOUT_MS bounds nothing here: the DNS timeout does

@@ -3,7 +3,7 @@ import Type from 'typebox'
 import { defineOperation } from '../../shared/catalog/operation'
 import { sql } from '../../shared/db/client'
 import { invoke } from '../../services/api/invoke'
-import { call, newPlatformKey, newProduct, newUser, uniqueEmail } from '../helpers'
+import { call, newPlatformKey, newProduct, newUser, ok, uniqueEmail } from '../helpers'
 
 const expectError = (result: { status: number; body: any }, status: number, code?: string) => {
   expect(result.status).toBe(status)
@@ -50,7 +50,7 @@ describe('sign-up and login', () => {
 
   test('logout ends only that session', async () => {
     const user = await newUser('pw pw pw pw')
-    const second = await call('POST', '/auth/login', { body: { email: user.email, password: 'pw pw pw pw' } })
+    const second = ok(await call('POST', '/auth/login', { body: { email: user.email, password: 'pw pw pw pw' } }), 'second login')
     expect((await call('POST', '/auth/logout', { token: user.token })).body).toEqual({ loggedOut: true })
     expectError(await call('GET', '/auth/me', { token: user.token }), 401, 'unauthorized')
     expect((await call('GET', '/auth/me', { token: second.body.token })).status).toBe(200)
@@ -73,8 +73,8 @@ describe('bearer tokens', () => {
 describe('products', () => {
   test('create, list newest first, get', async () => {
     const user = await newUser()
-    const a = await call('POST', '/products', { token: user.token, body: { name: 'A' } })
-    const b = await call('POST', '/products', { token: user.token, body: { name: 'B', organizationId: user.organizationId } })
+    const a = ok(await call('POST', '/products', { token: user.token, body: { name: 'A' } }), 'create product A')
+    const b = ok(await call('POST', '/products', { token: user.token, body: { name: 'B', organizationId: user.organizationId } }), 'create product B')
     expect(a.body.organizationId).toBe(user.organizationId)
     const list = await call('GET', '/products', { token: user.token })
     expect(list.body.products.map((p: any) => p.name)).toEqual(['B', 'A'])
@@ -191,7 +191,7 @@ describe('organization members', () => {
     const owner = await newProduct()
     const member = await newUser()
     const stranger = await newUser()
-    await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: member.email } })
+    ok(await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: member.email } }), 'add member')
     expectError(await call('POST', `/organizations/${owner.organizationId}/members`, { token: member.token, body: { email: stranger.email } }), 403)
     expectError(await call('DELETE', `/organizations/${owner.organizationId}/members/${owner.userId}`, { token: member.token }), 403)
     expectError(await call('GET', `/organizations/${owner.organizationId}/members`, { token: stranger.token }), 404)
@@ -215,9 +215,9 @@ describe('credential management is for owners', () => {
   test("a member (not owner) gets 403 on every platform-key and product-API-key tool and changes nothing; an owner may", async () => {
     const owner = await newProduct()
     const member = await newUser()
-    await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: member.email } })
+    ok(await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: member.email } }), 'add member')
     const platformKey = await newPlatformKey(owner, ['realtime'])
-    const publicKey = await call('POST', `/governance/api/v1/products/${owner.productId}/public-keys`, { token: owner.token, body: { name: 'backend' } })
+    const publicKey = ok(await call('POST', `/governance/api/v1/products/${owner.productId}/public-keys`, { token: owner.token, body: { name: 'backend' } }), 'create public key')
     const attempts: [string, string, unknown?][] = [
       ['POST', `/products/${owner.productId}/platform-keys`, { name: 'x', areas: ['realtime'] }],
       ['GET', `/products/${owner.productId}/platform-keys`],

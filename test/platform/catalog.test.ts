@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import Type from 'typebox'
 import { catalogVersion } from '../../shared/catalog/openapi'
 import { CATALOG_VERSION, operations } from '../../services/api/catalog'
-import { api, call, newPlatformKey, newProduct } from '../helpers'
+import { api, call, newPlatformKey, newProduct, ok } from '../helpers'
 
 let server: ReturnType<typeof Bun.serve>
 let base: string
@@ -80,7 +80,7 @@ describe('MCP endpoint', () => {
     const listed = await client.listTools()
     expect((listed._meta as any)?.catalogVersion).toBe(CATALOG_VERSION)
     const toolNames = listed.tools.map((t) => t.name).sort()
-    const openapi = (await call('GET', '/openapi.json')).body
+    const openapi = ok(await call('GET', '/openapi.json'), 'GET /openapi.json').body
     const operationIds = Object.values<any>(openapi.paths).flatMap((methods) => Object.values<any>(methods).map((op) => op.operationId)).sort()
     expect(toolNames).toEqual(operationIds)
     expect(new Set(toolNames).size).toBe(toolNames.length)
@@ -93,14 +93,14 @@ describe('MCP endpoint', () => {
   test('a tool call returns the same result as the REST call', async () => {
     const owner = await newProduct()
     const key = await newPlatformKey(owner, ['organization'])
-    const rest = await call('GET', `/products/${owner.productId}`, { token: owner.token })
+    const rest = ok(await call('GET', `/products/${owner.productId}`, { token: owner.token }), 'get product over REST')
     const client = await mcpClient(owner.token)
     const viaTool = await client.callTool({ name: 'organization_products_get', arguments: { path: { productId: owner.productId } } })
     expect(viaTool.isError).toBeFalsy()
     expect(viaTool.structuredContent).toEqual(rest.body)
     expect(JSON.parse((viaTool.content as any)[0].text)).toEqual(rest.body)
 
-    const listRest = await call('GET', `/products/${owner.productId}/platform-keys`, { token: owner.token })
+    const listRest = ok(await call('GET', `/products/${owner.productId}/platform-keys`, { token: owner.token }), 'list platform keys over REST')
     const listTool = await client.callTool({ name: 'organization_platform-keys_list', arguments: { path: { productId: owner.productId } } })
     expect(listTool.structuredContent).toEqual(listRest.body)
     expect((listTool.structuredContent as any).keys[0].id).toBe(key.id)

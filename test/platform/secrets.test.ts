@@ -67,7 +67,7 @@ describe('signing keys in the database', () => {
   })
 
   test('a plain row left from before the migration is sealed by the migration step, and its tokens verify', async () => {
-    const kid = `legacy-${randomUUID()}`
+    const kid = randomUUID() // key ids are UUIDs: anything else is refused as malformed before any lookup
     const plain = randomBytes(32)
     // Older than every other key, so it never becomes the one that signs for other tests.
     await sql`insert into realtime_signing_keys (kid, secret, created_at, retired_at) values (${kid}, ${plain}, now() - interval '1 day', now())`

@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { closeRedis, redis } from '../../shared/redis'
 import { historyFrame } from '../../gateway/protocol'
-import { channelTop, HISTORY_ENTRY_FRAMING_BYTES, type HistoryEntry, type HistoryPolicy, publish, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
-import { channelKeys, FAN_MAXLEN, fanKey } from '../../shared/realtime/keys'
+import { channelTop, defaultBudgets, HISTORY_ENTRY_FRAMING_BYTES, type HistoryEntry, type HistoryPolicy, publish, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
+import { channelKeys, fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 
 const KEEP: HistoryPolicy = { historyTtlSeconds: 300, historySize: 100 }
@@ -314,8 +314,18 @@ describe('publish and history', () => {
       expect(fields).toMatchObject({ channel, product: productId, id: published[i]!.id, offset: String(i + 1), epoch: published[i]!.epoch!, d: JSON.stringify({ i: i + 1 }) })
       expect(Number(fields.t)).toBeGreaterThan(0)
     })
-    // The stream is capped (approximately) so it cannot grow without bound.
-    expect(FAN_MAXLEN).toBe(10_000)
+  })
+
+  test('the fan-out stream is trimmed by age (MINID), never by length', async () => {
+    const { productId, channel } = fresh()
+    for (let i = 0; i < 250; i++) await publish({ productId, channel, policy: NONE, data: String(i) })
+    expect((await fanEntries(productId, channel)).length).toBe(250)
+    await sleep(30)
+    // Trimming is approximate (whole stream nodes of at most 100 entries), so most but not all of the old ones go.
+    await publish({ productId, channel, policy: NONE, data: '"last"' }, { ...defaultBudgets(), fanoutRetentionMs: 10 })
+    const left = await fanEntries(productId, channel)
+    expect(left.length).toBeLessThan(200)
+    expect(left.at(-1)!.d).toBe('"last"')
   })
 
   test('client events are never stored and carry their sender', async () => {

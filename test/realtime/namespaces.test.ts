@@ -6,7 +6,7 @@ import { sql } from '../../shared/db/client'
 import { publishInvalidation, type Invalidation } from '../../shared/realtime/invalidation'
 import type { Op } from '../../shared/realtime/names'
 import { allowedOps } from '../../shared/realtime/grants'
-import { call, newPlatformKey, newProduct, newUser, recordInvalidations } from '../helpers'
+import { call, newPlatformKey, newProduct, newUser, ok, recordInvalidations } from '../helpers'
 
 type Owner = { token: string; productId: string }
 const as = (owner: Owner, extra: Record<string, unknown> = {}) => ({ token: owner.token, productId: owner.productId, ...extra })
@@ -176,8 +176,8 @@ describe('namespaces', () => {
     const owner = await newProduct()
     const from = await mark()
     await createNamespace(owner, { name: 'n1' })
-    await call('PATCH', '/realtime/namespaces/n1', as(owner, { body: { presence: true } }))
-    await call('DELETE', '/realtime/namespaces/n1', as(owner))
+    ok(await call('PATCH', '/realtime/namespaces/n1', as(owner, { body: { presence: true } })), 'update namespace')
+    ok(await call('DELETE', '/realtime/namespaces/n1', as(owner)), 'delete namespace')
     await expectAnnounced('namespaces', owner.productId, from, 3)
   })
 })
@@ -303,7 +303,7 @@ describe('grants', () => {
     await createNamespace(owner, { name: 'chat' })
     const from = await mark()
     const grant = await createGrant(owner, 'chat:*', ['subscribe'])
-    await call('DELETE', `/realtime/grants/${grant.id}`, as(owner))
+    ok(await call('DELETE', `/realtime/grants/${grant.id}`, as(owner)), 'delete grant')
     await expectAnnounced('namespaces', owner.productId, from, 2)
   })
 })
@@ -403,8 +403,8 @@ describe('payload storage', () => {
 
   test("a bucket the platform does not offer is refused (422 naming the field), never created, and nothing changes", async () => {
     const owner = await newProduct()
-    await call('PUT', '/realtime/payload-storage', as(owner, { body: {} }))
-    const before = (await call('GET', '/realtime/payload-storage', as(owner))).body
+    ok(await call('PUT', '/realtime/payload-storage', as(owner, { body: {} })), 'provision payload storage')
+    const before = ok(await call('GET', '/realtime/payload-storage', as(owner)), 'get payload storage').body
     const foreign = uniqueBucket() // e.g. another tenant's bucket, reachable with the platform's credentials
     const refused = await call('PUT', '/realtime/payload-storage', as(owner, { body: { bucket: foreign } }))
     expect(refused.status).toBe(422)
@@ -416,7 +416,7 @@ describe('payload storage', () => {
   test('delete forgets the storage but keeps the bucket and its objects; it is idempotent', async () => {
     const owner = await newProduct()
     const bucket = allowBucket(uniqueBucket())
-    await call('PUT', '/realtime/payload-storage', as(owner, { body: { bucket } }))
+    ok(await call('PUT', '/realtime/payload-storage', as(owner, { body: { bucket } })), 'provision payload storage')
     await s3.putObject(bucket, 'kept.json', Buffer.from('{"kept":true}'))
     expect(await call('DELETE', '/realtime/payload-storage', as(owner))).toMatchObject({ status: 200, body: { provisioned: false } })
     expect((await call('GET', '/realtime/payload-storage', as(owner))).body).toEqual({ provisioned: false, bucket: null, createdAt: null })
@@ -427,9 +427,9 @@ describe('payload storage', () => {
   test("each product has its own: one product's provisioning is invisible to another", async () => {
     const owner = await newProduct()
     const other = await newProduct()
-    await call('PUT', '/realtime/payload-storage', as(owner, { body: {} }))
+    ok(await call('PUT', '/realtime/payload-storage', as(owner, { body: {} })), 'provision payload storage')
     expect((await call('GET', '/realtime/payload-storage', as(other))).body.provisioned).toBe(false)
-    await call('DELETE', '/realtime/payload-storage', as(other))
+    ok(await call('DELETE', '/realtime/payload-storage', as(other)), 'delete the other product\'s payload storage')
     expect((await call('GET', '/realtime/payload-storage', as(owner))).body.provisioned).toBe(true)
   })
 
@@ -446,8 +446,8 @@ describe('payload storage', () => {
   test('provision and delete announce the product\'s payload storage', async () => {
     const owner = await newProduct()
     const from = await mark()
-    await call('PUT', '/realtime/payload-storage', as(owner, { body: {} }))
-    await call('DELETE', '/realtime/payload-storage', as(owner))
+    ok(await call('PUT', '/realtime/payload-storage', as(owner, { body: {} })), 'provision payload storage')
+    ok(await call('DELETE', '/realtime/payload-storage', as(owner)), 'delete payload storage')
     await expectAnnounced('payload_storage', owner.productId, from, 2)
   })
 })

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { enterPresence } from '../../shared/realtime/presence'
+import { ok } from '../helpers'
 import { pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
 
 let pair: Pair
@@ -23,7 +24,8 @@ afterAll(async () => {
 
 const base = () => `/${p.productId}/realtime`
 const get = (path: string, worker = pair.a) => pub(worker, 'GET', base() + path, { key: p.key })
-const publish = (channel: string, data: unknown) => pub(pair.a, 'POST', `${base()}/messages`, { key: p.key, body: { channel, data } })
+/** Setup: a publish that fails says so here, with its status and body. */
+const publish = async (channel: string, data: unknown) => ok(await pub(pair.a, 'POST', `${base()}/messages`, { key: p.key, body: { channel, data } }), `publish to ${channel}`)
 const fieldPaths = (result: { body: any }) => [...new Set((result.body.fields as { path: string }[]).map((f) => f.path))].sort()
 
 describe('GET /channels/{channel}/history', () => {

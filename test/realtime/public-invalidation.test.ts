@@ -24,7 +24,7 @@ const until = async (check: () => Promise<boolean> | boolean, ms = 10_000) => {
 test('a subscription reports the dropped connection and the resubscription, and hears messages again', async () => {
   const events: boolean[] = []
   const heard: string[] = []
-  const stop = await onInvalidation((m) => heard.push('productId' in m ? m.productId : m.keyHash), (live) => events.push(live))
+  const stop = await onInvalidation((m) => heard.push('productId' in m ? m.productId : 'keyHash' in m ? m.keyHash : m.kind), (live) => events.push(live))
   try {
     await redis().call('CLIENT', 'KILL', 'TYPE', 'pubsub')
     // The first connection reports live too (in either order with the kill): look for a drop followed by a return.

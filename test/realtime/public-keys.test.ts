@@ -6,7 +6,7 @@ import { sql } from '../../shared/db/client'
 import { onInvalidation, type Invalidation } from '../../shared/realtime/invalidation'
 import { PUBLIC_SCOPES, publicKeyHash } from '../../shared/realtime/public-keys'
 import { isKeyRevoked } from '../../shared/realtime/revocations'
-import { call, newPlatformKey, newProduct, newUser, recordInvalidations } from '../helpers'
+import { call, newPlatformKey, newProduct, newUser, ok, recordInvalidations } from '../helpers'
 
 const keysPath = (productId: string) => `/governance/api/v1/products/${productId}/public-keys`
 
@@ -207,7 +207,7 @@ describe('update scope', () => {
     expect(failingFields(await call('PUT', scopePath, { token: owner.token, body: { scope: ['channels:read', 'channels:read'] } }))).toContain('/body/scope')
     expect(failingFields(await call('PUT', scopePath, { token: owner.token, body: { scope: ['root'] } }))).toContain('/body/scope/0')
     expect(failingFields(await call('PUT', scopePath, { token: owner.token, body: { scope: ['channels:read'], name: 'x' } }))).toEqual(['/body/name'])
-    await call('DELETE', `${keysPath(owner.productId)}/${created.id}`, { token: owner.token })
+    ok(await call('DELETE', `${keysPath(owner.productId)}/${created.id}`, { token: owner.token }), 'revoke key')
     expectError(await call('PUT', scopePath, { token: owner.token, body: { scope: ['channels:read'] } }), 404, 'not_found')
     expectError(await call('PUT', `${keysPath(owner.productId)}/${crypto.randomUUID()}/scope`, { token: owner.token, body: { scope: ['channels:read'] } }), 404)
     const [row] = await sql`select scope from public_keys where id = ${created.id}`

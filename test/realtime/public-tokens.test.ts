@@ -177,8 +177,10 @@ describe('tokens module', () => {
 
   test('rotation: a newer key signs (kid in the header); tokens of the older key still verify', async () => {
     const old = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
-    const kid = `test-${randomUUID()}`
-    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() + interval '1 second')`
+    const kid = randomUUID()
+    // A key signs once verifiers have had time to load it (KEY_SET_REFRESH_MS and a margin): this one is old enough,
+    // and newer than every other key old enough.
+    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() - interval '50 seconds')`
     resetTokenKeyCache()
     const fresh = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     expect(JSON.parse(Buffer.from(fresh.token.split('.')[0]!, 'base64url').toString()).kid).toBe(kid)

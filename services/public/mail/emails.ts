@@ -5,28 +5,18 @@ import { randomUUID } from 'node:crypto'
 import Type, { type Static } from 'typebox'
 import { Strict } from '../../../shared/catalog/schemas'
 import { validateInput } from '../../../shared/catalog/validate'
+import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
-import { ApiError, badRequest, notFound, unprocessable } from '../../../shared/errors'
-import { asList, parseMailbox } from '../../../shared/mail/addresses'
+import { ApiError, badRequest, type FieldError, notFound, unprocessable } from '../../../shared/errors'
 import { isUuid } from '../../../shared/ids'
+import { asList, type Mailbox, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
+import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS } from '../../../shared/mail/headers'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
 import { findTemplate, renderTemplate } from '../../../shared/mail/templates'
 import { type MailKeyIdentity, restrictedKey } from './api-keys'
 import { bindClaim, type Claim, claimKey, payloadHash, releaseClaim } from './idempotency'
 import { checkSendRate } from './send-rate'
 
-/** Headers a sender may not set: the platform writes them (addressing, MIME structure, signature, tracking ids). */
-/**
- * Headers a sender may not give: addressing and identity (the platform writes them from the body), MIME structure
- * (nodemailer builds it), and every header a receiving server or a signer adds, which a sender could forge to make a
- * message look authenticated or relayed. Threading (In-Reply-To, References), List-* and X-* stay the sender's.
- */
-const RESERVED_HEADERS = new Set([
-  'from', 'to', 'cc', 'bcc', 'reply-to', 'subject', 'date', 'message-id', 'mime-version', 'sender', 'return-path',
-  'received', 'received-spf', 'authentication-results', 'delivered-to', 'x-original-to', 'domainkey-signature',
-])
-const RESERVED_HEADER_PREFIXES = ['content-', 'dkim-', 'arc-', 'resent-']
-const isReservedHeader = (lower: string) => RESERVED_HEADERS.has(lower) || RESERVED_HEADER_PREFIXES.some((prefix) => lower.startsWith(prefix))
 export const MAX_RECIPIENTS = 50
 
 const Address = Type.String({ minLength: 3, maxLength: 512, description: '"addr" or "Name <addr>"' })
@@ -46,10 +36,15 @@ export const SendBody = Strict({
     variables: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String({ maxLength: 100_000 }), Type.Number(), Type.Boolean()]))),
   }, 'Instead of html: a template, filled in with the variables (HTML-escaped in its html)')),
   text: Type.Optional(Type.String({ maxLength: MAX_PART_CHARS })),
+  // Documents the shape; the rules are checked by hand for every key (headerErrors): typebox's record pattern alone
+  // would leave a key that does not match it (`From `, `X-A:b`) unchecked, name and value.
   headers: Type.Optional(Type.Record(
-    Type.String({ pattern: '^[!-9;-~]{1,76}$' }),
-    Type.String({ maxLength: 998, pattern: '^[^\\r\\n]*$' }),
-    { description: 'Extra headers; addressing, MIME and signature headers are the platform\'s' },
+    Type.String({ pattern: HEADER_NAME.source }),
+    Type.String({ maxLength: MAX_HEADER_VALUE_CHARS, pattern: '^[^\\r\\n]*$' }),
+    {
+      additionalProperties: false, maxProperties: config.mail.maxHeaders,
+      description: `Extra headers, at most ${config.mail.maxHeaders}: string names (printable ASCII, no space or colon) to one-line string values; addressing, MIME, signature and trace headers are the platform's`,
+    },
   )),
   tags: Type.Optional(Type.Array(Strict({
     name: Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$' }),
@@ -64,7 +59,7 @@ const field = (path: string, message: string) => badRequest(`Invalid request: ${
  * The `from` domain, resolved before anything else is looked at: a key locked to another domain is refused (401, nothing
  * queued) whatever the rest of the body says; an unregistered or unverified domain is 403 `domain_not_verified`.
  */
-async function sendingDomain(key: MailKeyIdentity, body: unknown): Promise<{ id: string; name: string }> {
+async function sendingDomain(key: MailKeyIdentity, body: unknown): Promise<{ id: string; name: string; from: Mailbox }> {
   const from = (body as { from?: unknown } | null)?.from
   if (typeof from !== 'string') throw field('/body/from', 'is required: "addr" or "Name <addr>"')
   const mailbox = parseMailbox(from)
@@ -79,7 +74,7 @@ async function sendingDomain(key: MailKeyIdentity, body: unknown): Promise<{ id:
       : `The domain ${mailbox.domain} is not registered for this product: register and verify it first`,
     { fields: [{ path: '/body/from', message: `uses domain ${mailbox.domain}, which cannot send` }] })
   }
-  return { id: domain.id, name: domain.name }
+  return { id: domain.id, name: domain.name, from: mailbox }
 }
 
 /** What is sent: the body's subject, html and text, or a template filled in (the body's subject and text win). */
@@ -110,21 +105,37 @@ function checkFilled(filled: { subject: string; html: string | null; text: strin
   }
 }
 
-/** Every address of every list parses, and no list is longer than the limit. */
-function checkRecipients(body: SendBody): void {
+/** Every address of every list parses (400 naming the first that does not); answers them parsed, once, for the mailer. */
+function parseRecipients(body: SendBody, from: Mailbox): StoredMailboxes {
+  const lists = {} as Omit<StoredMailboxes, 'from'>
   for (const name of ['to', 'cc', 'bcc', 'reply_to'] as const) {
-    const list = asList(body[name])
-    list.forEach((value, i) => {
-      if (!parseMailbox(value)) throw field(`/body/${name}${Array.isArray(body[name]) ? `/${i}` : ''}`, 'is not an email address')
+    lists[name] = asList(body[name]).map((value, i) => {
+      const mailbox = parseMailbox(value)
+      if (!mailbox) throw field(`/body/${name}${Array.isArray(body[name]) ? `/${i}` : ''}`, 'is not an email address')
+      return storedMailbox(mailbox)
     })
   }
-  const seen = new Set<string>()
-  for (const header of Object.keys(body.headers ?? {})) {
-    const lower = header.toLowerCase()
-    if (isReservedHeader(lower)) throw field(`/body/headers/${header}`, 'is set by the platform and cannot be given')
-    if (seen.has(lower)) throw field(`/body/headers/${header}`, 'is given twice (header names are case-insensitive)')
-    seen.add(lower)
+  return { from: storedMailbox(from), ...lists }
+}
+
+/**
+ * Validates the body whole, with the header rules checked by hand for every key: their errors replace whatever the
+ * schema said about `headers` (they are a superset), and join the body's other failing fields in one 400.
+ */
+function validateBody(raw: unknown): SendBody {
+  const headers = raw !== null && typeof raw === 'object' ? (raw as { headers?: unknown }).headers : undefined
+  const headerFields = headerErrors(headers, config.mail.maxHeaders)
+  let body: SendBody
+  try {
+    body = validateInput({ body: SendBody }, { body: raw }).body as SendBody
+  } catch (error) {
+    const fields = (error instanceof ApiError && (error.extra.fields as FieldError[] | undefined)) || undefined
+    if (!fields || headerFields.length === 0) throw error
+    const merged = [...fields.filter((f) => f.path !== '/body/headers' && !f.path.startsWith('/body/headers/')), ...headerFields]
+    throw badRequest(`Invalid request: ${merged.map((f) => `${f.path} ${f.message}`).join('; ')}`, merged)
   }
+  if (headerFields.length) throw badRequest(`Invalid request: ${headerFields.map((f) => `${f.path} ${f.message}`).join('; ')}`, headerFields)
+  return body
 }
 
 /**
@@ -133,12 +144,12 @@ function checkRecipients(body: SendBody): void {
  */
 export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotencyKey: string | null = null): Promise<{ id: string }> {
   const domain = await sendingDomain(key, raw)
-  const body = validateInput({ body: SendBody }, { body: raw }).body as SendBody
-  checkRecipients(body)
+  const body = validateBody(raw)
+  const mailboxes = parseRecipients(body, domain.from)
   const content = await contentOf(key.productId, body)
   let claim: Claim | null = null
   if (idempotencyKey !== null) {
-    const claimed = await claimKey(key.productId, idempotencyKey, payloadHash(raw))
+    const claimed = await claimKey({ productId: key.productId, apiKeyId: key.keyId }, idempotencyKey, payloadHash(raw))
     if ('emailId' in claimed) return { id: claimed.emailId }
     claim = claimed
   }
@@ -149,10 +160,11 @@ export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotency
     await sql.begin(async (tx) => {
       await tx`
         insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, cc_addresses, bcc_addresses,
-                            reply_to, subject, html, text, headers, tags, message_id)
+                            reply_to, subject, html, text, headers, tags, message_id, mailboxes)
         values (${id}, ${key.productId}, ${domain.id}, ${key.keyId}, ${body.from}, ${asList(body.to)}, ${asList(body.cc)},
                 ${asList(body.bcc)}, ${asList(body.reply_to)}, ${content.subject}, ${content.html}, ${content.text},
-                ${(body.headers ?? {}) as never}::jsonb, ${(body.tags ?? []) as never}::jsonb, ${`<${id}@${domain.name}>`})`
+                ${(body.headers ?? {}) as never}::jsonb, ${(body.tags ?? []) as never}::jsonb, ${`<${id}@${domain.name}>`},
+                ${mailboxes as never}::jsonb)`
       await tx`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())` // the email's own last_event_at
       if (claim) await bindClaim(tx, claim, id)
     })

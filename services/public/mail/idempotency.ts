@@ -1,5 +1,6 @@
-// Idempotency-Key on POST /emails, Resend's way: a repeat within 24 hours with the same payload answers the first
-// email's id and queues nothing; the same key with another payload is 409 invalid_idempotent_request; a repeat while
+// Idempotency-Key on POST /emails, Resend's way: keys are scoped to the sending API key that used them (two keys of one
+// product using the same Idempotency-Key make two requests), and a repeat within 24 hours with the same payload
+// answers the first email's id and queues nothing; the same key with another payload is 409 invalid_idempotent_request; a repeat while
 // the first is still being handled is 409 concurrent_idempotent_requests. The key's row is claimed with one insert (the
 // primary key makes exactly one request win, on any number of workers) and bound to the email in the email's own
 // transaction, so there are never two emails for one key.
@@ -36,29 +37,38 @@ function canonical(value: unknown): string {
 
 export const payloadHash = (body: unknown) => createHash('sha256').update(canonical(body)).digest()
 
-/** This request's hold on a key: bind the email with it, or release it. */
-export interface Claim {
+/** Whose keys: the product and the sending API key that sent the request. */
+export interface KeyScope {
   productId: string
+  apiKeyId: string
+}
+
+/** This request's hold on a key: bind the email with it, or release it. */
+export interface Claim extends KeyScope {
   key: string
   token: string
 }
+
+const scoped = (scope: KeyScope, key: string) =>
+  sql`product_id = ${scope.productId} and api_key_id = ${scope.apiKeyId} and key = ${key}`
 
 /**
  * Claims `key` for this request: a Claim when this request is the first (it must then queue the email and bind it, or
  * release the claim), or the id of the email a repeat refers to. Throws the two 409s.
  */
-export async function claimKey(productId: string, key: string, hash: Buffer): Promise<Claim | { emailId: string }> {
+export async function claimKey(scope: KeyScope, key: string, hash: Buffer): Promise<Claim | { emailId: string }> {
   const token = randomUUID()
   const [claimed] = await sql`
-    insert into mail_idempotency_keys (product_id, key, request_hash, claim_token) values (${productId}, ${key}, ${hash}, ${token})
-    on conflict (product_id, key) do update
+    insert into mail_idempotency_keys (product_id, api_key_id, key, request_hash, claim_token)
+    values (${scope.productId}, ${scope.apiKeyId}, ${key}, ${hash}, ${token})
+    on conflict (product_id, api_key_id, key) do update
       set request_hash = excluded.request_hash, claim_token = excluded.claim_token, email_id = null, created_at = now()
       where mail_idempotency_keys.created_at < now() - ${KEY_TTL_HOURS} * interval '1 hour'
          or (mail_idempotency_keys.email_id is null and mail_idempotency_keys.created_at < now() - ${ABANDONED_SECONDS} * interval '1 second')
     returning key`
-  if (claimed) return { productId, key, token }
-  const [existing] = await sql`select request_hash, email_id from mail_idempotency_keys where product_id = ${productId} and key = ${key}`
-  if (!existing) return claimKey(productId, key, hash) // released meanwhile: try again
+  if (claimed) return { productId: scope.productId, apiKeyId: scope.apiKeyId, key, token }
+  const [existing] = await sql`select request_hash, email_id from mail_idempotency_keys where ${scoped(scope, key)}`
+  if (!existing) return claimKey(scope, key, hash) // released meanwhile: try again
   if (!Buffer.from(existing.request_hash).equals(hash)) {
     throw new ApiError(409, 'invalid_idempotent_request', 'This Idempotency-Key was already used with a different payload; use a new key for a new email')
   }
@@ -78,7 +88,7 @@ const takenOver = () => new ApiError(409, 'concurrent_idempotent_requests',
 export async function bindClaim(tx: postgres.TransactionSql, claim: Claim, emailId: string): Promise<void> {
   const [bound] = await tx`
     update mail_idempotency_keys set email_id = ${emailId}
-    where product_id = ${claim.productId} and key = ${claim.key} and claim_token = ${claim.token} and email_id is null
+    where product_id = ${claim.productId} and api_key_id = ${claim.apiKeyId} and key = ${claim.key} and claim_token = ${claim.token} and email_id is null
     returning key`
   if (!bound) throw takenOver()
 }
@@ -87,5 +97,5 @@ export async function bindClaim(tx: postgres.TransactionSql, claim: Claim, email
 export async function releaseClaim(claim: Claim): Promise<void> {
   await sql`
     delete from mail_idempotency_keys
-    where product_id = ${claim.productId} and key = ${claim.key} and claim_token = ${claim.token} and email_id is null`
+    where ${scoped(claim, claim.key)} and claim_token = ${claim.token} and email_id is null`
 }

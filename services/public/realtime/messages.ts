@@ -22,7 +22,8 @@ export interface PublishResponse {
 
 /**
  * Publishes `data` to `channel`. Serialized size = UTF-8 bytes of JSON.stringify(data).
- * 404 unregistered namespace; 503 over the cap without payload storage; 429 past the publish quota.
+ * 404 unregistered namespace; 503 over the cap without payload storage; 429 past the publish quota, or past the
+ * product's fan-out or history byte budget on the channel's shard (thrown by the publish script, with Retry-After).
  */
 export async function publishMessage(productId: string, body: PublishBody): Promise<PublishResponse> {
   const policies = await productPolicies(productId)

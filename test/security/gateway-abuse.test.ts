@@ -1,0 +1,291 @@
+// A hostile client against real gateway processes: floods of connect frames with forged key ids cost no database
+// query (counted on the wire to PostgreSQL) and leave the gateway serving; upgrades and connect frames per client IP,
+// connections per subject and Redis-costly reads per connection are bounded; retired signing keys stop verifying once
+// every token they signed has expired.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createHmac, randomBytes, randomUUID } from 'node:crypto'
+import { connect } from 'node:net'
+import { config } from '../../shared/config'
+import { sql } from '../../shared/db/client'
+import { aadOf } from '../../shared/db/seal-secrets'
+import { publishInvalidation } from '../../shared/realtime/invalidation'
+import { open } from '../../shared/secrets'
+import { LIMITED_CLOSE_CODE, LIMITED_MIN_DELAY_MS, reconnectDelay } from '../../shared/realtime-client/client'
+import { addSigningKey, refreshSigningKeys, retireSigningKey, RETIRED_KEY_VERIFIES_SECONDS, sealSecret, signToken, TokenError, type TokenChannel, verifyToken } from '../../shared/realtime/tokens'
+import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
+import { awayFromWindowEdge, realtimeProduct, type RealtimeProduct, uniqueIp } from '../realtime/public-helpers'
+import { startQueryCounter, type QueryCounter } from './pg-query-counter'
+
+const SUBJECT_LIMIT = 3
+const READ_BURST = 3
+const IP_UPGRADES = 6
+const IP_CONNECTS = 3
+
+let counter: QueryCounter
+/** Its PostgreSQL link goes through `counter`; per-subject and read limits are low. */
+let guarded: GatewayProcess
+/** Low per-IP limits, behind a "proxy" (TRUST_PROXY): the test picks each client's address with X-Forwarded-For. */
+let proxied: GatewayProcess
+let product: RealtimeProduct
+
+beforeAll(async () => {
+  const pg = new URL(config.databaseUrl)
+  counter = await startQueryCounter({ host: pg.hostname, port: Number(pg.port) })
+  ;[guarded, proxied, product] = await Promise.all([
+    startGateway({
+      DATABASE_URL: counter.url(config.databaseUrl), GATEWAY_IP_UPGRADES_PER_MINUTE: '100000', GATEWAY_IP_CONNECTS_PER_MINUTE: '100000',
+      GATEWAY_MAX_CONNECTIONS_PER_SUBJECT: String(SUBJECT_LIMIT), GATEWAY_READS_PER_SECOND: '1', GATEWAY_READ_BURST: String(READ_BURST),
+    }),
+    startGateway({ TRUST_PROXY: '1', GATEWAY_IP_UPGRADES_PER_MINUTE: String(IP_UPGRADES), GATEWAY_IP_CONNECTS_PER_MINUTE: String(IP_CONNECTS) }),
+    realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }]),
+  ])
+}, 30_000)
+
+afterAll(async () => {
+  await Promise.all([guarded?.stop(), proxied?.stop()])
+  await counter?.close()
+})
+
+async function token(channels: TokenChannel[], subject = `user-${randomUUID().slice(0, 8)}`) {
+  return (await signToken({ productId: product.productId, apiKeyId: product.keyId, subject, channels })).token
+}
+
+async function connected(gateway: GatewayProcess, tokenText: string, headers?: Record<string, string>): Promise<WsClient> {
+  const client = await WsClient.open(gateway.wsUrl, headers)
+  expect(await client.request({ type: 'connect', token: tokenText })).toMatchObject({ type: 'reply', to: 'connect' })
+  return client
+}
+
+const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
+
+/** A token with the given header `kid`, a plausible payload and a signature that matches nothing. */
+function forged(kid: unknown): string {
+  const now = Math.floor(Date.now() / 1000)
+  const claims = { sub: 'ext:x', ext: true, pid: randomUUID(), akid: randomUUID(), env: config.environment, channels: [], iat: now, exp: now + 600, jti: randomUUID() }
+  return `${b64({ alg: 'HS256', typ: 'JWT', kid })}.${b64(claims)}.${randomBytes(32).toString('base64url')}`
+}
+
+/** A token correctly signed with `secret` under `kid`. */
+function signedWith(kid: string, secret: Buffer): string {
+  const now = Math.floor(Date.now() / 1000)
+  const claims = { sub: 'ext:retired', ext: true, pid: product.productId, akid: product.keyId, env: config.environment, channels: [], iat: now, exp: now + 600, jti: randomUUID() }
+  const input = `${b64({ alg: 'HS256', typ: 'JWT', kid })}.${b64(claims)}`
+  return `${input}.${createHmac('sha256', secret).update(input).digest('base64url')}`
+}
+
+/** One raw upgrade request; the status code and headers of the answer (101 or a refusal). */
+async function upgrade(port: number, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  const socket = connect(port, '127.0.0.1')
+  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+  socket.write(`GET /connection/websocket HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n`
+    + `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`)
+  const text = await new Promise<string>((resolve, reject) => {
+    let data = ''
+    socket.on('data', (chunk) => {
+      data += chunk.toString()
+      const end = data.indexOf('\r\n\r\n')
+      if (end < 0) return
+      // 101 has no body; a refusal has a JSON body of content-length bytes.
+      const length = Number(/content-length: (\d+)/i.exec(data)?.[1] ?? 0)
+      if (data.startsWith('HTTP/1.1 101') || data.length >= end + 4 + length) resolve(data)
+    })
+    socket.on('error', reject)
+  })
+  socket.destroy()
+  const [head, body = ''] = text.split('\r\n\r\n')
+  const [statusLine, ...lines] = head!.split('\r\n')
+  return {
+    status: Number(statusLine!.split(' ')[1]),
+    headers: Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()])),
+    body,
+  }
+}
+
+describe('forged key ids', () => {
+  test('a flood of connect frames with unknown, malformed and over-long kids is refused 4001 with no database query; a real client still connects', async () => {
+    // The counter sees the gateway's queries: its key set was read through it at start.
+    expect(counter.executed.some((q) => q.includes('realtime_signing_keys'))).toBe(true)
+    const before = counter.executed.length
+    const kids: unknown[] = []
+    for (let i = 0; i < 100; i++) kids.push(randomUUID())
+    for (let i = 0; i < 40; i++) kids.push(`${randomUUID()}x`, `../${i}`, 'A'.repeat(8000 + i), i, null)
+    for (let i = 0; i < 20; i++) kids.push(randomUUID().toUpperCase(), '')
+    const reasons = new Map<string, number>()
+    for (let i = 0; i < kids.length; i += 40) {
+      await Promise.all(kids.slice(i, i + 40).map(async (kid) => {
+        const client = await WsClient.open(guarded.wsUrl)
+        client.send({ type: 'connect', id: 1, token: forged(kid) })
+        const { code, reason } = await client.closed
+        expect(code).toBe(4001)
+        reasons.set(reason, (reasons.get(reason) ?? 0) + 1)
+      }))
+    }
+    expect([...reasons.keys()].sort()).toEqual(['invalid token: malformed', 'invalid token: unknown_key'])
+    expect(reasons.get('invalid token: unknown_key')).toBe(100)
+    // 360 refused frames, and not one statement for them. The only statement allowed meanwhile is the periodic re-read
+    // of the key set (every 30 s, whatever the traffic), or the gateway's own usage flush.
+    const during = counter.executed.slice(before)
+    expect(during.filter((q) => !q.includes('realtime_signing_keys') && !q.includes('realtime_usage') && !q.includes('realtime_connection'))).toEqual([])
+    expect(during.filter((q) => q.includes('realtime_signing_keys')).length).toBeLessThanOrEqual(1)
+    const client = await connected(guarded, await token([{ name: 'chat:a', ops: ['subscribe'] }]))
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply', to: 'ping' })
+    client.close()
+  }, 60_000)
+
+  test('a key added and announced verifies at once; keys retired longer ago than a token lives stop verifying, the others verify until then', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const keys = { recent: randomUUID(), expiring: randomUUID(), old: randomUUID(), fresh: randomUUID() }
+    const secrets = Object.fromEntries(Object.entries(keys).map(([name]) => [name, randomBytes(32)])) as Record<keyof typeof keys, Buffer>
+    // Created long ago, so none of them ever becomes the key that signs.
+    const insert = (kid: string, secret: Buffer, retiredSecondsAgo: number | null) => sql`
+      insert into realtime_signing_keys (kid, secret_sealed, created_at, retired_at)
+      values (${kid}, ${sealSecret(kid, secret)}, now() - interval '3 days',
+              ${retiredSecondsAgo === null ? null : new Date((now - retiredSecondsAgo) * 1000)})`
+    await insert(keys.recent, secrets.recent, 120)
+    await insert(keys.expiring, secrets.expiring, RETIRED_KEY_VERIFIES_SECONDS - 3)
+    await insert(keys.old, secrets.old, RETIRED_KEY_VERIFIES_SECONDS + 10)
+    await insert(keys.fresh, secrets.fresh, null)
+    try {
+      await publishInvalidation({ kind: 'signing_keys' })
+      await Bun.sleep(300) // the gateway re-reads its key set on the announcement
+      const outcome = async (kid: keyof typeof keys) => {
+        const client = await WsClient.open(guarded.wsUrl)
+        const frame = await Promise.race([client.request({ type: 'connect', token: signedWith(keys[kid], secrets[kid]) }), client.closed])
+        client.close()
+        return 'to' in frame ? 'connected' : (frame as { reason: string }).reason
+      }
+      expect(await outcome('fresh')).toBe('connected')
+      expect(await outcome('recent')).toBe('connected')
+      expect(await outcome('expiring')).toBe('connected')
+      expect(await outcome('old')).toBe('invalid token: unknown_key')
+      // The deadline holds by itself, with no re-read of the key set.
+      await Bun.sleep(3500)
+      expect(await outcome('expiring')).toBe('invalid token: unknown_key')
+      expect(await outcome('recent')).toBe('connected')
+    } finally {
+      await sql`delete from realtime_signing_keys where kid in ${sql(Object.values(keys))}`
+    }
+  }, 30_000)
+})
+
+test('addSigningKey announces the new key: the gateway verifies its tokens at once, not at its next periodic re-read; retired, they still verify', async () => {
+  const kid = await addSigningKey()
+  try {
+    const [row] = await sql`select secret_sealed from realtime_signing_keys where kid = ${kid}`
+    const secret = open(Buffer.from(row!.secret_sealed), aadOf('realtime_signing_keys', kid))
+    await Bun.sleep(300)
+    const client = await connected(guarded, signedWith(kid, secret))
+    client.close()
+    await retireSigningKey(kid)
+    await Bun.sleep(300)
+    ;(await connected(guarded, signedWith(kid, secret))).close()
+  } finally {
+    await sql`delete from realtime_signing_keys where kid = ${kid}`
+  }
+})
+
+describe('per client IP (TRUST_PROXY: the last X-Forwarded-For address)', () => {
+  test(`past ${IP_UPGRADES} upgrades a minute an address gets 429 with Retry-After; other addresses are not affected`, async () => {
+    await awayFromWindowEdge(60, 10_000)
+    const ip = uniqueIp()
+    // Earlier entries are the client's own claims: only the one the proxy appended counts.
+    for (let i = 0; i < IP_UPGRADES; i++) expect((await upgrade(proxied.port, { 'x-forwarded-for': `${uniqueIp()}, ${ip}` })).status).toBe(101)
+    const refused = await upgrade(proxied.port, { 'x-forwarded-for': `${uniqueIp()}, ${ip}` })
+    expect(refused.status).toBe(429)
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60)
+    expect(JSON.parse(refused.body)).toMatchObject({ error: 'rate_limited', message: expect.stringContaining('upgrades a minute') })
+    expect((await upgrade(proxied.port, { 'x-forwarded-for': uniqueIp() })).status).toBe(101)
+  })
+
+  test(`past ${IP_CONNECTS} connect frames a minute an address is closed 4300; other addresses still connect`, async () => {
+    await awayFromWindowEdge(60, 10_000)
+    const ip = uniqueIp()
+    const channels = [{ name: 'chat:a', ops: ['subscribe'] as const }].map((c) => ({ ...c, ops: [...c.ops] }))
+    const open: WsClient[] = []
+    for (let i = 0; i < IP_CONNECTS; i++) open.push(await connected(proxied, await token(channels), { 'x-forwarded-for': ip }))
+    const over = await WsClient.open(proxied.wsUrl, { 'x-forwarded-for': ip })
+    over.send({ type: 'connect', id: 1, token: await token(channels) })
+    expect(await over.closed).toEqual({ code: 4300, reason: 'rate limited: too many connect frames from this address' })
+    open.push(await connected(proxied, await token(channels), { 'x-forwarded-for': uniqueIp() }))
+    for (const client of open) client.close()
+  })
+})
+
+describe('per token subject', () => {
+  test(`past ${SUBJECT_LIMIT} open connections a subject's next connect is closed 4300; another subject connects; a closed one frees its place`, async () => {
+    const subject = `user-${randomUUID().slice(0, 8)}`
+    const channels = [{ name: 'chat:a', ops: ['subscribe' as const] }]
+    const open: WsClient[] = []
+    for (let i = 0; i < SUBJECT_LIMIT; i++) open.push(await connected(guarded, await token(channels, subject)))
+    const over = await WsClient.open(guarded.wsUrl)
+    over.send({ type: 'connect', id: 1, token: await token(channels, subject) })
+    expect(await over.closed).toEqual({ code: 4300, reason: 'rate limited: too many connections for this subject' })
+    const other = await connected(guarded, await token(channels))
+    open[0]!.close()
+    await open[0]!.closed
+    await Bun.sleep(100) // the gateway sees the close
+    open[0] = await connected(guarded, await token(channels, subject))
+    for (const client of [...open, other]) client.close()
+  })
+
+  test('the reference client waits at least 5 s after a 4300, and backs off further on each one in a row', () => {
+    expect(reconnectDelay(LIMITED_CLOSE_CODE, 0, 500, 20_000, () => 0)).toBe(LIMITED_MIN_DELAY_MS)
+    expect(reconnectDelay(LIMITED_CLOSE_CODE, 3, 500, 20_000, () => 0.5)).toBe(LIMITED_MIN_DELAY_MS + 2000)
+    expect(reconnectDelay(4001, 0, 500, 20_000, () => 0.5)).toBe(0)
+  })
+})
+
+describe(`Redis-costly reads per connection (1 a second, burst ${READ_BURST})`, () => {
+  const flood = async (client: WsClient, frames: Record<string, unknown>[]) => {
+    const ids = frames.map((frame, i) => {
+      const id = `f${i}-${randomUUID().slice(0, 4)}`
+      client.send({ ...frame, id })
+      return id
+    })
+    const answers: string[] = []
+    for (const id of ids) {
+      const frame = await client.next((f) => f.id === id && (f.type === 'reply' || f.type === 'error'))
+      answers.push(frame.type === 'reply' ? 'reply' : frame.code)
+    }
+    return answers
+  }
+
+  test('history, presence.read and subscribe with a cursor beyond the bucket are `rate_limited`; the connection stays usable and refills', async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `chat:r${i}-${randomUUID().slice(0, 6)}`)
+    const client = await connected(guarded, await token(names.map((name) => ({ name, ops: ['subscribe', 'history', 'presence'] }))))
+    const limited = (answers: string[]) => ({ replies: answers.filter((a) => a === 'reply').length, limited: answers.filter((a) => a === 'rate_limited').length })
+
+    expect(limited(await flood(client, Array.from({ length: 8 }, () => ({ type: 'history', channel: names[0], last_n: 5 }))))).toEqual({ replies: READ_BURST, limited: 5 })
+    const error = (await client.request({ type: 'presence.read', channel: names[0] }))
+    expect(error).toMatchObject({ type: 'error', code: 'rate_limited', temporary: true })
+    // Not a costly read: answered whatever the bucket holds.
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply', to: 'ping' })
+    expect(await client.request({ type: 'subscribe', channel: names[7] })).toMatchObject({ type: 'reply', to: 'subscribe' })
+
+    await Bun.sleep(READ_BURST * 1000 + 200) // refilled
+    expect(limited(await flood(client, Array.from({ length: 6 }, () => ({ type: 'presence.read', channel: names[0] }))))).toEqual({ replies: READ_BURST, limited: 3 })
+
+    await Bun.sleep(READ_BURST * 1000 + 200)
+    const cursors = await flood(client, names.slice(0, 6).map((channel) => ({ type: 'subscribe', channel, offset: 0, epoch: 'e' })))
+    expect(limited(cursors)).toEqual({ replies: READ_BURST, limited: 3 })
+    // A refused subscribe left nothing behind: after a refill the same cursor subscribes.
+    await Bun.sleep(1100)
+    expect(await client.request({ type: 'subscribe', channel: names[5], offset: 0, epoch: 'e' })).toMatchObject({ type: 'reply', to: 'subscribe', recovered: false })
+    client.close()
+  }, 30_000)
+})
+
+describe('the verifier in process', () => {
+  test('after its key set is loaded, 5 000 unknown kids never touch the database (one that failed every query) and evict nothing: a real token still verifies', async () => {
+    const { token: real } = await signToken({ productId: product.productId, apiKeyId: product.keyId, subject: 'x', channels: [] })
+    await refreshSigningKeys()
+    const broken = (() => Promise.reject(new Error('no database'))) as unknown as typeof sql
+    const reasons = new Set<string>()
+    for (let i = 0; i < 5000; i++) {
+      await verifyToken(forged(i % 2 ? randomUUID() : `x${i}`), { sql: broken }).catch((error) => reasons.add(error instanceof TokenError ? error.reason : String(error)))
+    }
+    expect([...reasons].sort()).toEqual(['malformed', 'unknown_key'])
+    expect((await verifyToken(real, { sql: broken })).sub).toBe('ext:x')
+  })
+})

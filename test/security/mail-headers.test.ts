@@ -1,0 +1,196 @@
+// Header injection as a hostile tenant tries it, against real `public` workers and a real `mailer` delivering to an SMTP
+// server started here: every malformed, reserved or non-string header is refused 400 naming it (nothing queued); valid
+// custom headers arrive, read back with mailparser, beside exactly one From (the real one) and the platform's own
+// headers, and nothing else; and a row stored with a malicious headers object (as an email queued before these rules
+// would be) is failed by the mailer, never sent with the injected header.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { simpleParser } from 'mailparser'
+import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
+import { sql } from '../../shared/db/client'
+import { freePort, newProduct, startWorker, type Worker } from '../helpers'
+import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
+
+const caught: CaughtMessage[] = []
+let sink: Sink
+let pair: Pair
+let mailer: Worker
+let owner: Awaited<ReturnType<typeof newProduct>>
+let domain: { id: string; name: string }
+let key: { id: string; key: string }
+
+beforeAll(async () => {
+  sink = await startSmtpSink({ port: 0, onMessage: (message) => caught.push(message) })
+  pair = await startPublicPair({ MAIL_SEND_RATE_PER_SECOND: '1000' })
+  owner = await newProduct('Mail headers')
+  domain = await manage(owner, 'POST', '/mail/domains', { name: `h${crypto.randomUUID().slice(0, 8)}.example.com` })
+  key = await manage(owner, 'POST', '/mail/api-keys', { name: 'sender', scope: 'full_access' })
+  const port = await freePort()
+  mailer = await startWorker('services/mailer/main.ts', {
+    MAILER_PORT: String(port), SMTP_URL: `smtp://127.0.0.1:${sink.port}`, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '3000',
+    MAILER_SMTP_TIMEOUT_MS: '5000', MAIL_RETRY_BASE_MS: '200', MAIL_MAX_ATTEMPTS: '2',
+  }, port)
+}, 30_000)
+afterAll(async () => {
+  await mailer?.stop()
+  await pair?.stop()
+  await sink?.close()
+})
+
+const from = () => `Acme <hello@${domain.name}>`
+const send = (headers: unknown) =>
+  pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, { key: key.key, body: { from: from(), to: 'ann@example.org', subject: 'Hi', text: 'Hello', headers } })
+const emailCount = async () => Number((await sql`select count(*) from emails where product_id = ${owner.productId}`)[0]!.count)
+const read = async (id: string) => (await pub(pair.b, 'GET', `/${owner.productId}/mail/emails/${id}`, { key: key.key })).body
+async function until(id: string, events: string[], ms = 15_000) {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; await Bun.sleep(50)) {
+    const email = await read(id)
+    if (events.includes(email.last_event)) return email
+  }
+  throw new Error(`email ${id} never reached ${events.join('/')}: ${JSON.stringify(await read(id))}`)
+}
+const caughtFor = (messageId: string) => caught.filter((m) => m.raw.toString().includes(messageId))
+/** The header block of a raw message, unfolded, as [lower-case name, value] in order. */
+const headerBlock = (raw: Buffer) => {
+  const text = raw.toString('latin1')
+  const head = text.slice(0, text.indexOf('\r\n\r\n')).replace(/\r\n[ \t]+/g, ' ')
+  return head.split('\r\n').map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()] as const)
+}
+
+const FORGED = 'PayPal <service@paypal.com>'
+const PREPARED = { prepared: true, value: `x\r\nFrom: ${FORGED}` }
+
+describe('refused: 400 naming the header, nothing queued', () => {
+  const cases: [label: string, headers: unknown, path: string][] = [
+    // Names that are not RFC 5322 field names: typebox's record pattern never looked at these keys.
+    ['a trailing space, with a prepared-value object (the reported attack)', { 'From ': PREPARED }, '/body/headers/From '],
+    ['a trailing space, with a string value', { 'From ': FORGED }, '/body/headers/From '],
+    ['a leading space', { ' From': FORGED }, '/body/headers/ From'],
+    ['a space inside', { 'X Campaign': 'a' }, '/body/headers/X Campaign'],
+    ['a colon at the end', { 'From:': FORGED }, '/body/headers/From:'],
+    ['a colon inside', { 'X-A:b': 'c' }, '/body/headers/X-A:b'],
+    ['a tab', { 'X-A\tb': 'c' }, '/body/headers/X-A\tb'],
+    ['a CR LF in the name', { 'X-A\r\nFrom': FORGED }, '/body/headers/X-A\r\nFrom'],
+    ['an empty name', { '': 'x' }, '/body/headers/'],
+    ['a Cyrillic o in From', { 'Frоm': FORGED }, '/body/headers/Frоm'],
+    ['a non-ASCII name', { 'X-Ünïcode': 'x' }, '/body/headers/X-Ünïcode'],
+    ['a name of 77 characters', { [`X-${'a'.repeat(75)}`]: 'x' }, `/body/headers/X-${'a'.repeat(75)}`],
+    ['a slash and a space (pointer escaped)', { 'a/b c': 'x' }, '/body/headers/a~1b c'],
+    ['a tilde and a colon (pointer escaped)', { 'x~y:': 'x' }, '/body/headers/x~0y:'],
+    // Values that are not strings, under names that would otherwise be fine.
+    ['a prepared-value object', { 'X-Campaign': PREPARED }, '/body/headers/X-Campaign'],
+    ['an object', { 'X-Campaign': { value: 'a' } }, '/body/headers/X-Campaign'],
+    ['a number', { 'X-Campaign': 42 }, '/body/headers/X-Campaign'],
+    ['an array', { 'X-Campaign': ['a', 'b'] }, '/body/headers/X-Campaign'],
+    ['null', { 'X-Campaign': null }, '/body/headers/X-Campaign'],
+    ['a boolean', { 'X-Campaign': true }, '/body/headers/X-Campaign'],
+    // Values that are more than one line, or too long.
+    ['CR LF in a value', { 'X-Evil': `a\r\nFrom: ${FORGED}` }, '/body/headers/X-Evil'],
+    ['a bare LF in a value', { 'X-Evil': 'a\nBcc: victim@example.org' }, '/body/headers/X-Evil'],
+    ['a bare CR in a value', { 'X-Evil': 'a\rBcc: victim@example.org' }, '/body/headers/X-Evil'],
+    ['another control character in a value', { 'X-Evil': 'a\u000bb' }, '/body/headers/X-Evil'],
+    ['a value of 999 characters', { 'X-Long': 'v'.repeat(999) }, '/body/headers/X-Long'],
+    // The platform's own headers, in any case.
+    ...['fRoM', 'FROM', 'to', 'Cc', 'bCC', 'reply-to', 'Sender', 'subject', 'Date', 'message-id', 'Message-Id', 'MIME-Version',
+      'content-TYPE', 'Content-Transfer-Encoding', 'content-disposition', 'dkim-signature', 'DKIM-Signature', 'DomainKey-Signature',
+      'Received', 'received-spf', 'Return-Path', 'Authentication-Results', 'ARC-Seal', 'arc-message-signature', 'Resent-From',
+      'Delivered-To', 'X-Original-To', 'X-Mailer', 'BIMI-Indicator']
+      .map((name): [string, unknown, string] => [`reserved ${name}`, { [name]: 'x' }, `/body/headers/${name}`]),
+    ['the same name twice in other cases', { 'X-Tag': 'a', 'x-TAG': 'b' }, '/body/headers/x-TAG'],
+    ['51 headers (one over MAIL_MAX_HEADERS)', Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`X-H${i}`, 'v'])), '/body/headers'],
+    ['a string instead of an object', 'From: x', '/body/headers'],
+    ['an array instead of an object', [['From', FORGED]], '/body/headers'],
+  ]
+  test.each(cases)('%s', async (_label, headers, path) => {
+    const before = await emailCount()
+    const result = await send(headers)
+    expect(result.status).toBe(400)
+    expect(result.body.error).toBe('validation_failed')
+    expect(result.body.fields.map((f: { path: string }) => f.path)).toContain(path)
+    // Every error names a header (or the headers object), never something vaguer.
+    for (const f of result.body.fields) expect(f.path.startsWith('/body/headers')).toBe(true)
+    expect(await emailCount()).toBe(before)
+  })
+
+  test('header errors join the body\'s other failing fields in one 400', async () => {
+    const result = await pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, {
+      key: key.key, body: { from: from(), to: 'ann@example.org', text: 'x', subject: 'a\r\nb', headers: { 'From ': PREPARED } },
+    })
+    expect(result.status).toBe(400)
+    expect(result.body.fields.map((f: { path: string }) => f.path).sort()).toEqual(['/body/headers/From ', '/body/subject'])
+  })
+
+  test('at the bounds: 50 headers, a 76-character name and a 998-character value are accepted', async () => {
+    const fifty = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`X-H${i}`, 'v']))
+    expect((await send(fifty)).status).toBe(200)
+    expect((await send({ [`X-${'a'.repeat(74)}`]: 'v'.repeat(998) })).status).toBe(200)
+  })
+})
+
+test('valid custom headers arrive through the real mailer: exactly one From (the real one), the platform\'s headers, the custom ones, nothing else', async () => {
+  const custom = {
+    'X-Campaign': 'spring sale',
+    'List-Unsubscribe': '<mailto:unsubscribe@example.org>, <https://example.org/u?id=1>',
+    'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    'In-Reply-To': '<thread-1@example.org>',
+    References: '<thread-0@example.org> <thread-1@example.org>',
+    'X-Tabbed': 'a\tb',
+  }
+  const result = await send(custom)
+  expect(result.status).toBe(200)
+  const email = await until(result.body.id, ['delivered', 'failed'])
+  expect(email.events.map((e: { type: string }) => e.type)).toEqual(['queued', 'sent', 'delivered'])
+  const [message] = caughtFor(email.message_id)
+  const block = headerBlock(message!.raw)
+  expect(block.filter(([name]) => name === 'from').map(([, value]) => value)).toEqual([`Acme <hello@${domain.name}>`])
+  expect(block.map(([name]) => name).sort()).toEqual([
+    'content-transfer-encoding', 'content-type', 'date', 'dkim-signature', 'from', 'in-reply-to', 'list-unsubscribe',
+    'list-unsubscribe-post', 'message-id', 'mime-version', 'references', 'subject', 'to', 'x-campaign', 'x-tabbed',
+  ])
+  const parsed = await simpleParser(message!.raw)
+  expect(parsed.from?.value).toEqual([{ address: `hello@${domain.name}`, name: 'Acme' }])
+  expect(parsed.messageId).toBe(email.message_id)
+  expect(parsed.inReplyTo).toBe('<thread-1@example.org>')
+  expect(parsed.references).toEqual(['<thread-0@example.org>', '<thread-1@example.org>'])
+  expect(parsed.headers.get('x-campaign')).toBe('spring sale')
+  expect(parsed.headers.get('x-tabbed')).toBe('a\tb')
+  // mailparser folds List-* into its own `list` summary: these are read from the header block as sent.
+  const value = (name: string) => block.filter(([n]) => n === name).map(([, v]) => v)
+  expect(value('list-unsubscribe')).toEqual([custom['List-Unsubscribe']])
+  expect(value('list-unsubscribe-post')).toEqual([custom['List-Unsubscribe-Post']])
+  expect(message!.raw.toString()).not.toContain('paypal')
+})
+
+test('a row stored with a malicious headers object (queued before the rules) is failed by the mailer, never sent; an old row with good headers still delivers', async () => {
+  const insert = async (headers: unknown) => {
+    const id = crypto.randomUUID()
+    const messageId = `<${id}@${domain.name}>`
+    // As an email queued before mailboxes were stored and before the header rules: text mailboxes only, headers as given.
+    await sql`
+      insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, subject, text, headers, message_id)
+      values (${id}, ${owner.productId}, ${domain.id}, ${key.id}, ${from()}, ${['Ann <ann@example.org>']}, 'Old', 'Old body',
+              ${headers as never}::jsonb, ${messageId})`
+    await sql`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())`
+    return id
+  }
+  const malicious = [
+    await insert({ 'From ': PREPARED }),
+    await insert({ 'X-Campaign': PREPARED }),
+    await insert({ 'X-Evil': `a\r\nFrom: ${FORGED}` }),
+    await insert({ 'fRoM': FORGED }),
+    await insert({ 'X-Count': 7 }),
+  ]
+  const good = await insert({ 'X-Campaign': 'old' })
+  for (const id of malicious) {
+    const email = await until(id, ['failed', 'delivered', 'sent'])
+    expect(email.events.map((e: { type: string }) => e.type)).toEqual(['queued', 'failed'])
+    expect(email.events[1].detail).toContain('header')
+    expect(caughtFor(email.message_id)).toEqual([])
+  }
+  const delivered = await until(good, ['delivered', 'failed'])
+  expect(delivered.last_event).toBe('delivered')
+  const parsed = await simpleParser(caughtFor(delivered.message_id)[0]!.raw)
+  expect(parsed.from?.value).toEqual([{ address: `hello@${domain.name}`, name: 'Acme' }])
+  expect((parsed.to as { value: unknown[] }).value).toEqual([{ address: 'ann@example.org', name: 'Ann' }])
+  expect(parsed.headers.get('x-campaign')).toBe('old')
+  for (const message of caught) expect(message.raw.toString().toLowerCase()).not.toContain('paypal')
+}, 30_000)
