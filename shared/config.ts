@@ -93,6 +93,11 @@ function loadConfig() {
       /** Products per organization: each product has its own ceilings, so without this they would multiply freely. */
       organizationProducts: int('ORGANIZATION_MAX_PRODUCTS', 100),
     },
+    /**
+     * Keys of each kind (sending, Realtime API, platform) one product may create in 24 hours, revoked ones included: a
+     * revoked key's row stays, so this bounds how fast create-and-revoke churn grows the key tables. Beyond: 429.
+     */
+    keysCreatedPerDay: int('PRODUCT_MAX_KEYS_CREATED_PER_DAY', 1000),
     /** Show the runtime's own error pages (stack, source lines). Never in production: they disclose paths and code. */
     developmentErrors: bool('DEVELOPMENT_ERRORS', false),
     db: {
@@ -207,6 +212,12 @@ function loadConfig() {
        * an organization with several products cannot take every connection of the analytics pool. More: 429.
        */
       maxConcurrentPerOrganization: int('ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION', 3),
+      /**
+       * Most analytics operations one API worker runs at once, all organizations together (its analytics pool holds 4
+       * connections): one person with several organizations cannot queue the others behind their queries. More: 429
+       * with scope "worker".
+       */
+      maxConcurrentPerWorker: int('ANALYTICS_MAX_CONCURRENT_PER_WORKER', 4),
     },
     mail: {
       /**
