@@ -15,6 +15,7 @@ import { sweepPresence } from '../shared/realtime/presence'
 import { revocations, revokedAmong } from '../shared/realtime/revocations'
 import { refreshSigningKeys } from '../shared/realtime/tokens'
 import { usage } from '../shared/realtime/usage'
+import { everyUnlessRunning } from '../shared/rounds'
 import { Connection, type GatewayContext } from './client'
 import { Deadlines } from './deadlines'
 import { DISCONNECTS } from './disconnect'
@@ -124,7 +125,8 @@ export function startGateway(port: number): Gateway {
     revocations.forgetActive()
     for (const until = Date.now() + 60_000; !draining && !(await sweepRevoked()) && Date.now() < until; ) await Bun.sleep(500)
   }
-  const sweeping = setInterval(() => void sweepRevoked(), REVOCATION_SWEEP_MS)
+  // A sweep still running (PostgreSQL slow) when the next is due is skipped, not doubled.
+  const sweeping = everyUnlessRunning(REVOCATION_SWEEP_MS, sweepRevoked)
   // Expired presence entries (a dead gateway's connections) leave, and their leaves reach the subscribers here. Only
   // channels whose namespace has presence can have a roster; a round still running when the next is due is not doubled.
   const channelsWithPresence = async () => {
@@ -138,13 +140,9 @@ export function startGateway(port: number): Gateway {
     }
     return out
   }
-  let presenceRound: Promise<void> | undefined
-  const presenceSweeping = setInterval(() => {
-    presenceRound ??= channelsWithPresence()
-      .then((channels) => sweepPresence(channels))
-      .catch((error) => logUnlessOutage('presence sweep failed', error))
-      .finally(() => (presenceRound = undefined))
-  }, config.realtime.gatewayPresenceSweepMs)
+  const presenceSweeping = everyUnlessRunning(config.realtime.gatewayPresenceSweepMs, () => channelsWithPresence()
+    .then((channels) => sweepPresence(channels))
+    .catch((error) => logUnlessOutage('presence sweep failed', error)))
   const invalidations = listenForInvalidations({
     caches: [policyCache],
     onLive: () => {

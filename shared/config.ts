@@ -93,6 +93,11 @@ function loadConfig() {
       /** Products per organization: each product has its own ceilings, so without this they would multiply freely. */
       organizationProducts: int('ORGANIZATION_MAX_PRODUCTS', 100),
     },
+    /**
+     * Keys of each kind (sending, Realtime API, platform) one product may create in 24 hours, revoked ones included: a
+     * revoked key's row stays, so this bounds how fast create-and-revoke churn grows the key tables. Beyond: 429.
+     */
+    keysCreatedPerDay: int('PRODUCT_MAX_KEYS_CREATED_PER_DAY', 1000),
     /** Show the runtime's own error pages (stack, source lines). Never in production: they disclose paths and code. */
     developmentErrors: bool('DEVELOPMENT_ERRORS', false),
     db: {
@@ -216,6 +221,12 @@ function loadConfig() {
        * an organization with several products cannot take every connection of the analytics pool. More: 429.
        */
       maxConcurrentPerOrganization: int('ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION', 3),
+      /**
+       * Most analytics operations one API worker runs at once, all organizations together (its analytics pool holds 4
+       * connections): one person with several organizations cannot queue the others behind their queries. More: 429
+       * with scope "worker".
+       */
+      maxConcurrentPerWorker: int('ANALYTICS_MAX_CONCURRENT_PER_WORKER', 4),
     },
     mail: {
       /**
@@ -249,6 +260,8 @@ function loadConfig() {
       smtpTimeoutMs: int('MAILER_SMTP_TIMEOUT_MS', 30_000),
       /** Most custom headers one email may carry (`headers` of POST /emails); more is a 400 naming /body/headers. */
       maxHeaders: int('MAIL_MAX_HEADERS', 50),
+      /** Most failing fields a 400 of POST /emails lists (its message says how many more): bounds the reply's size. */
+      maxListedErrors: Math.max(1, int('MAIL_MAX_LISTED_ERRORS', 20)),
     },
   }
 }
@@ -258,10 +271,24 @@ function loadConfig() {
  * error and a non-zero exit, rather than a deployment that quietly does the unsafe thing.
  */
 function refuseUnsafe(config: ReturnType<typeof loadConfig>) {
-  if (config.environment === 'production' && config.mail.devVerify) {
-    throw new Error('MAIL_DEV_VERIFY is refused when PLATFORM_ENV=production: it marks Mail domains verified without DNS, so a product could send as any domain. Unset MAIL_DEV_VERIFY (or set it to 0).')
-  }
+  const refusal = devVerifyRefusal(config.environment, config.mail.devVerify)
+  if (refusal) throw new Error(refusal)
   return config
+}
+
+/**
+ * The environments MAIL_DEV_VERIFY may run in, compared trimmed and in lower case. An allow-list, not a deny-list:
+ * PLATFORM_ENV is a free name (product keys are scoped to it), and `Production`, ` production`, `prod` or `staging`
+ * are all deployments where a domain must prove ownership through DNS.
+ */
+export const DEV_VERIFY_ENVIRONMENTS = ['development', 'dev', 'test', 'local']
+
+/** Why MAIL_DEV_VERIFY may not be on in `environment`, or undefined when it may (or is off). */
+export function devVerifyRefusal(environment: string, devVerify: boolean): string | undefined {
+  if (!devVerify || DEV_VERIFY_ENVIRONMENTS.includes(environment.trim().toLowerCase())) return undefined
+  return `MAIL_DEV_VERIFY is refused when PLATFORM_ENV=${JSON.stringify(environment)}: it is allowed only when PLATFORM_ENV is ` +
+    `${DEV_VERIFY_ENVIRONMENTS.join(', ')} (any case), since it marks Mail domains verified without DNS and a product could ` +
+    'then send as any domain. Unset MAIL_DEV_VERIFY (or set it to 0).'
 }
 
 export type Config = ReturnType<typeof loadConfig>

@@ -10,18 +10,28 @@ export interface WindowCount {
   retryAfter: number
 }
 
-// Per-worker counters used only while Redis cannot count: key → count, for the windows now in use.
-const localCounts = new Map<string, { count: number; expiresAt: number }>()
+// Per-worker counters used only while Redis cannot count: limiter → key → count, for the windows now in use.
+const localCounts = new Map<string, Map<string, { count: number; expiresAt: number }>>()
 let lastFallbackLog = 0
 
-function countLocally(key: string, expiresAt: number, now: number): number {
-  if (localCounts.size > 10_000) {
-    for (const [k, entry] of localCounts) if (entry.expiresAt <= now) localCounts.delete(k)
-    if (localCounts.size > 10_000) localCounts.clear() // a flood of distinct keys: start over rather than grow
+/** Most keys one limiter counts in this worker's memory while Redis is down. */
+export const LOCAL_KEYS_PER_LIMITER = 10_000
+
+/**
+ * Counts one hit of `key` in this worker's memory. Each limiter (its `what`: sign-in, platform credential, publish
+ * quota...) keeps its own counts and its own bound: a flood of distinct keys (sign-ins from many IPv6 addresses) drops
+ * expired counts, then at worst that limiter's own counts, never another limiter's.
+ */
+export function countLocally(limiter: string, key: string, expiresAt: number, now: number): number {
+  let counts = localCounts.get(limiter)
+  if (!counts) localCounts.set(limiter, (counts = new Map()))
+  if (counts.size >= LOCAL_KEYS_PER_LIMITER && !counts.has(key)) {
+    for (const [k, entry] of counts) if (entry.expiresAt <= now) counts.delete(k)
+    if (counts.size >= LOCAL_KEYS_PER_LIMITER) counts.clear() // a flood of distinct keys: this limiter starts over rather than grow
   }
-  const entry = localCounts.get(key) ?? { count: 0, expiresAt }
+  const entry = counts.get(key) ?? { count: 0, expiresAt }
   entry.count++
-  localCounts.set(key, entry)
+  counts.set(key, entry)
   return entry.count
 }
 
@@ -47,7 +57,7 @@ export async function hitWindow(prefix: string, windowSeconds: number, what: str
       lastFallbackLog = now
       log('warn', `${what}: Redis cannot count, counting in this worker`, describeError(error))
     }
-    return { count: countLocally(key, (window + 1) * windowMs, now), retryAfter }
+    return { count: countLocally(what, key, (window + 1) * windowMs, now), retryAfter }
   }
 }
 

@@ -6,6 +6,7 @@ import { validateInput } from '../../shared/catalog/validate'
 import { config } from '../../shared/config'
 import { badRequest, forbidden, notFound } from '../../shared/errors'
 import { hitWindow, tooMany } from '../../shared/fixed-window'
+import { isUuid } from '../../shared/ids'
 import { authenticate } from './accounts/authenticate'
 import { isMember, productAccess } from './accounts/products'
 import { limitCredential, limitOrganization, withOrganizationSlot } from './limits'
@@ -24,8 +25,6 @@ export interface CallerHeaders {
   /** The client's address (shared/http/serve.ts clientIp): unauthenticated operations are rate limited by it. */
   clientIp: string
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export async function invoke(op: AnyOperation, raw: RawInput, caller: CallerHeaders): Promise<unknown> {
   if (op.auth === 'none') await limitAnonymous(caller.clientIp)
@@ -93,7 +92,7 @@ async function resolveProduct(
       { path: '/header/X-Product-Id', message: 'is required' },
     ])
   }
-  if (!UUID.test(requested)) {
+  if (!isUuid(requested)) {
     throw badRequest('X-Product-Id must be a uuid', [{ path: '/header/X-Product-Id', message: 'must match format "uuid"' }])
   }
   const access = await productAccess(principal.userId, requested)

@@ -1,15 +1,10 @@
 // The platform API's own limits, applied once in invoke() so REST and MCP alike: request rates per operation class, per
 // credential and per organization, and analytics queries running at once per organization on this worker.
-import { rateClassOf, type AnyOperation, type Principal, type RateClass } from '../../shared/catalog/operation'
+import { rateClassOf, type AnyOperation, type Principal } from '../../shared/catalog/operation'
 import { config } from '../../shared/config'
 import { ApiError } from '../../shared/errors'
-import { hitWindow, tooMany } from '../../shared/fixed-window'
-
-const WINDOW_SECONDS = 60
-
-const CLASS_NAMES: Record<RateClass, string> = {
-  read: 'reads', write: 'writes', expensive: 'expensive operations', analytics: 'analytics runs',
-}
+import { limitCredentialRate, limitOrganizationRate } from '../../shared/platform-rates'
+import { Slots } from '../../shared/slots'
 
 /**
  * The credential a request spends: a platform key, or the user behind a login session. A user's sessions share one
@@ -17,56 +12,37 @@ const CLASS_NAMES: Record<RateClass, string> = {
  */
 const credentialOf = (principal: Principal) => (principal.kind === 'platform_key' ? `key:${principal.keyId}` : `user:${principal.userId}`)
 
-/**
- * Counts one request of the operation's class against the credential's window (Redis key
- * `api:rl:<class>:<credential>:<minute>`); beyond the limit, 429 rate_limited naming the class and the limit.
- */
+/** Counts one request of the operation's class against the credential's window (shared/platform-rates.ts). */
 export async function limitCredential(op: AnyOperation, principal: Principal): Promise<void> {
-  const rateClass = rateClassOf(op)
-  await hit(rateClass, 'credential', `api:rl:${rateClass}:${credentialOf(principal)}`, config.platformRates.credential[rateClass],
-    'this credential')
+  await limitCredentialRate(rateClassOf(op), credentialOf(principal))
 }
 
-/**
- * Counts one request against the organization's window (`api:rl:<class>:org:<organizationId>:<minute>`). Called only
- * once the caller is known to reach the organization: a stranger naming it must not spend its budget.
- */
+/** Counts one request against the organization's window, once the caller is known to reach the organization. */
 export async function limitOrganization(op: AnyOperation, organizationId: string): Promise<void> {
-  const rateClass = rateClassOf(op)
-  await hit(rateClass, 'organization', `api:rl:${rateClass}:org:${organizationId}`, config.platformRates.organization[rateClass],
-    'this organization')
+  await limitOrganizationRate(rateClassOf(op), organizationId)
 }
 
-async function hit(rateClass: RateClass, scope: 'credential' | 'organization', prefix: string, limit: number, whose: string) {
-  const { count, retryAfter } = await hitWindow(prefix, WINDOW_SECONDS, `platform ${scope} rate limit`)
-  if (count > limit) {
-    throw tooMany('rate_limited', `More than ${limit} ${CLASS_NAMES[rateClass]} per minute for ${whose}; retry after ${retryAfter} s`,
-      retryAfter, { class: rateClass, scope, limit, windowSeconds: WINDOW_SECONDS })
-  }
-}
+/** Analytics operations running now on this worker, per organization and in all (key WORKER). */
+const organizationSlots = new Slots()
+const workerSlots = new Slots()
+const WORKER = 'worker'
 
-/** Analytics operations running now on this worker, per organization (config.analytics.maxConcurrentPerOrganization). */
-const runningByOrganization = new Map<string, number>()
+const busy = (message: string, limit: number, scope: 'organization' | 'worker') =>
+  new ApiError(429, 'too_many_queries', message, { limit, scope, retryAfter: 1 }, { 'retry-after': '1' })
 
 /**
- * Runs an analytics operation in one of its organization's slots on this worker; with none free, 429 too_many_queries
- * with Retry-After 1, as the per-product bound answers. The analytics pool holds 4 connections per worker: the default
- * of 3 leaves one for every other organization.
+ * Runs an analytics operation in one of its organization's slots on this worker and one of the worker's; with none
+ * free, 429 too_many_queries with Retry-After 1, as the per-product bound answers. The analytics pool holds 4
+ * connections per worker: an organization takes at most ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION (3), so it leaves one
+ * for the others, and the worker runs at most ANALYTICS_MAX_CONCURRENT_PER_WORKER (4) however many organizations ask (one
+ * person's several organizations included), so a query beyond is refused at once rather than queued inside the pool
+ * behind others' statement timeouts.
  */
 export async function withOrganizationSlot<T>(organizationId: string, run: () => Promise<T>): Promise<T> {
-  const limit = config.analytics.maxConcurrentPerOrganization
-  const running = runningByOrganization.get(organizationId) ?? 0
-  if (running >= limit) {
-    throw new ApiError(429, 'too_many_queries',
-      `This organization already runs ${running} analytics queries on this worker; retry when one has finished`,
-      { limit, scope: 'organization', retryAfter: 1 }, { 'retry-after': '1' })
-  }
-  runningByOrganization.set(organizationId, running + 1)
-  try {
-    return await run()
-  } finally {
-    const left = (runningByOrganization.get(organizationId) ?? 1) - 1
-    if (left > 0) runningByOrganization.set(organizationId, left)
-    else runningByOrganization.delete(organizationId)
-  }
+  const { maxConcurrentPerOrganization: perOrganization, maxConcurrentPerWorker: perWorker } = config.analytics
+  return organizationSlots.run(organizationId, perOrganization,
+    (running) => busy(`This organization already runs ${running} analytics queries on this worker; retry when one has finished`, perOrganization, 'organization'),
+    () => workerSlots.run(WORKER, perWorker,
+      (running) => busy(`This worker already runs ${running} analytics queries; retry when one has finished`, perWorker, 'worker'),
+      run))
 }

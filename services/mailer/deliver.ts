@@ -121,15 +121,18 @@ export async function deliver(email: ClaimedEmail): Promise<void> {
     return void (await finish(email, { kind: 'failed', detail: `the sending domain is no longer verified (status ${domain.status})` }))
   }
   let headers: HeaderLine[]
+  let headerNote: string | undefined
   try {
-    // Checked again: an email queued before the header rules (or written by hand) may hold anything. Never sent then.
-    headers = headerLines(email.headers, config.mail.maxHeaders)
+    // Checked again: an email queued before the header rules (or written by hand) may hold anything. A header that could
+    // inject or forge fails the email (never sent); one merely reserved or counted since is dropped, and noted.
+    ;({ lines: headers, note: headerNote } = headerLines(email.headers, config.mail.maxHeaders))
   } catch (error) {
     return void (await finish(email, { kind: 'failed', detail: (error as Error).message.slice(0, 500) }))
   }
   const key = domain.key
   const outcome = await whileLeased(email, () => attempt(email, mailboxes, headers, key, recipients))
-  const sentDetail = suppressed.size ? `suppressed recipients skipped: ${[...suppressed].join(', ')}` : undefined
+  const notes = [suppressed.size ? `suppressed recipients skipped: ${[...suppressed].join(', ')}` : undefined, headerNote].filter(Boolean)
+  const sentDetail = notes.length ? notes.join('; ') : undefined
   const recorded = await finish(email, toFinish(email, outcome, sentDetail))
   if (!recorded) log('warn', 'mail outcome not recorded: the lease passed to another mailer', { emailId: email.id, outcome: outcome.kind })
   else if (outcome.kind !== 'delivered') log('info', 'mail attempt failed', { emailId: email.id, attempt: email.attempts, outcome: outcome.kind, reason: outcome.reason })

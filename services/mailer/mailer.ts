@@ -1,11 +1,13 @@
 // The mailer's loop: claim due emails, deliver them side by side, claim again; poll while idle. Stopping claims
-// nothing more and waits for the attempts in flight, up to MAILER_SMTP_TIMEOUT_MS: their outcome is recorded. An
-// attempt it cannot wait for records nothing (never `sent` without the server's acceptance); its email stays leased
-// until the lease runs out, then a mailer tries it again with the same Message-ID.
+// nothing more (a claim already on its way when stop() is called is given back, never delivered) and waits for the
+// attempts in flight, up to MAILER_SMTP_TIMEOUT_MS: their outcome is recorded. An attempt it stops waiting for is not
+// cancelled: it records its outcome if it ends while the database is still reachable (`sent` only with the server's
+// acceptance), else nothing, and its email stays leased until the lease runs out, then is tried again with the same
+// Message-ID.
 import { config } from '../../shared/config'
 import { describeError, log } from '../../shared/log'
 import { deliver } from './deliver'
-import { claimDue } from './queue'
+import { claimDue, releaseClaims } from './queue'
 
 export interface Mailer {
   /** Stops claiming and waits for the attempts in flight, at most `waitMs` (default MAILER_SMTP_TIMEOUT_MS). */
@@ -20,6 +22,12 @@ export function startMailer(): Mailer {
       let claimed = 0
       try {
         const batch = await claimDue(config.mail.batchSize, config.mail.leaseMs)
+        if (!running) {
+          // Stopped while the claim was on its way: a stopped mailer starts no delivery. The batch is given back now
+          // rather than left leased until its lease runs out.
+          await releaseClaims(batch).catch((error) => log('warn', 'mail claims not released; their leases will run out', describeError(error)))
+          break
+        }
         claimed = batch.length
         await Promise.all(batch.map((email) => deliver(email).catch((error) => {
           // The outcome could not be recorded (the database went away): the lease runs out and the email is tried again.
@@ -46,7 +54,7 @@ export function startMailer(): Mailer {
       const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), waitMs)))
       const ended = await Promise.race([loop.then(() => 'done' as const), late])
       clearTimeout(timer)
-      if (ended === 'late') log('warn', 'mailer stopped with attempts in flight; their emails stay leased and are retried with the same Message-ID', { waitedMs: waitMs })
+      if (ended === 'late') log('warn', 'mailer stopped waiting for attempts in flight; one that ends before the process exits records its outcome, else its email stays leased and is retried with the same Message-ID', { waitedMs: waitMs })
     },
   }
 }

@@ -54,6 +54,19 @@ export async function claimDue(limit: number, leaseMs: number): Promise<ClaimedE
   }))
 }
 
+/**
+ * Gives back emails claimed but never attempted (the mailer was stopped while it claimed them): no lease, and the
+ * attempt it counted uncounted, so the next mailer takes them at once and their attempt numbers stay true. Only where
+ * the lease is still this claim's.
+ */
+export async function releaseClaims(emails: ClaimedEmail[]): Promise<void> {
+  if (emails.length === 0) return
+  await sql`
+    update emails e set lease_until = null, lease_token = null, attempts = e.attempts - 1
+    from unnest(${emails.map((e) => e.id)}::uuid[], ${emails.map((e) => e.leaseToken)}::uuid[]) as claimed(id, token)
+    where e.id = claimed.id and e.lease_token = claimed.token`
+}
+
 /** The addresses among `addresses` (lower case) on the product's suppression list. */
 export async function suppressedAmong(productId: string, addresses: string[]): Promise<Set<string>> {
   if (addresses.length === 0) return new Set()

@@ -4,6 +4,7 @@ import { config } from '../config'
 import { analyticsSql } from '../db/client'
 import { ApiError, badRequest } from '../errors'
 import { parseIsoTime, withinIsoYears } from '../iso-time'
+import { Slots } from '../slots'
 import { type Entity, entityNamed } from './catalog'
 import type { Filter, Range } from './query-schemas'
 
@@ -113,7 +114,7 @@ export async function checkTimezone(zone: string, path: string): Promise<string>
 }
 
 /** Analytics queries running now on this worker, per product (config.analytics.maxConcurrentPerProduct). */
-const runningByProduct = new Map<string, number>()
+const productSlots = new Slots()
 
 /** PostgreSQL's datetime errors: format, field overflow, time zone. */
 const DATETIME_ERRORS = new Set(['22007', '22008', '22009'])
@@ -124,17 +125,14 @@ const DATETIME_ERRORS = new Set(['22007', '22008', '22009'])
  * already running its share of queries on this worker is 429 too_many_queries (PostHog answers concurrency so too).
  */
 export async function runQuery(productId: string, text: string, params: Params, rangePath: string): Promise<Record<string, unknown>[]> {
-  const running = runningByProduct.get(productId) ?? 0
-  if (running >= config.analytics.maxConcurrentPerProduct) {
-    throw new ApiError(429, 'too_many_queries', `This product already runs ${running} analytics queries on this worker; retry when one has finished`,
-      { limit: config.analytics.maxConcurrentPerProduct }, { 'retry-after': '1' })
-  }
-  runningByProduct.set(productId, running + 1)
+  const limit = config.analytics.maxConcurrentPerProduct
+  const refuse = (running: number) => new ApiError(429, 'too_many_queries',
+    `This product already runs ${running} analytics queries on this worker; retry when one has finished`, { limit }, { 'retry-after': '1' })
   try {
-    return await analyticsSql.begin(async (tx) => {
+    return await productSlots.run(productId, limit, refuse, () => analyticsSql.begin(async (tx) => {
       await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(config.analytics.queryTimeoutMs))}`)
       return (await tx.unsafe(text, params.values as never[])) as unknown as Record<string, unknown>[]
-    })
+    }))
   } catch (error) {
     if ((error as { code?: string }).code === '57014') {
       throw new ApiError(422, 'query_timeout', `The query ran longer than ${config.analytics.queryTimeoutMs} ms: narrow its range, filters or dimensions`)
@@ -143,9 +141,5 @@ export async function runQuery(productId: string, text: string, params: Params, 
       throw invalid(rangePath, `is outside what the database can compute with (${(error as Error).message})`)
     }
     throw error
-  } finally {
-    const left = (runningByProduct.get(productId) ?? 1) - 1
-    if (left > 0) runningByProduct.set(productId, left)
-    else runningByProduct.delete(productId)
   }
 }

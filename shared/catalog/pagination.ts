@@ -34,10 +34,13 @@ const UuidCursor = () => Type.Optional(Uuid())
 export const HasMore = () =>
   Type.Boolean({ description: 'More items follow this page: ask again with `after` set to the last item of this one' })
 
-/** The page the query asks for, with the default limit filled in. */
+/**
+ * The page the query asks for, with the default limit filled in. A uuid cursor is lower-cased (uuids are
+ * case-insensitive; ids are compared lower-case), so `after=<UPPER>` names the same item in code as in SQL.
+ */
 export const pageOf = <C = string>(query: { limit?: number; after?: C } | undefined): PageRequest<C> => ({
   limit: query?.limit ?? PAGE_DEFAULT,
-  ...(query?.after !== undefined ? { after: query.after } : {}),
+  ...(query?.after !== undefined ? { after: (typeof query.after === 'string' ? query.after.toLowerCase() : query.after) as C } : {}),
 })
 
 /**

@@ -33,16 +33,17 @@ export function checkPart(part: Part, schema: TSchema | undefined, value: unknow
 }
 
 /**
- * TypeBox's conversion truncates a string such as "1.5" to an integer: `?limit=1.5` would pass as
- * 1. A path or query value converts to an integer only when it is written as one; otherwise it stays the string it was,
- * and the check names it (`/query/limit must be integer`).
+ * TypeBox's conversion truncates a string such as "1.5", and a number such as 1.5 (an MCP tool call passes JSON
+ * numbers), to an integer: `?limit=1.5` would pass as 1. A path or query value converts to an integer only when it is
+ * written as one; otherwise it stays what it was, and the check names it (`/query/limit must be integer`).
  */
 function keepInexactIntegers(schema: TSchema, raw: unknown, converted: unknown): unknown {
   const properties = (schema as { properties?: Record<string, { type?: string }> }).properties
   if (!properties || typeof raw !== 'object' || raw === null || typeof converted !== 'object' || converted === null) return converted
   for (const [name, property] of Object.entries(properties)) {
     const value = (raw as Record<string, unknown>)[name]
-    if (property.type === 'integer' && typeof value === 'string' && !/^-?(?:0|[1-9][0-9]*)$/.test(value)) {
+    const inexact = typeof value === 'string' ? !/^-?(?:0|[1-9][0-9]*)$/.test(value) : typeof value === 'number' && !Number.isInteger(value)
+    if (property.type === 'integer' && inexact) {
       (converted as Record<string, unknown>)[name] = value
     }
   }

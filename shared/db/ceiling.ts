@@ -3,6 +3,7 @@
 import type postgres from 'postgres'
 import { config, type Config } from '../config'
 import { ApiError } from '../errors'
+import { tooMany } from '../fixed-window'
 import { sql } from './client'
 
 export type Ceiling = keyof Config['ceilings']
@@ -68,4 +69,32 @@ export async function precheckCeiling(productId: string, ceiling: Ceiling, count
   const limit = config.ceilings[ceiling]
   const [row] = await count(sql)
   if ((row?.n ?? 0) >= limit) throw limitReached(ceiling, limit)
+}
+
+/** The key tables: a revoked key's row stays (revocation needs it), so their creation rate is bounded too. */
+export type KeyTable = 'mail_api_keys' | 'public_keys' | 'platform_keys'
+const DAY_SECONDS = 86_400
+
+/**
+ * Runs a key's `insert` in a transaction that first checks its ceiling of active keys (checkCeiling), then the keys of
+ * the kind the product created in the last 24 hours, revoked ones included (config.keysCreatedPerDay): revoked rows
+ * stay, so create and revoke in a loop would otherwise grow the table without bound. Beyond: 429 rate_limited with
+ * Retry-After (until the oldest of those keys is a day old).
+ */
+export function insertKeyUnderCeilings<T>(
+  productId: string, ceiling: Ceiling, table: KeyTable, count: Counter, insert: (tx: Tx) => Promise<T>,
+): Promise<T> {
+  return sql.begin(async (tx) => {
+    await checkCeiling(tx, productId, ceiling, count)
+    const limit = config.keysCreatedPerDay
+    const [recent] = await tx<{ n: number; wait: number | null }[]>`
+      select count(*)::int as n, ceil(extract(epoch from min(created_at) + interval '1 day' - now()))::int as wait
+      from ${tx(table)} where product_id = ${productId} and created_at > now() - interval '1 day'`
+    if ((recent?.n ?? 0) >= limit) {
+      const retryAfter = Math.min(DAY_SECONDS, Math.max(1, recent?.wait ?? DAY_SECONDS))
+      throw tooMany('rate_limited', `This product created ${limit} ${CEILINGS[ceiling].what.replace('active ', '')} in the last 24 hours, `
+        + `revoked ones included, the most it may; retry after ${retryAfter} s`, retryAfter, { resource: ceiling, limit, windowSeconds: DAY_SECONDS })
+    }
+    return insert(tx)
+  }) as Promise<T>
 }

@@ -173,8 +173,23 @@ export function parseMailbox(value: string): Mailbox | null {
   const domain = addressDomain(address)
   if (!domain) return null
   const name = quoted ? value.slice(nameStart, nameEnd).trim() : value.slice(nameStart, nameEnd)
+  if (NAME_FORBIDDEN.test(name)) return null
   return { ...(name ? { name } : {}), address, domain }
 }
+
+/**
+ * What a display name may never hold, as a header value may not: C0 controls but the tab, DEL, C1 controls, and the
+ * bidirectional formatting characters (LRM, RLM, ALM, the embeddings and overrides U+202A-202E, the isolates
+ * U+2066-2069), with which a name could show its text reversed or reordered (`Acme\u202Emoc.lapyap` reads as `Acme
+ * paypal.com`). A character class: linear on any input.
+ */
+export const NAME_FORBIDDEN = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+
+/** Why `value` is not a mailbox, for a 400's message: a forbidden character in its name, or its form. */
+export const mailboxProblem = (value: string): string =>
+  NAME_FORBIDDEN.test(value)
+    ? 'holds a control or bidirectional formatting character (refused in a display name, as in a header value)'
+    : 'is not an email address: use addr, Name <addr> or "Name" <addr>'
 
 /** The stored form of a parsed mailbox: the name ('' without one) and the address, as nodemailer takes them. */
 export const storedMailbox = (mailbox: Mailbox): StoredMailbox => ({ name: mailbox.name ?? '', address: mailbox.address })

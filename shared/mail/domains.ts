@@ -1,14 +1,15 @@
 // Sending domains: registered with a fresh DKIM key pair, checked against DNS, and only then allowed to send.
 import { config } from '../config'
 import { randomBytes } from 'node:crypto'
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
+import { type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
 import { checkCeiling, precheckCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
+import { keysetPage } from '../db/keyset'
 import { aadOf } from '../db/seal-secrets'
 import { conflict, notFound } from '../errors'
 import { dkimRecordValue, newDkimKeys } from './dkim'
 import { lookupTxt } from './dns'
-import { isUuid } from './ids'
+import { isUuid } from '../ids'
 import { publishInvalidation } from '../realtime/invalidation'
 import { seal } from '../secrets'
 
@@ -86,11 +87,11 @@ export async function createDomain(productId: string, name: string): Promise<Dom
 
 /** Newest first; at most `page.limit + 1` rows (the extra one says more follow). */
 export async function listDomains(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Domain[]> {
-  if (page.after) requireCursor(await sql`select 1 from mail_domains where id = ${page.after} and product_id = ${productId}`, 'domain')
-  const rows = await sql`
+  const cursor = page.after ? sql`select created_at, id from mail_domains where id = ${page.after} and product_id = ${productId}` : null
+  const rows = await keysetPage('domain', cursor, (position) => sql`
     select ${COLUMNS} from mail_domains where product_id = ${productId}
-    ${page.after ? sql`and (created_at, id) < (select created_at, id from mail_domains where id = ${page.after})` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`
+    ${position ? sql`and (created_at, id) < ${position}` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`)
   return rows.map(domainOut)
 }
 

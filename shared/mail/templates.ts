@@ -1,10 +1,11 @@
 // Email templates: a subject, html and optional text with `{{variable}}` placeholders, filled in at send time. Values
 // are HTML-escaped in the html (a variable can never inject markup) and used as they are in the subject and text.
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
+import { type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
 import { insertUnderCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
+import { keysetPage } from '../db/keyset'
 import { conflict, notFound, unprocessable } from '../errors'
-import { isUuid } from './ids'
+import { isUuid } from '../ids'
 
 export interface Template {
   id: string
@@ -46,11 +47,11 @@ export async function createTemplate(productId: string, input: TemplateInput): P
 
 /** Newest first; at most `page.limit + 1` rows (the extra one says more follow). */
 export async function listTemplates(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Template[]> {
-  if (page.after) requireCursor(await sql`select 1 from mail_templates where id = ${page.after} and product_id = ${productId}`, 'template')
-  const rows = await sql`
+  const cursor = page.after ? sql`select created_at, id from mail_templates where id = ${page.after} and product_id = ${productId}` : null
+  const rows = await keysetPage('template', cursor, (position) => sql`
     select ${COLUMNS} from mail_templates where product_id = ${productId}
-    ${page.after ? sql`and (created_at, id) < (select created_at, id from mail_templates where id = ${page.after})` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`
+    ${position ? sql`and (created_at, id) < ${position}` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`)
   return rows.map(templateOut)
 }
 

@@ -4,10 +4,10 @@
 // says nothing" for "not revoked": a gateway asks PostgreSQL once per key id and caches the answer briefly, by count.
 import { config } from '../config'
 import { sql as defaultSql, type Sql } from '../db/client'
+import { isUuid } from '../ids'
 import { STALE_IF_UNAVAILABLE_MS } from './invalidated-cache'
 import { TOKEN_TTL_MAX } from './tokens'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 /** Most key ids one sweep query names (a gateway's live connections may hold many). */
 const SWEEP_CHUNK = 1000
 /** How long a revocation is remembered: past it no token the key issued can still be alive (longest lifetime + skew). */
@@ -20,7 +20,7 @@ const REVOKED_REMEMBERED_MS = (TOKEN_TTL_MAX + 60) * 1000
  */
 export async function revokedAmong(keyIds: Iterable<string>, sql: Sql = defaultSql): Promise<Set<string>> {
   const ids = [...new Set(keyIds)]
-  const revoked = new Set(ids.filter((id) => !UUID.test(id)))
+  const revoked = new Set(ids.filter((id) => !isUuid(id)))
   const valid = ids.filter((id) => !revoked.has(id))
   for (let i = 0; i < valid.length; i += SWEEP_CHUNK) {
     const chunk = valid.slice(i, i + SWEEP_CHUNK)

@@ -1,7 +1,8 @@
 // Address parsing as a hostile sender drives it: every pathological 512-character mailbox of the benchmark
 // (scripts/bench/addresses.ts, which times them) gets the right answer from the one-pass scanner, the scanner accepts
-// exactly what the regular-expression parser it replaced accepted, and a send with such a `from` is refused 400 naming
-// the field. Timing is the benchmark's business, not this file's.
+// exactly what the regular-expression parser it replaced accepted (but display names holding control or bidirectional
+// formatting characters, which it now refuses), and a send with such a `from` is refused 400 naming the field. Timing is
+// the benchmark's business, not this file's.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { legacyParseMailbox, ORDINARY, PATHOLOGICAL } from '../../scripts/bench/addresses'
 import { MAX_MAILBOX_CHARS, parseMailbox } from '../../shared/mail/addresses'
@@ -40,6 +41,24 @@ test('the scanner answers exactly as the parser it replaced: ordinary mailboxes,
     if (i % 2) input = `${input} <a@b.co>`
     expect(parseMailbox(input), JSON.stringify(input)).toEqual(legacyParseMailbox(input))
   }
+})
+
+/** Characters a display name may not hold: C0 controls but the tab, DEL, C1, and bidirectional formatting characters. */
+const FORBIDDEN_IN_NAMES = [
+  ...Array.from({ length: 32 }, (_, c) => c).filter((c) => c !== 9 && c !== 10 && c !== 13), 0x7f, 0x85, 0x9f,
+  0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069,
+].map((c) => String.fromCharCode(c))
+
+test('a display name holding a control or bidirectional formatting character is refused, quoted or not; a tab and ordinary Unicode are kept', () => {
+  for (const ch of FORBIDDEN_IN_NAMES) {
+    const code = `U+${ch.charCodeAt(0).toString(16).padStart(4, '0')}`
+    expect(parseMailbox(`Acme${ch}Pay <a@b.co>`), code).toBeNull()
+    expect(parseMailbox(`"Acme${ch}Pay" <a@b.co>`), code).toBeNull()
+  }
+  expect(parseMailbox('Acme\u202emoc.lapyap <a@b.co>')).toBeNull() // shows as "Acme paypal.com"
+  expect(parseMailbox('Acme\tPay <a@b.co>')).toEqual({ name: 'Acme\tPay', address: 'a@b.co', domain: 'b.co' })
+  expect(parseMailbox('"Zoë Ünal — 東京" <a@b.co>')).toEqual({ name: 'Zoë Ünal — 東京', address: 'a@b.co', domain: 'b.co' })
+  expect(parseMailbox('\u000b Ann <a@b.co> \u000c')).toEqual({ name: 'Ann', address: 'a@b.co', domain: 'b.co' }) // around the name: whitespace, trimmed
 })
 
 let pair: Pair
@@ -83,4 +102,18 @@ test('each mailbox is parsed once at queue time and stored as {name, address}: w
     bcc: [{ name: '', address: 'hidden@example.org' }],
     reply_to: [{ name: 'Help desk', address: 'help@example.org' }],
   })
+})
+
+test('a send whose from, to, cc, bcc or reply_to carries a control or bidi character in its display name is refused 400 naming the field and the rule', async () => {
+  for (const [name, value, path] of [
+    ['from', `"Acme\u202e" <hi@${domain}>`, '/body/from'],
+    ['from', `Acme\u0007 <hi@${domain}>`, '/body/from'],
+    ['to', ['ok@example.org', 'Ann\u200f <ann@example.org>'], '/body/to/1'],
+    ['cc', '"x\u0001y" <c@example.org>', '/body/cc'],
+    ['bcc', ['Bob\u007f <b@example.org>'], '/body/bcc/0'],
+    ['reply_to', 'Help\u2066desk <h@example.org>', '/body/reply_to'],
+  ] as const) {
+    const result = await send({ [name]: value })
+    expect([result.status, result.body.fields], name).toEqual([400, [{ path, message: expect.stringContaining('control or bidirectional formatting character') }]])
+  }
 })

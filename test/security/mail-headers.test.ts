@@ -93,7 +93,9 @@ describe('refused: 400 naming the header, nothing queued', () => {
     ...['fRoM', 'FROM', 'to', 'Cc', 'bCC', 'reply-to', 'Sender', 'subject', 'Date', 'message-id', 'Message-Id', 'MIME-Version',
       'content-TYPE', 'Content-Transfer-Encoding', 'content-disposition', 'dkim-signature', 'DKIM-Signature', 'DomainKey-Signature',
       'Received', 'received-spf', 'Return-Path', 'Authentication-Results', 'ARC-Seal', 'arc-message-signature', 'Resent-From',
-      'Delivered-To', 'X-Original-To', 'X-Mailer', 'BIMI-Indicator']
+      'Delivered-To', 'X-Original-To', 'X-Mailer', 'BIMI-Indicator', 'Errors-To', 'X-Received', 'x-envelope-from',
+      'X-Envelope-To', 'X-Authenticated-Sender', 'X-Authenticated-User', 'X-Spam-Status', 'x-spam-flag', 'X-Spam-Score',
+      'X-Original-From', 'X-Original-Sender', 'TLS-Required', 'X-Priority', 'Importance', 'X-MSMail-Priority']
       .map((name): [string, unknown, string] => [`reserved ${name}`, { [name]: 'x' }, `/body/headers/${name}`]),
     ['the same name twice in other cases', { 'X-Tag': 'a', 'x-TAG': 'b' }, '/body/headers/x-TAG'],
     ['51 headers (one over MAIL_MAX_HEADERS)', Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`X-H${i}`, 'v'])), '/body/headers'],
@@ -124,6 +126,51 @@ describe('refused: 400 naming the header, nothing queued', () => {
     expect((await send(fifty)).status).toBe(200)
     expect((await send({ [`X-${'a'.repeat(74)}`]: 'v'.repeat(998) })).status).toBe(200)
   })
+})
+
+describe('a body of many bad keys gets a small 400 (no amplification)', () => {
+  const size = (result: { body: unknown }) => JSON.stringify(result.body).length
+
+  test('50 000 bad header keys: 400 with the count error alone, named at /body/headers, in a reply of under 2 KB', async () => {
+    // Each key breaks the name rule and each value the string rule: checked one by one, this was 100 000 errors.
+    const headers = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`a b${i}`, i]))
+    const before = await emailCount()
+    const result = await send(headers)
+    expect(result.status).toBe(400)
+    expect(result.body.fields).toEqual([{ path: '/body/headers', message: 'must have at most 50 headers' }])
+    expect(size(result)).toBeLessThan(2048)
+    expect(await emailCount()).toBe(before)
+  }, 30_000)
+
+  test('50 bad headers (at the count limit): the first 20 errors are listed, and the message says how many more', async () => {
+    const headers = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`X-H${i}:`, 'v']))
+    const result = await send(headers)
+    expect(result.status).toBe(400)
+    expect(result.body.fields).toHaveLength(20)
+    expect(result.body.fields[0]).toEqual({ path: '/body/headers/X-H0:', message: expect.stringContaining('is not a header name') })
+    expect(result.body.message).toContain('and 30 more not listed')
+  })
+
+  test('a template variable name holding / or ~ is named by an escaped JSON pointer', async () => {
+    for (const [name, path] of [['a/b', '/body/template/variables/a~1b'], ['x~y', '/body/template/variables/x~0y'], ['~/', '/body/template/variables/~0~1']] as const) {
+      const result = await pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, {
+        key: key.key, body: { from: from(), to: 'ann@example.org', subject: 'Hi', template: { id: 'none', variables: { [name]: 'v' } } },
+      })
+      expect([result.status, result.body.fields], name).toEqual([400, [{ path, message: expect.stringContaining('is not a variable name') }]])
+    }
+  })
+
+  test('thousands of failing fields elsewhere in the body (template variables holding NUL) are capped the same way', async () => {
+    const variables = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`v${i}`, '\u0000']))
+    const result = await pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, {
+      key: key.key, body: { from: from(), to: 'ann@example.org', subject: 'Hi', template: { id: 'none', variables } },
+    })
+    expect(result.status).toBe(400)
+    expect(result.body.fields).toHaveLength(20)
+    expect(result.body.fields[0].path).toBe('/body/template/variables/v0')
+    expect(result.body.message).toContain('and 19980 more not listed')
+    expect(size(result)).toBeLessThan(8192)
+  }, 30_000)
 })
 
 test('valid custom headers arrive through the real mailer: exactly one From (the real one), the platform\'s headers, the custom ones, nothing else', async () => {
@@ -178,6 +225,9 @@ test('a row stored with a malicious headers object (queued before the rules) is 
     await insert({ 'X-Evil': `a\r\nFrom: ${FORGED}` }),
     await insert({ 'fRoM': FORGED }),
     await insert({ 'X-Count': 7 }),
+    await insert({ 'X-Authenticated-Sender': 'ceo@paypal.com' }),
+    await insert({ 'X-Spam-Status': 'No, score=-100' }),
+    await insert({ 'X-Priority': 7 }), // a style-only name, but not a string: failed like any other
   ]
   const good = await insert({ 'X-Campaign': 'old' })
   for (const id of malicious) {
@@ -193,4 +243,28 @@ test('a row stored with a malicious headers object (queued before the rules) is 
   expect((parsed.to as { value: unknown[] }).value).toEqual([{ address: 'ann@example.org', name: 'Ann' }])
   expect(parsed.headers.get('x-campaign')).toBe('old')
   for (const message of caught) expect(message.raw.toString().toLowerCase()).not.toContain('paypal')
+}, 30_000)
+
+test('an old row with headers reserved for style only (X-Priority, Importance, X-Mailer), a name twice, or more than MAIL_MAX_HEADERS is sent without them, and the `sent` event says which were dropped', async () => {
+  const id = crypto.randomUUID()
+  // jsonb keeps keys ordered by length, then bytes: X-H00..X-H49 (5 characters) come first and fill the 50.
+  const headers: Record<string, string> = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`X-H${String(i).padStart(2, '0')}`, `v${i}`]))
+  Object.assign(headers, { 'X-Keep': 'over the count', 'X-Priority': '1', Importance: 'high', 'X-Mailer': 'Old Mailer 1.0', 'x-h00': 'twice' })
+  await sql`
+    insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, subject, text, headers, message_id)
+    values (${id}, ${owner.productId}, ${domain.id}, ${key.id}, ${from()}, ${['ann@example.org']}, 'Old', 'Old body',
+            ${headers as never}::jsonb, ${`<${id}@${domain.name}>`})`
+  await sql`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())`
+  const email = await until(id, ['delivered', 'failed'])
+  expect(email.events.map((e: { type: string }) => e.type)).toEqual(['queued', 'sent', 'delivered'])
+  const note = email.events[1].detail as string
+  expect(note).toStartWith('custom headers dropped: ')
+  for (const part of ['x-h00 (given twice)', 'X-Keep (over MAIL_MAX_HEADERS=50)', 'X-Mailer (reserved)', 'Importance (reserved)', 'X-Priority (reserved)']) {
+    expect(note).toContain(part)
+  }
+  const block = headerBlock(caughtFor(email.message_id)[0]!.raw)
+  const names = block.map(([name]) => name)
+  for (let i = 0; i < 50; i++) expect(block).toContainEqual([`x-h${String(i).padStart(2, '0')}`, `v${i}`])
+  expect(names.filter((name) => name === 'x-h00')).toHaveLength(1)
+  for (const name of ['x-keep', 'x-priority', 'importance', 'x-mailer']) expect(names).not.toContain(name)
 }, 30_000)

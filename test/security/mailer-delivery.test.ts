@@ -1,9 +1,11 @@
 // The mailer records what happened, exactly, against real mailer processes and SMTP servers started here: a mailer
 // killed (SIGKILL) while the server holds its DATA reply never records `sent`, and the next mailer delivers the email
-// once with the same Message-ID; SIGTERM waits for an attempt in flight (bounded by MAILER_SMTP_TIMEOUT_MS) and records
-// it; MAIL_DEV_VERIFY is refused at start-up in production; credentials in SMTP_URL require STARTTLS (never AUTH in
+// once with the same Message-ID; SIGTERM waits for an attempt in flight and records it, and stops waiting after
+// MAILER_SMTP_TIMEOUT_MS for one that never ends (a server dripping a multi-line reply, so no socket timeout ends it
+// first); MAIL_DEV_VERIFY is refused at start-up in production; credentials in SMTP_URL require STARTTLS (never AUTH in
 // clear); and Idempotency-Key is scoped to the sending API key.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { type AddressInfo, createServer } from 'node:net'
 import { createTransport } from 'nodemailer'
 import { SMTPServer } from 'smtp-server'
 import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
@@ -60,6 +62,73 @@ async function until(id: string, events: string[], ms = 20_000) {
 async function waitFor(condition: () => boolean, what: string, ms = 15_000) {
   for (const deadline = Date.now() + ms; !condition(); await Bun.sleep(20)) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+  }
+}
+/**
+ * A raw SMTP server that, at the end of DATA of this file's marked messages, answers with a multi-line reply it never
+ * finishes: a `250-` line every 500 ms. The connection is never idle, so nodemailer's socket timeout never fires and the
+ * attempt never ends by itself. Other messages are accepted at once.
+ */
+async function startDrippingServer() {
+  const held: string[] = []
+  let lines = 0
+  const timers = new Set<ReturnType<typeof setInterval>>()
+  const sockets = new Set<import('node:net').Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    let buffer = ''
+    let inData = false
+    socket.on('close', () => sockets.delete(socket))
+    socket.on('error', () => {})
+    socket.write('220 drip ESMTP\r\n')
+    socket.on('data', (chunk) => {
+      buffer += chunk.toString('latin1')
+      for (;;) {
+        if (inData) {
+          const end = buffer.indexOf('\r\n.\r\n')
+          if (end < 0) return
+          const raw = buffer.slice(0, end)
+          buffer = buffer.slice(end + 5)
+          inData = false
+          if (!raw.includes(MARK)) {
+            socket.write('250 accepted\r\n')
+            continue
+          }
+          held.push(raw)
+          const timer = setInterval(() => {
+            if (socket.destroyed) return clearInterval(timer)
+            lines++
+            socket.write('250-still working\r\n')
+          }, 500)
+          timers.add(timer)
+          socket.on('close', () => clearInterval(timer))
+          continue
+        }
+        const eol = buffer.indexOf('\r\n')
+        if (eol < 0) return
+        const line = buffer.slice(0, eol)
+        buffer = buffer.slice(eol + 2)
+        const verb = line.slice(0, 4).toUpperCase()
+        if (verb === 'EHLO') socket.write('250-drip\r\n250 8BITMIME\r\n')
+        else if (verb === 'HELO' || verb === 'MAIL' || verb === 'RCPT' || verb === 'RSET' || verb === 'NOOP') socket.write('250 ok\r\n')
+        else if (verb === 'DATA') {
+          inData = true
+          socket.write('354 go ahead\r\n')
+        } else if (verb === 'QUIT') socket.end('221 bye\r\n')
+        else socket.write('502 not implemented\r\n')
+      }
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+  return {
+    port: (server.address() as AddressInfo).port,
+    held,
+    lines: () => lines,
+    close: () => {
+      for (const timer of timers) clearInterval(timer)
+      for (const socket of sockets) socket.destroy()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    },
   }
 }
 const messageIdOf = async (id: string) => (await read(id)).message_id as string
@@ -120,22 +189,37 @@ describe('sent only after the SMTP server accepted', () => {
     }
   }, 60_000)
 
-  test('SIGTERM waits at most MAILER_SMTP_TIMEOUT_MS for a server that never answers: no `sent`, and a later mailer delivers with the same Message-ID', async () => {
-    const held: CaughtMessage[] = []
-    const holding = await startSmtpSink({ port: 0, answerData: (message) => (marked(message) ? (held.push(message), new Promise(() => {})) : undefined) })
+  test('SIGTERM waits at most MAILER_SMTP_TIMEOUT_MS for an attempt that never ends (a server dripping a multi-line reply, so no socket timeout fires): the process exits within the wait, no `sent`, and a later mailer delivers with the same Message-ID', async () => {
+    const drip = await startDrippingServer()
     const accepted: CaughtMessage[] = []
     const accepting = await startSmtpSink({ port: 0, onMessage: (message) => accepted.push(message) })
-    const mailer = await startMailer(`smtp://127.0.0.1:${holding.port}`, { MAILER_SMTP_TIMEOUT_MS: '1500' })
+    const port = await freePort()
+    const mailer = await startWorker('services/mailer/main.ts', {
+      MAILER_PORT: String(port), SMTP_URL: `smtp://127.0.0.1:${drip.port}`, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '1500',
+      MAIL_RETRY_BASE_MS: '200', MAILER_SMTP_TIMEOUT_MS: '1500',
+    }, port, '/readyz', { logs: true })
+    mailers.push(mailer)
     let next: Worker | undefined
     try {
       const id = await send({ subject: 'never answered', text: MARK })
       const messageId = await messageIdOf(id)
-      await waitFor(() => carrying(held, messageId).length > 0, 'the message to reach the end of DATA')
+      await waitFor(() => drip.held.some((raw) => raw.includes(messageId)), 'the message to reach the end of DATA')
+      // The reply keeps coming, a line every 500 ms, for longer than the SMTP timeout: the attempt is alive, not idle.
+      await Bun.sleep(2000)
+      expect(kinds(await read(id))).toEqual(['queued'])
+      const linesAtStop = drip.lines()
+      expect(linesAtStop).toBeGreaterThanOrEqual(3)
       const stopping = Date.now()
       const code = await mailer.stop('SIGTERM')
-      // The wait is bounded: the SMTP timeout, then a few seconds to close connections (far under the 10 s slack).
-      expect(Date.now() - stopping).toBeLessThan(1500 + 10_000)
+      const took = Date.now() - stopping
+      expect(drip.lines()).toBeGreaterThan(linesAtStop) // the server was still talking while the mailer stopped
+      // The wait is MAILER_SMTP_TIMEOUT_MS (1.5 s), then closing connections (PostgreSQL within 5 s): under 6.5 s, where
+      // an unbounded wait would run into the process-wide bound (the SMTP timeout + 10 s = 11.5 s).
+      expect(took).toBeLessThan(1500 + 5000)
       expect(code).toBe(0)
+      const messages = mailer.logs().map((line) => line.msg)
+      expect(messages).toContain('mailer stopped waiting for attempts in flight; one that ends before the process exits records its outcome, else its email stays leased and is retried with the same Message-ID')
+      expect(messages).not.toContain('shutdown did not finish in time; exiting')
       const afterStop = await read(id)
       expect(kinds(afterStop)).not.toContain('sent')
       expect(kinds(afterStop)).not.toContain('delivered')
@@ -147,12 +231,12 @@ describe('sent only after the SMTP server accepted', () => {
       expect(carrying(accepted, messageId)).toHaveLength(1)
     } finally {
       await next?.stop()
-      await Promise.all([holding.close(), accepting.close()])
+      await Promise.all([drip.close(), accepting.close()])
     }
   }, 60_000)
 })
 
-test('MAIL_DEV_VERIFY with PLATFORM_ENV=production: every process refuses to start, exits non-zero and says why', async () => {
+test('MAIL_DEV_VERIFY with PLATFORM_ENV=production (or Production, prod, staging: anything but development, dev, test, local): every process refuses to start, exits non-zero and says why', async () => {
   for (const script of ['services/mailer/main.ts', 'services/public/main.ts', 'services/api/main.ts', 'gateway/main.ts']) {
     const port = String(await freePort())
     const proc = Bun.spawn(['bun', 'run', script], {
@@ -165,7 +249,19 @@ test('MAIL_DEV_VERIFY with PLATFORM_ENV=production: every process refuses to sta
     const stderr = await new Response(proc.stderr).text()
     expect(code, script).not.toBe(0)
     expect(proc.signalCode, script).toBeNull() // it exited by itself, it was not killed by the timer
-    expect(stderr, script).toContain('MAIL_DEV_VERIFY is refused when PLATFORM_ENV=production')
+    expect(stderr, script).toContain('MAIL_DEV_VERIFY is refused when PLATFORM_ENV="production"')
+  }
+  // However production is spelled, or named (an allow-list: only development, dev, test and local may use it).
+  for (const environment of ['Production', ' production', 'prod', 'staging']) {
+    const port = String(await freePort())
+    const proc = Bun.spawn(['bun', 'run', 'services/mailer/main.ts'], {
+      env: { ...process.env, PLATFORM_ENV: environment, MAIL_DEV_VERIFY: '1', MAILER_PORT: port }, stdout: 'ignore', stderr: 'pipe',
+    })
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000)
+    const code = await proc.exited
+    clearTimeout(timer)
+    expect([code === 0, proc.signalCode], environment).toEqual([false, null])
+    expect(await new Response(proc.stderr).text(), environment).toContain(`MAIL_DEV_VERIFY is refused when PLATFORM_ENV=${JSON.stringify(environment)}`)
   }
   // The refusal is that combination only: production without it starts.
   const port = await freePort()

@@ -3,9 +3,11 @@
 // per-product ceiling hit, in a concurrent burst too; analytics concurrency bounded per organization.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { unboundedSql } from '../../shared/db/client'
+import { listMembers } from '../../services/api/accounts/members'
 import { createPlatformKey } from '../../services/api/accounts/platform-keys'
 import { createProduct } from '../../services/api/accounts/products'
 import { createInsight } from '../../services/api/analytics/insights'
+import { createMailKey } from '../../services/api/mail/api-keys'
 import { operations } from '../../services/api/catalog'
 import { buildPublicApp } from '../../services/public/app'
 import { call, callApp, freePort, newPlatformKey, newProduct, newUser, startWorker, type Worker } from '../helpers'
@@ -29,15 +31,19 @@ const CEILINGS = Object.fromEntries([
 
 let rated: Worker
 let capped: Worker
+let ratedPublic: Worker
+let single: Worker
 beforeAll(async () => {
-  const [ratedPort, cappedPort] = [await freePort(), await freePort()]
-  ;[rated, capped] = await Promise.all([
+  const [ratedPort, cappedPort, publicPort, singlePort] = [await freePort(), await freePort(), await freePort(), await freePort()]
+  ;[rated, capped, ratedPublic, single] = await Promise.all([
     startWorker('services/api/main.ts', { API_PORT: String(ratedPort), ...RATES }, ratedPort),
-    startWorker('services/api/main.ts', { API_PORT: String(cappedPort), ...CEILINGS, ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION: '1' }, cappedPort),
+    startWorker('services/api/main.ts', { API_PORT: String(cappedPort), ...CEILINGS, ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION: '1', PRODUCT_MAX_KEYS_CREATED_PER_DAY: '5' }, cappedPort),
+    startWorker('services/public/main.ts', { PUBLIC_PORT: String(publicPort), ...RATES }, publicPort),
+    startWorker('services/api/main.ts', { API_PORT: String(singlePort), ANALYTICS_MAX_CONCURRENT_PER_WORKER: '1' }, singlePort),
   ])
 })
 afterAll(async () => {
-  await Promise.all([rated?.stop(), capped?.stop()])
+  await Promise.all([rated?.stop(), capped?.stop(), ratedPublic?.stop(), single?.stop()])
 })
 
 interface Answer { status: number; body: any; headers: Headers }
@@ -183,6 +189,33 @@ describe('rate limits per operation class', () => {
     expect((await over(rated, owner.token, 'POST', '/mail/templates', { name: 't', subject: 's', html: '<p>x</p>' }, owner.productId)).status).toBe(200)
   })
 
+  test('the public Mail surface spends the same budgets: domain create and verify per sending key and per organization, management writes as writes', async () => {
+    const owner = await quietProduct()
+    const [first, second] = [await createMailKey(owner.productId, { name: 'a', scope: 'full_access' }), await createMailKey(owner.productId, { name: 'b', scope: 'full_access' })]
+    await freshWindow()
+    const send = async (key: string, method: string, path: string, body?: unknown): Promise<Answer> => {
+      const response = await fetch(`${ratedPublic.url}/${owner.productId}/mail${path}`, {
+        method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+      })
+      const text = await response.text()
+      return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers }
+    }
+    const create = (key: string) => send(key, 'POST', '/domains', { name: `e${short()}.example.com` })
+    const made = await create(first.key)
+    expect([made.status, made.body]).toEqual([200, expect.objectContaining({ name: expect.any(String) })])
+    expect((await create(first.key)).status).toBe(200)
+    expectRefused(await create(first.key), 'expensive', 'credential', 2)
+    // A verification is as expensive, even of an unknown domain; the organization's 3 are then spent, for every key.
+    expect((await send(second.key, 'POST', `/domains/${crypto.randomUUID()}/verify`)).status).toBe(404)
+    expectRefused(await send(second.key, 'POST', `/domains/${crypto.randomUUID()}/verify`), 'expensive', 'organization', 3)
+    expectRefused(await over(rated, owner.token, 'POST', '/mail/domains', { name: `e${short()}.example.com` }, owner.productId), 'expensive', 'organization', 3)
+    // Template writes are writes: 5 per key.
+    const template = () => send(second.key, 'POST', '/templates', { name: `t${short()}`, subject: 's', html: '<p>x</p>' })
+    for (let i = 0; i < 5; i++) expect((await template()).status).toBe(200)
+    expectRefused(await template(), 'write', 'credential', 5)
+    expect((await send(second.key, 'GET', '/domains')).body.data).toHaveLength(2) // reads are not limited here
+  })
+
   test('analytics runs: the fourth metric query, funnel or insight run of a credential in a minute is 429', async () => {
     const owner = await quietProduct()
     const insight = await createInsight(owner.productId, { name: 'i', kind: 'metric', query: METRIC }, owner.userId)
@@ -272,6 +305,7 @@ describe('every list is paginated: limit, after, has_more', () => {
     const key = await newPlatformKey({ token: user.token, productId: ids[0]! }, ['organization'])
     expect((await call('GET', '/products?limit=1', { token: key.key })).body).toMatchObject({ products: [{ id: ids[0] }], has_more: false })
     expect((await call('GET', `/products?after=${ids[0]}`, { token: key.key })).body).toEqual({ products: [], has_more: false })
+    expect((await call('GET', `/products?after=${ids[0]!.toUpperCase()}`, { token: key.key })).body).toEqual({ products: [], has_more: false })
     expect((await call('GET', `/products?after=${ids[1]}`, { token: key.key })).body.fields).toEqual([{ path: '/query/after', message: 'names no product of this list' }])
   })
 
@@ -369,11 +403,44 @@ describe('every list is paginated: limit, after, has_more', () => {
     }
     const versions = await call('GET', `/analytics/dashboards/${crypto.randomUUID()}/versions?after=x`, { token: owner.token, productId: owner.productId })
     expect(versions.body.fields.map((f: any) => f.path)).toEqual(['/query/after'])
-    const viaTool = await tool(capped, owner.token, owner.productId, 'mail_template_list', { query: { limit: 1000 } })
-    expect(viaTool.body).toMatchObject({ status: 400, fields: [{ path: '/query/limit' }] })
+    for (const limit of [1000, 1.5, 0.5, '1.5', 'abc']) {
+      const viaTool = await tool(capped, owner.token, owner.productId, 'mail_template_list', { query: { limit } })
+      expect([limit, viaTool.body.status, [...new Set(viaTool.body.fields.map((f: any) => f.path))]]).toEqual([limit, 400, ['/query/limit']])
+    }
+    // A JSON number with a fraction is refused, never truncated to 1.
+    expect((await tool(capped, owner.token, owner.productId, 'mail_template_list', { query: { limit: 1.5 } })).body.fields)
+      .toEqual([{ path: '/query/limit', message: 'must be integer' }])
     const onePage = await tool(capped, owner.token, owner.productId, 'mail_template_list', { query: { limit: 1 } })
     expect(onePage.body.data).toHaveLength(1)
     expect(onePage.body.has_more).toBe(true)
+  })
+
+  test('a cursor deleted while the list is being read is 400 /query/after, never an empty last page', async () => {
+    const host = await newUser()
+    const member = await newUser()
+    expect((await call('POST', `/organizations/${host.organizationId}/members`, { token: host.token, body: { email: member.email } })).status).toBe(200)
+    // Hold the list query (it joins users) while the cursor's membership is deleted: the query runs after the delete.
+    const locker = unboundedSql()
+    const held = await locker.reserve()
+    try {
+      await held`begin`
+      await held`lock table users in access exclusive mode`
+      const listing = listMembers(host.organizationId, host.userId, { limit: 10, after: member.userId }).then((rows) => ({ rows }), (error) => ({ error }))
+      for (let waited = 0; ; waited += 20) {
+        expect(waited).toBeLessThan(10_000)
+        const [blocked] = await locker`select count(*)::int as n from pg_locks where not granted and relation = 'users'::regclass`
+        if (blocked!.n > 0) break
+        await Bun.sleep(20)
+      }
+      await locker`delete from organization_members where organization_id = ${host.organizationId} and user_id = ${member.userId}`
+      await held`rollback`
+      const answer = (await listing) as { rows?: unknown[]; error?: any }
+      expect(answer.rows).toBeUndefined()
+      expect([answer.error?.status, answer.error?.extra?.fields]).toEqual([400, [{ path: '/query/after', message: 'names no member of this list' }]])
+    } finally {
+      held.release()
+      await locker.end()
+    }
   })
 
   test('without limit a page holds 50, and has_more says more follow', async () => {
@@ -431,6 +498,27 @@ describe('ceilings per product', () => {
     expect((await over(capped, owner.token, 'POST', '/realtime/namespaces', { name: 'n0' }, second)).status).toBe(200)
   }, 60_000)
 
+  test('keys created in a day, revoked ones included, are bounded per kind: create-and-revoke churn is 429 after PRODUCT_MAX_KEYS_CREATED_PER_DAY', async () => {
+    const owner = await newProduct()
+    const base = `/products/${owner.productId}`
+    for (const [resource, path] of [['mailKeys', '/mail/api-keys'], ['platformKeys', `${base}/platform-keys`], ['publicKeys', `/governance/api/v1${base}/public-keys`]] as const) {
+      const body = resource === 'mailKeys' ? { name: 'k', scope: 'sending_access' } : resource === 'platformKeys' ? { name: 'k', areas: ['mail'] } : { name: 'k' }
+      for (let i = 0; i < 5; i++) {
+        const made = await over(capped, owner.token, 'POST', path, body, owner.productId)
+        expect([resource, i, made.status]).toEqual([resource, i, 200])
+        expect((await over(capped, owner.token, 'DELETE', `${path}/${made.body.id}`, undefined, owner.productId)).status).toBe(200)
+      }
+      // No active key of the kind is left, yet the sixth create of the day is refused.
+      const refused = await over(capped, owner.token, 'POST', path, body, owner.productId)
+      expect([resource, refused.status]).toEqual([resource, 429])
+      expect(refused.body).toMatchObject({ error: 'rate_limited', resource, limit: 5, windowSeconds: 86_400 })
+      expect(refused.body.message).toContain('in the last 24 hours')
+      const retryAfter = Number(refused.headers.get('retry-after'))
+      expect(retryAfter).toBeGreaterThan(86_000)
+      expect(retryAfter).toBeLessThanOrEqual(86_400)
+    }
+  }, 60_000)
+
   test('an organization holds at most so many products, so per-product ceilings cannot be multiplied freely', async () => {
     const user = await newUser()
     const owner = { ...user, productId: '' } as Owner
@@ -439,18 +527,23 @@ describe('ceilings per product', () => {
   })
 })
 
-describe('analytics concurrency per organization', () => {
-  test('two products of one organization share its slots on a worker: the second query waits its turn (429); another organization runs', async () => {
-    const owner = await newProduct('first')
-    const sibling = (await call('POST', '/products', { token: owner.token, body: { name: 'second' } })).body.id as string
-    const stranger = await newProduct()
+describe('analytics concurrency per organization and per worker', () => {
+  let owner: Owner
+  let sibling: string
+  const heavy = { entity: 'events', metrics: ['identities'], dimensions: ['properties.n'], range: { from: '-7d' }, limit: 1 }
+  beforeAll(async () => {
+    owner = await newProduct('first')
+    sibling = (await call('POST', '/products', { token: owner.token, body: { name: 'second' } })).body.id as string
     const seed = unboundedSql() // a bulk insert longer than the API's own statement deadline
     await seed`
       insert into tracked_events (product_id, event, ts, users_id, properties)
       select ${owner.productId}, 'e' || (i % 7), now() - (i || ' seconds')::interval, 'u' || (i % 5000), jsonb_build_object('n', i)
       from generate_series(1, 200000) as i`
     await seed.end()
-    const heavy = { entity: 'events', metrics: ['identities'], dimensions: ['properties.n'], range: { from: '-7d' }, limit: 1 }
+  }, 60_000)
+
+  test('two products of one organization share its slots on a worker: the second query waits its turn (429); another organization runs', async () => {
+    const stranger = await newProduct()
     const query = (productId: string, token = owner.token, body: unknown = METRIC) => over(capped, token, 'POST', '/analytics/query', body, productId)
     const [first, second, theirs] = await Promise.all([
       query(owner.productId, owner.token, heavy),
@@ -463,5 +556,19 @@ describe('analytics concurrency per organization', () => {
     expect(second.headers.get('retry-after')).toBe('1')
     expect(theirs.status).toBe(200)
     expect((await query(sibling)).status).toBe(200) // freed when done
+  }, 60_000)
+
+  test('a worker runs at most ANALYTICS_MAX_CONCURRENT_PER_WORKER at once, whatever the organizations: beyond, 429 scope worker', async () => {
+    const stranger = await newProduct()
+    const query = (productId: string, token: string, body: unknown = METRIC) => over(single, token, 'POST', '/analytics/query', body, productId)
+    const [first, theirs] = await Promise.all([
+      query(owner.productId, owner.token, heavy),
+      Bun.sleep(50).then(() => query(stranger.productId, stranger.token)),
+    ])
+    expect(first.status).toBe(200)
+    expect(theirs.status).toBe(429)
+    expect(theirs.body).toMatchObject({ error: 'too_many_queries', scope: 'worker', limit: 1 })
+    expect(theirs.headers.get('retry-after')).toBe('1')
+    expect((await query(stranger.productId, stranger.token)).status).toBe(200) // freed when done
   }, 60_000)
 })

@@ -1,6 +1,7 @@
 // Organization membership: who can reach the organization's products. Owners manage members; the last owner stays.
 import { sql } from '../../../shared/db/client'
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { keysetPage } from '../../../shared/db/keyset'
+import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { conflict, forbidden, notFound } from '../../../shared/errors'
 
 export type Role = 'owner' | 'member'
@@ -31,15 +32,14 @@ async function requireOwner(organizationId: string, userId: string): Promise<voi
 /** By the time they joined, oldest first; `page.after` is a member's user id. At most `page.limit + 1` rows. */
 export async function listMembers(organizationId: string, callerId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Member[]> {
   await roleOf(organizationId, callerId)
-  if (page.after) {
-    requireCursor(await sql`select 1 from organization_members where organization_id = ${organizationId} and user_id = ${page.after}`, 'member')
-  }
-  const rows = await sql`
+  const cursor = page.after
+    ? sql`select created_at, user_id from organization_members where organization_id = ${organizationId} and user_id = ${page.after}`
+    : null
+  const rows = await keysetPage('member', cursor, (position) => sql`
     select m.user_id, u.email, u.name, m.role, m.created_at from organization_members m join users u on u.id = m.user_id
     where m.organization_id = ${organizationId}
-    ${page.after ? sql`and (m.created_at, m.user_id) > (select created_at, user_id from organization_members
-                                                          where organization_id = ${organizationId} and user_id = ${page.after})` : sql``}
-    order by m.created_at, m.user_id limit ${page.limit + 1}`
+    ${position ? sql`and (m.created_at, m.user_id) > ${position}` : sql``}
+    order by m.created_at, m.user_id limit ${page.limit + 1}`)
   return rows.map(memberFields)
 }
 

@@ -1,9 +1,10 @@
 // Platform API keys: bearer tokens bound to one product and a set of areas. Stored as a SHA-256 digest + prefix.
 import type { Area } from '../../../shared/catalog/operation'
 import { newSecret, sha256, visiblePrefix } from '../../../shared/crypto'
-import { insertUnderCeiling } from '../../../shared/db/ceiling'
+import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { keysetPage } from '../../../shared/db/keyset'
+import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound } from '../../../shared/errors'
 
 export const PLATFORM_KEY_PREFIX = 'plk_'
@@ -25,7 +26,7 @@ export async function createPlatformKey(productId: string, input: { name: string
   const areas = [...new Set(input.areas)].sort()
   const count = (q: typeof sql) => q<{ n: number }[]>`
     select count(*)::int as n from platform_keys where product_id = ${productId} and revoked_at is null`
-  const [row] = await insertUnderCeiling(productId, 'platformKeys', count, (tx) => tx`
+  const [row] = await insertKeyUnderCeilings(productId, 'platformKeys', 'platform_keys', count, (tx) => tx`
     insert into platform_keys (product_id, name, areas, prefix, key_hash, created_by)
     values (${productId}, ${input.name}, ${areas}, ${visiblePrefix(key, PLATFORM_KEY_PREFIX)}, ${sha256(key)}, ${createdBy})
     returning id, name, areas, prefix, created_at`)
@@ -35,12 +36,12 @@ export async function createPlatformKey(productId: string, input: { name: string
 /** Active keys, newest first; at most `page.limit + 1` rows (the extra one says more follow). */
 export async function listPlatformKeys(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<PlatformKey[]> {
   // A revoked key's position still holds, so a walk survives a revocation of the key it stopped at.
-  if (page.after) requireCursor(await sql`select 1 from platform_keys where id = ${page.after} and product_id = ${productId}`, 'platform key')
-  const rows = await sql`
+  const cursor = page.after ? sql`select created_at, id from platform_keys where id = ${page.after} and product_id = ${productId}` : null
+  const rows = await keysetPage('platform key', cursor, (position) => sql`
     select id, name, areas, prefix, created_at from platform_keys
     where product_id = ${productId} and revoked_at is null
-    ${page.after ? sql`and (created_at, id) < (select created_at, id from platform_keys where id = ${page.after})` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`
+    ${position ? sql`and (created_at, id) < ${position}` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`)
   return rows.map(keyFields)
 }
 

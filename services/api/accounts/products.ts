@@ -1,7 +1,8 @@
 // Products, owned by organizations; a user reaches a product through membership of its organization.
 import { checkOrganizationCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { keysetPage } from '../../../shared/db/keyset'
+import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound } from '../../../shared/errors'
 
 export interface Product {
@@ -52,15 +53,15 @@ export async function createProduct(userId: string, input: { name: string; organ
 
 /** Newest first; `page.after` a product the user reaches. At most `page.limit + 1` rows. */
 export async function listProductsOfUser(userId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Product[]> {
-  if (page.after) requireCursor(await sql`
-    select 1 from products p join organization_members m on m.organization_id = p.organization_id
-    where p.id = ${page.after} and m.user_id = ${userId}`, 'product')
-  const rows = await sql`
+  const cursor = page.after ? sql`
+    select p.created_at, p.id from products p join organization_members m on m.organization_id = p.organization_id
+    where p.id = ${page.after} and m.user_id = ${userId}` : null
+  const rows = await keysetPage('product', cursor, (position) => sql`
     select p.id, p.name, p.organization_id, p.created_at from products p
     join organization_members m on m.organization_id = p.organization_id
     where m.user_id = ${userId}
-    ${page.after ? sql`and (p.created_at, p.id) < (select created_at, id from products where id = ${page.after})` : sql``}
-    order by p.created_at desc, p.id desc limit ${page.limit + 1}`
+    ${position ? sql`and (p.created_at, p.id) < ${position}` : sql``}
+    order by p.created_at desc, p.id desc limit ${page.limit + 1}`)
   return rows.map(productFields)
 }
 
@@ -71,13 +72,13 @@ export async function getProduct(productId: string): Promise<Product | null> {
 
 /** Oldest first; `page.after` an organization the user belongs to. At most `page.limit + 1` rows. */
 export async function listOrganizationsOfUser(userId: string, page: PageRequest = { limit: PAGE_DEFAULT }) {
-  if (page.after) {
-    requireCursor(await sql`select 1 from organization_members where organization_id = ${page.after} and user_id = ${userId}`, 'organization')
-  }
-  const rows = await sql`
+  const cursor = page.after ? sql`
+    select o.created_at, o.id from organizations o join organization_members m on m.organization_id = o.id
+    where o.id = ${page.after} and m.user_id = ${userId}` : null
+  const rows = await keysetPage('organization', cursor, (position) => sql`
     select o.id, o.name, m.role, o.created_at from organizations o
     join organization_members m on m.organization_id = o.id where m.user_id = ${userId}
-    ${page.after ? sql`and (o.created_at, o.id) > (select created_at, id from organizations where id = ${page.after})` : sql``}
-    order by o.created_at, o.id limit ${page.limit + 1}`
+    ${position ? sql`and (o.created_at, o.id) > ${position}` : sql``}
+    order by o.created_at, o.id limit ${page.limit + 1}`)
   return rows.map((r) => ({ id: r.id as string, name: r.name as string, role: r.role as string, createdAt: r.created_at as Date }))
 }

@@ -6,8 +6,9 @@ import type postgres from 'postgres'
 import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { checkCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
+import { keysetPage } from '../../../shared/db/keyset'
 import { ApiError, badRequest, conflict, notFound, unprocessable } from '../../../shared/errors'
-import { isUuid } from '../../../shared/mail/ids'
+import { isUuid } from '../../../shared/ids'
 
 /** Versions kept per dashboard; older ones are dropped when a new one is written. */
 export const VERSIONS_KEPT = 50
@@ -115,13 +116,13 @@ export async function listDashboards(
   productId: string, filter: { tag?: string; q?: string }, page: PageRequest = { limit: PAGE_DEFAULT },
 ): Promise<Dashboard[]> {
   // The cursor is any dashboard of the product, matching the filter or not: its position in the order is what counts.
-  if (page.after) requireCursor(await sql`select 1 from analytics_dashboards where id = ${page.after} and product_id = ${productId}`, 'dashboard')
-  const rows = await sql`
+  const cursor = page.after ? sql`select created_at, id from analytics_dashboards where id = ${page.after} and product_id = ${productId}` : null
+  const rows = await keysetPage('dashboard', cursor, (position) => sql`
     select * from analytics_dashboards where product_id = ${productId}
     ${filter.tag !== undefined ? sql`and ${filter.tag} = any(tags)` : sql``}
     ${filter.q !== undefined ? sql`and (strpos(lower(name), lower(${filter.q})) > 0 or strpos(slug, lower(${filter.q})) > 0)` : sql``}
-    ${page.after ? sql`and (created_at, id) < (select created_at, id from analytics_dashboards where id = ${page.after})` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`
+    ${position ? sql`and (created_at, id) < ${position}` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`)
   return rows.map(dashboardOut)
 }
 

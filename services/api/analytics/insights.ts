@@ -3,14 +3,15 @@
 import { randomUUID } from 'node:crypto'
 import { validateInput } from '../../../shared/catalog/validate'
 import { Strict } from '../../../shared/catalog/schemas'
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
+import { keysetPage } from '../../../shared/db/keyset'
 import { ApiError, notFound } from '../../../shared/errors'
 import { checkFunnel, runFunnel } from '../../../shared/analytics/funnel'
 import { checkMetricQuery, runMetricQuery } from '../../../shared/analytics/metric-query'
 import { Funnel, MetricQuery } from '../../../shared/analytics/query-schemas'
-import { isUuid } from '../../../shared/mail/ids'
+import { isUuid } from '../../../shared/ids'
 
 export type InsightKind = 'metric' | 'funnel'
 
@@ -53,11 +54,11 @@ export async function createInsight(
 }
 
 export async function listInsights(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Insight[]> {
-  if (page.after) requireCursor(await sql`select 1 from analytics_insights where id = ${page.after} and product_id = ${productId}`, 'insight')
-  return (await sql`
+  const cursor = page.after ? sql`select created_at, id from analytics_insights where id = ${page.after} and product_id = ${productId}` : null
+  return (await keysetPage('insight', cursor, (position) => sql`
     select * from analytics_insights where product_id = ${productId}
-    ${page.after ? sql`and (created_at, id) < (select created_at, id from analytics_insights where id = ${page.after})` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`).map(insightOut)
+    ${position ? sql`and (created_at, id) < ${position}` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`)).map(insightOut)
 }
 
 /** One insight of the product; another product's, an unknown id and a malformed id are all 404. */

@@ -1,9 +1,10 @@
 // Product API keys (rtk_) of this environment: create, list, revoke, replace scope. Stored as digest + visible prefix.
 import { config } from '../../../shared/config'
 import { newSecret, visiblePrefix } from '../../../shared/crypto'
-import { insertUnderCeiling } from '../../../shared/db/ceiling'
+import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { keysetPage } from '../../../shared/db/keyset'
+import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound } from '../../../shared/errors'
 import { publishInvalidation } from '../../../shared/realtime/invalidation'
 import { PUBLIC_KEY_PREFIX, PUBLIC_SCOPES, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
@@ -46,7 +47,7 @@ export async function createPublicKey(
   const count = (q: typeof sql) => q<{ n: number }[]>`
     select count(*)::int as n from public_keys
     where product_id = ${productId} and environment = ${config.environment} and revoked_at is null`
-  const [row] = await insertUnderCeiling(productId, 'publicKeys', count, (tx) => tx`
+  const [row] = await insertKeyUnderCeilings(productId, 'publicKeys', 'public_keys', count, (tx) => tx`
     insert into public_keys (product_id, environment, name, scope, prefix, key_hash, created_by)
     values (${productId}, ${config.environment}, ${input.name}, ${scope}, ${visiblePrefix(key, PUBLIC_KEY_PREFIX)},
             ${publicKeyHash(key, config.environment)}, ${createdBy})
@@ -56,15 +57,14 @@ export async function createPublicKey(
 
 /** Active keys of the product in this environment, newest first. */
 export async function listPublicKeys(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<PublicKey[]> {
-  if (page.after) {
-    requireCursor(await sql`
-      select 1 from public_keys where id = ${page.after} and product_id = ${productId} and environment = ${config.environment}`, 'Realtime API key')
-  }
-  const rows = await sql`
+  const cursor = page.after
+    ? sql`select created_at, id from public_keys where id = ${page.after} and product_id = ${productId} and environment = ${config.environment}`
+    : null
+  const rows = await keysetPage('Realtime API key', cursor, (position) => sql`
     select id, name, scope, prefix, environment, created_at, updated_at from public_keys
     where product_id = ${productId} and environment = ${config.environment} and revoked_at is null
-    ${page.after ? sql`and (created_at, id) < (select created_at, id from public_keys where id = ${page.after})` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`
+    ${position ? sql`and (created_at, id) < ${position}` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`)
   return rows.map(keyFields)
 }
 

@@ -1,10 +1,11 @@
 // Sending API keys (lmk_): created with their secret shown once, listed without it, revoked at once everywhere.
 import { newSecret, visiblePrefix } from '../../../shared/crypto'
-import { insertUnderCeiling } from '../../../shared/db/ceiling'
+import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { keysetPage } from '../../../shared/db/keyset'
+import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound, unprocessable } from '../../../shared/errors'
-import { isUuid } from '../../../shared/mail/ids'
+import { isUuid } from '../../../shared/ids'
 import { MAIL_KEY_PREFIX, mailKeyHash, type MailScope } from '../../../shared/mail/keys'
 import { publishInvalidation } from '../../../shared/realtime/invalidation'
 
@@ -31,7 +32,7 @@ export async function createMailKey(productId: string, input: { name: string; sc
   // it commits, rather than the key outliving its domain unlocked.
   const count = (q: typeof sql) => q<{ n: number }[]>`
     select count(*)::int as n from mail_api_keys where product_id = ${productId} and revoked_at is null`
-  const [row] = await insertUnderCeiling(productId, 'mailKeys', count, (tx) => tx`
+  const [row] = await insertKeyUnderCeilings(productId, 'mailKeys', 'mail_api_keys', count, (tx) => tx`
     insert into mail_api_keys (product_id, name, scope, domain_id, prefix, key_hash)
     select ${productId}, ${input.name}, ${input.scope}, ${domainId}, ${visiblePrefix(key, MAIL_KEY_PREFIX)}, ${mailKeyHash(key)}
     where ${domainId}::uuid is null or exists (select 1 from mail_domains where id = ${domainId} and product_id = ${productId})
@@ -44,12 +45,12 @@ export async function createMailKey(productId: string, input: { name: string; sc
 
 /** The product's active keys, newest first; never a secret. */
 export async function listMailKeys(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<MailKey[]> {
-  if (page.after) requireCursor(await sql`select 1 from mail_api_keys where id = ${page.after} and product_id = ${productId}`, 'API key')
-  const rows = await sql`
+  const cursor = page.after ? sql`select created_at, id from mail_api_keys where id = ${page.after} and product_id = ${productId}` : null
+  const rows = await keysetPage('API key', cursor, (position) => sql`
     select id, name, scope, domain_id, prefix, created_at from mail_api_keys
     where product_id = ${productId} and revoked_at is null
-    ${page.after ? sql`and (created_at, id) < (select created_at, id from mail_api_keys where id = ${page.after})` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`
+    ${position ? sql`and (created_at, id) < ${position}` : sql``}
+    order by created_at desc, id desc limit ${page.limit + 1}`)
   return rows.map(keyOut)
 }
 

@@ -1,8 +1,9 @@
 // Realtime grants, stored per product (management side). What a grant governs, and the pure check applied at token
 // issue, live in shared/realtime/grants.ts.
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
+import { keysetPage } from '../../../shared/db/keyset'
 import { conflict, notFound, unprocessable } from '../../../shared/errors'
 import { OPS, type Op } from '../../../shared/realtime/names'
 import { publishInvalidation } from '../../../shared/realtime/invalidation'
@@ -57,13 +58,13 @@ export async function createGrant(productId: string, input: { pattern: string; o
 
 /** The product's grants, optionally of one namespace only, by pattern. */
 export async function listGrants(productId: string, namespace?: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Grant[]> {
-  if (page.after) requireCursor(await sql`select 1 from realtime_grants where id = ${page.after} and product_id = ${productId}`, 'grant')
-  const rows = await sql`
+  const cursor = page.after ? sql`select pattern collate "C", id from realtime_grants where id = ${page.after} and product_id = ${productId}` : null
+  const rows = await keysetPage('grant', cursor, (position) => sql`
     select g.id, g.pattern, g.ops, g.created_at from realtime_grants g
     join realtime_namespaces n on n.id = g.namespace_id
     where g.product_id = ${productId} ${namespace === undefined ? sql`` : sql`and n.name = ${namespace}`}
-    ${page.after ? sql`and (g.pattern collate "C", g.id) > (select pattern collate "C", id from realtime_grants where id = ${page.after})` : sql``}
-    order by g.pattern collate "C", g.id limit ${page.limit + 1}`
+    ${position ? sql`and (g.pattern collate "C", g.id) > ${position}` : sql``}
+    order by g.pattern collate "C", g.id limit ${page.limit + 1}`)
   return rows.map(grantFields)
 }
 

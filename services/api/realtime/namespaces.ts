@@ -1,7 +1,8 @@
 // Realtime namespaces of a product and their policy (presence, client events, history, archive).
-import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
+import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
+import { keysetPage } from '../../../shared/db/keyset'
 import { conflict, notFound } from '../../../shared/errors'
 import { publishInvalidation } from '../../../shared/realtime/invalidation'
 
@@ -73,11 +74,11 @@ export async function createNamespace(productId: string, input: { name: string }
 
 /** The product's namespaces, by name (byte order, so the listing is the same under any database collation). */
 export async function listNamespaces(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Namespace[]> {
-  if (page.after) requireCursor(await sql`select 1 from realtime_namespaces where id = ${page.after} and product_id = ${productId}`, 'namespace')
-  const rows = await sql`
+  const cursor = page.after ? sql`select name collate "C", id from realtime_namespaces where id = ${page.after} and product_id = ${productId}` : null
+  const rows = await keysetPage('namespace', cursor, (position) => sql`
     select * from realtime_namespaces where product_id = ${productId}
-    ${page.after ? sql`and (name collate "C", id) > (select name collate "C", id from realtime_namespaces where id = ${page.after})` : sql``}
-    order by name collate "C", id limit ${page.limit + 1}`
+    ${position ? sql`and (name collate "C", id) > ${position}` : sql``}
+    order by name collate "C", id limit ${page.limit + 1}`)
   return rows.map(namespaceFields)
 }
 

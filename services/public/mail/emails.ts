@@ -8,9 +8,9 @@ import { validateInput } from '../../../shared/catalog/validate'
 import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { ApiError, badRequest, type FieldError, notFound, unprocessable } from '../../../shared/errors'
-import { asList, type Mailbox, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
-import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS } from '../../../shared/mail/headers'
-import { isUuid } from '../../../shared/mail/ids'
+import { isUuid } from '../../../shared/ids'
+import { asList, type Mailbox, mailboxProblem, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
+import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS, pointerToken } from '../../../shared/mail/headers'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
 import { findTemplate, renderTemplate } from '../../../shared/mail/templates'
 import { type MailKeyIdentity, restrictedKey } from './api-keys'
@@ -63,7 +63,7 @@ async function sendingDomain(key: MailKeyIdentity, body: unknown): Promise<{ id:
   const from = (body as { from?: unknown } | null)?.from
   if (typeof from !== 'string') throw field('/body/from', 'is required: "addr" or "Name <addr>"')
   const mailbox = parseMailbox(from)
-  if (!mailbox) throw field('/body/from', 'is not an email address: use "addr" or "Name <addr>"')
+  if (!mailbox) throw field('/body/from', mailboxProblem(from))
   const [domain] = await sql`select id, name, status from mail_domains where product_id = ${key.productId} and name = ${mailbox.domain}`
   if (key.domainId !== null && domain?.id !== key.domainId) {
     throw restrictedKey(`This API key is restricted to one domain and cannot send from ${mailbox.domain}`)
@@ -82,7 +82,7 @@ async function contentOf(productId: string, body: SendBody): Promise<{ subject: 
   if (body.template) {
     if (body.html !== undefined) throw field('/body/html', 'cannot be given with template (the template is the html)')
     for (const name of Object.keys(body.template.variables ?? {})) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw field(`/body/template/variables/${name}`, 'is not a variable name: a letter or _, then letters, digits or _')
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw field(`/body/template/variables/${pointerToken(name)}`, 'is not a variable name: a letter or _, then letters, digits or _')
     }
     const template = await findTemplate(productId, body.template.id)
     if (!template) throw unprocessable(`Template ${body.template.id} is not a template of this product`, [{ path: '/body/template/id', message: 'names no template of this product' }])
@@ -111,7 +111,7 @@ function parseRecipients(body: SendBody, from: Mailbox): StoredMailboxes {
   for (const name of ['to', 'cc', 'bcc', 'reply_to'] as const) {
     lists[name] = asList(body[name]).map((value, i) => {
       const mailbox = parseMailbox(value)
-      if (!mailbox) throw field(`/body/${name}${Array.isArray(body[name]) ? `/${i}` : ''}`, 'is not an email address')
+      if (!mailbox) throw field(`/body/${name}${Array.isArray(body[name]) ? `/${i}` : ''}`, mailboxProblem(value))
       return storedMailbox(mailbox)
     })
   }
@@ -130,12 +130,26 @@ function validateBody(raw: unknown): SendBody {
     body = validateInput({ body: SendBody }, { body: raw }).body as SendBody
   } catch (error) {
     const fields = (error instanceof ApiError && (error.extra.fields as FieldError[] | undefined)) || undefined
-    if (!fields || headerFields.length === 0) throw error
-    const merged = [...fields.filter((f) => f.path !== '/body/headers' && !f.path.startsWith('/body/headers/')), ...headerFields]
-    throw badRequest(`Invalid request: ${merged.map((f) => `${f.path} ${f.message}`).join('; ')}`, merged)
+    if (!fields) throw error
+    const merged = headerFields.length
+      ? [...fields.filter((f) => f.path !== '/body/headers' && !f.path.startsWith('/body/headers/')), ...headerFields]
+      : fields
+    throw invalid(merged)
   }
-  if (headerFields.length) throw badRequest(`Invalid request: ${headerFields.map((f) => `${f.path} ${f.message}`).join('; ')}`, headerFields)
+  if (headerFields.length) throw invalid(headerFields)
   return body
+}
+
+/**
+ * One 400 naming the first MAIL_MAX_LISTED_ERRORS failing fields, and saying how many more there were: a body of
+ * thousands of bad keys gets a reply of kilobytes, not megabytes.
+ */
+function invalid(fields: FieldError[]): ApiError {
+  const listed = fields.slice(0, config.mail.maxListedErrors)
+  const more = fields.length - listed.length
+  // The message shortens long paths (a key may be most of the body); `fields` keeps each pointer whole.
+  const names = listed.map((f) => `${f.path.length > 100 ? `${f.path.slice(0, 100)}…` : f.path} ${f.message}`).join('; ')
+  return badRequest(`Invalid request: ${names}${more > 0 ? `; and ${more} more not listed` : ''}`, listed)
 }
 
 /**
