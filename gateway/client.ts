@@ -97,6 +97,8 @@ export class Connection {
   private eventBudget: TokenBucket | undefined
   /** Reads that cost Redis work: history, subscribe with a cursor, presence.read (GATEWAY_READS_PER_SECOND, GATEWAY_READ_BURST). */
   private readBudget: TokenBucket | undefined
+  /** Presence writes: enter and update (GATEWAY_PRESENCE_WRITES_PER_SECOND, GATEWAY_PRESENCE_WRITE_BURST). */
+  private presenceBudget: TokenBucket | undefined
   /** True while this connection holds a place in its subject's connection count. */
   private countedForSubject = false
 
@@ -406,6 +408,18 @@ export class Connection {
     return false
   }
 
+  /**
+   * A presence write (enter, update) takes a token from this connection's presence bucket, checked first, so a loop of
+   * enter and leave costs Redis nothing past it. `presence.leave` takes none: it needs an entry made by an enter, so the
+   * bucket bounds it too, and a client that wants to leave is never held on the roster.
+   */
+  private presenceWriteAllowed(id: string | number): boolean {
+    const { gatewayPresenceWritesPerSecond: rate, gatewayPresenceWriteBurst: burst } = config.realtime
+    if ((this.presenceBudget ??= new TokenBucket(rate, burst)).take()) return true
+    this.send(encode.error(id, 'rate_limited', `more than ${rate} presence writes a second (burst ${burst}) on this connection: presence.enter, presence.update`))
+    return false
+  }
+
   /** A history read, as the public route's: a window or a cursor; empty on a namespace that keeps no history. */
   private async history(request: Extract<Request, { type: 'history' }>): Promise<void> {
     if (!this.readAllowed(request.id)) return
@@ -436,6 +450,7 @@ export class Connection {
    * dies leaves ghosts for at most one lifetime. Another tab of the same subject is not a second member, and no second join.
    */
   private async enter(request: Extract<Request, { type: 'presence.enter' | 'presence.update' }>): Promise<void> {
+    if (!this.presenceWriteAllowed(request.id)) return
     if (!(await this.presenceAllowed(request))) return
     const entered = this.presence.get(request.channel)
     if (request.type === 'presence.update' && !entered) {
@@ -445,7 +460,8 @@ export class Connection {
     try {
       await enterPresence({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, info: request.info, ttlSeconds })
     } catch (error) {
-      if (error instanceof ApiError && error.code === 'presence_full') return this.send(encode.error(request.id, 'rate_limited', error.message))
+      // A full roster, or a join past the product's fan-out byte budget on the shard: nothing was written, retry later.
+      if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
       if (error instanceof ApiError && error.status === 400) return this.send(encode.error(request.id, 'invalid', error.message))
       throw error
     }
@@ -453,7 +469,8 @@ export class Connection {
     if (entered) clearInterval(entered.refresh)
     const refresh = setInterval(() => {
       void enterPresence({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, ttlSeconds })
-        .catch((error) => logUnlessOutage('presence refresh failed', error))
+        // Refused (a rejoin after expiry past the fan-out budget): the next refresh tries again.
+        .catch((error) => error instanceof ApiError || logUnlessOutage('presence refresh failed', error))
     }, Math.max(500, (ttlSeconds * 1000) / 2))
     this.presence.set(request.channel, { ttlSeconds, refresh })
     this.send(encode.reply(request.id, request.type, { channel: request.channel }))

@@ -139,7 +139,9 @@ function loadConfig() {
       /**
        * How long an entry stays in a shard's fan-out stream (ms). Streams are trimmed by age only (XADD MINID), never by
        * length, so one product's traffic cannot trim entries another product's gateways have not read: a gateway that
-       * is less than this far behind never loses continuity. docs/realtime-data-plane.md, "Budgets".
+       * is less than this far behind never loses continuity. docs/realtime-data-plane.md, "Budgets". Must be the same
+       * on every process: every writer trims the shared streams by its own value, and the budget's time slices (a tenth
+       * of it) are numbered by it, so mixed values keep entries only the shortest window and count budgets wrongly.
        */
       fanoutRetentionMs: int('REALTIME_FANOUT_RETENTION_MS', 60_000),
       /**
@@ -178,6 +180,13 @@ function loadConfig() {
        */
       gatewayReadsPerSecond: int('GATEWAY_READS_PER_SECOND', 10),
       gatewayReadBurst: int('GATEWAY_READ_BURST', 50),
+      /**
+       * Presence writes (`presence.enter`, `presence.update`): a token bucket per connection of this many a second, this
+       * burst (entering a few rosters at connect fits); beyond it `rate_limited`, the connection stays. A join also
+       * spends the product's fan-out byte budget (REALTIME_PRODUCT_FANOUT_MAX_BYTES). `presence.leave` takes no token.
+       */
+      gatewayPresenceWritesPerSecond: int('GATEWAY_PRESENCE_WRITES_PER_SECOND', 2),
+      gatewayPresenceWriteBurst: int('GATEWAY_PRESENCE_WRITE_BURST', 10),
       /** How often a gateway takes expired presence entries off its subscribed channels' rosters (emitting their leaves). */
       gatewayPresenceSweepMs: int('GATEWAY_PRESENCE_SWEEP_MS', 5000),
       /** How often public workers and gateways write the usage they counted (analytics entities realtime_usage, realtime_connections). */

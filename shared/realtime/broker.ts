@@ -5,6 +5,7 @@ import type Redis from 'ioredis'
 import { config } from '../config'
 import { ApiError, badRequest, logUnlessOutage, unavailable } from '../errors'
 import { redis } from '../redis'
+import { FAN_BUDGET_LUA, FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
 import { channelKeys, FAN_BUDGET_SLICES } from './keys'
 
 /** A namespace's history policy. History is kept only when both are positive; 0/0 = no history. */
@@ -89,8 +90,47 @@ local function now_ms()
 end
 `
 
-/** What a fan-out entry costs beyond its product id, channel, message id, payload and sender (field names, t, n, offset, epoch, stream id). */
-export const FAN_ENTRY_OVERHEAD_BYTES = 128
+// The product's history bytes on a shard (docs/realtime-data-plane.md, "Budgets"): the per-channel copies and their sum
+// (field #) in histb; histx says when each channel's keys expire, so channels that expired are taken off the sum (100
+// per call) and the sum cannot drift past the channels that still exist.
+// - hist_other(histb, histx, channel, now) → the product's bytes on the shard without this channel's, expired ones dropped
+// - hist_set(histb, histx, channel, bytes, other, expires_at, ttl) stores the channel's bytes and when its keys expire
+const HIST_BUDGET_LUA = `
+local function hist_other(histb, histx, channel, now)
+  local gone = redis.call('ZRANGEBYSCORE', histx, '-inf', '(' .. now, 'LIMIT', 0, 100)
+  local total = tonumber(redis.call('HGET', histb, '#') or '0')
+  for _, ch in ipairs(gone) do
+    total = total - tonumber(redis.call('HGET', histb, ch) or '0')
+    redis.call('HDEL', histb, ch)
+  end
+  if #gone > 0 then
+    redis.call('ZREM', histx, unpack(gone))
+    redis.call('HSET', histb, '#', math.max(0, total))
+  end
+  return math.max(0, total - tonumber(redis.call('HGET', histb, channel) or '0'))
+end
+local function hist_set(histb, histx, channel, bytes, other, expires_at, ttl)
+  redis.call('HSET', histb, channel, bytes, '#', other + bytes)
+  redis.call('ZADD', histx, expires_at, channel)
+  -- The product's index lives as long as its longest-lived channel on this shard.
+  for _, k in ipairs({histb, histx}) do
+    if redis.call('PTTL', k) < ttl then redis.call('PEXPIRE', k, ttl) end
+  end
+end
+`
+
+/**
+ * What a channel's history costs beyond its entries, charged to its bytes (meta `b`) from the start of its epoch until
+ * its keys expire: the channel's name appears in the hist and meta key names, the histb field and the histx member,
+ * besides the meta hash itself and Redis' per-key overhead. Cost: 4 × the channel's bytes + this.
+ */
+export const HISTORY_CHANNEL_OVERHEAD_BYTES = 512
+
+/** What a channel with history costs the product's history budget before its first entry. */
+export const historyChannelBytes = (channel: string) => 4 * Buffer.byteLength(channel, 'utf8') + HISTORY_CHANNEL_OVERHEAD_BYTES
+
+/** What a fan-out entry costs beyond its product id, channel, message id, payload and sender. */
+export { FAN_ENTRY_OVERHEAD_BYTES }
 /** What a history entry costs beyond its message id and payload (field names, t, stream id). */
 export const HISTORY_ENTRY_OVERHEAD_BYTES = 64
 
@@ -114,52 +154,30 @@ export const defaultBudgets = (): PublishBudgets => ({
 //       7 product's channel expiries (histx)
 // ARGV: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
 //       7 payload field ('d' or 'r'), 8 payload, 9 fan-out retention ms, 10 sender connection id ('' = none),
-//       11 fan-out budget bytes, 12 history budget bytes, 13 budget slices, 14 fan entry overhead, 15 history entry overhead
+//       11 fan-out budget bytes, 12 history budget bytes, 13 budget slices, 14 fan entry overhead, 15 history entry overhead,
+//       16 history channel overhead
 // Returns {offset, epoch} when stored, {} otherwise, {-1, 'fanout' | 'history', ms until it may fit} when over a budget
 // (then nothing was written but bookkeeping: expired history trimmed and accounted).
 // Budgets (docs/realtime-data-plane.md, "Budgets"): both are checked before anything is appended, so a refused publish
 // leaves the streams as they were; the fan-out stream is trimmed by age only, never by length.
-const PUBLISH_LUA = `${LUA_NOW}
+const PUBLISH_LUA = `${LUA_NOW}${FAN_BUDGET_LUA}${HIST_BUDGET_LUA}
 if redis.replicate_commands then redis.replicate_commands() end
 local now = now_ms()
 local size = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local stored = size > 0 and ttl > 0
--- Fan-out budget: bytes appended per time slice; the slices of the last window plus the current one are summed, so
--- every entry still younger than the window (the only ones trimming must keep) is counted. Old slices are dropped
--- here and the hash expires: nothing is ever decremented, so nothing can drift.
 local window = tonumber(ARGV[9])
 local slices = tonumber(ARGV[13])
-local slice = math.max(1, math.ceil(window / slices))
-local bucket = math.floor(now / slice)
 local fan_cost = #ARGV[4] + #ARGV[5] + #ARGV[6] + #ARGV[8] + #ARGV[10] + tonumber(ARGV[14])
-local used = 0
-local oldest = bucket
-local counted = redis.call('HGETALL', KEYS[5])
-for i = 1, #counted, 2 do
-  local b = tonumber(counted[i])
-  if b < bucket - slices then redis.call('HDEL', KEYS[5], counted[i])
-  else
-    used = used + tonumber(counted[i + 1])
-    if b < oldest then oldest = b end
-  end
-end
-if used + fan_cost > tonumber(ARGV[11]) then return {-1, 'fanout', (oldest + slices + 1) * slice - now} end
+local used, fan_wait = fan_used(KEYS[5], window, slices, now)
+if used + fan_cost > tonumber(ARGV[11]) then return {-1, 'fanout', fan_wait} end
 local result = {}
 local epoch = nil
 local hist_cost = 0
 if stored then
-  -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream); the product's
-  -- per-channel copies and their sum (field #) in histb; histx says when each channel's keys expire, so channels that
-  -- expired are taken off the sum here (100 per publish) and the sum cannot drift past the channels that still exist.
-  local gone = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', '(' .. now, 'LIMIT', 0, 100)
-  local total = tonumber(redis.call('HGET', KEYS[6], '#') or '0')
-  for _, ch in ipairs(gone) do
-    total = total - tonumber(redis.call('HGET', KEYS[6], ch) or '0')
-    redis.call('HDEL', KEYS[6], ch)
-  end
-  if #gone > 0 then redis.call('ZREM', KEYS[7], unpack(gone)) end
-  local other = math.max(0, total - tonumber(redis.call('HGET', KEYS[6], ARGV[5]) or '0'))
+  -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream): its entries, and
+  -- from the start of its epoch the channel's own cost (4 x name + overhead); the product's total in histb.
+  local other = hist_other(KEYS[6], KEYS[7], ARGV[5], now)
   epoch = redis.call('HGET', KEYS[2], 'e')
   local bytes = 0
   local function entry_bytes(entry)
@@ -194,7 +212,9 @@ if stored then
     end
   end
   hist_cost = #ARGV[6] + #ARGV[8] + tonumber(ARGV[15])
-  local after = math.max(0, bytes - freed) + hist_cost
+  -- A new epoch starts with the channel's own cost.
+  local base = epoch and math.max(0, bytes - freed) or (4 * #ARGV[5] + tonumber(ARGV[16]))
+  local after = base + hist_cost
   if other + after > tonumber(ARGV[12]) then
     -- Refused: keep the bookkeeping of what was trimmed by age. It may fit once the product's first channel expires.
     if epoch then
@@ -217,12 +237,7 @@ if stored then
   redis.call('HSET', KEYS[2], 'b', after)
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
-  redis.call('HSET', KEYS[6], ARGV[5], after, '#', other + after)
-  redis.call('ZADD', KEYS[7], now + ttl, ARGV[5])
-  -- The product's index lives as long as its longest-lived channel on this shard.
-  for k = 6, 7 do
-    if redis.call('PTTL', KEYS[k]) < ttl then redis.call('PEXPIRE', KEYS[k], ttl) end
-  end
+  hist_set(KEYS[6], KEYS[7], ARGV[5], after, other, now + ttl, ttl)
   result = {offset, epoch}
 end
 -- Trimmed by age only: an entry stays at least the window, whatever other products append (never MAXLEN).
@@ -236,8 +251,7 @@ table.insert(fan, ARGV[7]) table.insert(fan, ARGV[8])
 -- Numbered last, next to the XADD, so that no number is ever taken without its entry.
 table.insert(fan, 'n') table.insert(fan, redis.call('INCR', KEYS[4]))
 redis.call(unpack(fan))
-redis.call('HINCRBY', KEYS[5], bucket, fan_cost)
-redis.call('PEXPIRE', KEYS[5], window + 2 * slice)
+fan_charge(KEYS[5], window, slices, now, fan_cost)
 return result
 `
 
@@ -321,14 +335,27 @@ interface BrokerRedis extends Redis {
 /** 16 random hex characters: the epoch a script takes when the channel has none. */
 const epochCandidate = () => randomUUID().replaceAll('-', '').slice(0, 16)
 
-// KEYS: 1 hist, 2 meta. ARGV: 1 epoch candidate, 2 retention ms. Returns {epoch, top offset}, starting an epoch at
-// offset 0 when the channel has none (as a publish would, leftover history stream included).
-const POSITION_LUA = `
+// KEYS: 1 hist, 2 meta, 3 histb, 4 histx. ARGV: 1 epoch candidate, 2 retention ms, 3 channel, 4 history budget bytes,
+// 5 history channel overhead. Returns {epoch, top offset}, starting an epoch at offset 0 when the channel has none (as
+// a publish would, leftover history stream included), charged to the product's history budget like a publish's new
+// epoch; when the channel's cost does not fit, {'', 0} and nothing is created (the subscriber's cursor then names no
+// epoch: after the first publish it does not recover, a visible resync, never a silent gap).
+const POSITION_LUA = `${LUA_NOW}${HIST_BUDGET_LUA}
 local meta = redis.call('HMGET', KEYS[2], 'e', 'o')
 if meta[1] then return {meta[1], tonumber(meta[2]) or 0} end
+local now = now_ms()
+local ttl = tonumber(ARGV[2])
+local other = hist_other(KEYS[3], KEYS[4], ARGV[3], now)
+local cost = 4 * #ARGV[3] + tonumber(ARGV[5])
+if other + cost > tonumber(ARGV[4]) then
+  redis.call('HSET', KEYS[3], '#', other)
+  redis.call('HDEL', KEYS[3], ARGV[3])
+  return {'', 0}
+end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[2], 'e', ARGV[1], 'o', 0)
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[2], 'e', ARGV[1], 'o', 0, 'b', cost)
+redis.call('PEXPIRE', KEYS[2], ttl)
+hist_set(KEYS[3], KEYS[4], ARGV[3], cost, other, now + ttl, ttl)
 return {ARGV[1], 0}
 `
 
@@ -340,7 +367,7 @@ function client(): BrokerRedis {
   if (!prepared.has(r)) {
     r.defineCommand('rtPublish', { numberOfKeys: 7, lua: PUBLISH_LUA })
     r.defineCommand('rtHistory', { numberOfKeys: 2, lua: HISTORY_LUA, readOnly: true })
-    r.defineCommand('rtPosition', { numberOfKeys: 2, lua: POSITION_LUA })
+    r.defineCommand('rtPosition', { numberOfKeys: 4, lua: POSITION_LUA })
     prepared.add(r)
   }
   return r as BrokerRedis
@@ -393,6 +420,7 @@ export async function publish(input: PublishInput, budgets: PublishBudgets = def
       FAN_BUDGET_SLICES,
       FAN_ENTRY_OVERHEAD_BYTES,
       HISTORY_ENTRY_OVERHEAD_BYTES,
+      HISTORY_CHANNEL_OVERHEAD_BYTES,
     ),
   )
   if (reply.length === 0) return { id }
@@ -405,16 +433,11 @@ export async function publish(input: PublishInput, budgets: PublishBudgets = def
  * oldest counted bytes leave the fan-out window, or when the product's first channel on the shard expires.
  */
 function overBudget(kind: string, waitMs: number, budgets: PublishBudgets): ApiError {
+  if (kind !== 'history') return fanoutBudgetExceeded(waitMs, budgets.fanoutMaxBytes, budgets.fanoutRetentionMs)
   const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
-  const headers = { 'retry-after': String(retryAfter) }
-  if (kind === 'history') {
-    return new ApiError(429, 'history_budget_exceeded',
-      `The product's history on this channel's shard would pass ${budgets.historyMaxBytes} bytes; it frees as channels trim or expire`,
-      { retryAfter, limitBytes: budgets.historyMaxBytes }, headers)
-  }
-  return new ApiError(429, 'fanout_budget_exceeded',
-    `The product's messages in flight on this channel's shard would pass ${budgets.fanoutMaxBytes} bytes per ${budgets.fanoutRetentionMs} ms`,
-    { retryAfter, limitBytes: budgets.fanoutMaxBytes, windowMs: budgets.fanoutRetentionMs }, headers)
+  return new ApiError(429, 'history_budget_exceeded',
+    `The product's history on this channel's shard would pass ${budgets.historyMaxBytes} bytes; it frees as channels trim or expire`,
+    { retryAfter, limitBytes: budgets.historyMaxBytes }, { 'retry-after': String(retryAfter) })
 }
 
 function validateQuery(query: HistoryQuery): [mode: 'n' | 'ms' | 'c', value: number, epoch: string] {
@@ -491,12 +514,17 @@ export async function readHistory(
  * Where a new subscription of a history channel starts: its top offset and epoch. A channel without an epoch yet gets
  * one here, at offset 0, living as long as the retention window (each publish extends it, as always). So the cursor a
  * subscriber keeps is a real one: the first publications of the epoch are recovered after a reconnect, and an epoch
- * that expires before its first publish gives `recovered: false`, never a silent gap.
+ * that expires before its first publish gives `recovered: false`, never a silent gap. The new epoch's meta hash costs
+ * the product's history budget what a channel costs (historyChannelBytes); when that does not fit, nothing is created
+ * and the answer is `{offset: 0, epoch: ''}` (a cursor to it recovers nothing once the channel has an epoch: resync).
  */
-export async function subscriptionPosition(productId: string, channel: string, policy: HistoryPolicy): Promise<{ offset: number; epoch: string }> {
+export async function subscriptionPosition(
+  productId: string, channel: string, policy: HistoryPolicy, historyMaxBytes = config.realtime.productHistoryMaxBytes,
+): Promise<{ offset: number; epoch: string }> {
   const keys = channelKeys(productId, channel)
   const [epoch, offset] = await guarded('history', () =>
-    client().rtPosition(keys.hist, keys.meta, epochCandidate(), policy.historyTtlSeconds * 1000),
+    client().rtPosition(keys.hist, keys.meta, keys.histBytes, keys.histExpiry, epochCandidate(), policy.historyTtlSeconds * 1000,
+      channel, historyMaxBytes, HISTORY_CHANNEL_OVERHEAD_BYTES),
   )
   return { offset: Number(offset), epoch: String(epoch) }
 }

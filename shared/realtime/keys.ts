@@ -12,7 +12,7 @@
 // | rt:{sN}:histb:<productId>             | hash   | history bytes per channel of the product; `#` = their sum          |
 // | rt:{sN}:histx:<productId>             | zset   | channel → when its history keys expire (ms), to drop it from histb |
 // | rt:{sN}:hist:<productId>:<channel>    | stream | history entries; stream id `<offset>-0`; fields t, i, d or r       |
-// | rt:{sN}:meta:<productId>:<channel>    | hash   | `e` = epoch, `o` = top offset                                      |
+// | rt:{sN}:meta:<productId>:<channel>    | hash   | `e` = epoch, `o` = top offset, `b` = bytes charged (entries + channel) |
 // | rt:{sN}:pres:<productId>:<channel>    | hash   | presence: identity → info (JSON text)                              |
 // | rt:{sN}:pres:<productId>:<channel>:n  | hash   | presence: identity → number of live connections                    |
 // | rt:{sN}:pres:<productId>:<channel>:exp| zset   | presence: `<len(identity)>:<identity><connectionId>` → expiry (ms) |

@@ -11,7 +11,8 @@ import type Redis from 'ioredis'
 import { ApiError, badRequest, logUnlessOutage, unavailable } from '../errors'
 import { redis } from '../redis'
 import { config } from '../config'
-import { channelKeys } from './keys'
+import { FAN_BUDGET_LUA, FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
+import { channelKeys, FAN_BUDGET_SLICES } from './keys'
 
 /** Identities per channel; entering a full roster as a new identity is refused with 429. */
 export const PRESENCE_MAX_MEMBERS = 100
@@ -34,18 +35,27 @@ export interface PresenceMember {
   info: unknown
 }
 
-// KEYS: 1 pres, 2 presCount, 3 presExp, 4 the shard's fan-out stream, 5 its sequence (keys.ts). ARGV: 1 productId, 2 channel, 3 fan-out retention (ms),
-// then each script's own. Removes expired connections; every script starts with it.
+// KEYS: 1 pres, 2 presCount, 3 presExp, 4 the shard's fan-out stream, 5 its sequence, 6 the product's fan-out budget
+// (fanb; keys.ts). ARGV: 1 productId, 2 channel, 3 fan-out retention (ms), 4 fan-out budget (bytes), 5 budget slices,
+// 6 fan entry overhead, then each script's own from 7. Removes expired connections; every script starts with it.
 // Join and leave are emitted here, into the shard's fan-out stream, in the same atomic step that changes the roster: one
 // `join` when an identity's first connection enters, one `leave` when its last one leaves or expires, however many tabs
 // and gateways it uses. Gateways deliver them to the channel's subscribers.
-const LUA_PRELUDE = `
+// Every event is charged to the product's fan-out byte budget on the shard, like a publication: a join past it is refused
+// (the enter with it, nothing written), a leave never is (refusing it would leave a member on the roster for ever).
+const LUA_PRELUDE = `${FAN_BUDGET_LUA}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[3])
+local slices = tonumber(ARGV[5])
+local function event_cost(kind, identity, info)
+  return #ARGV[1] + #ARGV[2] + #kind + #identity + #info + tonumber(ARGV[6])
+end
 local function emit(kind, identity, info)
   -- Trimmed by age only, as every writer of the stream does (broker.ts): never by length.
-  redis.call('XADD', KEYS[4], 'MINID', '~', now - tonumber(ARGV[3]), '*', 'n', redis.call('INCR', KEYS[5]), 'channel', ARGV[2], 'product', ARGV[1], 'id', '', 't', now,
+  redis.call('XADD', KEYS[4], 'MINID', '~', now - window, '*', 'n', redis.call('INCR', KEYS[5]), 'channel', ARGV[2], 'product', ARGV[1], 'id', '', 't', now,
     'kind', kind, 'identity', identity, 'info', info)
+  fan_charge(KEYS[6], window, slices, now, event_cost(kind, identity, info))
 end
 local function identity_of(member)
   local colon = string.find(member, ':', 1, true)
@@ -64,14 +74,20 @@ end
 for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do drop(member) end
 `
 
-// ARGV: 4 identity, 5 member, 6 info JSON ('' = none given), 7 ttl ms, 8 max members. Returns 2 when the identity
-// joined, 1 when it was already there (another connection, or a refresh), 0 when the roster is full.
+// ARGV: 7 identity, 8 member, 9 info JSON ('' = none given), 10 ttl ms, 11 max members. Returns 2 when the identity
+// joined, 1 when it was already there (another connection, or a refresh), 0 when the roster is full, {-1, ms until the
+// budget may allow it} when the join would pass the product's fan-out budget (nothing written).
 const ENTER_LUA = `${LUA_PRELUDE}
-local identity = ARGV[4]
+local identity = ARGV[7]
 local present = redis.call('HEXISTS', KEYS[2], identity) == 1
-if not present and redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[8]) then return 0 end
-if redis.call('ZADD', KEYS[3], now + tonumber(ARGV[7]), ARGV[5]) == 1 then redis.call('HINCRBY', KEYS[2], identity, 1) end
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], identity, ARGV[6]) else redis.call('HSETNX', KEYS[1], identity, 'null') end
+if not present then
+  if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[11]) then return 0 end
+  local info = ARGV[9] ~= '' and ARGV[9] or 'null'
+  local used, wait = fan_used(KEYS[6], window, slices, now)
+  if used + event_cost('join', identity, info) > tonumber(ARGV[4]) then return {-1, wait} end
+end
+if redis.call('ZADD', KEYS[3], now + tonumber(ARGV[10]), ARGV[8]) == 1 then redis.call('HINCRBY', KEYS[2], identity, 1) end
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], identity, ARGV[9]) else redis.call('HSETNX', KEYS[1], identity, 'null') end
 -- The roster's keys outlive its longest-lived connection by a grace period, so an abandoned channel leaves nothing
 -- behind, yet the gateways' sweeps still find the expired connections there and emit their leaves.
 local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
@@ -82,9 +98,9 @@ emit('join', identity, redis.call('HGET', KEYS[1], identity))
 return 2
 `
 
-// ARGV: 4 member
+// ARGV: 7 member
 const LEAVE_LUA = `${LUA_PRELUDE}
-drop(ARGV[4])
+drop(ARGV[7])
 return 1
 `
 
@@ -102,7 +118,7 @@ return {redis.call('HLEN', KEYS[2]), redis.call('ZCARD', KEYS[3])}
 `
 
 interface PresenceRedis extends Redis {
-  rtPresenceEnter(...args: (string | number)[]): Promise<number>
+  rtPresenceEnter(...args: (string | number)[]): Promise<number | [number, number]>
   rtPresenceLeave(...args: (string | number)[]): Promise<number>
   rtPresenceList(...args: (string | number)[]): Promise<[string[], string[]]>
   rtPresenceCount(...args: (string | number)[]): Promise<[number, number]>
@@ -114,11 +130,11 @@ const prepared = new WeakSet<Redis>()
 function client(): PresenceRedis {
   const r = redis()
   if (!prepared.has(r)) {
-    r.defineCommand('rtPresenceEnter', { numberOfKeys: 5, lua: ENTER_LUA })
-    r.defineCommand('rtPresenceLeave', { numberOfKeys: 5, lua: LEAVE_LUA })
-    r.defineCommand('rtPresenceList', { numberOfKeys: 5, lua: LIST_LUA })
-    r.defineCommand('rtPresenceCount', { numberOfKeys: 5, lua: COUNT_LUA })
-    r.defineCommand('rtPresenceSweep', { numberOfKeys: 5, lua: SWEEP_LUA })
+    r.defineCommand('rtPresenceEnter', { numberOfKeys: 6, lua: ENTER_LUA })
+    r.defineCommand('rtPresenceLeave', { numberOfKeys: 6, lua: LEAVE_LUA })
+    r.defineCommand('rtPresenceList', { numberOfKeys: 6, lua: LIST_LUA })
+    r.defineCommand('rtPresenceCount', { numberOfKeys: 6, lua: COUNT_LUA })
+    r.defineCommand('rtPresenceSweep', { numberOfKeys: 6, lua: SWEEP_LUA })
     prepared.add(r)
   }
   return r as PresenceRedis
@@ -134,10 +150,19 @@ async function guarded<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The five keys and the three leading arguments every presence script takes. */
-function keysOf(productId: string, channel: string): [string, string, string, string, string, string, string, number] {
+/** The product's fan-out budget that presence events are charged to (defaults from config; tests pass their own). */
+export interface PresenceBudget {
+  fanoutRetentionMs: number
+  fanoutMaxBytes: number
+}
+
+const defaultBudget = (): PresenceBudget => ({ fanoutRetentionMs: config.realtime.fanoutRetentionMs, fanoutMaxBytes: config.realtime.productFanoutMaxBytes })
+
+/** The six keys and the six leading arguments every presence script takes. */
+function keysOf(productId: string, channel: string, budget = defaultBudget()): (string | number)[] {
   const keys = channelKeys(productId, channel)
-  return [keys.pres, keys.presCount, keys.presExp, keys.fan, keys.fanSeq, productId, channel, config.realtime.fanoutRetentionMs]
+  return [keys.pres, keys.presCount, keys.presExp, keys.fan, keys.fanSeq, keys.fanBudget,
+    productId, channel, budget.fanoutRetentionMs, budget.fanoutMaxBytes, FAN_BUDGET_SLICES, FAN_ENTRY_OVERHEAD_BYTES]
 }
 
 /** The zset member of one connection: length-prefixed identity, so any identity and connection id split back apart. */
@@ -150,6 +175,8 @@ function requireNonEmpty(value: string, name: string): void {
 /**
  * Puts a connection on the channel's roster, or refreshes it (same connectionId): its entry lives `ttlSeconds` from now.
  * @throws ApiError 429 `presence_full` when 100 identities are present and this one is not among them;
+ *         429 `fanout_budget_exceeded` when its `join` would pass the product's fan-out byte budget on the shard (a
+ *         connection already present, a refresh, is never refused: it emits nothing);
  *         400 `invalid` when `info` serializes to more than 10 240 bytes.
  */
 export async function enterPresence(input: {
@@ -159,7 +186,7 @@ export async function enterPresence(input: {
   connectionId: string
   info?: unknown
   ttlSeconds?: number
-}): Promise<{ joined: boolean }> {
+}, budget = defaultBudget()): Promise<{ joined: boolean }> {
   requireNonEmpty(input.identity, 'identity')
   requireNonEmpty(input.connectionId, 'connectionId')
   const ttl = input.ttlSeconds ?? PRESENCE_TTL_DEFAULT_SECONDS
@@ -170,15 +197,19 @@ export async function enterPresence(input: {
   if (size > PRESENCE_INFO_MAX_BYTES)
     throw new ApiError(400, 'invalid', `Presence info is ${size} bytes serialized; the limit is ${PRESENCE_INFO_MAX_BYTES}`, { limit: PRESENCE_INFO_MAX_BYTES })
   const entered = await guarded(() =>
-    client().rtPresenceEnter(...keysOf(input.productId, input.channel), input.identity, memberOf(input.identity, input.connectionId), info, ttl * 1000, PRESENCE_MAX_MEMBERS),
+    client().rtPresenceEnter(...keysOf(input.productId, input.channel, budget), input.identity, memberOf(input.identity, input.connectionId), info, ttl * 1000, PRESENCE_MAX_MEMBERS),
   )
+  if (Array.isArray(entered)) throw fanoutBudgetExceeded(Number(entered[1]), budget.fanoutMaxBytes, budget.fanoutRetentionMs)
   if (entered === 0) throw new ApiError(429, 'presence_full', `The presence roster of this channel is full (${PRESENCE_MAX_MEMBERS} members)`, { limit: PRESENCE_MAX_MEMBERS })
   return { joined: entered === 2 }
 }
 
-/** Removes one connection; the identity leaves the roster with its last connection. Leaving twice is harmless. */
-export async function leavePresence(input: { productId: string; channel: string; identity: string; connectionId: string }): Promise<void> {
-  await guarded(() => client().rtPresenceLeave(...keysOf(input.productId, input.channel), memberOf(input.identity, input.connectionId)))
+/**
+ * Removes one connection; the identity leaves the roster with its last connection. Leaving twice is harmless. Never
+ * refused: its `leave` is charged to the product's fan-out budget even past it.
+ */
+export async function leavePresence(input: { productId: string; channel: string; identity: string; connectionId: string }, budget = defaultBudget()): Promise<void> {
+  await guarded(() => client().rtPresenceLeave(...keysOf(input.productId, input.channel, budget), memberOf(input.identity, input.connectionId)))
 }
 
 /** The roster, one member per identity (sorted by identity), expired connections excluded (and removed). */

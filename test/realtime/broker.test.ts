@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { closeRedis, redis } from '../../shared/redis'
 import { historyFrame } from '../../gateway/protocol'
-import { channelTop, defaultBudgets, HISTORY_ENTRY_FRAMING_BYTES, type HistoryEntry, type HistoryPolicy, publish, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
+import { channelTop, defaultBudgets, HISTORY_ENTRY_FRAMING_BYTES, HISTORY_ENTRY_OVERHEAD_BYTES, historyChannelBytes, type HistoryEntry, type HistoryPolicy, publish, type PublishBudgets, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
 import { channelKeys, fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 
@@ -318,11 +318,18 @@ describe('publish and history', () => {
 
   test('the fan-out stream is trimmed by age (MINID), never by length', async () => {
     const { productId, channel } = fresh()
-    for (let i = 0; i < 250; i++) await publish({ productId, channel, policy: NONE, data: String(i) })
-    expect((await fanEntries(productId, channel)).length).toBe(250)
+    const key = fanKey(shardOf(productId, channel))
+    const [last] = await redis().xrevrange(key, '+', '-', 'COUNT', 1)
+    // 10 500 entries: more than the length cap of 10 000 (MAXLEN ~) the streams once had; every one stays.
+    for (let round = 0; round < 21; round++) {
+      await Promise.all(Array.from({ length: 500 }, (_, i) => publish({ productId, channel, policy: NONE, data: String(round * 500 + i) })))
+    }
+    const kept = (await redis().xrange(key, last ? `(${last[0]}` : '-', '+')).filter(([, f]) => f[f.indexOf('product') + 1] === productId)
+    expect(kept.length).toBe(10_500)
     await sleep(30)
-    // Trimming is approximate (whole stream nodes of at most 100 entries), so most but not all of the old ones go.
-    await publish({ productId, channel, policy: NONE, data: '"last"' }, { ...defaultBudgets(), fanoutRetentionMs: 10 })
+    // Trimming is approximate (whole stream nodes of at most 100 entries), so most but not all of the old ones go; one
+    // approximate XADD trims at most 10 000 entries (Redis' default LIMIT), so two writers pass.
+    for (const data of ['"next"', '"last"']) await publish({ productId, channel, policy: NONE, data }, { ...defaultBudgets(), fanoutRetentionMs: 10 })
     const left = await fanEntries(productId, channel)
     expect(left.length).toBeLessThan(200)
     expect(left.at(-1)!.d).toBe('"last"')
@@ -348,5 +355,69 @@ describe('publish and history', () => {
     expect(fan.map((f) => Number(f.offset))).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
     const history = await readHistory(productId, channel, policy, { offset: 0, epoch: results[0]!.epoch! })
     expect(history.entries.length).toBe(200)
+  })
+})
+
+/** `count` channel names of one product, all on the shard of its first. */
+function onOneShard(productId: string, count: number): string[] {
+  const names = [`room:${randomUUID().slice(0, 8)}`]
+  const shard = shardOf(productId, names[0]!)
+  for (let i = 0; names.length < count; i++) {
+    const name = `room:${randomUUID().slice(0, 8)}-${i}`
+    if (shardOf(productId, name) === shard) names.push(name)
+  }
+  return names
+}
+
+describe('history budget: what a channel costs beyond its entries', () => {
+  test('many channels with one tiny message each are charged their keys: the budget holds as many as channel and entry costs fit', async () => {
+    const productId = randomUUID()
+    const channels = onOneShard(productId, 300)
+    const budgets: PublishBudgets = { ...defaultBudgets(), historyMaxBytes: 32 * 1024 }
+    const keys = channelKeys(productId, channels[0]!)
+    let taken = 0
+    let used = 0
+    let refusal: unknown
+    for (const channel of channels) {
+      const result = await publish({ productId, channel, policy: KEEP, data: '1', id: 'i' }, budgets).catch((e) => e)
+      if (result instanceof ApiError) {
+        refusal = result
+        break
+      }
+      taken++
+      const cost = historyChannelBytes(channel) + 'i'.length + '1'.length + HISTORY_ENTRY_OVERHEAD_BYTES
+      used += cost
+      expect(await redis().hget(channelKeys(productId, channel).meta, 'b')).toBe(String(cost))
+    }
+    expect(refusal).toMatchObject({ status: 429, code: 'history_budget_exceeded' })
+    // Exactly at the bound: the next channel's cost would pass it (names differ in length by a few bytes at most).
+    expect(used).toBeLessThanOrEqual(budgets.historyMaxBytes)
+    expect(used + historyChannelBytes(channels[taken]!) + 2 + HISTORY_ENTRY_OVERHEAD_BYTES).toBeGreaterThan(budgets.historyMaxBytes)
+    expect(taken).toBeLessThan(60) // counting only the entries (66 bytes each), all 300 would have fit
+    expect(await redis().hget(keys.histBytes, '#')).toBe(String(used))
+  })
+
+  test('a subscription that starts an epoch is charged the channel\'s cost; past the budget it creates nothing and answers epoch ""', async () => {
+    const productId = randomUUID()
+    const [c1, c2, c3] = onOneShard(productId, 3)
+    const costs = [c1!, c2!].map(historyChannelBytes)
+    const budget = costs[0]! + costs[1]! + 100 // room for two empty channels, not a third
+    const keys = (channel: string) => channelKeys(productId, channel)
+    const first = await subscriptionPosition(productId, c1!, KEEP, budget)
+    expect(first).toEqual({ offset: 0, epoch: expect.stringMatching(/^[0-9a-f]{16}$/) })
+    expect(await redis().hget(keys(c1!).meta, 'b')).toBe(String(costs[0]))
+    expect((await subscriptionPosition(productId, c2!, KEEP, budget)).epoch).toMatch(/^[0-9a-f]{16}$/)
+    expect(await redis().hget(keys(c1!).histBytes, '#')).toBe(String(costs[0]! + costs[1]!))
+    // The third does not fit: no meta hash, no epoch, nothing charged.
+    expect(await subscriptionPosition(productId, c3!, KEEP, budget)).toEqual({ offset: 0, epoch: '' })
+    expect(await redis().exists(keys(c3!).meta, keys(c3!).hist)).toBe(0)
+    expect(await redis().hget(keys(c1!).histBytes, '#')).toBe(String(costs[0]! + costs[1]!))
+    // Asked again (a subscription of a channel that already has its epoch) it costs nothing more.
+    expect(await subscriptionPosition(productId, c1!, KEEP, budget)).toEqual(first)
+    // The empty epochs count against publishes: a message that would fit an empty budget does not fit this one.
+    const error = await publish({ productId, channel: c3!, policy: KEEP, data: '1' }, { ...defaultBudgets(), historyMaxBytes: budget }).catch((e) => e)
+    expect(error).toMatchObject({ status: 429, code: 'history_budget_exceeded' })
+    // While the channel has no epoch, the cursor to that position is at its top; once one starts it does not recover (resync).
+    expect(await readHistory(productId, c3!, KEEP, { offset: 0, epoch: '' })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
   })
 })

@@ -5,6 +5,7 @@ import { ApiError } from '../../shared/errors'
 import { closeRedis, redis } from '../../shared/redis'
 import { channelKeys } from '../../shared/realtime/keys'
 import { enterPresence, leavePresence, listPresence, PRESENCE_KEY_GRACE_MS, presenceCount } from '../../shared/realtime/presence'
+import { FAN_ENTRY_OVERHEAD_BYTES, publish } from '../../shared/realtime/broker'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const fresh = () => ({ productId: randomUUID(), channel: 'room:lobby' })
@@ -133,5 +134,55 @@ describe('presence', () => {
     const members = await listPresence(where.productId, where.channel)
     expect(members.length).toBe(100)
     expect(members.some((m) => m.identity === 'ghost')).toBe(false)
+  })
+
+  test('joins and leaves are charged to the product\'s fan-out byte budget: a join past it is refused 429 and writes nothing; a refresh and a leave never are', async () => {
+    const where = fresh()
+    const budget = { fanoutRetentionMs: 60_000, fanoutMaxBytes: 64 * 1024 }
+    const keys = channelKeys(where.productId, where.channel)
+    const info = { blob: 'i'.repeat(10_000) }
+    const cost = (kind: string, identity: string, text: string) => where.productId.length + where.channel.length + kind.length + identity.length + text.length + FAN_ENTRY_OVERHEAD_BYTES
+    const [last] = await redis().xrevrange(keys.fan, '+', '-', 'COUNT', 1)
+    await enterPresence({ ...where, identity: 'bob', connectionId: 'b1' }, budget)
+    // The hostile loop: enter and leave with the largest info, as fast as Redis answers.
+    let joins = 0
+    let refusal: unknown
+    for (let i = 0; i < 50 && !refusal; i++) {
+      try {
+        await enterPresence({ ...where, identity: 'mallory', connectionId: 'm1', info }, budget)
+        joins++
+        await leavePresence({ ...where, identity: 'mallory', connectionId: 'm1' }, budget)
+      } catch (error) {
+        refusal = error
+      }
+    }
+    const join = cost('join', 'mallory', JSON.stringify(info))
+    const leave = cost('leave', 'mallory', '')
+    const bobJoin = cost('join', 'bob', 'null')
+    // Exactly at the bound: every join that fits is taken, the next is refused.
+    expect(joins).toBe(Math.floor((budget.fanoutMaxBytes - bobJoin - join) / (join + leave)) + 1)
+    expect(refusal).toBeInstanceOf(ApiError)
+    expect(refusal).toMatchObject({ status: 429, code: 'fanout_budget_exceeded' })
+    const retryAfter = Number((refusal as ApiError).headers?.['retry-after'])
+    expect(retryAfter).toBeGreaterThanOrEqual(1)
+    expect(retryAfter).toBeLessThanOrEqual(66) // the oldest slice (a tenth of the window) leaves the window
+    // The refused enter wrote nothing: mallory is not on the roster and no join of hers went out after the last leave.
+    expect(await listPresence(where.productId, where.channel)).toEqual([{ identity: 'bob', connections: 1, info: null }])
+    // Past the budget a refresh of a present connection still works (it emits nothing), and so does a leave.
+    expect(await enterPresence({ ...where, identity: 'bob', connectionId: 'b1' }, budget)).toEqual({ joined: false })
+    await leavePresence({ ...where, identity: 'bob', connectionId: 'b1' }, budget)
+    expect(await listPresence(where.productId, where.channel)).toEqual([])
+    const rows = await redis().xrange(keys.fan, last ? `(${last[0]}` : '-', '+')
+    const events = rows.map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i]!, f[2 * i + 1]!])))
+      .filter((e) => e.product === where.productId)
+    expect(events.map((e) => `${e.kind} ${e.identity}`)).toEqual(['join bob', ...Array(joins).fill(['join mallory', 'leave mallory']).flat(), 'leave bob'])
+    // Everything emitted was charged, the leave past the budget included.
+    const charged = (await redis().hvals(keys.fanBudget)).reduce((sum, v) => sum + Number(v), 0)
+    expect(charged).toBe(bobJoin + joins * (join + leave) + cost('leave', 'bob', ''))
+    expect(charged).toBeGreaterThan(budget.fanoutMaxBytes - join)
+    // The same budget as publications: a publication as large as what presence left of it does not fit.
+    const room = JSON.stringify('p'.repeat(Math.max(0, budget.fanoutMaxBytes - charged)))
+    const publishing = await publish({ ...where, policy: { historyTtlSeconds: 0, historySize: 0 }, data: room }, { ...budget, historyMaxBytes: 1 << 20 }).catch((e) => e)
+    expect(publishing).toMatchObject({ status: 429, code: 'fanout_budget_exceeded' })
   })
 })
