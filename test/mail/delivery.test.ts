@@ -8,6 +8,7 @@ import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp
 import { sql } from '../../shared/db/client'
 import { freePort, newProduct, startWorker, type Worker } from '../helpers'
 import { manage, pub, startPublicPair, type Pair } from '../realtime/public-helpers'
+import { emailReader } from './email-reader'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 
@@ -53,14 +54,7 @@ const send = async (body: Record<string, unknown>) => {
   if (result.status !== 200) throw new Error(`send: ${result.status} ${JSON.stringify(result.body)}`)
   return result.body.id as string
 }
-const read = async (id: string) => (await pub(pair.b, 'GET', `/${owner.productId}/mail/emails/${id}`, { key })).body
-async function until(id: string, events: string[], ms = 15_000) {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await Bun.sleep(50)) {
-    const email = await read(id)
-    if (events.includes(email.last_event)) return email
-  }
-  throw new Error(`email ${id} never reached ${events.join('/')}: ${JSON.stringify(await read(id))}`)
-}
+const { read, until } = emailReader(() => pair.b, () => owner.productId, () => key, 15_000)
 const caughtFor = (messageId: string) => caught.filter((m) => m.raw.toString().includes(messageId))
 
 describe('delivery', () => {

@@ -9,6 +9,7 @@ import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp
 import { sql } from '../../shared/db/client'
 import { freePort, newProduct, startWorker, type Worker } from '../helpers'
 import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
+import { emailReader } from '../mail/email-reader'
 
 const caught: CaughtMessage[] = []
 let sink: Sink
@@ -40,14 +41,7 @@ const from = () => `Acme <hello@${domain.name}>`
 const send = (headers: unknown) =>
   pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, { key: key.key, body: { from: from(), to: 'ann@example.org', subject: 'Hi', text: 'Hello', headers } })
 const emailCount = async () => Number((await sql`select count(*) from emails where product_id = ${owner.productId}`)[0]!.count)
-const read = async (id: string) => (await pub(pair.b, 'GET', `/${owner.productId}/mail/emails/${id}`, { key: key.key })).body
-async function until(id: string, events: string[], ms = 15_000) {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await Bun.sleep(50)) {
-    const email = await read(id)
-    if (events.includes(email.last_event)) return email
-  }
-  throw new Error(`email ${id} never reached ${events.join('/')}: ${JSON.stringify(await read(id))}`)
-}
+const { read, until } = emailReader(() => pair.b, () => owner.productId, () => key.key, 15_000)
 const caughtFor = (messageId: string) => caught.filter((m) => m.raw.toString().includes(messageId))
 /** The header block of a raw message, unfolded, as [lower-case name, value] in order. */
 const headerBlock = (raw: Buffer) => {

@@ -11,6 +11,7 @@ import { SMTPServer } from 'smtp-server'
 import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
 import { freePort, newProduct, startWorker, type Worker } from '../helpers'
 import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
+import { emailReader } from '../mail/email-reader'
 
 let pair: Pair
 let owner: Awaited<ReturnType<typeof newProduct>>
@@ -50,15 +51,8 @@ const send = async (body: Record<string, unknown> = {}, headers: Record<string, 
   if (result.status !== 200) throw new Error(`send: ${result.status} ${JSON.stringify(result.body)}`)
   return result.body.id as string
 }
-const read = async (id: string) => (await pub(pair.b, 'GET', `/${owner.productId}/mail/emails/${id}`, { key })).body
+const { read, until } = emailReader(() => pair.b, () => owner.productId, () => key, 20_000)
 const kinds = (email: { events: { type: string }[] }) => email.events.map((e) => e.type)
-async function until(id: string, events: string[], ms = 20_000) {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await Bun.sleep(50)) {
-    const email = await read(id)
-    if (events.includes(email.last_event)) return email
-  }
-  throw new Error(`email ${id} never reached ${events.join('/')}: ${JSON.stringify(await read(id))}`)
-}
 async function waitFor(condition: () => boolean, what: string, ms = 15_000) {
   for (const deadline = Date.now() + ms; !condition(); await Bun.sleep(20)) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
