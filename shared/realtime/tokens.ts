@@ -8,7 +8,7 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import type postgres from 'postgres'
 import { config } from '../config'
-import { logUnlessOutage } from '../errors'
+import { logUnlessOutage, unavailable } from '../errors'
 import { describeError, log } from '../log'
 import { sql as defaultSql, type Sql } from '../db/client'
 import { aadOf } from '../db/seal-secrets'
@@ -91,6 +91,14 @@ let signingLoad: Promise<SigningKey> | undefined
 let keySet: { keys: Map<string, { secret: Buffer; until: number }>; loadedAt: number } | undefined
 let keySetLoad: Promise<void> | undefined
 let keySetTimer: ReturnType<typeof setInterval> | undefined
+/** When the last read of the set failed (ms), while no set was ever loaded; undefined once one is. */
+let keySetFailedAt: number | undefined
+/**
+ * While no key set was ever loaded, a `connect` frame may start a read of it at most this often (ms): after a failure,
+ * frames are answered `unavailable` from memory until this has passed, so a flood of frames against a gateway whose
+ * PostgreSQL is down or refusing costs one query per interval, not one per frame.
+ */
+export const KEY_SET_RETRY_MS = 3000
 
 /** The newest non-retired signing key; creates the first one when there is none (serialized by an advisory lock). */
 async function loadSigningKey(sql: Sql): Promise<SigningKey> {
@@ -159,15 +167,25 @@ async function currentSigningKey(sql: Sql): Promise<SigningKey> {
 
 /**
  * Re-reads the set of keys that may verify (one query, one at a time). Verifiers call it on a `signing_keys`
- * invalidation; it also runs every KEY_SET_REFRESH_MS once a process has verified a token. A failed re-read keeps the
- * set in hand (its retirement deadlines still apply) and is tried again at the next tick.
+ * invalidation; it also runs every KEY_SET_REFRESH_MS from a process's first call on, whether that first read
+ * succeeded or not (a gateway started while PostgreSQL is down loads its set as soon as it is back, with no client
+ * waiting for it). A failed re-read keeps the set in hand (its retirement deadlines still apply) and is tried again at
+ * the next tick.
  */
 export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
+  keySetTimer ??= setInterval(() => void refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error)), KEY_SET_REFRESH_MS)
+  keySetTimer.unref?.()
   keySetLoad ??= (async () => {
-    const rows = await sql`
-      select kid, secret_sealed, extract(epoch from retired_at) * 1000 as retired_ms from realtime_signing_keys
-      where secret_sealed is not null
-        and (retired_at is null or retired_at > now() - make_interval(secs => ${RETIRED_KEY_VERIFIES_SECONDS}))`
+    let rows
+    try {
+      rows = await sql`
+        select kid, secret_sealed, extract(epoch from retired_at) * 1000 as retired_ms from realtime_signing_keys
+        where secret_sealed is not null
+          and (retired_at is null or retired_at > now() - make_interval(secs => ${RETIRED_KEY_VERIFIES_SECONDS}))`
+    } catch (error) {
+      if (!keySet) keySetFailedAt = Date.now()
+      throw error
+    }
     const keys = new Map<string, { secret: Buffer; until: number }>()
     for (const row of rows) {
       const until = row.retired_ms === null ? Infinity : Number(row.retired_ms) + RETIRED_KEY_VERIFIES_SECONDS * 1000
@@ -179,22 +197,30 @@ export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
       }
     }
     keySet = { keys, loadedAt: Date.now() }
-    keySetTimer ??= setInterval(() => void refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error)), KEY_SET_REFRESH_MS)
-    keySetTimer.unref?.()
+    keySetFailedAt = undefined
   })().finally(() => (keySetLoad = undefined))
   return keySetLoad
 }
 
-/** The secret of a kid that may verify now, or null; reads the set only before it was ever loaded. */
-async function secretFor(kid: string, sql: Sql): Promise<Buffer | null> {
-  if (!keySet) await refreshSigningKeys(sql)
+/**
+ * The secret of a kid that may verify at `nowMs`, or null. Reads the set only while it was never loaded, and then at
+ * most once per KEY_SET_RETRY_MS: in between, a frame is answered `unavailable` without a query.
+ */
+async function secretFor(kid: string, sql: Sql, nowMs: number): Promise<Buffer | null> {
+  if (!keySet) {
+    if (!keySetLoad && keySetFailedAt !== undefined && Date.now() - keySetFailedAt < KEY_SET_RETRY_MS) {
+      const retryAfter = Math.max(1, Math.ceil((keySetFailedAt + KEY_SET_RETRY_MS - Date.now()) / 1000))
+      throw unavailable('The signing keys could not be loaded yet; retry shortly', retryAfter)
+    }
+    await refreshSigningKeys(sql)
+  }
   let key = keySet!.keys.get(kid)
   // A re-read under way (announced by an invalidation) may bring this kid: wait for it, never start one.
   if (!key && keySetLoad) {
     await keySetLoad.catch(() => {})
     key = keySet!.keys.get(kid)
   }
-  return key && key.until > Date.now() ? key.secret : null
+  return key && key.until > nowMs ? key.secret : null
 }
 
 export interface SignInput {
@@ -263,7 +289,8 @@ export async function verifyToken(token: string, options: { now?: number; sql?: 
   if (!isObject(header) || header.alg !== 'HS256' || typeof header.kid !== 'string' || !KID.test(header.kid)) {
     throw new TokenError('malformed')
   }
-  const secret = await secretFor(header.kid, options.sql ?? defaultSql)
+  // A retired key's deadline is judged at `now` too (a test checks it to the second); else to the millisecond.
+  const secret = await secretFor(header.kid, options.sql ?? defaultSql, options.now === undefined ? Date.now() : options.now * 1000)
   if (!secret) throw new TokenError('unknown_key')
   const expected = hmac(secret, `${headerPart}.${payloadPart}`)
   const given = Buffer.from(signaturePart, 'base64url')
@@ -278,4 +305,5 @@ export async function verifyToken(token: string, options: { now?: number; sql?: 
 export function resetTokenKeyCache(): void {
   signing = undefined
   keySet = undefined
+  keySetFailedAt = undefined
 }

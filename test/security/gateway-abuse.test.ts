@@ -1,7 +1,8 @@
 // A hostile client against real gateway processes: floods of connect frames with forged key ids cost no database
 // query (counted on the wire to PostgreSQL) and leave the gateway serving; upgrades and connect frames per client IP,
 // connections per subject and Redis-costly reads per connection are bounded; retired signing keys stop verifying once
-// every token they signed has expired.
+// every token they signed has expired. A gateway that could not load its signing keys answers `unavailable` from
+// memory between load attempts, and loads them by itself once PostgreSQL is back.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import { connect } from 'node:net'
@@ -11,8 +12,9 @@ import { aadOf } from '../../shared/db/seal-secrets'
 import { publishInvalidation } from '../../shared/realtime/invalidation'
 import { open } from '../../shared/secrets'
 import { LIMITED_CLOSE_CODE, LIMITED_MIN_DELAY_MS, reconnectDelay } from '../../shared/realtime-client/client'
-import { addSigningKey, refreshSigningKeys, retireSigningKey, RETIRED_KEY_VERIFIES_SECONDS, sealSecret, signToken, TokenError, type TokenChannel, verifyToken } from '../../shared/realtime/tokens'
+import { addSigningKey, KEY_SET_REFRESH_MS, KEY_SET_RETRY_MS, refreshSigningKeys, retireSigningKey, RETIRED_KEY_VERIFIES_SECONDS, sealSecret, signToken, TokenError, type TokenChannel, verifyToken } from '../../shared/realtime/tokens'
 import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
+import { freePort, startWorker } from '../helpers'
 import { awayFromWindowEdge, realtimeProduct, type RealtimeProduct, uniqueIp } from '../realtime/public-helpers'
 import { startQueryCounter, type QueryCounter } from './pg-query-counter'
 
@@ -27,11 +29,26 @@ let guarded: GatewayProcess
 /** Low per-IP limits, behind a "proxy" (TRUST_PROXY): the test picks each client's address with X-Forwarded-For. */
 let proxied: GatewayProcess
 let product: RealtimeProduct
+/** In front of `cold`'s PostgreSQL: it refuses every connection (a server starting up) until a test lets them through. */
+let coldCounter: QueryCounter
+/** Started while its PostgreSQL refuses connections, so it never loaded its signing keys. */
+let cold: GatewayProcess
+
+/** A gateway is ready only with PostgreSQL, so this one is awaited live (/healthz) instead. */
+async function startColdGateway(): Promise<GatewayProcess> {
+  const port = await freePort()
+  const wsUrl = `ws://127.0.0.1:${port}/connection/websocket`
+  const env = { GATEWAY_PORT: String(port), GATEWAY_URL: wsUrl, GATEWAY_IP_UPGRADES_PER_MINUTE: '100000', GATEWAY_IP_CONNECTS_PER_MINUTE: '100000' }
+  return { ...(await startWorker('gateway/main.ts', { ...env, DATABASE_URL: coldCounter.url(config.databaseUrl) }, port, '/healthz')), wsUrl }
+}
 
 beforeAll(async () => {
   const pg = new URL(config.databaseUrl)
   counter = await startQueryCounter({ host: pg.hostname, port: Number(pg.port) })
-  ;[guarded, proxied, product] = await Promise.all([
+  coldCounter = await startQueryCounter({ host: pg.hostname, port: Number(pg.port) })
+  coldCounter.startingUp = true
+  ;[cold, guarded, proxied, product] = await Promise.all([
+    startColdGateway(),
     startGateway({
       DATABASE_URL: counter.url(config.databaseUrl), GATEWAY_IP_UPGRADES_PER_MINUTE: '100000', GATEWAY_IP_CONNECTS_PER_MINUTE: '100000',
       GATEWAY_MAX_CONNECTIONS_PER_SUBJECT: String(SUBJECT_LIMIT), GATEWAY_READS_PER_SECOND: '1', GATEWAY_READ_BURST: String(READ_BURST),
@@ -42,9 +59,17 @@ beforeAll(async () => {
 }, 30_000)
 
 afterAll(async () => {
-  await Promise.all([guarded?.stop(), proxied?.stop()])
-  await counter?.close()
+  await Promise.all([cold?.stop(), guarded?.stop(), proxied?.stop()])
+  await Promise.all([counter?.close(), coldCounter?.close()])
 })
+
+/** Polls `check` until it holds; false if it still does not after `ms`. */
+async function until(check: () => boolean | Promise<boolean>, ms: number, everyMs = 50): Promise<boolean> {
+  for (const deadline = Date.now() + ms; ; await Bun.sleep(everyMs)) {
+    if (await check()) return true
+    if (Date.now() > deadline) return false
+  }
+}
 
 async function token(channels: TokenChannel[], subject = `user-${randomUUID().slice(0, 8)}`) {
   return (await signToken({ productId: product.productId, apiKeyId: product.keyId, subject, channels })).token
@@ -100,6 +125,51 @@ async function upgrade(port: number, headers: Record<string, string>): Promise<{
     body,
   }
 }
+
+describe('a gateway whose PostgreSQL refused it at start (it never loaded its signing keys)', () => {
+  test('a flood of connect frames is answered `unavailable` with at most one load attempt every few seconds; once PostgreSQL is back the keys load by themselves and a real client connects', async () => {
+    const real = await token([{ name: 'chat:a', ops: ['subscribe'] }])
+    const refusedBefore = coldCounter.refused
+    const started = Date.now()
+    const floodMs = 2.5 * KEY_SET_RETRY_MS
+    const answers = new Map<string, number>()
+    // 20 clients, each sending a connect frame every 10 ms or so for the whole flood (over a thousand a second):
+    // `unavailable` keeps a socket open until the protocol's connect deadline (5 s without a successful connect) closes
+    // it; then the client opens another.
+    await Promise.all(Array.from({ length: 20 }, async (_, i) => {
+      for (let n = 0; Date.now() - started < floodMs; ) {
+        const client = await WsClient.open(cold.wsUrl)
+        const closed = client.closed.then(({ code, reason }) => ({ type: 'closed', code: `${code} ${reason}` }))
+        for (; Date.now() - started < floodMs; n++) {
+          const frame = await Promise.race([client.request({ type: 'connect', token: (i + n) % 4 ? forged(randomUUID()) : real }), closed])
+          if (frame.type === 'closed') {
+            if (frame.code !== '4001 invalid token: no connect frame in time') answers.set(frame.code, (answers.get(frame.code) ?? 0) + 1)
+            break
+          }
+          const answer = frame.type === 'error' ? String(frame.code) : frame.type
+          answers.set(answer, (answers.get(answer) ?? 0) + 1)
+          await Bun.sleep(10)
+        }
+        client.close()
+      }
+    }))
+    const elapsed = Date.now() - started
+    const attempts = coldCounter.refused - refusedBefore
+    expect([...answers.keys()]).toEqual(['unavailable'])
+    expect(answers.get('unavailable')!).toBeGreaterThanOrEqual(1000)
+    // One attempt when the last failure is KEY_SET_RETRY_MS old, at most one more from the periodic re-read.
+    expect(attempts).toBeGreaterThanOrEqual(1)
+    expect(attempts).toBeLessThanOrEqual(Math.ceil(elapsed / KEY_SET_RETRY_MS) + 1)
+    expect(coldCounter.executed).toEqual([])
+
+    // Back: with no frame to prompt it, the gateway reads its key set at its next periodic re-read.
+    coldCounter.startingUp = false
+    expect(await until(() => coldCounter.executed.some((q) => q.includes('realtime_signing_keys')), KEY_SET_REFRESH_MS + 10_000, 100)).toBe(true)
+    const client = await connected(cold, real)
+    expect(await client.request({ type: 'ping' })).toMatchObject({ type: 'reply', to: 'ping' })
+    client.close()
+  }, KEY_SET_REFRESH_MS + 40_000)
+})
 
 describe('forged key ids', () => {
   test('a flood of connect frames with unknown, malformed and over-long kids is refused 4001 with no database query; a real client still connects', async () => {
