@@ -59,11 +59,16 @@ export const TOKEN_TTL_DEFAULT = 3600
 const SIGNING_KEY_REFRESH_MS = 60_000
 /**
  * How often a verifier re-reads the set of key ids that may verify (besides on each `signing_keys` invalidation). A new
- * key signs only once it is older than this plus a margin (KEY_MATURE_SECONDS), so every verifier knows a kid before
- * any token carries it, and a kid a verifier does not know is refused without asking PostgreSQL.
+ * key signs only once it is KEY_MATURE_SECONDS old, so every verifier knows a kid before any token carries it, and a
+ * kid a verifier does not know is refused without asking PostgreSQL.
  */
 export const KEY_SET_REFRESH_MS = 30_000
-const KEY_MATURE_SECONDS = KEY_SET_REFRESH_MS / 1000 + 15
+/**
+ * 2.5 periodic re-reads (75 s): a verifier that missed the key's announcement and whose next re-read failed still has
+ * a second periodic re-read, plus 15 s for clocks and a slow query, before the key signs. (Refresh + 15 s, as before,
+ * left no room for one failed re-read.)
+ */
+export const KEY_MATURE_SECONDS = (KEY_SET_REFRESH_MS * 2.5) / 1000
 /**
  * How long after `retired_at` a retired key still verifies: every token it signed has expired by then. A worker may
  * sign with a key for up to SIGNING_KEY_REFRESH_MS after it was retired, plus clock skew between hosts: the slack.

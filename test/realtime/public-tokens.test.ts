@@ -175,12 +175,28 @@ describe('tokens module', () => {
     expect(await reason(`${h}.${otherEnv}.${sig}`)).toBe('wrong_environment')
   })
 
+  test('a new key does not sign before it is 75 s old (2.5 of the verifiers\' 30 s re-reads): at 60 s an older key still signs, at 80 s the new one', async () => {
+    const kid = randomUUID()
+    const kidOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid
+    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() - interval '60 seconds')`
+    try {
+      resetTokenKeyCache()
+      expect(kidOf((await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })).token)).not.toBe(kid)
+      await sql`update realtime_signing_keys set created_at = now() - interval '80 seconds' where kid = ${kid}`
+      resetTokenKeyCache()
+      expect(kidOf((await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })).token)).toBe(kid)
+    } finally {
+      await sql`delete from realtime_signing_keys where kid = ${kid}`
+      resetTokenKeyCache()
+    }
+  })
+
   test('rotation: a newer key signs (kid in the header); tokens of the older key still verify', async () => {
     const old = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     const kid = randomUUID()
-    // A key signs once verifiers have had time to load it (KEY_SET_REFRESH_MS and a margin): this one is old enough,
-    // and newer than every other key old enough.
-    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() - interval '50 seconds')`
+    // A key signs once verifiers have had time to load it (KEY_MATURE_SECONDS): this one is old enough, and newer than
+    // every other key old enough.
+    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() - interval '80 seconds')`
     resetTokenKeyCache()
     const fresh = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     expect(JSON.parse(Buffer.from(fresh.token.split('.')[0]!, 'base64url').toString()).kid).toBe(kid)
