@@ -156,18 +156,31 @@ export async function retireSigningKey(kid: string, sql: Sql = defaultSql): Prom
 export const sealSecret = (kid: string, secret: Buffer) => seal(secret, aadOf('realtime_signing_keys', kid))
 const openSecret = (kid: string, sealed: Uint8Array) => open(Buffer.from(sealed), aadOf('realtime_signing_keys', kid))
 
-async function currentSigningKey(sql: Sql): Promise<SigningKey> {
-  if (signing && Date.now() - signing.loadedAt < SIGNING_KEY_REFRESH_MS) return signing.key
+/** When the last "signing with the held key" warning was logged (ms): at most one a SIGNING_KEY_REFRESH_MS. */
+let heldKeyWarnedAt = -Infinity
+
+async function currentSigningKey(sql: Sql, now: number): Promise<SigningKey> {
+  if (signing && now - signing.loadedAt < SIGNING_KEY_REFRESH_MS) return signing.key
   signingLoad ??= loadSigningKey(sql)
     .then((key) => {
-      signing = { key, loadedAt: Date.now() }
+      signing = { key, loadedAt: Date.now() } // the real clock: a test's `now` in the future must not pin the key
       return key
     })
     .finally(() => (signingLoad = undefined))
   if (!signing) return signingLoad
-  // A refresh only looks for a newer key: while the database cannot answer, the key in hand still signs.
-  const held = signing.key
-  return signingLoad.catch(() => held)
+  // A refresh only looks for a newer key: while the database cannot answer, the key in hand still signs, even if it was
+  // retired meanwhile. That fails closed (verifiers stop accepting a retired key's tokens at its deadline, whoever
+  // signed them), but an operator must be able to see it: a warning, at most once a re-read interval.
+  const held = signing
+  return signingLoad.catch((error) => {
+    if (now - heldKeyWarnedAt >= SIGNING_KEY_REFRESH_MS) {
+      heldKeyWarnedAt = now
+      log('warn', 'signing key not re-read: still signing with the key held, which may have been retired since', {
+        kid: held.key.kid, heldForMs: now - held.loadedAt, ...describeError(error),
+      })
+    }
+    return held.key
+  })
 }
 
 /**
@@ -237,7 +250,7 @@ export interface SignInput {
   channels: TokenChannel[]
   /** 60..3600, default 3600. */
   ttlSeconds?: number
-  /** Seconds since the epoch; for tests. */
+  /** Seconds since the epoch; for tests (it also ages the signing key in hand). */
   now?: number
 }
 
@@ -248,7 +261,8 @@ export interface SignInput {
 export async function signToken(input: SignInput, sql: Sql = defaultSql): Promise<{ token: string; claims: Claims; expiresAt: Date }> {
   const ttl = input.ttlSeconds ?? TOKEN_TTL_DEFAULT
   if (!Number.isInteger(ttl) || ttl < TOKEN_TTL_MIN || ttl > TOKEN_TTL_MAX) throw new RangeError(`ttlSeconds must be ${TOKEN_TTL_MIN}..${TOKEN_TTL_MAX}`)
-  const key = await currentSigningKey(sql)
+  // `now` (tests) also decides whether the key in hand is due for a re-read.
+  const key = await currentSigningKey(sql, input.now === undefined ? Date.now() : input.now * 1000)
   const iat = input.now ?? Math.floor(Date.now() / 1000)
   const claims: Claims = {
     sub: `ext:${input.subject}`, ext: true, pid: input.productId, akid: input.apiKeyId, env: config.environment,
@@ -309,6 +323,7 @@ export async function verifyToken(token: string, options: { now?: number; sql?: 
 /** Forgets every cached key (tests rotating keys): the next signature and the next verification read them again. */
 export function resetTokenKeyCache(): void {
   signing = undefined
+  heldKeyWarnedAt = -Infinity
   keySet = undefined
   keySetFailedAt = undefined
 }
