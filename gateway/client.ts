@@ -240,7 +240,8 @@ export class Connection {
     if (this.claims) return this.send(encode.error(request.id, 'invalid', 'already connected'))
     // Counted before the token is even parsed: a flood of connect frames from one address costs a map lookup each.
     const limits = this.gateway.limits
-    if (limits && !limits.connects.hit(this.ip).allowed) return this.disconnect(DISCONNECTS.limited, 'too many connect frames from this address')
+    const hit = limits?.connects.hit(this.ip)
+    if (hit && !hit.allowed) return this.disconnect(DISCONNECTS.limited, hit.crowded ? 'too many client addresses this minute' : 'too many connect frames from this address')
     const claims = await this.check(request.token)
     if (typeof claims === 'string') return this.disconnect(DISCONNECTS.invalidToken, claims)
     if (this.closed) return

@@ -174,7 +174,10 @@ export function startGateway(port: number): Gateway {
         const ip = clientIpOf(request.headers, normalizeIp(srv.requestIP(request)?.address ?? '127.0.0.1'))
         const upgrade = limits.upgrades.hit(ip)
         if (!upgrade.allowed) {
-          return toErrorResponse(tooMany('rate_limited', `more than ${config.realtime.gatewayIpUpgradesPerMinute} WebSocket upgrades a minute from this address`, upgrade.retryAfter))
+          const why = upgrade.crowded
+            ? `more than ${config.realtime.gatewayIpTrackedMax} client addresses this minute on this gateway`
+            : `more than ${config.realtime.gatewayIpUpgradesPerMinute} WebSocket upgrades a minute from this address`
+          return toErrorResponse(tooMany('rate_limited', why, upgrade.retryAfter))
         }
         if (srv.upgrade(request, { data: new SocketTransport(writer, ip) })) return undefined
         return toErrorResponse(new ApiError(426, 'upgrade_required', 'Connect with a WebSocket client'))

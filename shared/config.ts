@@ -175,6 +175,12 @@ function loadConfig() {
       gatewayIpConnectsPerMinute: int('GATEWAY_IP_CONNECTS_PER_MINUTE', 300),
       gatewayMaxConnectionsPerSubject: int('GATEWAY_MAX_CONNECTIONS_PER_SUBJECT', 100),
       /**
+       * Client addresses (IPv6 by /64) each per-IP count holds in one minute, so a flood of addresses cannot grow it
+       * without bound (about 100 bytes each); past it, an address not yet counted that minute is refused as if over its
+       * limit, until the minute rolls (gateway/limits.ts says why not forget the counts instead).
+       */
+      gatewayIpTrackedMax: int('GATEWAY_IP_TRACKED_MAX', 100_000),
+      /**
        * Reads that cost Redis work (`history`, `subscribe` with a cursor, `presence.read`): a token bucket per connection
        * of this many a second, this burst (a reconnect recovering many channels at once fits); beyond it `rate_limited`.
        */

@@ -8,7 +8,7 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import type postgres from 'postgres'
 import { config } from '../config'
-import { logUnlessOutage } from '../errors'
+import { logUnlessOutage, unavailable } from '../errors'
 import { describeError, log } from '../log'
 import { sql as defaultSql, type Sql } from '../db/client'
 import { aadOf } from '../db/seal-secrets'
@@ -59,11 +59,16 @@ export const TOKEN_TTL_DEFAULT = 3600
 const SIGNING_KEY_REFRESH_MS = 60_000
 /**
  * How often a verifier re-reads the set of key ids that may verify (besides on each `signing_keys` invalidation). A new
- * key signs only once it is older than this plus a margin (KEY_MATURE_SECONDS), so every verifier knows a kid before
- * any token carries it, and a kid a verifier does not know is refused without asking PostgreSQL.
+ * key signs only once it is KEY_MATURE_SECONDS old, so every verifier knows a kid before any token carries it, and a
+ * kid a verifier does not know is refused without asking PostgreSQL.
  */
 export const KEY_SET_REFRESH_MS = 30_000
-const KEY_MATURE_SECONDS = KEY_SET_REFRESH_MS / 1000 + 15
+/**
+ * 2.5 periodic re-reads (75 s): a verifier that missed the key's announcement and whose next re-read failed still has
+ * a second periodic re-read, plus 15 s for clocks and a slow query, before the key signs. (Refresh + 15 s, as before,
+ * left no room for one failed re-read.)
+ */
+export const KEY_MATURE_SECONDS = (KEY_SET_REFRESH_MS * 2.5) / 1000
 /**
  * How long after `retired_at` a retired key still verifies: every token it signed has expired by then. A worker may
  * sign with a key for up to SIGNING_KEY_REFRESH_MS after it was retired, plus clock skew between hosts: the slack.
@@ -91,6 +96,14 @@ let signingLoad: Promise<SigningKey> | undefined
 let keySet: { keys: Map<string, { secret: Buffer; until: number }>; loadedAt: number } | undefined
 let keySetLoad: Promise<void> | undefined
 let keySetTimer: ReturnType<typeof setInterval> | undefined
+/** When the last read of the set failed (ms), while no set was ever loaded; undefined once one is. */
+let keySetFailedAt: number | undefined
+/**
+ * While no key set was ever loaded, a `connect` frame may start a read of it at most this often (ms): after a failure,
+ * frames are answered `unavailable` from memory until this has passed, so a flood of frames against a gateway whose
+ * PostgreSQL is down or refusing costs one query per interval, not one per frame.
+ */
+export const KEY_SET_RETRY_MS = 3000
 
 /** The newest non-retired signing key; creates the first one when there is none (serialized by an advisory lock). */
 async function loadSigningKey(sql: Sql): Promise<SigningKey> {
@@ -143,31 +156,54 @@ export async function retireSigningKey(kid: string, sql: Sql = defaultSql): Prom
 export const sealSecret = (kid: string, secret: Buffer) => seal(secret, aadOf('realtime_signing_keys', kid))
 const openSecret = (kid: string, sealed: Uint8Array) => open(Buffer.from(sealed), aadOf('realtime_signing_keys', kid))
 
-async function currentSigningKey(sql: Sql): Promise<SigningKey> {
-  if (signing && Date.now() - signing.loadedAt < SIGNING_KEY_REFRESH_MS) return signing.key
+/** When the last "signing with the held key" warning was logged (ms): at most one a SIGNING_KEY_REFRESH_MS. */
+let heldKeyWarnedAt = -Infinity
+
+async function currentSigningKey(sql: Sql, now: number): Promise<SigningKey> {
+  if (signing && now - signing.loadedAt < SIGNING_KEY_REFRESH_MS) return signing.key
   signingLoad ??= loadSigningKey(sql)
     .then((key) => {
-      signing = { key, loadedAt: Date.now() }
+      signing = { key, loadedAt: Date.now() } // the real clock: a test's `now` in the future must not pin the key
       return key
     })
     .finally(() => (signingLoad = undefined))
   if (!signing) return signingLoad
-  // A refresh only looks for a newer key: while the database cannot answer, the key in hand still signs.
-  const held = signing.key
-  return signingLoad.catch(() => held)
+  // A refresh only looks for a newer key: while the database cannot answer, the key in hand still signs, even if it was
+  // retired meanwhile. That fails closed (verifiers stop accepting a retired key's tokens at its deadline, whoever
+  // signed them), but an operator must be able to see it: a warning, at most once a re-read interval.
+  const held = signing
+  return signingLoad.catch((error) => {
+    if (now - heldKeyWarnedAt >= SIGNING_KEY_REFRESH_MS) {
+      heldKeyWarnedAt = now
+      log('warn', 'signing key not re-read: still signing with the key held, which may have been retired since', {
+        kid: held.key.kid, heldForMs: now - held.loadedAt, ...describeError(error),
+      })
+    }
+    return held.key
+  })
 }
 
 /**
  * Re-reads the set of keys that may verify (one query, one at a time). Verifiers call it on a `signing_keys`
- * invalidation; it also runs every KEY_SET_REFRESH_MS once a process has verified a token. A failed re-read keeps the
- * set in hand (its retirement deadlines still apply) and is tried again at the next tick.
+ * invalidation; it also runs every KEY_SET_REFRESH_MS from a process's first call on, whether that first read
+ * succeeded or not (a gateway started while PostgreSQL is down loads its set as soon as it is back, with no client
+ * waiting for it). A failed re-read keeps the set in hand (its retirement deadlines still apply) and is tried again at
+ * the next tick.
  */
 export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
+  keySetTimer ??= setInterval(() => void refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error)), KEY_SET_REFRESH_MS)
+  keySetTimer.unref?.()
   keySetLoad ??= (async () => {
-    const rows = await sql`
-      select kid, secret_sealed, extract(epoch from retired_at) * 1000 as retired_ms from realtime_signing_keys
-      where secret_sealed is not null
-        and (retired_at is null or retired_at > now() - make_interval(secs => ${RETIRED_KEY_VERIFIES_SECONDS}))`
+    let rows
+    try {
+      rows = await sql`
+        select kid, secret_sealed, extract(epoch from retired_at) * 1000 as retired_ms from realtime_signing_keys
+        where secret_sealed is not null
+          and (retired_at is null or retired_at > now() - make_interval(secs => ${RETIRED_KEY_VERIFIES_SECONDS}))`
+    } catch (error) {
+      if (!keySet) keySetFailedAt = Date.now()
+      throw error
+    }
     const keys = new Map<string, { secret: Buffer; until: number }>()
     for (const row of rows) {
       const until = row.retired_ms === null ? Infinity : Number(row.retired_ms) + RETIRED_KEY_VERIFIES_SECONDS * 1000
@@ -179,22 +215,30 @@ export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
       }
     }
     keySet = { keys, loadedAt: Date.now() }
-    keySetTimer ??= setInterval(() => void refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error)), KEY_SET_REFRESH_MS)
-    keySetTimer.unref?.()
+    keySetFailedAt = undefined
   })().finally(() => (keySetLoad = undefined))
   return keySetLoad
 }
 
-/** The secret of a kid that may verify now, or null; reads the set only before it was ever loaded. */
-async function secretFor(kid: string, sql: Sql): Promise<Buffer | null> {
-  if (!keySet) await refreshSigningKeys(sql)
+/**
+ * The secret of a kid that may verify at `nowMs`, or null. Reads the set only while it was never loaded, and then at
+ * most once per KEY_SET_RETRY_MS: in between, a frame is answered `unavailable` without a query.
+ */
+async function secretFor(kid: string, sql: Sql, nowMs: number): Promise<Buffer | null> {
+  if (!keySet) {
+    if (!keySetLoad && keySetFailedAt !== undefined && Date.now() - keySetFailedAt < KEY_SET_RETRY_MS) {
+      const retryAfter = Math.max(1, Math.ceil((keySetFailedAt + KEY_SET_RETRY_MS - Date.now()) / 1000))
+      throw unavailable('The signing keys could not be loaded yet; retry shortly', retryAfter)
+    }
+    await refreshSigningKeys(sql)
+  }
   let key = keySet!.keys.get(kid)
   // A re-read under way (announced by an invalidation) may bring this kid: wait for it, never start one.
   if (!key && keySetLoad) {
     await keySetLoad.catch(() => {})
     key = keySet!.keys.get(kid)
   }
-  return key && key.until > Date.now() ? key.secret : null
+  return key && key.until > nowMs ? key.secret : null
 }
 
 export interface SignInput {
@@ -206,7 +250,7 @@ export interface SignInput {
   channels: TokenChannel[]
   /** 60..3600, default 3600. */
   ttlSeconds?: number
-  /** Seconds since the epoch; for tests. */
+  /** Seconds since the epoch; for tests (it also ages the signing key in hand). */
   now?: number
 }
 
@@ -217,7 +261,8 @@ export interface SignInput {
 export async function signToken(input: SignInput, sql: Sql = defaultSql): Promise<{ token: string; claims: Claims; expiresAt: Date }> {
   const ttl = input.ttlSeconds ?? TOKEN_TTL_DEFAULT
   if (!Number.isInteger(ttl) || ttl < TOKEN_TTL_MIN || ttl > TOKEN_TTL_MAX) throw new RangeError(`ttlSeconds must be ${TOKEN_TTL_MIN}..${TOKEN_TTL_MAX}`)
-  const key = await currentSigningKey(sql)
+  // `now` (tests) also decides whether the key in hand is due for a re-read.
+  const key = await currentSigningKey(sql, input.now === undefined ? Date.now() : input.now * 1000)
   const iat = input.now ?? Math.floor(Date.now() / 1000)
   const claims: Claims = {
     sub: `ext:${input.subject}`, ext: true, pid: input.productId, akid: input.apiKeyId, env: config.environment,
@@ -263,7 +308,8 @@ export async function verifyToken(token: string, options: { now?: number; sql?: 
   if (!isObject(header) || header.alg !== 'HS256' || typeof header.kid !== 'string' || !KID.test(header.kid)) {
     throw new TokenError('malformed')
   }
-  const secret = await secretFor(header.kid, options.sql ?? defaultSql)
+  // A retired key's deadline is judged at `now` too (a test checks it to the second); else to the millisecond.
+  const secret = await secretFor(header.kid, options.sql ?? defaultSql, options.now === undefined ? Date.now() : options.now * 1000)
   if (!secret) throw new TokenError('unknown_key')
   const expected = hmac(secret, `${headerPart}.${payloadPart}`)
   const given = Buffer.from(signaturePart, 'base64url')
@@ -277,5 +323,7 @@ export async function verifyToken(token: string, options: { now?: number; sql?: 
 /** Forgets every cached key (tests rotating keys): the next signature and the next verification read them again. */
 export function resetTokenKeyCache(): void {
   signing = undefined
+  heldKeyWarnedAt = -Infinity
   keySet = undefined
+  keySetFailedAt = undefined
 }

@@ -1,5 +1,5 @@
 // POST /tokens/issue on real workers (validation, narrowing (a)(b)(c), grants) and the token module (sign, verify, rotate).
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
@@ -175,12 +175,51 @@ describe('tokens module', () => {
     expect(await reason(`${h}.${otherEnv}.${sig}`)).toBe('wrong_environment')
   })
 
+  test('a new key does not sign before it is 75 s old (2.5 of the verifiers\' 30 s re-reads): at 60 s an older key still signs, at 80 s the new one', async () => {
+    const kid = randomUUID()
+    const kidOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid
+    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() - interval '60 seconds')`
+    try {
+      resetTokenKeyCache()
+      expect(kidOf((await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })).token)).not.toBe(kid)
+      await sql`update realtime_signing_keys set created_at = now() - interval '80 seconds' where kid = ${kid}`
+      resetTokenKeyCache()
+      expect(kidOf((await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })).token)).toBe(kid)
+    } finally {
+      await sql`delete from realtime_signing_keys where kid = ${kid}`
+      resetTokenKeyCache()
+    }
+  })
+
+  test('while the database cannot answer, the key in hand still signs, with a warning naming it (once a minute, not per token)', async () => {
+    resetTokenKeyCache()
+    const now = Math.floor(Date.now() / 1000)
+    const input = { productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels }
+    const held = JSON.parse(Buffer.from((await signToken({ ...input, now })).token.split('.')[0]!, 'base64url').toString()).kid
+    const broken = (() => Promise.reject(new Error('no database'))) as unknown as typeof sql
+    const lines: string[] = []
+    const spy = spyOn(console, 'log').mockImplementation((line: unknown) => void lines.push(String(line)))
+    try {
+      // Two minutes on, the key is due for a re-read, which fails: it signs on.
+      for (let i = 0; i < 5; i++) {
+        const { token } = await signToken({ ...input, now: now + 120 + i }, broken)
+        expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid).toBe(held)
+      }
+    } finally {
+      spy.mockRestore()
+      resetTokenKeyCache()
+    }
+    const warnings = lines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 'warn')
+    expect(warnings).toEqual([expect.objectContaining({ msg: expect.stringContaining('still signing with the key held'), kid: held, error: 'no database' })])
+    expect(warnings[0].heldForMs).toBeGreaterThanOrEqual(119_000)
+  })
+
   test('rotation: a newer key signs (kid in the header); tokens of the older key still verify', async () => {
     const old = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     const kid = randomUUID()
-    // A key signs once verifiers have had time to load it (KEY_SET_REFRESH_MS and a margin): this one is old enough,
-    // and newer than every other key old enough.
-    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() - interval '50 seconds')`
+    // A key signs once verifiers have had time to load it (KEY_MATURE_SECONDS): this one is old enough, and newer than
+    // every other key old enough.
+    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() - interval '80 seconds')`
     resetTokenKeyCache()
     const fresh = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })
     expect(JSON.parse(Buffer.from(fresh.token.split('.')[0]!, 'base64url').toString()).kid).toBe(kid)
