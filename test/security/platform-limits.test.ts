@@ -10,7 +10,7 @@ import { createInsight } from '../../services/api/analytics/insights'
 import { createMailKey } from '../../services/api/mail/api-keys'
 import { operations } from '../../services/api/catalog'
 import { buildPublicApp } from '../../services/public/app'
-import { call, callApp, freePort, newPlatformKey, newProduct, newUser, startWorker, type Worker } from '../helpers'
+import { call, callApp, freePort, newPlatformKey, newProduct, newUser, ok as checked, startWorker, type Worker } from '../helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const METRIC = { entity: 'events', metrics: ['count'], range: { from: '-7d' }, bucket: 'day' }
@@ -291,9 +291,9 @@ describe('every list is paginated: limit, after, has_more', () => {
     const host = inviters[0]!
     for (const _ of five()) {
       const member = await newUser()
-      await call('POST', `/organizations/${host.organizationId}/members`, { token: host.token, body: { email: member.email } })
+      checked(await call('POST', `/organizations/${host.organizationId}/members`, { token: host.token, body: { email: member.email } }), 'add a member')
     }
-    const all = (await call('GET', `/organizations/${host.organizationId}/members?limit=100`, { token: host.token })).body.members
+    const all = checked(await call('GET', `/organizations/${host.organizationId}/members?limit=100`, { token: host.token }), 'list every member').body.members
     expect(all).toHaveLength(7)
     expect(all[0].userId).toBe(host.userId)
     await expectWalk({ ...host, productId: '' } as Owner, `/organizations/${host.organizationId}/members`, 'members', all.map((m: any) => m.userId), (m) => m.userId)
@@ -302,7 +302,7 @@ describe('every list is paginated: limit, after, has_more', () => {
   test('products, newest first; a platform key sees its own product and nothing after it', async () => {
     const user = await newUser()
     const ids: string[] = []
-    for (const i of five()) ids.unshift((await call('POST', '/products', { token: user.token, body: { name: `p${i}` } })).body.id)
+    for (const i of five()) ids.unshift(checked(await call('POST', '/products', { token: user.token, body: { name: `p${i}` } }), 'create a product').body.id)
     await expectWalk({ ...user, productId: '' } as Owner, '/products', 'products', ids)
     const key = await newPlatformKey({ token: user.token, productId: ids[0]! }, ['organization'])
     expect((await call('GET', '/products?limit=1', { token: key.key })).body).toMatchObject({ products: [{ id: ids[0] }], has_more: false })
@@ -496,7 +496,7 @@ describe('ceilings per product', () => {
     expect((await over(capped, owner.token, 'DELETE', `/analytics/insights/${insights[0].id}`, undefined, owner.productId)).status).toBe(200)
     expect((await over(capped, owner.token, 'POST', '/analytics/insights', { name: 'again', kind: 'metric', query: METRIC }, owner.productId)).status).toBe(200)
     // The ceiling is per product: another product of the same owner starts empty.
-    const second = (await call('POST', '/products', { token: owner.token, body: { name: 'second' } })).body.id
+    const second = checked(await call('POST', '/products', { token: owner.token, body: { name: 'second' } }), 'create a product').body.id
     expect((await over(capped, owner.token, 'POST', '/realtime/namespaces', { name: 'n0' }, second)).status).toBe(200)
   }, 60_000)
 
@@ -535,7 +535,7 @@ describe('analytics concurrency per organization and per worker', () => {
   const heavy = { entity: 'events', metrics: ['identities'], dimensions: ['properties.n'], range: { from: '-7d' }, limit: 1 }
   beforeAll(async () => {
     owner = await newProduct('first')
-    sibling = (await call('POST', '/products', { token: owner.token, body: { name: 'second' } })).body.id as string
+    sibling = checked(await call('POST', '/products', { token: owner.token, body: { name: 'second' } }), 'create a product').body.id as string
     const seed = unboundedSql() // a bulk insert longer than the API's own statement deadline
     await seed`
       insert into tracked_events (product_id, event, ts, users_id, properties)
