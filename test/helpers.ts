@@ -3,6 +3,18 @@ import { afterAll, beforeAll } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { onInvalidation, type Invalidation } from '../shared/realtime/invalidation'
 import { buildApiApp } from '../services/api/app'
+import { unboundedSql } from '../shared/db/client'
+import { migrate } from '../shared/db/migrate'
+import { sealPlainSecrets } from '../shared/db/seal-secrets'
+
+// Integration tests need the schema current before any of them touches the database (scripts/test has migrated it
+// already; a plain `bun test` may not have). Here, not in the preload, so the unit tier needs no database at all.
+{
+  const sql = unboundedSql()
+  await migrate(sql)
+  await sealPlainSecrets(sql)
+  await sql.end()
+}
 
 export const api = buildApiApp()
 

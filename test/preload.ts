@@ -1,10 +1,4 @@
-// Runs once before the test files: the schema must be current before any test touches the database.
-import { unboundedSql } from '../shared/db/client'
-import { migrate } from '../shared/db/migrate'
-import { sealPlainSecrets } from '../shared/db/seal-secrets'
-
+// Runs once before the test files, for every tier: nothing here may need a service (the unit tier runs with none).
+// The integration tests' database is migrated by scripts/test before bun starts, and again by test/helpers.ts, so a
+// plain `bun test` against running services still finds the schema current.
 process.env.LOG_REQUESTS ??= '0'
-const sql = unboundedSql()
-await migrate(sql)
-await sealPlainSecrets(sql)
-await sql.end()
