@@ -118,6 +118,16 @@ function loadConfig() {
       /** Longest a request waits for one Redis command before answering 503 (blocking reads are exempt). */
       commandTimeoutMs: int('REDIS_COMMAND_TIMEOUT_MS', 1000),
     },
+    /** Per-worker caches dropped by invalidation messages (shared/cache/); the variables keep their first names. */
+    cache: {
+      /** Longest a worker trusts a cached API key (Realtime or Mail) or namespace policy without an invalidation message. */
+      ttlMs: int('REALTIME_CACHE_TTL_MS', 5000),
+      /**
+       * Most entries one per-worker cache holds (API keys, Mail sending keys, policies; a gateway's answers to "is this
+       * API key revoked?"); past it the oldest entry is dropped and read again from PostgreSQL when next needed.
+       */
+      maxEntries: int('REALTIME_CACHE_MAX_ENTRIES', 10_000),
+    },
     realtime: {
       /** Channels hash onto this many shards (Redis Streams); fixed for a deployment's lifetime. */
       shards: int('REALTIME_SHARDS', 16),
@@ -197,13 +207,6 @@ function loadConfig() {
       gatewayPresenceSweepMs: int('GATEWAY_PRESENCE_SWEEP_MS', 5000),
       /** How often public workers and gateways write the usage they counted (analytics entities realtime_usage, realtime_connections). */
       usageFlushMs: int('REALTIME_USAGE_FLUSH_MS', 5000),
-      /** Longest a worker trusts a cached API key or namespace policy without an invalidation message. */
-      cacheTtlMs: int('REALTIME_CACHE_TTL_MS', 5000),
-      /**
-       * Most entries one per-worker cache holds (API keys, Mail sending keys, policies; a gateway's answers to "is this
-       * API key revoked?"); past it the oldest entry is dropped and read again from PostgreSQL when next needed.
-       */
-      cacheMaxEntries: int('REALTIME_CACHE_MAX_ENTRIES', 10_000),
       /**
        * How often a gateway asks PostgreSQL whether the API keys of its live connections were revoked, and closes
        * those of a revoked key 4001 (besides at once on an invalidation message, and each time its subscription returns).

@@ -1,7 +1,7 @@
 // Test helpers: in-process calls to the apps, fresh accounts and products, and real worker processes on free ports.
 import { afterAll, beforeAll } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { onInvalidation, type Invalidation } from '../shared/realtime/invalidation'
+import { onInvalidation, type Invalidation } from '../shared/cache/invalidation'
 import { buildApiApp } from '../services/api/app'
 import { unboundedSql } from '../shared/db/client'
 import { migrate } from '../shared/db/migrate'

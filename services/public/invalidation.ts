@@ -1,5 +1,5 @@
 // This worker's caches (Realtime API keys, namespace policies, Mail sending keys) and the messages that drop their entries.
-import { listenForInvalidations, type InvalidationListener } from '../../shared/realtime/invalidation-listener'
+import { listenForInvalidations, type InvalidationListener } from '../../shared/cache/invalidation-listener'
 import { policyCache } from '../../shared/realtime/policies'
 import { mailKeyCache } from './mail/api-keys'
 import { keyCache } from './realtime/api-keys'

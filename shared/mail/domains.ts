@@ -10,7 +10,7 @@ import { conflict, notFound } from '../errors'
 import { dkimRecordValue, newDkimKeys } from './dkim'
 import { lookupTxt } from './dns'
 import { isUuid } from '../ids'
-import { publishInvalidation } from '../realtime/invalidation'
+import { publishInvalidation } from '../cache/invalidation'
 import { seal } from '../secrets'
 
 export type DomainStatus = 'pending' | 'verified' | 'failed'

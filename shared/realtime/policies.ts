@@ -3,7 +3,7 @@
 import { sql } from '../db/client'
 import { logUnlessOutage, unavailable } from '../errors'
 import { keepsHistory, type HistoryPolicy as BrokerHistoryPolicy } from './broker'
-import { InvalidatedCache } from './invalidated-cache'
+import { InvalidatedCache } from '../cache/invalidated-cache'
 import type { Op } from './names'
 
 /** A namespace's policy in the shape allowedOps() reads, plus the broker's history policy. */
@@ -47,7 +47,7 @@ async function load(productId: string): Promise<ProductPolicies> {
   }
 }
 
-/** The product's policies, at most config.realtime.cacheTtlMs old unless an invalidation dropped them sooner. */
+/** The product's policies, at most config.cache.ttlMs old unless an invalidation dropped them sooner. */
 export async function productPolicies(productId: string): Promise<ProductPolicies> {
   return policyCache.get(productId, async () => {
     try {

@@ -5,7 +5,7 @@
 import { config } from '../config'
 import { sql as defaultSql, type Sql } from '../db/client'
 import { isUuid } from '../ids'
-import { STALE_IF_UNAVAILABLE_MS } from './invalidated-cache'
+import { STALE_IF_UNAVAILABLE_MS } from '../cache/invalidated-cache'
 import { TOKEN_TTL_MAX } from './tokens'
 
 /** Most key ids one sweep query names (a gateway's live connections may hold many). */
@@ -47,8 +47,8 @@ export class RevocationCache {
   private generation = 0
 
   constructor(
-    private readonly maxEntries = config.realtime.cacheMaxEntries,
-    private readonly activeTtlMs = config.realtime.cacheTtlMs,
+    private readonly maxEntries = config.cache.maxEntries,
+    private readonly activeTtlMs = config.cache.ttlMs,
     private readonly check: (ids: string[]) => Promise<Set<string>> = (ids) => revokedAmong(ids),
   ) {}
 

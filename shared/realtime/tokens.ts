@@ -13,7 +13,7 @@ import { describeError, log } from '../log'
 import { sql as defaultSql, type Sql } from '../db/client'
 import { aadOf } from '../db/seal-secrets'
 import { open, seal } from '../secrets'
-import { publishInvalidation } from './invalidation'
+import { publishInvalidation } from '../cache/invalidation'
 import type { Op } from './names'
 
 /** One channel a token reaches, with the operations it may perform there (already narrowed by namespace policy). */

@@ -1,7 +1,7 @@
 // The invalidation subscription survives a dropped Redis connection: workers notice, stop caching, resubscribe, and
 // revocation is immediate again afterwards. The drop is real: Redis kills every pub/sub client connection.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { onInvalidation, publishInvalidation } from '../../shared/realtime/invalidation'
+import { onInvalidation, publishInvalidation } from '../../shared/cache/invalidation'
 import { config } from '../../shared/config'
 import { redis } from '../../shared/redis'
 import { startFaultProxy } from '../faults/proxy'

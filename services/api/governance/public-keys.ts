@@ -6,7 +6,7 @@ import { sql } from '../../../shared/db/client'
 import { keysetPage } from '../../../shared/db/keyset'
 import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound } from '../../../shared/errors'
-import { publishInvalidation } from '../../../shared/realtime/invalidation'
+import { publishInvalidation } from '../../../shared/cache/invalidation'
 import { PUBLIC_KEY_PREFIX, PUBLIC_SCOPES, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
 
 export interface PublicKey {

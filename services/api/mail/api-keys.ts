@@ -7,7 +7,7 @@ import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/paginati
 import { notFound, unprocessable } from '../../../shared/errors'
 import { isUuid } from '../../../shared/ids'
 import { MAIL_KEY_PREFIX, mailKeyHash, type MailScope } from '../../../shared/mail/keys'
-import { publishInvalidation } from '../../../shared/realtime/invalidation'
+import { publishInvalidation } from '../../../shared/cache/invalidation'
 
 export interface MailKey {
   id: string

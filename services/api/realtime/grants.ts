@@ -6,7 +6,7 @@ import { sql } from '../../../shared/db/client'
 import { keysetPage } from '../../../shared/db/keyset'
 import { conflict, notFound, unprocessable } from '../../../shared/errors'
 import { OPS, type Op } from '../../../shared/realtime/names'
-import { publishInvalidation } from '../../../shared/realtime/invalidation'
+import { publishInvalidation } from '../../../shared/cache/invalidation'
 import { isUniqueViolation } from './namespaces'
 
 export interface Grant {

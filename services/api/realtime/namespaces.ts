@@ -4,7 +4,7 @@ import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { keysetPage } from '../../../shared/db/keyset'
 import { conflict, notFound } from '../../../shared/errors'
-import { publishInvalidation } from '../../../shared/realtime/invalidation'
+import { publishInvalidation } from '../../../shared/cache/invalidation'
 
 /** History is kept for up to `ttlSeconds` (30 days at most) and `size` entries per channel; null keeps nothing. */
 export interface HistoryPolicy {

@@ -3,7 +3,7 @@ import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { ApiError, badRequest, unprocessable } from '../../../shared/errors'
 import { ensureBucket } from '../../../shared/realtime/payloads'
-import { publishInvalidation } from '../../../shared/realtime/invalidation'
+import { publishInvalidation } from '../../../shared/cache/invalidation'
 
 export interface PayloadStorage {
   bucket: string

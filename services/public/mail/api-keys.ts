@@ -3,7 +3,7 @@ import { looksLikeSecret } from '../../../shared/crypto'
 import { sql } from '../../../shared/db/client'
 import { ApiError, logUnlessOutage, unavailable } from '../../../shared/errors'
 import { MAIL_KEY_PREFIX, mailKeyHash, type MailScope } from '../../../shared/mail/keys'
-import { InvalidatedCache } from '../../../shared/realtime/invalidated-cache'
+import { InvalidatedCache } from '../../../shared/cache/invalidated-cache'
 
 export interface MailKeyIdentity {
   keyId: string

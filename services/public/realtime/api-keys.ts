@@ -5,7 +5,7 @@ import { sql } from '../../../shared/db/client'
 import { logUnlessOutage, unavailable } from '../../../shared/errors'
 import { PUBLIC_KEY_PREFIX, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
 import { HINTS, insufficientScope, invalidApiKey, productNotFound } from './errors'
-import { InvalidatedCache } from '../../../shared/realtime/invalidated-cache'
+import { InvalidatedCache } from '../../../shared/cache/invalidated-cache'
 
 export interface KeyIdentity {
   keyId: string

@@ -1,5 +1,5 @@
 // Cross-process cache invalidation over Redis pub/sub. A worker caches API keys and namespace policies for at most
-// config.realtime.cacheTtlMs; a change published here drops the entry on every worker at once.
+// config.cache.ttlMs; a change published here drops the entry on every worker at once.
 import { config } from '../config'
 import { describeError, log } from '../log'
 import { dedicatedRedis, redis } from '../redis'
@@ -25,7 +25,7 @@ export type Invalidation =
 
 /**
  * Tells every worker to drop what the message names. Call it after the change has committed. A failed publish is
- * logged, not thrown: the change stands, and worker caches expire within config.realtime.cacheTtlMs without it.
+ * logged, not thrown: the change stands, and worker caches expire within config.cache.ttlMs without it.
  */
 export async function publishInvalidation(message: Invalidation): Promise<void> {
   // Workers key their caches by lower-case product id.

@@ -1,4 +1,4 @@
-// A per-worker cache that is trusted only while the worker hears invalidations, for at most config.realtime.cacheTtlMs.
+// A per-worker cache that is trusted only while the worker hears invalidations, for at most config.cache.ttlMs.
 // Used for API keys and product policies (public workers) and policies (gateways): the same rules, in one place.
 import { config } from '../config'
 import { ApiError } from '../errors'
@@ -13,7 +13,7 @@ export const STALE_IF_UNAVAILABLE_MS = 60_000
 export class InvalidatedCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>()
   /** Most entries held (REALTIME_CACHE_MAX_ENTRIES); past it the oldest goes and is loaded again when next needed. */
-  constructor(private readonly maxEntries = config.realtime.cacheMaxEntries) {}
+  constructor(private readonly maxEntries = config.cache.maxEntries) {}
 
   /** Entries held now (for tests of the bound). */
   get size(): number {
@@ -61,7 +61,7 @@ export class InvalidatedCache<V> {
     if (!keep(value)) this.entries.delete(key)
     else if (this.caching && this.generation === started) {
       this.entries.delete(key) // re-inserted last: the Map's order is the eviction order
-      this.entries.set(key, { value, until: Date.now() + config.realtime.cacheTtlMs })
+      this.entries.set(key, { value, until: Date.now() + config.cache.ttlMs })
       while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!)
     }
     return value
