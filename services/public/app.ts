@@ -5,7 +5,7 @@ import { Elysia } from 'elysia'
 import { ApiError, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
 import { invalidationsLive } from './invalidation'
-import { isAllowedOrigin, preflight } from './realtime/origin'
+import { isAllowedOrigin, preflight } from './http/origin'
 import { mailRoutes } from './mail/routes'
 import { realtimeRoutes } from './realtime/routes'
 

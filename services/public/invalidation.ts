@@ -1,8 +1,8 @@
 // This worker's caches (Realtime API keys, namespace policies, Mail sending keys) and the messages that drop their entries.
 import { listenForInvalidations, type InvalidationListener } from '../../shared/cache/invalidation-listener'
 import { policyCache } from '../../shared/realtime/policies'
-import { mailKeyCache } from './mail/api-keys'
-import { keyCache } from './realtime/api-keys'
+import { mailKeyCache } from './mail/key-auth'
+import { keyCache } from './realtime/key-auth'
 
 let listener: InvalidationListener | undefined
 

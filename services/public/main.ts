@@ -7,7 +7,7 @@ import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { buildPublicApp } from './app'
 import { listenForCacheInvalidations } from './invalidation'
-import { MESSAGES_BODY_LIMIT } from './realtime/body'
+import { MESSAGES_BODY_LIMIT } from './http/body'
 
 process.env.PROCESS_NAME ??= 'public'
 requireSecretKey() // token signing keys are sealed: without the master key, fail now with a clear message

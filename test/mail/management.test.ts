@@ -6,7 +6,7 @@ import { sql } from '../../shared/db/client'
 import { aadOf } from '../../shared/db/seal-secrets'
 import { createDomain, deleteDomain } from '../../shared/mail/domains'
 import { open } from '../../shared/secrets'
-import { createMailKey, listMailKeys } from '../../services/api/mail/api-keys'
+import { createMailKey, listMailKeys } from '../../services/api/mail/key-management'
 import { call, newProduct, ok } from '../helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>

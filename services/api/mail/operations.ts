@@ -5,7 +5,7 @@ import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { cutPage, HasMore, pageOf, pageQuery } from '../../../shared/catalog/pagination'
 import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
 import { DomainName, TemplateFields } from '../../../shared/mail/schemas'
-import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './api-keys'
+import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './key-management'
 import { createDomain, deleteDomain, getDomain, listDomains, verifyDomain, type Domain } from '../../../shared/mail/domains'
 import {
   createTemplate, deleteTemplate, getTemplate, listTemplates, placeholders, type Template, updateTemplate,

@@ -13,7 +13,7 @@ import { asList, type Mailbox, mailboxProblem, parseMailbox, type StoredMailboxe
 import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS, pointerToken } from '../../../shared/mail/headers'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
 import { findTemplate, renderTemplate } from '../../../shared/mail/templates'
-import { type MailKeyIdentity, restrictedKey } from './api-keys'
+import { type MailKeyIdentity, restrictedKey } from './key-auth'
 import { bindClaim, type Claim, claimKey, payloadHash, releaseClaim } from './idempotency'
 import { checkSendRate } from './send-rate'
 

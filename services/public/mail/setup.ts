@@ -12,7 +12,7 @@ import { DomainName, TemplateFields } from '../../../shared/mail/schemas'
 import {
   createTemplate, deleteTemplate, getTemplate, listTemplates, placeholders, type Template, updateTemplate,
 } from '../../../shared/mail/templates'
-import { type MailKeyIdentity, restrictedKey } from './api-keys'
+import { type MailKeyIdentity, restrictedKey } from './key-auth'
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null)
 

@@ -21,9 +21,6 @@ export const HINTS = {
 export const insufficientScope = (scope: string) =>
   new ApiError(403, 'insufficient_scope', `This API key's scope does not include ${scope}`, { requiredScope: scope })
 
-export const originNotAllowed = (origin: string) =>
-  new ApiError(403, 'origin_not_allowed', `Browser requests from ${origin} are not accepted; allowed origins are https://*.${config.developerDomain}`)
-
 /** The path's product is not the key's: 404, never 403, so a key cannot probe other products. */
 export const productNotFound = () => new ApiError(404, 'not_found', 'Product not found')
 
