@@ -104,6 +104,8 @@ let keySetFailedAt: number | undefined
  * PostgreSQL is down or refusing costs one query per interval, not one per frame.
  */
 export const KEY_SET_RETRY_MS = 3000
+/** When an unknown kid last made a verifier with an empty key set read it again (ms). */
+let emptySetReadAt = -Infinity
 
 /** The newest non-retired signing key; creates the first one when there is none (serialized by an advisory lock). */
 async function loadSigningKey(sql: Sql): Promise<SigningKey> {
@@ -233,9 +235,17 @@ async function secretFor(kid: string, sql: Sql, nowMs: number): Promise<Buffer |
     await refreshSigningKeys(sql)
   }
   let key = keySet!.keys.get(kid)
-  // A re-read under way (announced by an invalidation) may bring this kid: wait for it, never start one.
+  // A re-read under way (announced by an invalidation) may bring this kid: wait for it.
   if (!key && keySetLoad) {
     await keySetLoad.catch(() => {})
+    key = keySet!.keys.get(kid)
+  }
+  // An empty set is a deployment whose first key is being created now: its first tokens may reach this verifier before
+  // the key's announcement does. Read the set again then, at most once per KEY_SET_RETRY_MS whatever the kids, so a
+  // flood of forged kids costs one query per interval, and none once any key is known.
+  if (!key && keySet!.keys.size === 0 && Date.now() - emptySetReadAt >= KEY_SET_RETRY_MS) {
+    emptySetReadAt = Date.now()
+    await refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error))
     key = keySet!.keys.get(kid)
   }
   return key && key.until > nowMs ? key.secret : null
@@ -326,4 +336,5 @@ export function resetTokenKeyCache(): void {
   heldKeyWarnedAt = -Infinity
   keySet = undefined
   keySetFailedAt = undefined
+  emptySetReadAt = -Infinity
 }

@@ -6,13 +6,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import { connect } from 'node:net'
+import postgres from 'postgres'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
+import { migrate } from '../../shared/db/migrate'
 import { aadOf } from '../../shared/db/seal-secrets'
 import { publishInvalidation } from '../../shared/cache/invalidation'
 import { open } from '../../shared/secrets'
 import { LIMITED_CLOSE_CODE, LIMITED_MIN_DELAY_MS, reconnectDelay } from '../../shared/realtime-client/client'
-import { addSigningKey, KEY_SET_REFRESH_MS, KEY_SET_RETRY_MS, refreshSigningKeys, retireSigningKey, RETIRED_KEY_VERIFIES_SECONDS, sealSecret, signToken, TOKEN_TTL_MAX, TokenError, type TokenChannel, verifyToken } from '../../shared/realtime/tokens'
+import { addSigningKey, KEY_SET_REFRESH_MS, KEY_SET_RETRY_MS, refreshSigningKeys, resetTokenKeyCache, retireSigningKey, RETIRED_KEY_VERIFIES_SECONDS, sealSecret, signToken, TOKEN_TTL_MAX, TokenError, type TokenChannel, verifyToken } from '../../shared/realtime/tokens'
 import { type Frame, startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
 import { freePort, startWorker } from '../helpers'
 import { awayFromWindowEdge, realtimeProduct, type RealtimeProduct, uniqueIp } from '../realtime/public-helpers'
@@ -403,4 +405,49 @@ describe('the verifier in process', () => {
     expect([...reasons].sort()).toEqual(['malformed', 'unknown_key'])
     expect((await verifyToken(real, { sql: broken })).sub).toBe('ext:x')
   })
+})
+
+describe('a fresh deployment (its first signing key is being created)', () => {
+  test('a gateway that holds no signing key reads the set again for an unknown kid, at most once per KEY_SET_RETRY_MS whatever a flood sends, so the first tokens verify before the key is announced', async () => {
+    // A database of its own with no signing key, as a new deployment starts; the gateway loads its (empty) set first.
+    const name = `platform_fresh_${randomUUID().replaceAll('-', '').slice(0, 12)}`
+    await sql.unsafe(`create database ${name}`)
+    const url = new URL(process.env.DATABASE_URL ?? config.databaseUrl)
+    url.pathname = `/${name}`
+    const fresh = postgres(url.toString(), { max: 2, onnotice: () => {} })
+    let gateway: GatewayProcess | undefined
+    const counted = await startQueryCounter({ host: url.hostname, port: Number(url.port) })
+    try {
+      await migrate(fresh)
+      gateway = await startGateway({ DATABASE_URL: counted.url(url.toString()) })
+      // Forged kids against the empty set: one read of the set per KEY_SET_RETRY_MS at most, not one per frame.
+      const reads = () => counted.executed.filter((text) => text.includes('from realtime_signing_keys')).length
+      const before = reads()
+      const started = Date.now()
+      const flood = await Promise.all(Array.from({ length: 40 }, () => WsClient.open(gateway!.wsUrl)))
+      for (const socket of flood) socket.send({ type: 'connect', id: 1, token: forged(randomUUID()) })
+      const refusals = await Promise.all(flood.map((socket) => socket.closed))
+      expect(refusals.every((closed) => closed.code === 4001)).toBe(true)
+      expect(reads() - before).toBeLessThanOrEqual(Math.ceil((Date.now() - started) / KEY_SET_RETRY_MS) + 1)
+      await Bun.sleep(KEY_SET_RETRY_MS + 100) // the flood spent this interval's read; the next token may start one
+      // The first key, inserted as the first token issue inserts it, but not announced: the gateway cannot have heard of it.
+      const kid = randomUUID()
+      const secret = randomBytes(32)
+      await fresh`insert into realtime_signing_keys (kid, secret_sealed) values (${kid}, ${sealSecret(kid, secret)})`
+      resetTokenKeyCache() // this process signs with the fresh database's key below
+      const { token } = await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'first', channels: [] }, fresh)
+      expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid).toBe(kid)
+      const client = await WsClient.open(gateway.wsUrl)
+      client.send({ type: 'connect', id: 1, token })
+      // The signature verified (no `unknown_key`); the token's API key is not one of this database's, so it counts as
+      // revoked: a check that only runs on a verified token.
+      expect(await client.closed).toEqual({ code: 4001, reason: 'invalid token: api key revoked' })
+    } finally {
+      resetTokenKeyCache() // the rest of the suite signs with the test database's keys again
+      await gateway?.stop()
+      await counted.close()
+      await fresh.end()
+      await sql.unsafe(`drop database if exists ${name} with (force)`)
+    }
+  }, 30_000)
 })
