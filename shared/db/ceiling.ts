@@ -33,6 +33,16 @@ export const limitReached = (ceiling: Ceiling, limit: number) =>
 /** Counts rows of the kind: a fragment `select count(*)::int as n from ... where product_id = ...`. */
 export type Counter = (q: postgres.Sql) => Promise<readonly { n: number }[]>
 
+/** Refuses (409) when `count`, run on `q`, says the owner already holds the ceiling's limit. */
+async function refuseAtCeiling(q: postgres.Sql, ceiling: Ceiling, count: Counter): Promise<void> {
+  const limit = config.ceilings[ceiling]
+  const [row] = await count(q)
+  if ((row?.n ?? 0) >= limit) throw limitReached(ceiling, limit)
+}
+
+// A transaction runs tagged templates as the pool does.
+const asSql = (tx: Tx) => tx as unknown as postgres.Sql
+
 /**
  * Inside the insert's transaction: locks the product row, then counts. `for no key update` serializes creates of one
  * product against each other but not against inserts elsewhere that only hold the product as a foreign key (key
@@ -40,17 +50,13 @@ export type Counter = (q: postgres.Sql) => Promise<readonly { n: number }[]>
  */
 export async function checkCeiling(tx: Tx, productId: string, ceiling: Ceiling, count: Counter): Promise<void> {
   await tx`select 1 from products where id = ${productId} for no key update`
-  const limit = config.ceilings[ceiling]
-  const [row] = await count(tx as unknown as postgres.Sql) // a transaction runs tagged templates as the pool does
-  if ((row?.n ?? 0) >= limit) throw limitReached(ceiling, limit)
+  await refuseAtCeiling(asSql(tx), ceiling, count)
 }
 
 /** The same for the products of an organization, under a lock on the organization row. */
 export async function checkOrganizationCeiling(tx: Tx, organizationId: string, ceiling: Ceiling, count: Counter): Promise<void> {
   await tx`select 1 from organizations where id = ${organizationId} for no key update`
-  const limit = config.ceilings[ceiling]
-  const [row] = await count(tx as unknown as postgres.Sql)
-  if ((row?.n ?? 0) >= limit) throw limitReached(ceiling, limit)
+  await refuseAtCeiling(asSql(tx), ceiling, count)
 }
 
 /** Runs `insert` in a transaction that first checks the ceiling (see checkCeiling). */
@@ -65,10 +71,8 @@ export function insertUnderCeiling<T>(productId: string, ceiling: Ceiling, count
  * A cheap early refusal without the lock, for creates that do costly work before their transaction (a domain's RSA
  * key): a product at its ceiling does not get to spend the work. The locked check still decides.
  */
-export async function precheckCeiling(productId: string, ceiling: Ceiling, count: Counter): Promise<void> {
-  const limit = config.ceilings[ceiling]
-  const [row] = await count(sql)
-  if ((row?.n ?? 0) >= limit) throw limitReached(ceiling, limit)
+export async function precheckCeiling(ceiling: Ceiling, count: Counter): Promise<void> {
+  await refuseAtCeiling(sql, ceiling, count)
 }
 
 /** The key tables: a revoked key's row stays (revocation needs it), so their creation rate is bounded too. */
@@ -84,8 +88,7 @@ const DAY_SECONDS = 86_400
 export function insertKeyUnderCeilings<T>(
   productId: string, ceiling: Ceiling, table: KeyTable, count: Counter, insert: (tx: Tx) => Promise<T>,
 ): Promise<T> {
-  return sql.begin(async (tx) => {
-    await checkCeiling(tx, productId, ceiling, count)
+  return insertUnderCeiling(productId, ceiling, count, async (tx) => {
     const limit = config.keysCreatedPerDay
     const [recent] = await tx<{ n: number; wait: number | null }[]>`
       select count(*)::int as n, ceil(extract(epoch from min(created_at) + interval '1 day' - now()))::int as wait
@@ -96,5 +99,5 @@ export function insertKeyUnderCeilings<T>(
         + `revoked ones included, the most it may; retry after ${retryAfter} s`, retryAfter, { resource: ceiling, limit, windowSeconds: DAY_SECONDS })
     }
     return insert(tx)
-  }) as Promise<T>
+  })
 }

@@ -61,7 +61,7 @@ function domainOut(row: Record<string, any>): Domain {
  */
 export async function createDomain(productId: string, name: string): Promise<Domain> {
   const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from mail_domains where product_id = ${productId}`
-  await precheckCeiling(productId, 'mailDomains', count) // before the key pair, which is the costly part
+  await precheckCeiling('mailDomains', count) // before the key pair, which is the costly part
   const keys = await newDkimKeys()
   const verified = config.mail.devVerify
   const recordStatus = verified ? { dkim: 'verified', spf: 'verified', ownership: 'verified' } : { dkim: 'pending', spf: 'pending', ownership: 'pending' }
