@@ -2,7 +2,7 @@
 // credential and per organization, and analytics queries running at once per organization on this worker.
 import { rateClassOf, type AnyOperation, type Principal } from '../../shared/catalog/operation'
 import { config } from '../../shared/config'
-import { ApiError } from '../../shared/errors'
+import { tooManyQueries } from '../../shared/analytics/plan'
 import { limitCredentialRate, limitOrganizationRate } from '../../shared/platform-rates'
 import { Slots } from '../../shared/slots'
 
@@ -27,8 +27,7 @@ const organizationSlots = new Slots()
 const workerSlots = new Slots()
 const WORKER = 'worker'
 
-const busy = (message: string, limit: number, scope: 'organization' | 'worker') =>
-  new ApiError(429, 'too_many_queries', message, { limit, scope, retryAfter: 1 }, { 'retry-after': '1' })
+const busy = (message: string, limit: number, scope: 'organization' | 'worker') => tooManyQueries(message, { limit, scope, retryAfter: 1 })
 
 /**
  * Runs an analytics operation in one of its organization's slots on this worker and one of the worker's; with none

@@ -113,6 +113,10 @@ export async function checkTimezone(zone: string, path: string): Promise<string>
   return zone
 }
 
+/** 429 too_many_queries with Retry-After 1: every bound on analytics runs at once (product, organization, worker) answers so. */
+export const tooManyQueries = (message: string, extra: Record<string, unknown>) =>
+  new ApiError(429, 'too_many_queries', message, extra, { 'retry-after': '1' })
+
 /** Analytics queries running now on this worker, per product (config.analytics.maxConcurrentPerProduct). */
 const productSlots = new Slots()
 
@@ -126,8 +130,8 @@ const DATETIME_ERRORS = new Set(['22007', '22008', '22009'])
  */
 export async function runQuery(productId: string, text: string, params: Params, rangePath: string): Promise<Record<string, unknown>[]> {
   const limit = config.analytics.maxConcurrentPerProduct
-  const refuse = (running: number) => new ApiError(429, 'too_many_queries',
-    `This product already runs ${running} analytics queries on this worker; retry when one has finished`, { limit }, { 'retry-after': '1' })
+  const refuse = (running: number) =>
+    tooManyQueries(`This product already runs ${running} analytics queries on this worker; retry when one has finished`, { limit })
   try {
     return await productSlots.run(productId, limit, refuse, () => analyticsSql.begin(async (tx) => {
       await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(config.analytics.queryTimeoutMs))}`)
