@@ -87,8 +87,11 @@ function nameError(name: string, seen: Set<string>): string | undefined {
   return undefined
 }
 
+/** What a value that should be a string is instead, for a message. */
+const kindOf = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`)
+
 function valueError(value: unknown): string | undefined {
-  if (typeof value !== 'string') return `must be a string, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`}`
+  if (typeof value !== 'string') return `must be a string, not ${kindOf(value)}`
   if (value.length > MAX_HEADER_VALUE_CHARS) return `must be at most ${MAX_HEADER_VALUE_CHARS} characters`
   if (VALUE_FORBIDDEN.test(value)) return 'must be one line: no CR, LF or other control characters'
   return undefined
@@ -123,7 +126,7 @@ export function headerLines(stored: unknown, maxHeaders: number): { lines: Heade
   const seen = new Set<string>()
   for (const [name, value] of Object.entries(stored)) {
     const refuse = (why: string) => new Error(`the stored header ${shown(name)} ${why}: the email is not sent`)
-    if (typeof value !== 'string') throw refuse(`is not a string (${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`})`)
+    if (typeof value !== 'string') throw refuse(`is not a string (${kindOf(value)})`)
     if (VALUE_FORBIDDEN.test(value)) throw refuse('holds CR, LF or another control character')
     if (!HEADER_NAME.test(name)) throw refuse('is not a header name (1 to 76 printable ASCII characters, no space or colon)')
     const lower = name.toLowerCase()

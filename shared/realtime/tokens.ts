@@ -93,7 +93,7 @@ let signingLoad: Promise<SigningKey> | undefined
  * that is not retired or retired less than RETIRED_KEY_VERIFIES_SECONDS ago — a handful, rotated by operators — and
  * nothing else: an unknown kid is answered from it without a query, and can never push a live key's secret out.
  */
-let keySet: { keys: Map<string, { secret: Buffer; until: number }>; loadedAt: number } | undefined
+let keySet: Map<string, { secret: Buffer; until: number }> | undefined
 let keySetLoad: Promise<void> | undefined
 let keySetTimer: ReturnType<typeof setInterval> | undefined
 /** When the last read of the set failed (ms), while no set was ever loaded; undefined once one is. */
@@ -216,7 +216,7 @@ export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
         log('error', 'signing key does not open; it cannot verify', { kid: row.kid, ...describeError(error) })
       }
     }
-    keySet = { keys, loadedAt: Date.now() }
+    keySet = keys
     keySetFailedAt = undefined
   })().finally(() => (keySetLoad = undefined))
   return keySetLoad
@@ -234,19 +234,19 @@ async function secretFor(kid: string, sql: Sql, nowMs: number): Promise<Buffer |
     }
     await refreshSigningKeys(sql)
   }
-  let key = keySet!.keys.get(kid)
+  let key = keySet!.get(kid)
   // A re-read under way (announced by an invalidation) may bring this kid: wait for it.
   if (!key && keySetLoad) {
     await keySetLoad.catch(() => {})
-    key = keySet!.keys.get(kid)
+    key = keySet!.get(kid)
   }
   // An empty set is a deployment whose first key is being created now: its first tokens may reach this verifier before
   // the key's announcement does. Read the set again then, at most once per KEY_SET_RETRY_MS whatever the kids, so a
   // flood of forged kids costs one query per interval, and none once any key is known.
-  if (!key && keySet!.keys.size === 0 && Date.now() - emptySetReadAt >= KEY_SET_RETRY_MS) {
+  if (!key && keySet!.size === 0 && Date.now() - emptySetReadAt >= KEY_SET_RETRY_MS) {
     emptySetReadAt = Date.now()
     await refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error))
-    key = keySet!.keys.get(kid)
+    key = keySet!.get(kid)
   }
   return key && key.until > nowMs ? key.secret : null
 }
