@@ -1,0 +1,70 @@
+// The one guard pipeline of every public route, whichever area: browser origin, per-IP rate limit, credential, body,
+// then the handler. Each area passes its own authenticator; the order, error mapping and response headers are here.
+import { randomUUID } from 'node:crypto'
+import { toErrorResponse } from '../../../shared/errors'
+import { readBytes } from '../../../shared/http/body'
+import { clientIp } from '../../../shared/http/serve'
+import { describeError, log } from '../../../shared/log'
+import { BODY_LIMIT, readBody } from './body'
+import { checkOrigin } from './origin'
+import { checkIpRate } from './rate-limit'
+
+export interface Call<Key> {
+  request: Request
+  /** The authenticated credential, as the area's authenticator answered it. */
+  key: Key
+  body: unknown
+  /** Path parameters as the router decoded them. */
+  params: Record<string, string>
+  query: Record<string, string>
+}
+
+export interface Guards<Key> {
+  /**
+   * Whether browsers may call the route: the origin check runs first (403) and every response carries the CORS headers
+   * of an allowed origin. Server-only areas (Mail's sending keys) leave it off.
+   */
+  browser: boolean
+  /** The credential (401/403/404, or 429 for an area's own per-key budgets), for the product named in the path. */
+  authenticate: (request: Request, productId: string) => Promise<Key>
+  /** Reads the body within the route's limit (413); runs after the credential, so anonymous bodies are never read. */
+  read: (request: Request) => Promise<unknown>
+}
+
+/** A route handler behind the guards; answers the 200 body. */
+export type Handler<Key> = (call: Call<Key>) => Promise<unknown> | unknown
+
+/**
+ * Origin (403), IP rate limit (429), credential, body limit (413), then `handler`. Every response, errors included,
+ * carries an x-request-id (and the CORS headers for a browser route); anything unexpected is logged with it.
+ */
+export function endpoint<Key>(guards: Guards<Key>, handler: Handler<Key>) {
+  return async ({ request, params }: { request: Request; params: Record<string, string | undefined> }) => {
+    const headers: Record<string, string> = { 'x-request-id': randomUUID() }
+    try {
+      if (guards.browser) Object.assign(headers, checkOrigin(request))
+      await checkIpRate(clientIp(request))
+      const key = await guards.authenticate(request, String(params.productId ?? '').toLowerCase())
+      const body = await guards.read(request)
+      const query = Object.fromEntries(new URL(request.url).searchParams)
+      const result = await handler({ request, key, body, params: params as Record<string, string>, query })
+      return Response.json(result, { headers })
+    } catch (error) {
+      const response = toErrorResponse(error, (e) => log('error', 'public route failed', { requestId: headers['x-request-id'], ...describeError(e) }))
+      for (const [name, value] of Object.entries(headers)) response.headers.set(name, value)
+      return response
+    }
+  }
+}
+
+/** Routes without a body still refuse one above the limit. */
+export const noBody = async (request: Request) => {
+  await readBytes(request, BODY_LIMIT)
+  return undefined
+}
+
+/** A JSON body of at most BODY_LIMIT bytes. */
+export const jsonBody = (request: Request) => readBody(request, BODY_LIMIT)
+
+/** Routes take the raw body: the guards read it within their limit, Elysia must not parse it first. */
+export const ROUTE_HOOKS = { parse: 'none' } as const
