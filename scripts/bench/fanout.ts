@@ -51,12 +51,24 @@ async function waitReady(url: string) {
   throw new Error(`${url} never answered`)
 }
 
+/**
+ * Every bench connection comes from 127.0.0.1 with one subject: lift the per-IP and per-subject abuse bounds
+ * (gateway/limits.ts) so they measure fan-out, not refusals.
+ */
+const UNLIMITED_GATEWAY = {
+  GATEWAY_IP_UPGRADES_PER_MINUTE: '1000000000',
+  GATEWAY_IP_CONNECTS_PER_MINUTE: '1000000000',
+  GATEWAY_MAX_CONNECTIONS_PER_SUBJECT: '1000000000',
+}
+const gatewayEnv = (port: number) =>
+  ({ ...UNLIMITED_GATEWAY, GATEWAY_PORT: String(port), GATEWAY_URL: `ws://127.0.0.1:${port}/connection/websocket` })
+
 async function gatewaySystem(): Promise<System> {
   const product = await realtimeProduct([{ name: 'bench' }])
   const [g1, g2, publicPort] = await Promise.all([freePort(), freePort(), freePort()])
   const workers: Worker[] = await Promise.all([
-    startWorker('gateway/main.ts', { GATEWAY_PORT: String(g1), GATEWAY_URL: `ws://127.0.0.1:${g1}/connection/websocket` }, g1),
-    startWorker('gateway/main.ts', { GATEWAY_PORT: String(g2), GATEWAY_URL: `ws://127.0.0.1:${g2}/connection/websocket` }, g2),
+    startWorker('gateway/main.ts', gatewayEnv(g1), g1),
+    startWorker('gateway/main.ts', gatewayEnv(g2), g2),
     startWorker('services/public/main.ts', { PUBLIC_PORT: String(publicPort), PUBLIC_IP_RATE_LIMIT: '1000000000', REALTIME_QUOTA_BURST: '1000000000' }, publicPort),
   ])
   const token = (await signToken({ productId: product.productId, apiKeyId: product.keyId, subject: 'bench', channels: [{ name: 'bench:room', ops: ['subscribe'] }] })).token
@@ -76,6 +88,7 @@ async function gatewaySystem(): Promise<System> {
         else if (frame.id === 2) frame.type === 'reply' ? resolve(() => ws.close()) : reject(new Error(frame.message))
       }
       ws.onerror = () => reject(new Error('gateway connection failed'))
+      ws.onclose = (event) => reject(new Error(`gateway closed the connection: ${event.code} ${event.reason}`))
     }),
     publish: async (body) => {
       const response = await fetch(publishUrl, { method: 'POST', headers: { 'x-api-key': product.key, 'content-type': 'application/json' }, body: `{"channel":"bench:room","data":${body}}` })
@@ -217,7 +230,7 @@ const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/pr
 async function idleMemory(): Promise<{ before: number; early: number; after: number; perConnection: number }> {
   const product = await realtimeProduct([{ name: 'bench' }])
   const port = await freePort()
-  const gateway = await startWorker('gateway/main.ts', { GATEWAY_PORT: String(port), GATEWAY_URL: `ws://127.0.0.1:${port}/connection/websocket` }, port)
+  const gateway = await startWorker('gateway/main.ts', gatewayEnv(port), port)
   const token = (await signToken({ productId: product.productId, apiKeyId: product.keyId, subject: 'idle', channels: [{ name: 'bench:idle', ops: ['subscribe'] }] })).token
   await Bun.sleep(500)
   const before = rssOf(gateway.proc.pid)
@@ -232,6 +245,7 @@ async function idleMemory(): Promise<{ before: number; early: number; after: num
       }
       ws.onmessage = (event) => JSON.parse(String(event.data)).id === 2 && resolve()
       ws.onerror = () => reject(new Error('idle connection failed'))
+      ws.onclose = (event) => reject(new Error(`gateway closed an idle connection: ${event.code} ${event.reason}`))
     })))
   }
   // Two readings: 2 s after the last connection subscribed, and once settled (20 s: the allocator has returned the
