@@ -12,6 +12,7 @@ import { isUuid } from '../../../shared/ids'
 import { asList, type Mailbox, mailboxProblem, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
 import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS, pointerToken } from '../../../shared/mail/headers'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
+import { sendingDomainNamed } from '../../../shared/mail/sending-domain'
 import { findTemplate, renderTemplate } from '../../../shared/mail/templates'
 import { type MailKeyIdentity, restrictedKey } from './key-auth'
 import { bindClaim, type Claim, claimKey, payloadHash, releaseClaim } from './idempotency'
@@ -59,12 +60,12 @@ const field = (path: string, message: string) => badRequest(`Invalid request: ${
  * The `from` domain, resolved before anything else is looked at: a key locked to another domain is refused (401, nothing
  * queued) whatever the rest of the body says; an unregistered or unverified domain is 403 `domain_not_verified`.
  */
-async function sendingDomain(key: MailKeyIdentity, body: unknown): Promise<{ id: string; name: string; from: Mailbox }> {
+async function fromDomain(key: MailKeyIdentity, body: unknown): Promise<{ id: string; name: string; from: Mailbox }> {
   const from = (body as { from?: unknown } | null)?.from
   if (typeof from !== 'string') throw field('/body/from', 'is required: "addr" or "Name <addr>"')
   const mailbox = parseMailbox(from)
   if (!mailbox) throw field('/body/from', mailboxProblem(from))
-  const [domain] = await sql`select id, name, status from mail_domains where product_id = ${key.productId} and name = ${mailbox.domain}`
+  const domain = await sendingDomainNamed(key.productId, mailbox.domain)
   if (key.domainId !== null && domain?.id !== key.domainId) {
     throw restrictedKey(`This API key is restricted to one domain and cannot send from ${mailbox.domain}`)
   }
@@ -157,7 +158,7 @@ function invalid(fields: FieldError[]): ApiError {
  * transaction. Answers its id. A repeat of an idempotent request answers the first one's id and queues nothing.
  */
 export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotencyKey: string | null = null): Promise<{ id: string }> {
-  const domain = await sendingDomain(key, raw)
+  const domain = await fromDomain(key, raw)
   const body = validateBody(raw)
   const mailboxes = parseRecipients(body, domain.from)
   const content = await contentOf(key.productId, body)
