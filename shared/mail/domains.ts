@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
 import { checkCeiling, precheckCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
-import { keysetPage } from '../db/keyset'
+import { keysetPage, NEWEST_FIRST } from '../db/keyset'
 import { aadOf } from '../db/seal-secrets'
 import { conflict, notFound } from '../errors'
 import { dkimRecordValue, newDkimKeys } from './dkim'
@@ -87,11 +87,11 @@ export async function createDomain(productId: string, name: string): Promise<Dom
 
 /** Newest first; at most `page.limit + 1` rows (the extra one says more follow). */
 export async function listDomains(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Domain[]> {
-  const cursor = page.after ? sql`select created_at, id from mail_domains where id = ${page.after} and product_id = ${productId}` : null
-  const rows = await keysetPage('domain', cursor, (position) => sql`
-    select ${COLUMNS} from mail_domains where product_id = ${productId}
-    ${position ? sql`and (created_at, id) < ${position}` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'domain', order: NEWEST_FIRST,
+    cursor: (after) => sql`from mail_domains where id = ${after} and product_id = ${productId}`,
+    rows: sql`select ${COLUMNS} from mail_domains where product_id = ${productId}`,
+  }, page)
   return rows.map(domainOut)
 }
 

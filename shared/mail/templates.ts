@@ -3,7 +3,7 @@
 import { type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
 import { insertUnderCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
-import { keysetPage } from '../db/keyset'
+import { keysetPage, NEWEST_FIRST } from '../db/keyset'
 import { conflict, notFound, unprocessable } from '../errors'
 import { isUuid } from '../ids'
 
@@ -47,11 +47,11 @@ export async function createTemplate(productId: string, input: TemplateInput): P
 
 /** Newest first; at most `page.limit + 1` rows (the extra one says more follow). */
 export async function listTemplates(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Template[]> {
-  const cursor = page.after ? sql`select created_at, id from mail_templates where id = ${page.after} and product_id = ${productId}` : null
-  const rows = await keysetPage('template', cursor, (position) => sql`
-    select ${COLUMNS} from mail_templates where product_id = ${productId}
-    ${position ? sql`and (created_at, id) < ${position}` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'template', order: NEWEST_FIRST,
+    cursor: (after) => sql`from mail_templates where id = ${after} and product_id = ${productId}`,
+    rows: sql`select ${COLUMNS} from mail_templates where product_id = ${productId}`,
+  }, page)
   return rows.map(templateOut)
 }
 

@@ -32,14 +32,13 @@ async function requireOwner(organizationId: string, userId: string): Promise<voi
 /** By the time they joined, oldest first; `page.after` is a member's user id. At most `page.limit + 1` rows. */
 export async function listMembers(organizationId: string, callerId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Member[]> {
   await roleOf(organizationId, callerId)
-  const cursor = page.after
-    ? sql`select created_at, user_id from organization_members where organization_id = ${organizationId} and user_id = ${page.after}`
-    : null
-  const rows = await keysetPage('member', cursor, (position) => sql`
-    select m.user_id, u.email, u.name, m.role, m.created_at from organization_members m join users u on u.id = m.user_id
-    where m.organization_id = ${organizationId}
-    ${position ? sql`and (m.created_at, m.user_id) > ${position}` : sql``}
-    order by m.created_at, m.user_id limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'member', order: { key: ['m.created_at', 'm.user_id'], descending: false },
+    cursor: (after) => sql`from organization_members m where m.organization_id = ${organizationId} and m.user_id = ${after}`,
+    rows: sql`
+      select m.user_id, u.email, u.name, m.role, m.created_at from organization_members m join users u on u.id = m.user_id
+      where m.organization_id = ${organizationId}`,
+  }, page)
   return rows.map(memberFields)
 }
 

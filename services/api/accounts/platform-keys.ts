@@ -3,7 +3,7 @@ import type { Area } from '../../../shared/catalog/operation'
 import { newSecret, sha256, visiblePrefix } from '../../../shared/crypto'
 import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
-import { keysetPage } from '../../../shared/db/keyset'
+import { keysetPage, NEWEST_FIRST } from '../../../shared/db/keyset'
 import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound } from '../../../shared/errors'
 
@@ -36,12 +36,11 @@ export async function createPlatformKey(productId: string, input: { name: string
 /** Active keys, newest first; at most `page.limit + 1` rows (the extra one says more follow). */
 export async function listPlatformKeys(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<PlatformKey[]> {
   // A revoked key's position still holds, so a walk survives a revocation of the key it stopped at.
-  const cursor = page.after ? sql`select created_at, id from platform_keys where id = ${page.after} and product_id = ${productId}` : null
-  const rows = await keysetPage('platform key', cursor, (position) => sql`
-    select id, name, areas, prefix, created_at from platform_keys
-    where product_id = ${productId} and revoked_at is null
-    ${position ? sql`and (created_at, id) < ${position}` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'platform key', order: NEWEST_FIRST,
+    cursor: (after) => sql`from platform_keys where id = ${after} and product_id = ${productId}`,
+    rows: sql`select id, name, areas, prefix, created_at from platform_keys where product_id = ${productId} and revoked_at is null`,
+  }, page)
   return rows.map(keyFields)
 }
 

@@ -53,15 +53,16 @@ export async function createProduct(userId: string, input: { name: string; organ
 
 /** Newest first; `page.after` a product the user reaches. At most `page.limit + 1` rows. */
 export async function listProductsOfUser(userId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Product[]> {
-  const cursor = page.after ? sql`
-    select p.created_at, p.id from products p join organization_members m on m.organization_id = p.organization_id
-    where p.id = ${page.after} and m.user_id = ${userId}` : null
-  const rows = await keysetPage('product', cursor, (position) => sql`
-    select p.id, p.name, p.organization_id, p.created_at from products p
-    join organization_members m on m.organization_id = p.organization_id
-    where m.user_id = ${userId}
-    ${position ? sql`and (p.created_at, p.id) < ${position}` : sql``}
-    order by p.created_at desc, p.id desc limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'product', order: { key: ['p.created_at', 'p.id'], descending: true },
+    cursor: (after) => sql`
+      from products p join organization_members m on m.organization_id = p.organization_id
+      where p.id = ${after} and m.user_id = ${userId}`,
+    rows: sql`
+      select p.id, p.name, p.organization_id, p.created_at from products p
+      join organization_members m on m.organization_id = p.organization_id
+      where m.user_id = ${userId}`,
+  }, page)
   return rows.map(productFields)
 }
 
@@ -72,13 +73,14 @@ export async function getProduct(productId: string): Promise<Product | null> {
 
 /** Oldest first; `page.after` an organization the user belongs to. At most `page.limit + 1` rows. */
 export async function listOrganizationsOfUser(userId: string, page: PageRequest = { limit: PAGE_DEFAULT }) {
-  const cursor = page.after ? sql`
-    select o.created_at, o.id from organizations o join organization_members m on m.organization_id = o.id
-    where o.id = ${page.after} and m.user_id = ${userId}` : null
-  const rows = await keysetPage('organization', cursor, (position) => sql`
-    select o.id, o.name, m.role, o.created_at from organizations o
-    join organization_members m on m.organization_id = o.id where m.user_id = ${userId}
-    ${position ? sql`and (o.created_at, o.id) > ${position}` : sql``}
-    order by o.created_at, o.id limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'organization', order: { key: ['o.created_at', 'o.id'], descending: false },
+    cursor: (after) => sql`
+      from organizations o join organization_members m on m.organization_id = o.id
+      where o.id = ${after} and m.user_id = ${userId}`,
+    rows: sql`
+      select o.id, o.name, m.role, o.created_at from organizations o
+      join organization_members m on m.organization_id = o.id where m.user_id = ${userId}`,
+  }, page)
   return rows.map((r) => ({ id: r.id as string, name: r.name as string, role: r.role as string, createdAt: r.created_at as Date }))
 }

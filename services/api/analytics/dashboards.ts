@@ -6,7 +6,7 @@ import type postgres from 'postgres'
 import { requireCursor, type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { checkCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
-import { keysetPage } from '../../../shared/db/keyset'
+import { keysetPage, NEWEST_FIRST } from '../../../shared/db/keyset'
 import { ApiError, badRequest, conflict, notFound, unprocessable } from '../../../shared/errors'
 import { isUuid } from '../../../shared/ids'
 
@@ -116,13 +116,14 @@ export async function listDashboards(
   productId: string, filter: { tag?: string; q?: string }, page: PageRequest = { limit: PAGE_DEFAULT },
 ): Promise<Dashboard[]> {
   // The cursor is any dashboard of the product, matching the filter or not: its position in the order is what counts.
-  const cursor = page.after ? sql`select created_at, id from analytics_dashboards where id = ${page.after} and product_id = ${productId}` : null
-  const rows = await keysetPage('dashboard', cursor, (position) => sql`
-    select * from analytics_dashboards where product_id = ${productId}
-    ${filter.tag !== undefined ? sql`and ${filter.tag} = any(tags)` : sql``}
-    ${filter.q !== undefined ? sql`and (strpos(lower(name), lower(${filter.q})) > 0 or strpos(slug, lower(${filter.q})) > 0)` : sql``}
-    ${position ? sql`and (created_at, id) < ${position}` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'dashboard', order: NEWEST_FIRST,
+    cursor: (after) => sql`from analytics_dashboards where id = ${after} and product_id = ${productId}`,
+    rows: sql`
+      select * from analytics_dashboards where product_id = ${productId}
+      ${filter.tag !== undefined ? sql`and ${filter.tag} = any(tags)` : sql``}
+      ${filter.q !== undefined ? sql`and (strpos(lower(name), lower(${filter.q})) > 0 or strpos(slug, lower(${filter.q})) > 0)` : sql``}`,
+  }, page)
   return rows.map(dashboardOut)
 }
 

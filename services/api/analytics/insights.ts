@@ -6,7 +6,7 @@ import { Strict } from '../../../shared/catalog/schemas'
 import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
-import { keysetPage } from '../../../shared/db/keyset'
+import { keysetPage, NEWEST_FIRST } from '../../../shared/db/keyset'
 import { ApiError, notFound } from '../../../shared/errors'
 import { checkFunnel, runFunnel } from '../../../shared/analytics/funnel'
 import { checkMetricQuery, runMetricQuery } from '../../../shared/analytics/metric-query'
@@ -54,11 +54,11 @@ export async function createInsight(
 }
 
 export async function listInsights(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Insight[]> {
-  const cursor = page.after ? sql`select created_at, id from analytics_insights where id = ${page.after} and product_id = ${productId}` : null
-  return (await keysetPage('insight', cursor, (position) => sql`
-    select * from analytics_insights where product_id = ${productId}
-    ${position ? sql`and (created_at, id) < ${position}` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`)).map(insightOut)
+  return (await keysetPage({
+    what: 'insight', order: NEWEST_FIRST,
+    cursor: (after) => sql`from analytics_insights where id = ${after} and product_id = ${productId}`,
+    rows: sql`select * from analytics_insights where product_id = ${productId}`,
+  }, page)).map(insightOut)
 }
 
 /** One insight of the product; another product's, an unknown id and a malformed id are all 404. */

@@ -3,7 +3,7 @@ import { config } from '../../../shared/config'
 import { newSecret, visiblePrefix } from '../../../shared/crypto'
 import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
-import { keysetPage } from '../../../shared/db/keyset'
+import { keysetPage, NEWEST_FIRST } from '../../../shared/db/keyset'
 import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound } from '../../../shared/errors'
 import { publishInvalidation } from '../../../shared/cache/invalidation'
@@ -57,14 +57,13 @@ export async function createPublicKey(
 
 /** Active keys of the product in this environment, newest first. */
 export async function listPublicKeys(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<PublicKey[]> {
-  const cursor = page.after
-    ? sql`select created_at, id from public_keys where id = ${page.after} and product_id = ${productId} and environment = ${config.environment}`
-    : null
-  const rows = await keysetPage('Realtime API key', cursor, (position) => sql`
-    select id, name, scope, prefix, environment, created_at, updated_at from public_keys
-    where product_id = ${productId} and environment = ${config.environment} and revoked_at is null
-    ${position ? sql`and (created_at, id) < ${position}` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'Realtime API key', order: NEWEST_FIRST,
+    cursor: (after) => sql`from public_keys where id = ${after} and product_id = ${productId} and environment = ${config.environment}`,
+    rows: sql`
+      select id, name, scope, prefix, environment, created_at, updated_at from public_keys
+      where product_id = ${productId} and environment = ${config.environment} and revoked_at is null`,
+  }, page)
   return rows.map(keyFields)
 }
 

@@ -2,7 +2,7 @@
 import { newSecret, visiblePrefix } from '../../../shared/crypto'
 import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
-import { keysetPage } from '../../../shared/db/keyset'
+import { keysetPage, NEWEST_FIRST } from '../../../shared/db/keyset'
 import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
 import { notFound, unprocessable } from '../../../shared/errors'
 import { isUuid } from '../../../shared/ids'
@@ -45,12 +45,11 @@ export async function createMailKey(productId: string, input: { name: string; sc
 
 /** The product's active keys, newest first; never a secret. */
 export async function listMailKeys(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<MailKey[]> {
-  const cursor = page.after ? sql`select created_at, id from mail_api_keys where id = ${page.after} and product_id = ${productId}` : null
-  const rows = await keysetPage('API key', cursor, (position) => sql`
-    select id, name, scope, domain_id, prefix, created_at from mail_api_keys
-    where product_id = ${productId} and revoked_at is null
-    ${position ? sql`and (created_at, id) < ${position}` : sql``}
-    order by created_at desc, id desc limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'API key', order: NEWEST_FIRST,
+    cursor: (after) => sql`from mail_api_keys where id = ${after} and product_id = ${productId}`,
+    rows: sql`select id, name, scope, domain_id, prefix, created_at from mail_api_keys where product_id = ${productId} and revoked_at is null`,
+  }, page)
   return rows.map(keyOut)
 }
 

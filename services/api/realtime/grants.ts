@@ -58,13 +58,14 @@ export async function createGrant(productId: string, input: { pattern: string; o
 
 /** The product's grants, optionally of one namespace only, by pattern. */
 export async function listGrants(productId: string, namespace?: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Grant[]> {
-  const cursor = page.after ? sql`select pattern collate "C", id from realtime_grants where id = ${page.after} and product_id = ${productId}` : null
-  const rows = await keysetPage('grant', cursor, (position) => sql`
-    select g.id, g.pattern, g.ops, g.created_at from realtime_grants g
-    join realtime_namespaces n on n.id = g.namespace_id
-    where g.product_id = ${productId} ${namespace === undefined ? sql`` : sql`and n.name = ${namespace}`}
-    ${position ? sql`and (g.pattern collate "C", g.id) > ${position}` : sql``}
-    order by g.pattern collate "C", g.id limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'grant', order: { key: ['g.pattern collate "C"', 'g.id'], descending: false },
+    cursor: (after) => sql`from realtime_grants g where g.id = ${after} and g.product_id = ${productId}`,
+    rows: sql`
+      select g.id, g.pattern, g.ops, g.created_at from realtime_grants g
+      join realtime_namespaces n on n.id = g.namespace_id
+      where g.product_id = ${productId} ${namespace === undefined ? sql`` : sql`and n.name = ${namespace}`}`,
+  }, page)
   return rows.map(grantFields)
 }
 

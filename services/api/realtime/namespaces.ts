@@ -74,11 +74,11 @@ export async function createNamespace(productId: string, input: { name: string }
 
 /** The product's namespaces, by name (byte order, so the listing is the same under any database collation). */
 export async function listNamespaces(productId: string, page: PageRequest = { limit: PAGE_DEFAULT }): Promise<Namespace[]> {
-  const cursor = page.after ? sql`select name collate "C", id from realtime_namespaces where id = ${page.after} and product_id = ${productId}` : null
-  const rows = await keysetPage('namespace', cursor, (position) => sql`
-    select * from realtime_namespaces where product_id = ${productId}
-    ${position ? sql`and (name collate "C", id) > ${position}` : sql``}
-    order by name collate "C", id limit ${page.limit + 1}`)
+  const rows = await keysetPage({
+    what: 'namespace', order: { key: ['name collate "C"', 'id'], descending: false },
+    cursor: (after) => sql`from realtime_namespaces where id = ${after} and product_id = ${productId}`,
+    rows: sql`select * from realtime_namespaces where product_id = ${productId}`,
+  }, page)
   return rows.map(namespaceFields)
 }
 
