@@ -51,6 +51,21 @@ export function cutPage<T>(rows: readonly T[], page: PageRequest<unknown>): { it
   return { items: rows.slice(0, page.limit), has_more: rows.length > page.limit }
 }
 
+/**
+ * The page `query` asks for, read with `list` and cut: `{ [member]: items shown with out, has_more }`.
+ * Example: `listed('namespaces', query, (page) => listNamespaces(productId, page), namespaceOut)`.
+ */
+export async function listed<Member extends string, T, Out>(
+  member: Member,
+  query: { limit?: number; after?: string } | undefined,
+  list: (page: PageRequest) => Promise<readonly T[]>,
+  out: (item: T) => Out,
+): Promise<Record<Member, Out[]> & { has_more: boolean }> {
+  const page = pageOf(query)
+  const { items, has_more } = cutPage(await list(page), page)
+  return { [member]: items.map(out), has_more } as Record<Member, Out[]> & { has_more: boolean }
+}
+
 /** `after` names no item of this list (never one, deleted since, or another product's): 400 naming /query/after. */
 export const unknownCursor = (what: string) =>
   badRequest(`after names no ${what} of this list; start again without it`, [{ path: '/query/after', message: `names no ${what} of this list` }])

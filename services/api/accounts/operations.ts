@@ -2,7 +2,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf, type Principal } from '../../../shared/catalog/operation'
 import { AreaName, iso, ProductPath, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
-import { cutPage, HasMore, pageOf, pageQuery, unknownCursor } from '../../../shared/catalog/pagination'
+import { cutPage, HasMore, listed, pageOf, pageQuery, unknownCursor } from '../../../shared/catalog/pagination'
 import { forbidden, notFound } from '../../../shared/errors'
 import { addMember, listMembers, removeMember, type Member } from './members'
 import { createPlatformKey, listPlatformKeys, revokePlatformKey } from './platform-keys'
@@ -82,11 +82,7 @@ export const organizationsList = defineOperation({
   summary: "List the organizations the logged-in user belongs to, with the user's role, oldest first (paginated)",
   query: Strict(pageQuery('organization')),
   response: Strict({ organizations: Type.Array(OrganizationSchema), has_more: HasMore() }),
-  handler: async ({ query }, ctx) => {
-    const page = pageOf(query)
-    const { items, has_more } = cutPage(await listOrganizationsOfUser(sessionUser(ctx.principal), page), page)
-    return { organizations: items.map((o) => ({ ...o, createdAt: iso(o.createdAt) })), has_more }
-  },
+  handler: ({ query }, ctx) => listed('organizations', query, (page) => listOrganizationsOfUser(sessionUser(ctx.principal), page), (o) => ({ ...o, createdAt: iso(o.createdAt) })),
 })
 
 const MemberSchema = Strict({
@@ -103,11 +99,7 @@ export const membersList = defineOperation({
   params: OrganizationPath,
   query: Strict(pageQuery('member', Uuid('The userId of the last member of the previous page: the page after it'))),
   response: Strict({ members: Type.Array(MemberSchema), has_more: HasMore() }),
-  handler: async ({ params, query }, ctx) => {
-    const page = pageOf(query)
-    const { items, has_more } = cutPage(await listMembers(params.organizationId, sessionUser(ctx.principal), page), page)
-    return { members: items.map(memberOut), has_more }
-  },
+  handler: ({ params, query }, ctx) => listed('members', query, (page) => listMembers(params.organizationId, sessionUser(ctx.principal), page), memberOut),
 })
 
 export const membersAdd = defineOperation({
@@ -194,11 +186,7 @@ export const platformKeysList = defineOperation({
   params: ProductPath,
   query: Strict(pageQuery('platform key')),
   response: Strict({ keys: Type.Array(PlatformKeySchema), has_more: HasMore() }),
-  handler: async ({ query }, ctx) => {
-    const page = pageOf(query)
-    const { items, has_more } = cutPage(await listPlatformKeys(productOf(ctx), page), page)
-    return { keys: items.map((k) => ({ ...k, createdAt: iso(k.createdAt) })), has_more }
-  },
+  handler: ({ query }, ctx) => listed('keys', query, (page) => listPlatformKeys(productOf(ctx), page), (k) => ({ ...k, createdAt: iso(k.createdAt) })),
 })
 
 export const platformKeysRevoke = defineOperation({

@@ -2,7 +2,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf, userOf } from '../../../shared/catalog/operation'
 import { iso, ProductPath, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
-import { cutPage, HasMore, pageOf, pageQuery } from '../../../shared/catalog/pagination'
+import { HasMore, listed, pageQuery } from '../../../shared/catalog/pagination'
 import { PUBLIC_SCOPES, PublicScopeName } from '../../../shared/realtime/public-keys'
 import { createPublicKey, listPublicKeys, revokePublicKey, updatePublicKeyScope, type PublicKey } from './public-keys'
 
@@ -49,11 +49,7 @@ export const publicKeysList = defineOperation({
   params: ProductPath,
   query: Strict(pageQuery('key')),
   response: Strict({ keys: Type.Array(PublicKeySchema), has_more: HasMore() }),
-  handler: async ({ query }, ctx) => {
-    const page = pageOf(query)
-    const { items, has_more } = cutPage(await listPublicKeys(productOf(ctx), page), page)
-    return { keys: items.map(keyOut), has_more }
-  },
+  handler: ({ query }, ctx) => listed('keys', query, (page) => listPublicKeys(productOf(ctx), page), keyOut),
 })
 
 export const publicKeysRevoke = defineOperation({

@@ -2,7 +2,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
-import { cutPage, HasMore, pageOf, pageQuery } from '../../../shared/catalog/pagination'
+import { HasMore, listed, pageQuery } from '../../../shared/catalog/pagination'
 import { config } from '../../../shared/config'
 import { GrantPattern, NamespaceName, OPS, OpName } from '../../../shared/realtime/names'
 import { createGrant, deleteGrant, listGrants, type Grant } from './grants'
@@ -53,11 +53,7 @@ export const namespacesList = defineOperation({
   summary: "List the product's namespaces, by name (paginated)",
   query: Strict(pageQuery('namespace')),
   response: Strict({ namespaces: Type.Array(NamespaceSchema), has_more: HasMore() }),
-  handler: async ({ query }, ctx) => {
-    const page = pageOf(query)
-    const { items, has_more } = cutPage(await listNamespaces(productOf(ctx), page), page)
-    return { namespaces: items.map(namespaceOut), has_more }
-  },
+  handler: ({ query }, ctx) => listed('namespaces', query, (page) => listNamespaces(productOf(ctx), page), namespaceOut),
 })
 
 export const namespacesGet = defineOperation({
@@ -119,11 +115,7 @@ export const grantsList = defineOperation({
   description: GRANTS_DESCRIPTION,
   query: Strict({ namespace: Type.Optional(NamespaceName), ...pageQuery('grant') }),
   response: Strict({ grants: Type.Array(GrantSchema), has_more: HasMore() }),
-  handler: async ({ query }, ctx) => {
-    const page = pageOf(query)
-    const { items, has_more } = cutPage(await listGrants(productOf(ctx), query.namespace, page), page)
-    return { grants: items.map(grantOut), has_more }
-  },
+  handler: ({ query }, ctx) => listed('grants', query, (page) => listGrants(productOf(ctx), query.namespace, page), grantOut),
 })
 
 export const grantsDelete = defineOperation({
