@@ -134,6 +134,27 @@ process.once('exit', () => {
   for (const proc of running) proc.kill('SIGKILL')
 })
 
+/** The platform's processes, each with the variable that sets its port. */
+const PROCESSES = {
+  api: { script: 'services/api/main.ts', portVariable: 'API_PORT' },
+  public: { script: 'services/public/main.ts', portVariable: 'PUBLIC_PORT' },
+  gateway: { script: 'gateway/main.ts', portVariable: 'GATEWAY_PORT' },
+  mailer: { script: 'services/mailer/main.ts', portVariable: 'MAILER_PORT' },
+} as const
+
+/**
+ * One platform process on a free port of its own, with `env` on top of the test run's; waits as startWorker does.
+ * @example const api = await startProcess('api', { ANALYTICS_QUERY_TIMEOUT_MS: '1' })
+ */
+export async function startProcess(
+  kind: keyof typeof PROCESSES, env: Record<string, string> = {},
+  options: { waitFor?: '/readyz' | '/healthz'; logs?: boolean } = {},
+): Promise<Worker> {
+  const { script, portVariable } = PROCESSES[kind]
+  const port = await freePort()
+  return startWorker(script, { ...env, [portVariable]: String(port) }, port, options.waitFor, { logs: options.logs })
+}
+
 /** Starts `bun run <script>` as a real process and waits until it answers /readyz (or /healthz) with 200. */
 export async function startWorker(
   script: string, env: Record<string, string>, port: number, waitFor: '/readyz' | '/healthz' = '/readyz',

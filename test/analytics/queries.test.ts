@@ -2,7 +2,7 @@
 // 2026-03-29) and a month boundary, against numbers worked out by hand below, not by the same SQL.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { sql, unboundedSql } from '../../shared/db/client'
-import { call, freePort, newProduct, ok, startWorker } from '../helpers'
+import { call, newProduct, ok, startProcess } from '../helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const as = (owner: Owner, method: string, path: string, body?: unknown) => call(method, path, { token: owner.token, productId: owner.productId, body })
@@ -349,8 +349,7 @@ test('a query past the statement timeout is 422 query_timeout, and the worker ke
     select ${product.productId}, 'e' || (i % 7), now() - (i || ' seconds')::interval, 'u' || (i % 5000), jsonb_build_object('n', i)
     from generate_series(1, 200000) as i`
   await seed.end()
-  const port = await freePort()
-  const worker = await startWorker('services/api/main.ts', { API_PORT: String(port), ANALYTICS_QUERY_TIMEOUT_MS: '1' }, port)
+  const worker = await startProcess('api', { ANALYTICS_QUERY_TIMEOUT_MS: '1' })
   try {
     const post = (path: string, body: unknown) => fetch(`${worker.url}${path}`, {
       method: 'POST', headers: { authorization: `Bearer ${product.token}`, 'x-product-id': product.productId, 'content-type': 'application/json' }, body: JSON.stringify(body),
@@ -364,8 +363,7 @@ test('a query past the statement timeout is 422 query_timeout, and the worker ke
     await worker.stop()
   }
   // One product may run only so many queries at once on a worker; the excess is 429 with Retry-After, others unaffected.
-  const cappedPort = await freePort()
-  const capped = await startWorker('services/api/main.ts', { API_PORT: String(cappedPort), ANALYTICS_MAX_CONCURRENT_PER_PRODUCT: '1' }, cappedPort)
+  const capped = await startProcess('api', { ANALYTICS_MAX_CONCURRENT_PER_PRODUCT: '1' })
   try {
     const post = (owner: Owner, body: unknown) => fetch(`${capped.url}/analytics/query`, {
       method: 'POST', headers: { authorization: `Bearer ${owner.token}`, 'x-product-id': owner.productId, 'content-type': 'application/json' }, body: JSON.stringify(body),

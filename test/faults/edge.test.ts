@@ -2,17 +2,16 @@
 // odd request lines, aborted uploads and oversized integers. No response may carry a stack, a path or the runtime's
 // error page; what the app routes is what it logs; malformed requests get the platform's JSON error body.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { freePort, okResponse, startWorker, type Worker } from '../helpers'
+import { okResponse, startProcess, type Worker } from '../helpers'
 import { abortedUpload, rawRequest, type RawResponse } from './raw-http'
 
 let api: Worker
 let pub: Worker
 
 beforeAll(async () => {
-  const [apiPort, publicPort] = await Promise.all([freePort(), freePort()])
   ;[api, pub] = await Promise.all([
-    startWorker('services/api/main.ts', { API_PORT: String(apiPort), LOG_REQUESTS: '1' }, apiPort, '/readyz', { logs: true }),
-    startWorker('services/public/main.ts', { PUBLIC_PORT: String(publicPort), LOG_REQUESTS: '1' }, publicPort, '/readyz', { logs: true }),
+    startProcess('api', { LOG_REQUESTS: '1' }, { logs: true }),
+    startProcess('public', { LOG_REQUESTS: '1' }, { logs: true }),
   ])
 }, 30_000)
 

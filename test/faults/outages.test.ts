@@ -5,7 +5,7 @@
 // The bounds are docs/architecture.md's "Outages" contract, derived from the same settings the workers use.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { config } from '../../shared/config'
-import { freePort, newUser, startWorker, type Worker } from '../helpers'
+import { newUser, startProcess, type Worker } from '../helpers'
 import { createKey, realtimeProduct, type RealtimeProduct, uniqueIp } from '../realtime/public-helpers'
 import { firstSuccessAfter, startLoad, type Outcome } from './load'
 import { startFaultProxy, type FaultProxy } from './proxy'
@@ -46,18 +46,17 @@ beforeAll(async () => {
     startFaultProxy(hostPort(config.databaseUrl, 5432)),
     startFaultProxy(hostPort(config.redisUrl, 6379)),
   ])
-  const [apiPort, publicPort] = await Promise.all([freePort(), freePort()])
   const env = {
     DATABASE_URL: postgres.url(config.databaseUrl), REDIS_URL: redis.url(config.redisUrl),
     DB_TIMEOUT_MS: String(DB_TIMEOUT_MS), REDIS_COMMAND_TIMEOUT_MS: String(REDIS_COMMAND_TIMEOUT_MS),
   }
   ;[api, pub, session, product] = await Promise.all([
-    startWorker('services/api/main.ts', { ...env, API_PORT: String(apiPort) }, apiPort),
+    startProcess('api', env),
     // A short cache life, so that serving cached keys and policies while PostgreSQL is down is really exercised.
-    startWorker('services/public/main.ts', {
-      ...env, PUBLIC_PORT: String(publicPort), TRUST_PROXY: '1', PUBLIC_IP_RATE_LIMIT: '1000000', REALTIME_QUOTA_BURST: '1000000',
+    startProcess('public', {
+      ...env, TRUST_PROXY: '1', PUBLIC_IP_RATE_LIMIT: '1000000', REALTIME_QUOTA_BURST: '1000000',
       REALTIME_CACHE_TTL_MS: '300',
-    }, publicPort),
+    }),
     newUser().then((user) => user.token),
     realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }]),
   ])

@@ -6,7 +6,7 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { simpleParser } from 'mailparser'
 import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
 import { sql } from '../../shared/db/client'
-import { freePort, newProduct, startWorker, type Worker } from '../helpers'
+import { freePort, newProduct, startProcess, type Worker } from '../helpers'
 import { manage, pub, startPublicPair, type Pair } from '../realtime/public-helpers'
 import { emailReader } from './email-reader'
 
@@ -27,7 +27,7 @@ const MAILER_ENV = () => ({
 })
 async function startMailer(env: Record<string, string> = {}): Promise<Worker> {
   const port = await freePort()
-  return startWorker('services/mailer/main.ts', { MAILER_PORT: String(port), ...MAILER_ENV(), ...env }, port)
+  return startProcess('mailer', { ...MAILER_ENV(), ...env })
 }
 
 let mailer: Worker
@@ -206,8 +206,7 @@ test('an email whose domain is no longer verified when its turn comes is failed,
 }, 30_000)
 
 test('the per-product send rate: beyond MAIL_SEND_RATE_PER_SECOND a second, 429 rate_limit_exceeded with Retry-After', async () => {
-  const port = await freePort()
-  const worker = await startWorker('services/public/main.ts', { PUBLIC_PORT: String(port), TRUST_PROXY: '1', MAIL_SEND_RATE_PER_SECOND: '3' }, port)
+  const worker = await startProcess('public', { TRUST_PROXY: '1', MAIL_SEND_RATE_PER_SECOND: '3' })
   try {
     const product = await newProduct()
     const own = await manage(product, 'POST', '/mail/domains', { name: `r${crypto.randomUUID().slice(0, 8)}.example.com` })

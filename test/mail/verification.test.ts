@@ -2,7 +2,7 @@
 // DNS server. A domain stays pending until checked, fails while a record is missing, and is verified once all three
 // are published, however the server splits a long record.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { freePort, newProduct, ok, okResponse, startWorker, type Worker } from '../helpers'
+import { freePort, newProduct, ok, okResponse, startProcess, type Worker } from '../helpers'
 import { startDnsServer, type DnsServer } from './dns-server'
 
 let dns: DnsServer
@@ -10,9 +10,9 @@ let api: Worker
 beforeAll(async () => {
   dns = await startDnsServer()
   const port = await freePort()
-  api = await startWorker('services/api/main.ts', {
-    API_PORT: String(port), MAIL_DEV_VERIFY: '0', MAIL_DNS_SERVERS: `127.0.0.1:${dns.port}`, MAIL_DNS_TIMEOUT_MS: '1000',
-  }, port)
+  api = await startProcess('api', {
+    MAIL_DEV_VERIFY: '0', MAIL_DNS_SERVERS: `127.0.0.1:${dns.port}`, MAIL_DNS_TIMEOUT_MS: '1000',
+  })
 }, 30_000)
 afterAll(async () => {
   await api?.stop()
@@ -54,10 +54,9 @@ test('pending until checked; failed while a record is missing; verified once all
 test('a DNS server that never answers: the check ends within its timeout and the records count as not found', async () => {
   const owner = await newProduct()
   const silent = await freePort() // nothing listens there
-  const port = await freePort()
-  const worker = await startWorker('services/api/main.ts', {
-    API_PORT: String(port), MAIL_DEV_VERIFY: '0', MAIL_DNS_SERVERS: `127.0.0.1:${silent}`, MAIL_DNS_TIMEOUT_MS: '500',
-  }, port)
+  const worker = await startProcess('api', {
+    MAIL_DEV_VERIFY: '0', MAIL_DNS_SERVERS: `127.0.0.1:${silent}`, MAIL_DNS_TIMEOUT_MS: '500',
+  })
   try {
     const headers = { authorization: `Bearer ${owner.token}`, 'x-product-id': owner.productId, 'content-type': 'application/json' }
     const created = (await (await okResponse(await fetch(`${worker.url}/mail/domains`, { method: 'POST', headers, body: JSON.stringify({ name: 'silent.example.com' }) }), 'create domain')).json()) as any

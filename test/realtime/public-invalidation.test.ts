@@ -5,7 +5,7 @@ import { onInvalidation, publishInvalidation } from '../../shared/cache/invalida
 import { config } from '../../shared/config'
 import { redis } from '../../shared/redis'
 import { startFaultProxy } from '../faults/proxy'
-import { call, freePort, startWorker } from '../helpers'
+import { call, startProcess } from '../helpers'
 import { createKey, pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
 
 let pair: Pair
@@ -52,11 +52,10 @@ test('after the invalidation connection drops and returns, revocation is still i
 test('when the invalidation link dies without a reset, the worker notices by itself: a revocation it could not hear takes effect in seconds, not at the cache TTL', async () => {
   const url = new URL(config.redisUrl)
   const link = await startFaultProxy({ host: url.hostname, port: Number(url.port) })
-  const port = await freePort()
-  const worker = await startWorker('services/public/main.ts', {
-    PUBLIC_PORT: String(port), TRUST_PROXY: '1', REDIS_URL: link.url(config.redisUrl),
+  const worker = await startProcess('public', {
+    TRUST_PROXY: '1', REDIS_URL: link.url(config.redisUrl),
     REDIS_COMMAND_TIMEOUT_MS: '500', REALTIME_CACHE_TTL_MS: '60000', // the cache alone would trust the key for a minute
-  }, port)
+  })
   try {
     const { id, key } = await createKey(p)
     const path = `/${p.productId}/realtime/channels/chat:lobby`

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { simpleParser } from 'mailparser'
 import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
 import { sql } from '../../shared/db/client'
-import { freePort, newProduct, startWorker, type Worker } from '../helpers'
+import { freePort, newProduct, startProcess, type Worker } from '../helpers'
 import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 import { emailReader } from '../mail/email-reader'
 
@@ -26,10 +26,10 @@ beforeAll(async () => {
   domain = await manage(owner, 'POST', '/mail/domains', { name: `h${crypto.randomUUID().slice(0, 8)}.example.com` })
   key = await manage(owner, 'POST', '/mail/api-keys', { name: 'sender', scope: 'full_access' })
   const port = await freePort()
-  mailer = await startWorker('services/mailer/main.ts', {
-    MAILER_PORT: String(port), SMTP_URL: `smtp://127.0.0.1:${sink.port}`, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '3000',
+  mailer = await startProcess('mailer', {
+    SMTP_URL: `smtp://127.0.0.1:${sink.port}`, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '3000',
     MAILER_SMTP_TIMEOUT_MS: '5000', MAIL_RETRY_BASE_MS: '200', MAIL_MAX_ATTEMPTS: '2',
-  }, port)
+  })
 }, 30_000)
 afterAll(async () => {
   await mailer?.stop()
@@ -206,11 +206,14 @@ test('a row stored with a malicious headers object (queued before the rules) is 
     const id = crypto.randomUUID()
     const messageId = `<${id}@${domain.name}>`
     // As an email queued before mailboxes were stored and before the header rules: text mailboxes only, headers as given.
-    await sql`
-      insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, subject, text, headers, message_id)
-      values (${id}, ${owner.productId}, ${domain.id}, ${key.id}, ${from()}, ${['Ann <ann@example.org>']}, 'Old', 'Old body',
-              ${headers as never}::jsonb, ${messageId})`
-    await sql`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())`
+    // One transaction, as the public route queues: the polling mailer must not claim the row before its queued event.
+    await sql.begin(async (tx) => {
+      await tx`
+        insert into emails (id, product_id, domain_id, api_key_id, from_address, to_addresses, subject, text, headers, message_id)
+        values (${id}, ${owner.productId}, ${domain.id}, ${key.id}, ${from()}, ${['Ann <ann@example.org>']}, 'Old', 'Old body',
+                ${headers as never}::jsonb, ${messageId})`
+      await tx`insert into email_events (email_id, kind, at) values (${id}, 'queued', now())`
+    })
     return id
   }
   const malicious = [

@@ -9,7 +9,7 @@ import { type AddressInfo, createServer } from 'node:net'
 import { createTransport } from 'nodemailer'
 import { SMTPServer } from 'smtp-server'
 import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
-import { freePort, newProduct, startWorker, type Worker } from '../helpers'
+import { freePort, newProduct, startProcess, type Worker } from '../helpers'
 import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 import { emailReader } from '../mail/email-reader'
 
@@ -32,11 +32,10 @@ afterEach(async () => {
   for (const mailer of mailers.splice(0)) if (mailer.proc.exitCode === null && mailer.proc.signalCode === null) await mailer.stop('SIGKILL')
 })
 async function startMailer(smtpUrl: string, env: Record<string, string> = {}): Promise<Worker> {
-  const port = await freePort()
-  return startWorker('services/mailer/main.ts', {
-    MAILER_PORT: String(port), SMTP_URL: smtpUrl, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '1500', MAIL_RETRY_BASE_MS: '200',
+  return startProcess('mailer', {
+    SMTP_URL: smtpUrl, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '1500', MAIL_RETRY_BASE_MS: '200',
     MAILER_SMTP_TIMEOUT_MS: '20000', ...env,
-  }, port).then((mailer) => (mailers.push(mailer), mailer))
+  }).then((mailer) => (mailers.push(mailer), mailer))
 }
 /**
  * A server that holds (never answers, or answers late) the end of DATA for this file's marked messages only: emails other
@@ -188,10 +187,10 @@ describe('sent only after the SMTP server accepted', () => {
     const accepted: CaughtMessage[] = []
     const accepting = await startSmtpSink({ port: 0, onMessage: (message) => accepted.push(message) })
     const port = await freePort()
-    const mailer = await startWorker('services/mailer/main.ts', {
-      MAILER_PORT: String(port), SMTP_URL: `smtp://127.0.0.1:${drip.port}`, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '1500',
+    const mailer = await startProcess('mailer', {
+      SMTP_URL: `smtp://127.0.0.1:${drip.port}`, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '1500',
       MAIL_RETRY_BASE_MS: '200', MAILER_SMTP_TIMEOUT_MS: '1500',
-    }, port, '/readyz', { logs: true })
+    }, { logs: true })
     mailers.push(mailer)
     let next: Worker | undefined
     try {
@@ -258,8 +257,7 @@ test('MAIL_DEV_VERIFY with PLATFORM_ENV=production (or Production, prod, staging
     expect(await new Response(proc.stderr).text(), environment).toContain(`MAIL_DEV_VERIFY is refused when PLATFORM_ENV=${JSON.stringify(environment)}`)
   }
   // The refusal is that combination only: production without it starts.
-  const port = await freePort()
-  const production = await startWorker('services/mailer/main.ts', { MAILER_PORT: String(port), PLATFORM_ENV: 'production', MAIL_DEV_VERIFY: '0' }, port, '/healthz')
+  const production = await startProcess('mailer', { PLATFORM_ENV: 'production', MAIL_DEV_VERIFY: '0' }, { waitFor: '/healthz' })
   expect(await production.stop()).toBe(0)
 }, 60_000)
 

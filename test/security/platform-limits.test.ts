@@ -10,7 +10,7 @@ import { createInsight } from '../../services/api/analytics/insights'
 import { createMailKey } from '../../services/api/mail/key-management'
 import { operations } from '../../services/api/catalog'
 import { buildPublicApp } from '../../services/public/app'
-import { call, callApp, freePort, newPlatformKey, newProduct, newUser, ok as checked, startWorker, type Worker } from '../helpers'
+import { call, callApp, newPlatformKey, newProduct, newUser, ok as checked, startProcess, type Worker } from '../helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const METRIC = { entity: 'events', metrics: ['count'], range: { from: '-7d' }, bucket: 'day' }
@@ -34,12 +34,11 @@ let capped: Worker
 let ratedPublic: Worker
 let single: Worker
 beforeAll(async () => {
-  const [ratedPort, cappedPort, publicPort, singlePort] = [await freePort(), await freePort(), await freePort(), await freePort()]
   ;[rated, capped, ratedPublic, single] = await Promise.all([
-    startWorker('services/api/main.ts', { API_PORT: String(ratedPort), ...RATES }, ratedPort),
-    startWorker('services/api/main.ts', { API_PORT: String(cappedPort), ...CEILINGS, ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION: '1', PRODUCT_MAX_KEYS_CREATED_PER_DAY: '5' }, cappedPort),
-    startWorker('services/public/main.ts', { PUBLIC_PORT: String(publicPort), ...RATES }, publicPort),
-    startWorker('services/api/main.ts', { API_PORT: String(singlePort), ANALYTICS_MAX_CONCURRENT_PER_WORKER: '1' }, singlePort),
+    startProcess('api', RATES),
+    startProcess('api', { ...CEILINGS, ANALYTICS_MAX_CONCURRENT_PER_ORGANIZATION: '1', PRODUCT_MAX_KEYS_CREATED_PER_DAY: '5' }),
+    startProcess('public', RATES),
+    startProcess('api', { ANALYTICS_MAX_CONCURRENT_PER_WORKER: '1' }),
   ])
 })
 afterAll(async () => {

@@ -8,7 +8,7 @@ import { channelKeys, fanKey, fanSeqKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { redis } from '../../shared/redis'
-import { startWorker, freePort, type Worker } from '../helpers'
+import { startProcess, type Worker } from '../helpers'
 import { awayFromWindowEdge, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { type Frame, startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
 
@@ -45,10 +45,9 @@ let A: RealtimeProduct
 let B: RealtimeProduct
 
 beforeAll(async () => {
-  const port = await freePort()
   ;[g1, g2, api, A, B] = await Promise.all([
     startGateway(ENV), startGateway(ENV),
-    startWorker('services/public/main.ts', { PUBLIC_PORT: String(port), TRUST_PROXY: '1', ...ENV }, port),
+    startProcess('public', { TRUST_PROXY: '1', ...ENV }),
     realtimeProduct(NAMESPACES), realtimeProduct(NAMESPACES),
   ])
 }, 30_000)

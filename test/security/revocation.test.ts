@@ -11,7 +11,7 @@ import { InvalidatedCache } from '../../shared/cache/invalidated-cache'
 import { RevocationCache, revokedAmong } from '../../shared/realtime/revocations'
 import { startFaultProxy } from '../faults/proxy'
 import { signToken } from '../../shared/realtime/tokens'
-import { freePort, newPlatformKey, startWorker, type Worker } from '../helpers'
+import { freePort, newPlatformKey, startProcess, type Worker } from '../helpers'
 import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
 import { createKey, manage, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 
@@ -74,10 +74,9 @@ const env = () => ({ REDIS_URL: redisServer.url, REDIS_COMMAND_TIMEOUT_MS: '500'
 beforeAll(async () => {
   redisServer = new OwnRedis(await freePort())
   await redisServer.start()
-  const [apiPort, publicPort] = [await freePort(), await freePort()]
   ;[api, publicWorker, slowSweep, fastSweep, product] = await Promise.all([
-    startWorker('services/api/main.ts', { ...env(), API_PORT: String(apiPort) }, apiPort),
-    startWorker('services/public/main.ts', { ...env(), PUBLIC_PORT: String(publicPort), TRUST_PROXY: '1' }, publicPort),
+    startProcess('api', { ...env() }),
+    startProcess('public', { ...env(), TRUST_PROXY: '1' }),
     startGateway({ ...env(), GATEWAY_REVOCATION_SWEEP_MS: '60000' }),
     startGateway({ ...env(), GATEWAY_REVOCATION_SWEEP_MS: '1000' }),
     realtimeProduct([{ name: 'chat' }]),
