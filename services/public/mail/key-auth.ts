@@ -1,9 +1,10 @@
 // Sending key (lmk_) authentication for the public Mail routes, with a short per-worker cache dropped on invalidation.
 import { looksLikeSecret } from '../../../shared/crypto'
 import { sql } from '../../../shared/db/client'
-import { ApiError, logUnlessOutage, unavailable } from '../../../shared/errors'
+import { ApiError } from '../../../shared/errors'
 import { MAIL_KEY_PREFIX, mailKeyHash, type MailScope } from '../../../shared/mail/keys'
 import { InvalidatedCache } from '../../../shared/cache/invalidated-cache'
+import { cachedKeyLookup } from '../http/key-lookup'
 
 export interface MailKeyIdentity {
   keyId: string
@@ -16,23 +17,13 @@ export interface MailKeyIdentity {
 /** The spec's one error for every key failure: 401 (or 403 for a locked key listing), `restricted_api_key`. */
 export const restrictedKey = (message: string, status: 401 | 403 = 401) => new ApiError(status, 'restricted_api_key', message)
 
-/** hex digest → identity; only active keys are cached. Dropped by `mail_key` invalidation messages. */
+/** hex digest → identity (only active keys), dropped by `mail_key` invalidation messages. */
 export const mailKeyCache = new InvalidatedCache<MailKeyIdentity | null>()
 
-async function lookup(key: string): Promise<MailKeyIdentity | null> {
-  const digest = mailKeyHash(key)
-  return mailKeyCache.get(digest.toString('hex'), async () => {
-    let rows
-    try {
-      rows = await sql`select id, product_id, scope, domain_id from mail_api_keys where key_hash = ${digest} and revoked_at is null`
-    } catch (error) {
-      logUnlessOutage('mail key lookup failed', error)
-      throw unavailable('API key verification is unavailable; retry shortly')
-    }
-    const row = rows[0]
-    return row ? { keyId: row.id, productId: row.product_id, scope: row.scope, domainId: row.domain_id } : null
-  }, (identity) => identity !== null)
-}
+const lookup = cachedKeyLookup(mailKeyCache, 'mail key', async (digest) => {
+  const [row] = await sql`select id, product_id, scope, domain_id from mail_api_keys where key_hash = ${digest} and revoked_at is null`
+  return row ? { keyId: row.id, productId: row.product_id, scope: row.scope, domainId: row.domain_id } : null
+})
 
 /**
  * The X-Api-Key header as a sending key of `productId`. Missing, not starting with `lmk_` (refused before any lookup),
@@ -51,7 +42,7 @@ export async function authenticateMailKey(request: Request, productId: string): 
   if (!key.startsWith(MAIL_KEY_PREFIX) || !looksLikeSecret(key, MAIL_KEY_PREFIX)) {
     throw restrictedKey('This is not a sending key: it starts with lmk_ followed by 43 URL-safe base64 characters')
   }
-  const identity = await lookup(key)
+  const identity = await lookup(mailKeyHash(key))
   if (!identity) throw restrictedKey('This API key is not valid: it may have been deleted')
   if (identity.productId !== productId) throw new ApiError(404, 'not_found', 'Product not found')
   return identity

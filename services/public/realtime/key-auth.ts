@@ -2,10 +2,10 @@
 import { config } from '../../../shared/config'
 import { looksLikeSecret } from '../../../shared/crypto'
 import { sql } from '../../../shared/db/client'
-import { logUnlessOutage, unavailable } from '../../../shared/errors'
 import { PUBLIC_KEY_PREFIX, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
 import { HINTS, insufficientScope, invalidApiKey, productNotFound } from './errors'
 import { InvalidatedCache } from '../../../shared/cache/invalidated-cache'
+import { cachedKeyLookup } from '../http/key-lookup'
 
 export interface KeyIdentity {
   keyId: string
@@ -13,28 +13,15 @@ export interface KeyIdentity {
   scope: readonly PublicScope[]
 }
 
-/**
- * hex digest → identity. Only active keys are cached: a new key works at once, and an unknown key costs one index hit
- * (the IP rate limit bounds how many a client can try). Dropped by `public_key` invalidation messages.
- */
+/** hex digest → identity (only active keys), dropped by `public_key` invalidation messages. */
 export const keyCache = new InvalidatedCache<KeyIdentity | null>()
 
-async function lookup(key: string): Promise<KeyIdentity | null> {
-  const digest = publicKeyHash(key, config.environment)
-  return keyCache.get(digest.toString('hex'), async () => {
-    let rows
-    try {
-      rows = await sql`
-        select id, product_id, scope from public_keys
-        where key_hash = ${digest} and environment = ${config.environment} and revoked_at is null`
-    } catch (error) {
-      logUnlessOutage('api key lookup failed', error)
-      throw unavailable('API key verification is unavailable; retry shortly')
-    }
-    const row = rows[0]
-    return row ? { keyId: row.id, productId: row.product_id, scope: row.scope } : null
-  }, (identity) => identity !== null)
-}
+const lookup = cachedKeyLookup(keyCache, 'api key', async (digest) => {
+  const [row] = await sql`
+    select id, product_id, scope from public_keys
+    where key_hash = ${digest} and environment = ${config.environment} and revoked_at is null`
+  return row ? { keyId: row.id, productId: row.product_id, scope: row.scope } : null
+})
 
 /**
  * Resolves the X-Api-Key header to a key of `productId` whose scope includes `scope`.
@@ -47,7 +34,7 @@ export async function authenticate(request: Request, productId: string, scope: P
   const key = request.headers.get('x-api-key')
   if (key === null || key === '') throw invalidApiKey(request.headers.has('authorization') ? HINTS.elsewhere : HINTS.missing)
   if (!looksLikeSecret(key, PUBLIC_KEY_PREFIX)) throw invalidApiKey(HINTS.malformed)
-  const identity = await lookup(key)
+  const identity = await lookup(publicKeyHash(key, config.environment))
   if (!identity) throw invalidApiKey(HINTS.unknown)
   if (identity.productId !== productId) throw productNotFound()
   if (!identity.scope.includes(scope)) throw insufficientScope(scope)

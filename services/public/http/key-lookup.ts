@@ -1,0 +1,21 @@
+// Resolving an API key's digest to its identity, for every kind of key the public routes take: a per-worker cache that
+// invalidations drop, and a failing lookup answered as 503 (logged unless PostgreSQL is simply down).
+import { InvalidatedCache } from '../../../shared/cache/invalidated-cache'
+import { logUnlessOutage, unavailable } from '../../../shared/errors'
+
+/**
+ * A cached lookup by digest. Only found keys are cached: a new key works at once, and an unknown key costs one index
+ * hit (the IP rate limit bounds how many a client can try). `cache` is exported by the caller for its invalidations.
+ */
+export function cachedKeyLookup<Identity>(
+  cache: InvalidatedCache<Identity | null>, what: string, find: (digest: Buffer) => Promise<Identity | null>,
+): (digest: Buffer) => Promise<Identity | null> {
+  return (digest) => cache.get(digest.toString('hex'), async () => {
+    try {
+      return await find(digest)
+    } catch (error) {
+      logUnlessOutage(`${what} lookup failed`, error)
+      throw unavailable('API key verification is unavailable; retry shortly')
+    }
+  }, (identity) => identity !== null)
+}
