@@ -94,7 +94,8 @@ export const templates = {
   },
   async list(key: MailKeyIdentity, rawQuery: Record<string, string>) {
     requireFullAccess(key)
-    return ({ object: 'list' as const, ...await listed('data', validateInput({ query: TemplatePage }, { query: rawQuery }).query as Static<typeof TemplatePage>, (page) => listTemplates(key.productId, page), templateOut) })
+    const query = validateInput({ query: TemplatePage }, { query: rawQuery }).query as Static<typeof TemplatePage>
+    return { object: 'list' as const, ...await listed('data', query, (page) => listTemplates(key.productId, page), templateOut) }
   },
   async get(key: MailKeyIdentity, id: string) {
     requireFullAccess(key)
