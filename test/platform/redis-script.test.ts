@@ -3,7 +3,8 @@
 import { afterAll, expect, test } from 'bun:test'
 import { createHash, randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
-import { publish, readHistory } from '../../shared/realtime/broker'
+import { channelTop, publish, readHistory } from '../../shared/realtime/broker'
+import { channelKeys } from '../../shared/realtime/keys'
 import { enterPresence, listPresence } from '../../shared/realtime/presence'
 import { closeRedis, redis } from '../../shared/redis'
 import { redisScript } from '../../shared/redis-script'
@@ -52,4 +53,19 @@ test('a script Redis refuses to run (an error reply) is answered 503 "<Service> 
   expect((error as ApiError).message).toBe('Test counter is unavailable')
   expect((error as ApiError).headers).toEqual({ 'retry-after': '1' })
   await redis().del(key)
+})
+
+test('the realtime scripts name their service in that 503: publish, history, presence', async () => {
+  const productId = randomUUID()
+  const channel = 'chat:wrong-type'
+  const policy = { historyTtlSeconds: 60, historySize: 10 }
+  const keys = channelKeys(productId, channel)
+  await redis().set(keys.meta, 'not a hash', 'EX', 60)
+  await redis().set(keys.presCount, 'not a hash', 'EX', 60)
+  const messageOf = (promise: Promise<unknown>) => promise.then(() => 'resolved', (e: ApiError) => `${e.status} ${e.message}`)
+  expect(await messageOf(publish({ productId, channel, policy, data: '1' }))).toBe('503 Realtime publish is unavailable')
+  expect(await messageOf(readHistory(productId, channel, policy, { last_n: 1 }))).toBe('503 Realtime history is unavailable')
+  expect(await messageOf(channelTop(productId, channel))).toBe('503 Realtime history is unavailable')
+  expect(await messageOf(listPresence(productId, channel))).toBe('503 Realtime presence is unavailable')
+  await redis().del(keys.meta, keys.presCount)
 })
