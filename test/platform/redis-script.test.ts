@@ -1,0 +1,71 @@
+// The one runner of the platform's Lua scripts (shared/redis-script.ts) against a real Redis: a script Redis does not
+// hold (never loaded, or flushed) still runs, and a script Redis cannot run becomes the platform's 503.
+import { afterAll, expect, test } from 'bun:test'
+import { createHash, randomUUID } from 'node:crypto'
+import { ApiError } from '../../shared/errors'
+import { channelTop, publish, readHistory } from '../../shared/realtime/broker'
+import { channelKeys } from '../../shared/realtime/keys'
+import { enterPresence, listPresence } from '../../shared/realtime/presence'
+import { closeRedis, redis } from '../../shared/redis'
+import { redisScript } from '../../shared/redis-script'
+
+afterAll(async () => {
+  await closeRedis()
+})
+
+const sha1 = (text: string) => createHash('sha1').update(text).digest('hex')
+
+test('a script Redis has never seen runs on its first call (NOSCRIPT: the source is sent once) and is cached afterwards', async () => {
+  const source = `-- ${randomUUID()}\nreturn redis.call('INCRBY', KEYS[1], ARGV[1])`
+  const key = `test:redis-script:${randomUUID()}`
+  const [before] = (await redis().script('EXISTS', sha1(source))) as number[]
+  expect(before).toBe(0)
+  const incr = redisScript<number>('test counter', source)
+  expect(await incr.run([key], [5])).toBe(5)
+  const [after] = (await redis().script('EXISTS', sha1(source))) as number[]
+  expect(after).toBe(1)
+  expect(await incr.run([key], [2])).toBe(7)
+  expect(await incr.runEach([[[key], [1]], [[key], [1]]])).toEqual([8, 9])
+  await redis().del(key)
+})
+
+test('after SCRIPT FLUSH the broker and presence scripts still run', async () => {
+  const productId = randomUUID()
+  const channel = 'chat:flushed'
+  const policy = { historyTtlSeconds: 60, historySize: 10 }
+  expect((await publish({ productId, channel, policy, data: '1' })).offset).toBe(1)
+  await redis().script('FLUSH')
+  expect((await publish({ productId, channel, policy, data: '2' })).offset).toBe(2)
+  const history = await readHistory(productId, channel, policy, { last_n: 10 })
+  expect(history.entries.map((entry) => entry.data)).toEqual([1, 2])
+  await redis().script('FLUSH')
+  expect(await enterPresence({ productId, channel, identity: 'ada', connectionId: 'c1' })).toEqual({ joined: true })
+  expect((await listPresence(productId, channel)).map((member) => member.identity)).toEqual(['ada'])
+})
+
+test('a script Redis refuses to run (an error reply) is answered 503 "<Service> is unavailable" with Retry-After', async () => {
+  const key = `test:redis-script:${randomUUID()}`
+  await redis().hset(key, 'f', 'v')
+  const incr = redisScript<number>('test counter', `return redis.call('INCR', KEYS[1])`)
+  const error = await incr.run([key], []).catch((e: unknown) => e)
+  expect(error).toBeInstanceOf(ApiError)
+  expect((error as ApiError).status).toBe(503)
+  expect((error as ApiError).message).toBe('Test counter is unavailable')
+  expect((error as ApiError).headers).toEqual({ 'retry-after': '1' })
+  await redis().del(key)
+})
+
+test('the realtime scripts name their service in that 503: publish, history, presence', async () => {
+  const productId = randomUUID()
+  const channel = 'chat:wrong-type'
+  const policy = { historyTtlSeconds: 60, historySize: 10 }
+  const keys = channelKeys(productId, channel)
+  await redis().set(keys.meta, 'not a hash', 'EX', 60)
+  await redis().set(keys.presCount, 'not a hash', 'EX', 60)
+  const messageOf = (promise: Promise<unknown>) => promise.then(() => 'resolved', (e: ApiError) => `${e.status} ${e.message}`)
+  expect(await messageOf(publish({ productId, channel, policy, data: '1' }))).toBe('503 Realtime publish is unavailable')
+  expect(await messageOf(readHistory(productId, channel, policy, { last_n: 1 }))).toBe('503 Realtime history is unavailable')
+  expect(await messageOf(channelTop(productId, channel))).toBe('503 Realtime history is unavailable')
+  expect(await messageOf(listPresence(productId, channel))).toBe('503 Realtime presence is unavailable')
+  await redis().del(keys.meta, keys.presCount)
+})
