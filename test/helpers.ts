@@ -134,11 +134,10 @@ process.once('exit', () => {
   for (const proc of running) proc.kill('SIGKILL')
 })
 
-/** The platform's processes, each with the variable that sets its port. */
+/** The platform's HTTP processes, each with the variable that sets its port (gateways: gateway/ws-helpers.ts). */
 const PROCESSES = {
   api: { script: 'services/api/main.ts', portVariable: 'API_PORT' },
   public: { script: 'services/public/main.ts', portVariable: 'PUBLIC_PORT' },
-  gateway: { script: 'gateway/main.ts', portVariable: 'GATEWAY_PORT' },
   mailer: { script: 'services/mailer/main.ts', portVariable: 'MAILER_PORT' },
 } as const
 

@@ -51,19 +51,30 @@ export function cutPage<T>(rows: readonly T[], page: PageRequest<unknown>): { it
   return { items: rows.slice(0, page.limit), has_more: rows.length > page.limit }
 }
 
+type Lister<T> = (page: PageRequest) => Promise<readonly T[]>
+
+/** The page `query` asks for, read with `list`, cut, and shown with `out`. */
+async function readPage<T, Out>(query: { limit?: number; after?: string } | undefined, list: Lister<T>, out: (item: T) => Out) {
+  const page = pageOf(query)
+  const { items, has_more } = cutPage(await list(page), page)
+  return { items: items.map(out), has_more }
+}
+
 /**
- * The page `query` asks for, read with `list` and cut: `{ [member]: items shown with out, has_more }`.
+ * A list body in the platform's shape: `{ [member]: items, has_more }`.
  * Example: `listed('namespaces', query, (page) => listNamespaces(productId, page), namespaceOut)`.
  */
 export async function listed<Member extends string, T, Out>(
-  member: Member,
-  query: { limit?: number; after?: string } | undefined,
-  list: (page: PageRequest) => Promise<readonly T[]>,
-  out: (item: T) => Out,
+  member: Member, query: { limit?: number; after?: string } | undefined, list: Lister<T>, out: (item: T) => Out,
 ): Promise<Record<Member, Out[]> & { has_more: boolean }> {
-  const page = pageOf(query)
-  const { items, has_more } = cutPage(await list(page), page)
-  return { [member]: items.map(out), has_more } as Record<Member, Out[]> & { has_more: boolean }
+  const { items, has_more } = await readPage(query, list, out)
+  return { [member]: items, has_more } as Record<Member, Out[]> & { has_more: boolean }
+}
+
+/** A list body in Resend's shape, for Mail: `{ object: 'list', has_more, data }`, in that order. */
+export async function listObject<T, Out>(query: { limit?: number; after?: string } | undefined, list: Lister<T>, out: (item: T) => Out) {
+  const { items, has_more } = await readPage(query, list, out)
+  return { object: 'list' as const, has_more, data: items }
 }
 
 /** `after` names no item of this list (never one, deleted since, or another product's): 400 naming /query/after. */

@@ -9,9 +9,10 @@ type Fragment = postgres.PendingQuery<postgres.Row[]>
 export interface KeysetOrder {
   /**
    * The sort key, unique per row, as SQL expressions (constants of the code, never input), e.g. ['created_at', 'id']
-   * or ['g.pattern collate "C"', 'g.id']: the listing sorts by them and the cursor row is selected by them.
+   * or ['g.pattern collate "C"', 'g.id']: the listing sorts by them and the cursor row is selected by them, so a table
+   * alias they use must be declared in both `cursor` and `rows`.
    */
-  key: readonly string[]
+  key: readonly [string, ...string[]]
   descending: boolean
 }
 
@@ -38,11 +39,11 @@ export interface KeysetQuery {
  */
 export async function keysetPage(query: KeysetQuery, page: PageRequest): Promise<postgres.Row[]> {
   const { key, descending } = query.order
-  const listed = (position: Fragment | null) => sql`
+  const statement = (position: Fragment | null) => sql`
     ${query.rows}
     ${position ? sql`and (${columns(key)}) ${sql.unsafe(descending ? '<' : '>')} ${position}` : sql``}
     order by ${columns(key, descending ? ' desc' : '')} limit ${page.limit + 1}`
-  if (!page.after) return [...(await listed(null))]
+  if (!page.after) return [...(await statement(null))]
   // The list runs as a lateral subquery of the one row that says whether the cursor exists; its rows keep their order
   // (page_position). With no row after the cursor, the join still answers that one row, page columns null.
   const rows = await sql`
@@ -51,7 +52,7 @@ export async function keysetPage(query: KeysetQuery, page: PageRequest): Promise
     from (select 1) as one
     left join lateral (
       select true as in_page, row_number() over () as page_position, listed.*
-      from (${listed(sql`(select * from cursor)`)}) as listed
+      from (${statement(sql`(select * from cursor)`)}) as listed
     ) as page on true
     order by page.page_position`
   if (!rows[0]?.cursor_found) throw unknownCursor(query.what)
@@ -59,5 +60,5 @@ export async function keysetPage(query: KeysetQuery, page: PageRequest): Promise
 }
 
 /** `a, b` (each with `suffix`) as one fragment; fragments are built per statement, postgres.js consumes them. */
-const columns = (key: readonly string[], suffix = '') =>
+const columns = (key: KeysetOrder['key'], suffix = '') =>
   key.map((column) => sql.unsafe(column + suffix)).reduce((list, column) => sql`${list}, ${column}`)

@@ -6,7 +6,7 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { simpleParser } from 'mailparser'
 import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
 import { sql } from '../../shared/db/client'
-import { freePort, newProduct, startProcess, type Worker } from '../helpers'
+import { newProduct, startProcess, type Worker } from '../helpers'
 import { manage, pub, startPublicPair, type Pair } from '../realtime/public-helpers'
 import { emailReader } from './email-reader'
 
@@ -26,7 +26,6 @@ const MAILER_ENV = () => ({
   MAIL_LEASE_MS: '3000', MAILER_SMTP_TIMEOUT_MS: '5000',
 })
 async function startMailer(env: Record<string, string> = {}): Promise<Worker> {
-  const port = await freePort()
   return startProcess('mailer', { ...MAILER_ENV(), ...env })
 }
 

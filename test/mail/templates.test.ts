@@ -123,6 +123,14 @@ describe('domains and templates on the public surface', () => {
     expect((await pub(pair.a, 'GET', `${base()}/templates/${template.body.id}`, { key: full })).status).toBe(404)
   })
 
+  test("every Mail list, on the public surface and the platform API, is Resend's list object: object, has_more, data, in that order", async () => {
+    const lists = [
+      ...['/emails', '/domains', '/templates'].map(async (path) => (await pub(pair.a, 'GET', `${base()}${path}`, { key: full })).body),
+      ...['/mail/domains', '/mail/api-keys', '/mail/templates'].map((path) => manage(owner, 'GET', path)),
+    ]
+    for (const body of await Promise.all(lists)) expect(Object.keys(body)).toEqual(['object', 'has_more', 'data'])
+  })
+
   test('a full_access key locked to a domain sees and verifies that domain only, and cannot register or delete domains', async () => {
     const locked = (await manage(owner, 'POST', '/mail/api-keys', { name: 'locked', scope: 'full_access', domainId: domain.id })).key
     const other = await manage(owner, 'POST', '/mail/domains', { name: domainName() })

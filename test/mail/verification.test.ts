@@ -9,7 +9,6 @@ let dns: DnsServer
 let api: Worker
 beforeAll(async () => {
   dns = await startDnsServer()
-  const port = await freePort()
   api = await startProcess('api', {
     MAIL_DEV_VERIFY: '0', MAIL_DNS_SERVERS: `127.0.0.1:${dns.port}`, MAIL_DNS_TIMEOUT_MS: '1000',
   })

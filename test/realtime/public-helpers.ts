@@ -1,6 +1,6 @@
 // Helpers for the Realtime public-route tests: two real public workers, a product with a key and namespaces, raw calls.
 import { randomBytes } from 'node:crypto'
-import { call, freePort, newProduct, startWorker, type Worker } from '../helpers'
+import { call, newProduct, startProcess, type Worker } from '../helpers'
 
 export interface Pair {
   a: Worker
@@ -10,11 +10,7 @@ export interface Pair {
 
 /** Two `public` processes, each on its own port, trusting X-Forwarded-For so each test can bring its own client IP. */
 export async function startPublicPair(env: Record<string, string> = {}): Promise<Pair> {
-  const start = async () => {
-    const port = await freePort()
-    return startWorker('services/public/main.ts', { PUBLIC_PORT: String(port), TRUST_PROXY: '1', ...env }, port)
-  }
-  const [a, b] = await Promise.all([start(), start()])
+  const [a, b] = await Promise.all([startProcess('public', { TRUST_PROXY: '1', ...env }), startProcess('public', { TRUST_PROXY: '1', ...env })])
   return { a, b, stop: async () => void (await Promise.all([a.stop(), b.stop()])) }
 }
 

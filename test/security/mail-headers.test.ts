@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { simpleParser } from 'mailparser'
 import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
 import { sql } from '../../shared/db/client'
-import { freePort, newProduct, startProcess, type Worker } from '../helpers'
+import { newProduct, startProcess, type Worker } from '../helpers'
 import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 import { emailReader } from '../mail/email-reader'
 
@@ -25,7 +25,6 @@ beforeAll(async () => {
   owner = await newProduct('Mail headers')
   domain = await manage(owner, 'POST', '/mail/domains', { name: `h${crypto.randomUUID().slice(0, 8)}.example.com` })
   key = await manage(owner, 'POST', '/mail/api-keys', { name: 'sender', scope: 'full_access' })
-  const port = await freePort()
   mailer = await startProcess('mailer', {
     SMTP_URL: `smtp://127.0.0.1:${sink.port}`, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '3000',
     MAILER_SMTP_TIMEOUT_MS: '5000', MAIL_RETRY_BASE_MS: '200', MAIL_MAX_ATTEMPTS: '2',

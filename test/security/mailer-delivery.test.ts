@@ -186,7 +186,6 @@ describe('sent only after the SMTP server accepted', () => {
     const drip = await startDrippingServer()
     const accepted: CaughtMessage[] = []
     const accepting = await startSmtpSink({ port: 0, onMessage: (message) => accepted.push(message) })
-    const port = await freePort()
     const mailer = await startProcess('mailer', {
       SMTP_URL: `smtp://127.0.0.1:${drip.port}`, MAILER_POLL_MS: '50', MAIL_LEASE_MS: '1500',
       MAIL_RETRY_BASE_MS: '200', MAILER_SMTP_TIMEOUT_MS: '1500',

@@ -2,7 +2,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
-import { HasMore, listed, pageQuery } from '../../../shared/catalog/pagination'
+import { HasMore, listObject, pageQuery } from '../../../shared/catalog/pagination'
 import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
 import { DomainName, TemplateFields } from '../../../shared/mail/schemas'
 import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './key-management'
@@ -50,7 +50,7 @@ export const domainList = defineOperation({
   summary: "List the product's sending domains, newest first (paginated)",
   query: Strict(pageQuery('domain')),
   response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(DomainSchema) }),
-  handler: async ({ query }, ctx) => ({ object: 'list' as const, ...await listed('data', query, (page) => listDomains(productOf(ctx), page), domainOut) }),
+  handler: ({ query }, ctx) => listObject(query, (page) => listDomains(productOf(ctx), page), domainOut),
 })
 
 export const domainGet = defineOperation({
@@ -116,7 +116,7 @@ export const apiKeyList = defineOperation({
   summary: "List the product's active sending keys, newest first (prefixes only, never secrets; paginated)",
   query: Strict(pageQuery('API key')),
   response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(KeySchema) }),
-  handler: async ({ query }, ctx) => ({ object: 'list' as const, ...await listed('data', query, (page) => listMailKeys(productOf(ctx), page), keyOut) }),
+  handler: ({ query }, ctx) => listObject(query, (page) => listMailKeys(productOf(ctx), page), keyOut),
 })
 
 export const apiKeyDelete = defineOperation({
@@ -154,7 +154,7 @@ export const templateList = defineOperation({
   summary: "List the product's email templates, newest first (paginated)",
   query: Strict(pageQuery('template')),
   response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(TemplateSchema) }),
-  handler: async ({ query }, ctx) => ({ object: 'list' as const, ...await listed('data', query, (page) => listTemplates(productOf(ctx), page), templateOut) }),
+  handler: ({ query }, ctx) => listObject(query, (page) => listTemplates(productOf(ctx), page), templateOut),
 })
 
 export const templateGet = defineOperation({

@@ -34,3 +34,12 @@ export async function readBody(request: Request, limit: number, options: { gzip?
   }
   return parseJson(inflated)
 }
+
+/** Routes without a body still refuse one above the limit. */
+export const noBody = async (request: Request) => {
+  await readBytes(request, BODY_LIMIT)
+  return undefined
+}
+
+/** A JSON body of at most BODY_LIMIT bytes. */
+export const jsonBody = (request: Request) => readBody(request, BODY_LIMIT)

@@ -2,10 +2,8 @@
 // then the handler. Each area passes its own authenticator; the order, error mapping and response headers are here.
 import { randomUUID } from 'node:crypto'
 import { toErrorResponse } from '../../../shared/errors'
-import { readBytes } from '../../../shared/http/body'
 import { clientIp } from '../../../shared/http/serve'
 import { describeError, log } from '../../../shared/log'
-import { BODY_LIMIT, readBody } from './body'
 import { checkOrigin } from './origin'
 import { checkIpRate } from './rate-limit'
 
@@ -56,15 +54,6 @@ export function endpoint<Key>(guards: Guards<Key>, handler: Handler<Key>) {
     }
   }
 }
-
-/** Routes without a body still refuse one above the limit. */
-export const noBody = async (request: Request) => {
-  await readBytes(request, BODY_LIMIT)
-  return undefined
-}
-
-/** A JSON body of at most BODY_LIMIT bytes. */
-export const jsonBody = (request: Request) => readBody(request, BODY_LIMIT)
 
 /** Routes take the raw body: the guards read it within their limit, Elysia must not parse it first. */
 export const ROUTE_HOOKS = { parse: 'none' } as const

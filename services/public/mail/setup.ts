@@ -3,7 +3,7 @@
 // key gets 401 restricted_api_key. A key locked to a domain sees and verifies that domain only, and cannot register
 // or delete domains.
 import Type, { type Static } from 'typebox'
-import { cutPage, listed, pageOf, pageQuery, unknownCursor } from '../../../shared/catalog/pagination'
+import { cutPage, listObject, pageOf, pageQuery, unknownCursor } from '../../../shared/catalog/pagination'
 import { Strict } from '../../../shared/catalog/schemas'
 import { validateInput } from '../../../shared/catalog/validate'
 import { notFound } from '../../../shared/errors'
@@ -95,7 +95,7 @@ export const templates = {
   async list(key: MailKeyIdentity, rawQuery: Record<string, string>) {
     requireFullAccess(key)
     const query = validateInput({ query: TemplatePage }, { query: rawQuery }).query as Static<typeof TemplatePage>
-    return { object: 'list' as const, ...await listed('data', query, (page) => listTemplates(key.productId, page), templateOut) }
+    return listObject(query, (page) => listTemplates(key.productId, page), templateOut)
   },
   async get(key: MailKeyIdentity, id: string) {
     requireFullAccess(key)
