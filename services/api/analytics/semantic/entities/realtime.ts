@@ -1,6 +1,6 @@
 // Realtime's entities: traffic and connections, counted by the public workers and gateways and flushed per minute
 // (shared/realtime/usage.ts).
-import type { Entity } from '../catalog'
+import type { Entity } from '../entity'
 
 export const realtimeEntities: Entity[] = [{
   entity: 'realtime_usage',

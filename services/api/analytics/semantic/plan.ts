@@ -1,11 +1,12 @@
 // What metric queries and funnels share: SQL parameters, names resolved against the catalog (a name not in it is a 400
 // naming the field), filters, time ranges and zones, and running a query under its statement timeout.
-import { config } from '../config'
-import { analyticsSql } from '../db/client'
-import { ApiError, badRequest } from '../errors'
-import { parseIsoTime, withinIsoYears } from '../iso-time'
-import { Slots } from '../slots'
-import { type Entity, entityNamed } from './catalog'
+import { config } from '../../../../shared/config'
+import { analyticsSql } from '../../../../shared/db/client'
+import { ApiError, badRequest } from '../../../../shared/errors'
+import { parseIsoTime, withinIsoYears } from '../../../../shared/iso-time'
+import { Slots } from '../../../../shared/slots'
+import { entityNamed } from './catalog'
+import type { Entity } from './entity'
 import type { Filter, Range } from './query-schemas'
 
 /** Collects the values of a query: SQL text only ever holds `$n` for them and fixed SQL from the catalog. */

@@ -1,9 +1,9 @@
 // Metric queries: an entity's metrics over a time range, grouped by dimensions and optionally by time bucket in a time
 // zone, filtered; empty buckets answer 0 (count and sum) or null (avg and ratio, which are undefined there).
-import { config } from '../config'
-import { analyticsSql } from '../db/client'
-import { parseIsoTime } from '../iso-time'
-import type { Entity, Metric } from './catalog'
+import { config } from '../../../../shared/config'
+import { analyticsSql } from '../../../../shared/db/client'
+import { parseIsoTime } from '../../../../shared/iso-time'
+import type { Entity, Metric } from './entity'
 import { checkTimezone, filterSql, invalid, Params, parseRange, resolveEntity, resolveField, runQuery } from './plan'
 import type { MetricQuery } from './query-schemas'
 

@@ -1,7 +1,7 @@
 // Ordered funnels: the identities that did step 1 in the range, and of those, who did each next step after the one
 // before, within the window from their first step. One LATERAL subquery per step, each an index range scan on
 // (product, identity, event, time) (migration 0006).
-import type { Entity } from './catalog'
+import type { Entity } from './entity'
 import { filterSql, invalid, Params, parseRange, resolveEntity, resolveField, runQuery } from './plan'
 import type { Funnel } from './query-schemas'
 

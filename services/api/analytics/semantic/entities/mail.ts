@@ -1,5 +1,5 @@
 // Mail's entities: the emails a product sent and their delivery events (docs/mail.md).
-import type { Entity } from '../catalog'
+import type { Entity } from '../entity'
 
 export const mailEntities: Entity[] = [{
   entity: 'emails',

@@ -1,8 +1,8 @@
 // The shapes of a metric query and a funnel, as requests and as saved insights. Names are checked against the catalog
 // by the planners (./metric-query.ts, ./funnel.ts), not here.
 import Type, { type Static } from 'typebox'
-import { Strict } from '../catalog/schemas'
-import { IDENTITY_KINDS } from './catalog'
+import { Strict } from '../../../../shared/catalog/schemas'
+import { IDENTITY_KINDS } from './entity'
 
 export const FILTER_OPS = ['equals', 'notEquals', 'in', 'contains', 'gt', 'gte', 'lt', 'lte', 'set', 'notSet'] as const
 export const BUCKETS = ['hour', 'day', 'week', 'month'] as const
