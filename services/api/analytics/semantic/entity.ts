@@ -49,3 +49,11 @@ export interface Entity {
   /** SQL of a unique key of a row, ordering rows of equal time (a funnel step that repeats the step before); null without events. */
   rowId: string | null
 }
+
+/** The fields of an entity whose rows carry no properties and name nobody: it charts, but no funnel joins it by identity. */
+export const NO_PROPERTIES_OR_IDENTITY: Pick<Entity, 'propertiesColumn' | 'properties' | 'identityKinds' | 'identity'> = {
+  propertiesColumn: null, properties: null, identityKinds: [], identity: {},
+}
+
+/** The fields of an entity whose rows are not events: it is no funnel step. */
+export const NOT_EVENTS: Pick<Entity, 'event' | 'rowId'> = { event: null, rowId: null }
