@@ -8,8 +8,8 @@
 // Needs DATABASE_URL / REDIS_URL / PLATFORM_SECRET_KEY like the tests (scripts/bench/README.md).
 import './analytics-env'
 import { parseArgs } from 'node:util'
-import { runFunnel } from '../../shared/analytics/funnel'
-import { runMetricQuery } from '../../shared/analytics/metric-query'
+import { runFunnel } from '../../services/api/analytics/semantic/funnel'
+import { runMetricQuery } from '../../services/api/analytics/semantic/metric-query'
 import { analyticsSql, sql, unboundedSql } from '../../shared/db/client'
 import { closeRedis } from '../../shared/redis'
 import { newProduct } from '../../test/helpers'

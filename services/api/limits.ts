@@ -2,9 +2,9 @@
 // credential and per organization, and analytics queries running at once per organization on this worker.
 import { rateClassOf, type AnyOperation, type Principal } from '../../shared/catalog/operation'
 import { config } from '../../shared/config'
-import { tooManyQueries } from '../../shared/analytics/plan'
 import { limitCredentialRate, limitOrganizationRate } from '../../shared/platform-rates'
 import { Slots } from '../../shared/slots'
+import { tooManyQueries } from './analytics/semantic/plan'
 
 /**
  * The credential a request spends: a platform key, or the user behind a login session. A user's sessions share one

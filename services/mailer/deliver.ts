@@ -1,23 +1,17 @@
-// One delivery attempt of a claimed email: drop suppressed recipients, build the MIME message with nodemailer, sign it
-// with the domain's DKIM key, hand it to SMTP_URL, and record what happened: `sent` (with `delivered`) only once the
-// server accepted it. nodemailer gets only values built here: mailboxes as {name, address} and headers as a list of
-// {key, value} strings checked again, never an object a request carried.
-import { createTransport, type Transporter } from 'nodemailer'
+// One delivery attempt of a claimed email: drop suppressed recipients, assemble the message signed with the domain's
+// DKIM key (./message.ts), hand it to the transport passed in (SMTP_URL in the mailer), and record what happened:
+// `sent` (with `delivered`) only once the server accepted it. nodemailer gets only values built here: mailboxes as
+// {name, address} and headers as a list of {key, value} strings checked again, never an object a request carried.
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { aadOf } from '../../shared/db/seal-secrets'
 import { describeError, log } from '../../shared/log'
-import { parseMailbox, type StoredMailbox } from '../../shared/mail/addresses'
 import { type HeaderLine, headerLines } from '../../shared/mail/headers'
 import { open } from '../../shared/secrets'
+import { assembleMessage, type DomainKey, type Mailboxes, mailboxesOf } from './message'
 import { classifyAccepted, classifyFailure, type Outcome, retryDelayMs } from './outcome'
 import { type ClaimedEmail, finish, renewLease, suppressedAmong } from './queue'
-
-interface DomainKey {
-  name: string
-  selector: string
-  privateKey: string
-}
+import type { MailTransport } from './transport'
 
 /** Private DKIM keys by domain id: unsealed once per mailer (a domain's key never changes). */
 const privateKeys = new Map<string, string>()
@@ -34,80 +28,17 @@ async function sendingDomain(domainId: string): Promise<{ status: string; key: D
   return { status: row.status, key: { name: row.name, selector: row.dkim_selector, privateKey } }
 }
 
-let transport: Transporter | undefined
-
-/**
- * nodemailer's options for SMTP_URL: `smtps://` is TLS from the first byte; `smtp://` with credentials must upgrade
- * with STARTTLS before AUTH (requireTLS): a man in the middle who strips the STARTTLS offer then fails the attempt
- * (delivery_delayed, reason naming TLS) instead of reading the password. Plain `smtp://` without credentials upgrades
- * when the server offers it.
- */
-function transportOptions(smtpUrl: string, timeoutMs: number) {
-  const url = new URL(smtpUrl)
-  const secure = url.protocol === 'smtps:'
-  const credentials = url.username !== '' || url.password !== ''
-  return {
-    host: url.hostname,
-    port: Number(url.port || (secure ? 465 : 25)),
-    secure,
-    requireTLS: credentials && !secure,
-    ...(credentials ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } } : {}),
-    connectionTimeout: timeoutMs,
-    greetingTimeout: timeoutMs,
-    socketTimeout: timeoutMs,
-  }
-}
-
-/** One transport per mailer, from SMTP_URL (transportOptions). */
-function smtp(): Transporter {
-  if (transport) return transport
-  transport = createTransport(transportOptions(config.mail.smtpUrl, config.mail.smtpTimeoutMs))
-  return transport
-}
-
-/**
- * A mailbox of an email queued before mailboxes were stored: parsed from its text once, here (an address that no
- * longer parses goes as a bare address, which nodemailer checks and encodes itself).
- */
-const legacyMailbox = (value: string): StoredMailbox => {
-  const mailbox = parseMailbox(value)
-  return mailbox ? { name: mailbox.name ?? '', address: mailbox.address } : { name: '', address: value }
-}
-
-/** The email's mailboxes as nodemailer's {name, address}: stored at queue time, or parsed once for older emails. */
-function mailboxesOf(email: ClaimedEmail) {
-  if (email.mailboxes) {
-    const { from, to, cc, bcc, reply_to: replyTo } = email.mailboxes
-    return { from, to, cc, bcc, replyTo }
-  }
-  return {
-    from: legacyMailbox(email.fromAddress), to: email.to.map(legacyMailbox), cc: email.cc.map(legacyMailbox),
-    bcc: email.bcc.map(legacyMailbox), replyTo: email.replyTo.map(legacyMailbox),
-  }
-}
-type Mailboxes = ReturnType<typeof mailboxesOf>
-
 /** Sends and classifies: the SMTP server's answer, or the failure to reach it. */
-async function attempt(email: ClaimedEmail, mailboxes: Mailboxes, headers: HeaderLine[], key: DomainKey, recipients: string[]): Promise<Outcome> {
-  // A fresh object of strings only: nothing here is an object a request carried.
-  const plain = (m: StoredMailbox) => ({ name: String(m.name), address: String(m.address) })
+async function attempt(transport: MailTransport, email: ClaimedEmail, mailboxes: Mailboxes, headers: HeaderLine[], key: DomainKey, recipients: string[]): Promise<Outcome> {
   try {
-    const info = await smtp().sendMail({
-      from: plain(mailboxes.from), to: mailboxes.to.map(plain), cc: mailboxes.cc.map(plain), bcc: mailboxes.bcc.map(plain),
-      replyTo: mailboxes.replyTo.map(plain),
-      subject: email.subject, html: email.html ?? undefined, text: email.text ?? undefined, headers,
-      messageId: email.messageId, date: email.createdAt,
-      envelope: { from: mailboxes.from.address, to: recipients },
-      dkim: { domainName: key.name, keySelector: key.selector, privateKey: key.privateKey },
-    })
-    return classifyAccepted(info as { rejectedErrors?: { recipient?: string; responseCode?: number }[] })
+    return classifyAccepted(await transport.send(assembleMessage(email, mailboxes, headers, key, recipients)))
   } catch (error) {
     return classifyFailure(error as Parameters<typeof classifyFailure>[0])
   }
 }
 
-/** Runs one attempt and records it. Never throws for the email's own failures; database failures propagate. */
-export async function deliver(email: ClaimedEmail): Promise<void> {
+/** Runs one attempt over `transport` and records it. Never throws for the email's own failures; database failures propagate. */
+export async function deliver(email: ClaimedEmail, transport: MailTransport): Promise<void> {
   const mailboxes = mailboxesOf(email)
   const all = [...mailboxes.to, ...mailboxes.cc, ...mailboxes.bcc].map((m) => m.address.toLowerCase())
   const suppressed = await suppressedAmong(email.productId, all)
@@ -130,7 +61,7 @@ export async function deliver(email: ClaimedEmail): Promise<void> {
     return void (await finish(email, { kind: 'failed', detail: (error as Error).message.slice(0, 500) }))
   }
   const key = domain.key
-  const outcome = await whileLeased(email, () => attempt(email, mailboxes, headers, key, recipients))
+  const outcome = await whileLeased(email, () => attempt(transport, email, mailboxes, headers, key, recipients))
   const notes = [suppressed.size ? `suppressed recipients skipped: ${[...suppressed].join(', ')}` : undefined, headerNote].filter(Boolean)
   const sentDetail = notes.length ? notes.join('; ') : undefined
   const recorded = await finish(email, toFinish(email, outcome, sentDetail))
@@ -175,14 +106,4 @@ function toFinish(email: ClaimedEmail, outcome: Outcome, sentDetail: string | un
     case 'failed':
       return { kind: 'failed' as const, detail: outcome.reason }
   }
-}
-
-/** Closes the SMTP transport (at shutdown). */
-export function closeTransport(): void {
-  try {
-    transport?.close()
-  } catch (error) {
-    log('warn', 'smtp transport close failed', describeError(error))
-  }
-  transport = undefined
 }

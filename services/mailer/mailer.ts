@@ -8,13 +8,15 @@ import { config } from '../../shared/config'
 import { describeError, log } from '../../shared/log'
 import { deliver } from './deliver'
 import { claimDue, releaseClaims } from './queue'
+import type { MailTransport } from './transport'
 
 export interface Mailer {
   /** Stops claiming and waits for the attempts in flight, at most `waitMs` (default MAILER_SMTP_TIMEOUT_MS). */
   stop(waitMs?: number): Promise<void>
 }
 
-export function startMailer(): Mailer {
+/** Starts the loop, delivering over `transport` (the caller closes it once the mailer has stopped). */
+export function startMailer(transport: MailTransport): Mailer {
   let running = true
   let wake: (() => void) | undefined
   const loop = (async () => {
@@ -29,7 +31,7 @@ export function startMailer(): Mailer {
           break
         }
         claimed = batch.length
-        await Promise.all(batch.map((email) => deliver(email).catch((error) => {
+        await Promise.all(batch.map((email) => deliver(email, transport).catch((error) => {
           // The outcome could not be recorded (the database went away): the lease runs out and the email is tried again.
           log('warn', 'mail delivery not recorded; it will be retried when its lease ends', { emailId: email.id, ...describeError(error) })
         })))

@@ -7,13 +7,14 @@ import { onShutdown } from '../../shared/http/lifecycle'
 import { log } from '../../shared/log'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
-import { closeTransport } from './deliver'
 import { startMailer } from './mailer'
+import { smtpTransport } from './transport'
 
 process.env.PROCESS_NAME ??= 'mailer'
 requireSecretKey() // DKIM keys are sealed: without the master key, fail now with a clear message
 
-const mailer = startMailer()
+const transport = smtpTransport(config.mail.smtpUrl, config.mail.smtpTimeoutMs)
+const mailer = startMailer(transport)
 const health = Bun.serve({
   port: config.mailerPort,
   reusePort: true,
@@ -34,7 +35,7 @@ log('info', 'listening', { name: 'mailer', port: health.port })
 onShutdown(async () => {
   health.stop(true)
   await mailer.stop()
-  closeTransport()
+  transport.close()
   await sql.end({ timeout: 5 }).catch(() => {})
   await closeRedis()
 }, config.mail.smtpTimeoutMs + 10_000)

@@ -2,8 +2,10 @@
 // database, is stopped while its claim waits on a table lock held here; when the claim completes, the emails it claimed
 // are given back (no lease, the attempt uncounted), never delivered or recorded.
 import { expect, test } from 'bun:test'
+import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { startMailer } from '../../services/mailer/mailer'
+import { smtpTransport } from '../../services/mailer/transport'
 import { newProduct } from '../helpers'
 
 test('stop() while claimDue waits: the claimed batch is released (lease and token cleared, attempts back) and nothing is attempted', async () => {
@@ -21,7 +23,7 @@ test('stop() while claimDue waits: the claimed batch is released (lease and toke
   try {
     await lock`begin`
     await lock`lock table emails in exclusive mode` // the claim's UPDATE (and its FOR UPDATE) waits on this
-    mailer = startMailer()
+    mailer = startMailer(smtpTransport(config.mail.smtpUrl, config.mail.smtpTimeoutMs))
     // The claim is on its way: its query waits for the lock.
     for (const deadline = Date.now() + 10_000; ; await Bun.sleep(20)) {
       const [waiting] = await sql`

@@ -1,5 +1,5 @@
 // Mail's entities: the emails a product sent and their delivery events (docs/mail.md).
-import type { Entity } from '../catalog'
+import { type Entity, NO_PROPERTIES_OR_IDENTITY, NOT_EVENTS } from '../entity'
 
 export const mailEntities: Entity[] = [{
   entity: 'emails',
@@ -7,7 +7,7 @@ export const mailEntities: Entity[] = [{
   entityName: 'Emails',
   description: 'Emails the product queued through the Mail public routes, with their latest event',
   timeColumn: 'created_at',
-  propertiesColumn: null,
+  ...NO_PROPERTIES_OR_IDENTITY,
   dimensions: [
     { name: 'status', description: 'The latest event: queued, sent, delivered, delivery_delayed, bounced, failed or suppressed', sql: 's.last_event' },
     { name: 'domain', description: 'The sending domain', sql: 's.domain_name' },
@@ -27,27 +27,20 @@ export const mailEntities: Entity[] = [{
       numerator: "count(*) filter (where s.last_event = 'bounced')", denominator: 'count(*)',
     },
   ],
-  identityKinds: [],
   source: '(select e.*, d.name as domain_name from emails e left join mail_domains d on d.id = e.domain_id) s',
   time: 's.created_at',
-  properties: null,
-  identity: {},
-  event: null,
-  rowId: null,
+  ...NOT_EVENTS,
 }, {
   entity: 'email_events',
   extensionSlug: 'mail',
   entityName: 'Email events',
   description: 'Every event of every email: queued, sent, delivered, delivery_delayed, bounced, failed, suppressed',
   timeColumn: 'at',
-  propertiesColumn: null,
+  ...NO_PROPERTIES_OR_IDENTITY,
   dimensions: [{ name: 'type', description: 'The event type', sql: 's.kind' }],
   metrics: [{ name: 'count', type: 'count', description: 'Number of events', sql: 'count(*)' }],
-  identityKinds: [],
   source: '(select ev.id, ev.kind, ev.at, e.product_id from email_events ev join emails e on e.id = ev.email_id) s',
   time: 's.at',
-  properties: null,
-  identity: {},
   event: 's.kind',
   rowId: 's.id',
 }]

@@ -1,12 +1,13 @@
 // What metric queries and funnels share: SQL parameters, names resolved against the catalog (a name not in it is a 400
 // naming the field), filters, time ranges and zones, and running a query under its statement timeout.
-import { config } from '../config'
-import { analyticsSql } from '../db/client'
-import { ApiError, badRequest } from '../errors'
-import { parseIsoTime, withinIsoYears } from '../iso-time'
-import { Slots } from '../slots'
-import { type Entity, entityNamed } from './catalog'
-import type { Filter, Range } from './query-schemas'
+import { config } from '../../../../shared/config'
+import { analyticsSql } from '../../../../shared/db/client'
+import { ApiError, badRequest } from '../../../../shared/errors'
+import { parseIsoTime, withinIsoYears } from '../../../../shared/iso-time'
+import { Slots } from '../../../../shared/slots'
+import { entityNamed } from './catalog'
+import type { Entity } from './entity'
+import type { Bucket, Filter, Range } from './query-schemas'
 
 /** Collects the values of a query: SQL text only ever holds `$n` for them and fixed SQL from the catalog. */
 export class Params {
@@ -104,12 +105,20 @@ export function parseRange(range: Range, path: string, now = new Date()): { from
   return { from, to }
 }
 
-let zones: Set<string> | undefined
+/**
+ * What planning asks the database, whose time rules a query must agree with: narrow, so a query can be planned (and
+ * its plan tested) with no database. The real one is ./planning-database.ts.
+ */
+export interface PlanningDatabase {
+  /** The IANA time zones PostgreSQL knows (pg_timezone_names). */
+  timezones(): Promise<ReadonlySet<string>>
+  /** Where PostgreSQL starts the `bucket` holding `from` in `timezone`, in epoch milliseconds (it may precede the year 0001). */
+  bucketStartMs(from: Date, bucket: Bucket, timezone: string): Promise<number>
+}
 
-/** An IANA time zone PostgreSQL knows (checked against pg_timezone_names, read once per process). */
-export async function checkTimezone(zone: string, path: string): Promise<string> {
-  zones ??= new Set((await analyticsSql`select name from pg_timezone_names`).map((r) => r.name as string))
-  if (!zones.has(zone)) throw invalid(path, 'is not an IANA time zone known to the database, such as UTC or Europe/Berlin')
+/** An IANA time zone PostgreSQL knows. */
+export async function checkTimezone(zone: string, path: string, db: PlanningDatabase): Promise<string> {
+  if (!(await db.timezones()).has(zone)) throw invalid(path, 'is not an IANA time zone known to the database, such as UTC or Europe/Berlin')
   return zone
 }
 

@@ -1,11 +1,12 @@
 // The shapes of a metric query and a funnel, as requests and as saved insights. Names are checked against the catalog
 // by the planners (./metric-query.ts, ./funnel.ts), not here.
 import Type, { type Static } from 'typebox'
-import { Strict } from '../catalog/schemas'
-import { IDENTITY_KINDS } from './catalog'
+import { Strict } from '../../../../shared/catalog/schemas'
+import { IDENTITY_KINDS } from './entity'
 
 export const FILTER_OPS = ['equals', 'notEquals', 'in', 'contains', 'gt', 'gte', 'lt', 'lte', 'set', 'notSet'] as const
 export const BUCKETS = ['hour', 'day', 'week', 'month'] as const
+export type Bucket = (typeof BUCKETS)[number]
 
 // 211: `properties.` and a property key of up to 200 characters, as capture takes them.
 const Name = (description: string) => Type.String({ minLength: 1, maxLength: 211, description })

@@ -1,6 +1,6 @@
 // Dashboard and tile schemas, exactly the spec's fields and bounds: the tiles of a 12-column grid, two kinds chosen by `type`.
 import Type from 'typebox'
-import { Strict, Uuid } from '../catalog/schemas'
+import { Strict, Uuid } from '../../../shared/catalog/schemas'
 
 export const SLUG_PATTERN = '^[a-z0-9][a-z0-9-]{1,63}$'
 export const MAX_TILES = 40

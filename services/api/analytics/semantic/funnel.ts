@@ -1,7 +1,7 @@
 // Ordered funnels: the identities that did step 1 in the range, and of those, who did each next step after the one
 // before, within the window from their first step. One LATERAL subquery per step, each an index range scan on
 // (product, identity, event, time) (migration 0006).
-import type { Entity } from './catalog'
+import type { Entity } from './entity'
 import { filterSql, invalid, Params, parseRange, resolveEntity, resolveField, runQuery } from './plan'
 import type { Funnel } from './query-schemas'
 
@@ -55,7 +55,18 @@ function stepsOf(funnel: Funnel, counts: number[]): FunnelStepResult[] {
   }))
 }
 
-export async function runFunnel(productId: string, funnel: Funnel, path = '/body', now = new Date()): Promise<FunnelResult> {
+/** A funnel as SQL: text with `$n` placeholders and their values, and what the answer says besides its counts. */
+export interface FunnelPlan {
+  text: string
+  params: Params
+  windowDays: number
+  range: { from: string; to: string }
+  /** The rows are one per breakdown value (at most MAX_BREAKDOWN_VALUES, largest first), else one row. */
+  breakdown: boolean
+}
+
+/** Resolves and checks every name and the range, and builds the SQL (no database needed); a failure is a 400 naming the field. */
+export function planFunnel(productId: string, funnel: Funnel, path = '/body', now = new Date()): FunnelPlan {
   const entities = funnel.steps.map((_, i) => stepEntity(funnel, i, path))
   const { from, to } = parseRange(funnel.range, `${path}/range`, now)
   const windowDays = funnel.windowDays ?? DEFAULT_WINDOW_DAYS
@@ -100,16 +111,22 @@ export async function runFunnel(productId: string, funnel: Funnel, path = '/body
   const text = `with f as (${firstStep})
     select ${breakdown ? 'f.value, ' : ''}${counts.join(', ')} from f ${laterals.join(' ')}
     ${breakdown ? `group by f.value order by c0 desc, f.value limit ${MAX_BREAKDOWN_VALUES}` : ''}`
+  return { text, params, windowDays, range: { from: from.toISOString(), to: to.toISOString() }, breakdown: breakdown !== null }
+}
+
+export async function runFunnel(productId: string, funnel: Funnel, path = '/body', now = new Date()): Promise<FunnelResult> {
+  const { text, params, windowDays, range, breakdown } = planFunnel(productId, funnel, path, now)
   const rows = await runQuery(productId, text, params, `${path}/range`)
-  const countsOf = (row: Record<string, unknown>) => entities.map((_, i) => Number(row[`c${i}`] ?? 0))
-  const result: FunnelResult = { identity: funnel.identity, windowDays, range: { from: from.toISOString(), to: to.toISOString() }, steps: [] }
+  const steps = funnel.steps
+  const countsOf = (row: Record<string, unknown>) => steps.map((_, i) => Number(row[`c${i}`] ?? 0))
+  const result: FunnelResult = { identity: funnel.identity, windowDays, range, steps: [] }
   if (!breakdown) {
-    result.steps = stepsOf(funnel, rows[0] ? countsOf(rows[0]) : entities.map(() => 0))
+    result.steps = stepsOf(funnel, rows[0] ? countsOf(rows[0]) : steps.map(() => 0))
     return result
   }
   // Each identity has one breakdown value, so the overall funnel is the sum of the groups (over the values answered).
   result.breakdown = rows.map((row) => ({ value: (row.value as string | null) ?? null, steps: stepsOf(funnel, countsOf(row)) }))
-  const totals = entities.map((_, i) => rows.reduce((sum, row) => sum + Number(row[`c${i}`] ?? 0), 0))
+  const totals = steps.map((_, i) => rows.reduce((sum, row) => sum + Number(row[`c${i}`] ?? 0), 0))
   result.steps = stepsOf(funnel, totals)
   return result
 }

@@ -1,5 +1,5 @@
 // Tracking's entity: the events a product captures (tracking_events_capture).
-import type { Entity } from '../catalog'
+import type { Entity } from '../entity'
 
 export const eventsEntities: Entity[] = [{
   entity: 'events',

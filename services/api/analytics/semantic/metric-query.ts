@@ -1,11 +1,11 @@
 // Metric queries: an entity's metrics over a time range, grouped by dimensions and optionally by time bucket in a time
 // zone, filtered; empty buckets answer 0 (count and sum) or null (avg and ratio, which are undefined there).
-import { config } from '../config'
-import { analyticsSql } from '../db/client'
-import { parseIsoTime } from '../iso-time'
-import type { Entity, Metric } from './catalog'
-import { checkTimezone, filterSql, invalid, Params, parseRange, resolveEntity, resolveField, runQuery } from './plan'
-import type { MetricQuery } from './query-schemas'
+import { config } from '../../../../shared/config'
+import { parseIsoTime } from '../../../../shared/iso-time'
+import type { Entity, Metric } from './entity'
+import { checkTimezone, filterSql, invalid, Params, parseRange, type PlanningDatabase, resolveEntity, resolveField, runQuery } from './plan'
+import { postgresPlanning } from './planning-database'
+import type { Bucket, MetricQuery } from './query-schemas'
 
 const UNIT_MS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 28 * 86_400_000 } as const
 
@@ -32,13 +32,14 @@ function resolveMetric(entity: Entity, name: string, path: string): Metric {
  * bucket count (insights are checked so when saved; a relative range against the time of saving).
  */
 export async function checkMetricQuery(query: MetricQuery, path = '/body', now = new Date()): Promise<void> {
-  await planMetricQuery(NO_PRODUCT, query, path, now)
+  await planMetricQuery(NO_PRODUCT, query, path, now, postgresPlanning)
 }
 
 /** Stands in for the product in a plan that is only checked, never run. */
 const NO_PRODUCT = '00000000-0000-0000-0000-000000000000'
 
-interface MetricPlan {
+/** A metric query as SQL: text with `$n` placeholders, their values, what the answer says besides its rows, and the row limit. */
+export interface MetricPlan {
   text: string
   params: Params
   result: Omit<MetricResult, 'rows' | 'truncated'>
@@ -46,7 +47,7 @@ interface MetricPlan {
 }
 
 export async function runMetricQuery(productId: string, query: MetricQuery, path = '/body', now = new Date()): Promise<MetricResult> {
-  const { text, params, result, limit } = await planMetricQuery(productId, query, path, now)
+  const { text, params, result, limit } = await planMetricQuery(productId, query, path, now, postgresPlanning)
   const rows = await runQuery(productId, text, params, `${path}/range`)
   const names = query.dimensions ?? []
   return {
@@ -70,28 +71,29 @@ export async function runMetricQuery(productId: string, query: MetricQuery, path
 const NEAR_YEAR_ONE = parseIsoTime('0001-03-01')!.getTime()
 const YEAR_ONE = parseIsoTime('0001-01-01')!.getTime()
 
-async function checkFirstBucket(from: Date, bucket: NonNullable<MetricQuery['bucket']>, timezone: string, path: string): Promise<void> {
-  const start = bucket === 'hour' ? `date_trunc('hour', $1::timestamptz, $2)` : `(date_trunc('${bucket}', $1::timestamptz at time zone $2) at time zone $2)`
-  const [row] = await analyticsSql.unsafe(`select extract(epoch from ${start}) * 1000 as ms`, [from.toISOString(), timezone])
-  if (Number(row!.ms) < YEAR_ONE) {
+async function checkFirstBucket(from: Date, bucket: Bucket, timezone: string, path: string, db: PlanningDatabase): Promise<void> {
+  if ((await db.bucketStartMs(from, bucket, timezone)) < YEAR_ONE) {
     throw invalid(path, `puts the first ${bucket} bucket in ${timezone} before the year 0001: start the range later`)
   }
 }
 
-/** Resolves and checks everything, and builds the SQL; a failure is a 400 naming the field. */
-async function planMetricQuery(productId: string, query: MetricQuery, path: string, now: Date): Promise<MetricPlan> {
+/**
+ * Resolves and checks everything, and builds the SQL; a failure is a 400 naming the field. The database is asked only
+ * what PostgreSQL alone can answer (its time zones, and where a bucket near the year 0001 starts).
+ */
+export async function planMetricQuery(productId: string, query: MetricQuery, path: string, now: Date, db: PlanningDatabase): Promise<MetricPlan> {
   const entity = resolveEntity(query.entity, `${path}/entity`)
   const metrics = query.metrics.map((m, i) => resolveMetric(entity, m, `${path}/metrics/${i}`))
   const params = new Params()
   const dims = (query.dimensions ?? []).map((d, i) => resolveField(entity, d, `${path}/dimensions/${i}`, params))
   const { from, to } = parseRange(query.range, `${path}/range`, now)
-  const timezone = await checkTimezone(query.timezone ?? 'UTC', `${path}/timezone`)
+  const timezone = await checkTimezone(query.timezone ?? 'UTC', `${path}/timezone`, db)
   const bucket = query.bucket ?? null
   if (!entity.time) throw invalid(`${path}/range`, `cannot be used: ${entity.entity} has no time column`)
   if (bucket && (to.getTime() - from.getTime()) / UNIT_MS[bucket] + 1 > config.analytics.maxBuckets) {
     throw invalid(`${path}/bucket`, `spans more than ${config.analytics.maxBuckets} buckets over this range: use a larger bucket or a shorter range`)
   }
-  if (bucket && from.getTime() < NEAR_YEAR_ONE) await checkFirstBucket(from, bucket, timezone, `${path}/range/from`)
+  if (bucket && from.getTime() < NEAR_YEAR_ONE) await checkFirstBucket(from, bucket, timezone, `${path}/range/from`, db)
   const limit = Math.min(query.limit ?? config.analytics.maxRows, config.analytics.maxRows)
 
   const where = [
