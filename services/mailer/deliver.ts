@@ -4,29 +4,13 @@
 // {name, address} and headers as a list of {key, value} strings checked again, never an object a request carried.
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
-import { aadOf } from '../../shared/db/seal-secrets'
 import { describeError, log } from '../../shared/log'
 import { type HeaderLine, headerLines } from '../../shared/mail/headers'
-import { open } from '../../shared/secrets'
+import { signingDomain } from '../../shared/mail/sending-domain'
 import { assembleMessage, type DomainKey, type Mailboxes, mailboxesOf } from './message'
 import { classifyAccepted, classifyFailure, type Outcome, retryDelayMs } from './outcome'
 import { type ClaimedEmail, finish, renewLease, suppressedAmong } from './queue'
 import type { MailTransport } from './transport'
-
-/** Private DKIM keys by domain id: unsealed once per mailer (a domain's key never changes). */
-const privateKeys = new Map<string, string>()
-
-/** The sending domain as it is now: deleted (null), no longer verified, or its signing key. */
-async function sendingDomain(domainId: string): Promise<{ status: string; key: DomainKey } | null> {
-  const cached = privateKeys.get(domainId)
-  const [row] = cached
-    ? await sql`select name, dkim_selector, status from mail_domains where id = ${domainId}`
-    : await sql`select name, dkim_selector, status, secret_sealed from mail_domains where id = ${domainId}`
-  if (!row) return null
-  const privateKey = cached ?? open(Buffer.from(row.secret_sealed), aadOf('mail_domains', domainId)).toString()
-  privateKeys.set(domainId, privateKey)
-  return { status: row.status, key: { name: row.name, selector: row.dkim_selector, privateKey } }
-}
 
 /** Sends and classifies: the SMTP server's answer, or the failure to reach it. */
 async function attempt(transport: MailTransport, email: ClaimedEmail, mailboxes: Mailboxes, headers: HeaderLine[], key: DomainKey, recipients: string[]): Promise<Outcome> {
@@ -46,7 +30,7 @@ export async function deliver(email: ClaimedEmail, transport: MailTransport): Pr
   if (recipients.length === 0) {
     return void (await finish(email, { kind: 'suppressed', detail: `every recipient is on the suppression list: ${[...suppressed].join(', ')}` }))
   }
-  const domain = email.domainId ? await sendingDomain(email.domainId) : null
+  const domain = email.domainId ? await signingDomain(email.domainId) : null
   if (!domain) return void (await finish(email, { kind: 'failed', detail: 'the sending domain was deleted before delivery' }))
   if (domain.status !== 'verified') {
     return void (await finish(email, { kind: 'failed', detail: `the sending domain is no longer verified (status ${domain.status})` }))
@@ -60,7 +44,7 @@ export async function deliver(email: ClaimedEmail, transport: MailTransport): Pr
   } catch (error) {
     return void (await finish(email, { kind: 'failed', detail: (error as Error).message.slice(0, 500) }))
   }
-  const key = domain.key
+  const key: DomainKey = domain
   const outcome = await whileLeased(email, () => attempt(transport, email, mailboxes, headers, key, recipients))
   const notes = [suppressed.size ? `suppressed recipients skipped: ${[...suppressed].join(', ')}` : undefined, headerNote].filter(Boolean)
   const sentDetail = notes.length ? notes.join('; ') : undefined

@@ -3,7 +3,7 @@
 import Type from 'typebox'
 import { defineOperation, productOf, userOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
-import { cutPage, HasMore, pageOf, pageQuery } from '../../../shared/catalog/pagination'
+import { cutPage, HasMore, listed, pageOf, pageQuery } from '../../../shared/catalog/pagination'
 import { catalogOf } from './semantic/catalog'
 import { IDENTITY_KINDS, METRIC_TYPES } from './semantic/entity'
 import { DashboardName, Slug, Tags, Tiles } from './dashboard-schemas'
@@ -101,11 +101,7 @@ export const insightList = defineOperation({
   summary: "List the product's insights, newest first (paginated)",
   query: Strict(pageQuery('insight')),
   response: Strict({ insights: Type.Array(InsightSchema), has_more: HasMore() }),
-  handler: async ({ query }, ctx) => {
-    const page = pageOf(query)
-    const { items, has_more } = cutPage(await listInsights(productOf(ctx), page), page)
-    return { insights: items.map(insightOut), has_more }
-  },
+  handler: ({ query }, ctx) => listed('insights', query, (page) => listInsights(productOf(ctx), page), insightOut),
 })
 
 export const insightGet = defineOperation({
@@ -163,11 +159,7 @@ export const dashboardList = defineOperation({
     ...pageQuery('dashboard'),
   }),
   response: Strict({ dashboards: Type.Array(DashboardSchema), has_more: HasMore() }),
-  handler: async ({ query }, ctx) => {
-    const page = pageOf(query)
-    const { items, has_more } = cutPage(await listDashboards(productOf(ctx), { tag: query.tag, q: query.q }, page), page)
-    return { dashboards: items, has_more }
-  },
+  handler: ({ query }, ctx) => listed('dashboards', query, (page) => listDashboards(productOf(ctx), { tag: query.tag, q: query.q }, page), (dashboard) => dashboard),
 })
 
 export const dashboardCreate = defineOperation({
