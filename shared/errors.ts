@@ -1,5 +1,6 @@
 // The platform's one error type and one error body: {"error": code, "message": text, ...extra}.
 // Every process maps thrown errors through toErrorResponse(), so no route invents its own shape.
+import { ERRORS, type ErrorCode, type StatusOf } from './error-catalog'
 import { describeError, log } from './log'
 
 /** One failing input field: `path` is a JSON pointer into the request part (e.g. "/body/tiles/0/layout/w"). */
@@ -9,23 +10,37 @@ export interface FieldError {
 }
 
 export interface ErrorBody {
-  error: string
+  error: ErrorCode
   message: string
   fields?: FieldError[]
   [extra: string]: unknown
 }
 
-/** A failure the caller can see: an HTTP status, a stable machine code, a human message, optional extra members. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly extra: Record<string, unknown> = {},
-    /** Response headers the failure needs (e.g. Retry-After). */
-    readonly headers: Record<string, string> = {},
-  ) {
+/**
+ * A failure the caller can see: a code of the catalog (shared/error-catalog.ts), which gives its HTTP status, a human
+ * message, optional extra members of the body, and the response headers it needs (e.g. Retry-After).
+ * @example new ApiError('invalid_credentials', 'Email or password is incorrect')
+ */
+export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
+  readonly code: C
+  readonly status: number
+  readonly extra: Record<string, unknown>
+  /** Response headers the failure needs (e.g. Retry-After). */
+  readonly headers: Record<string, string>
+
+  /** `status` only for a code with a second one in the catalog (`alsoStatus`); otherwise the catalog's. */
+  constructor(code: C, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>, status?: StatusOf<C>)
+  /** @deprecated The status comes from the catalog: `new ApiError(code, message, extra, headers)`. */
+  constructor(status: number, code: C, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>)
+  constructor(...args: [C, string, Record<string, unknown>?, Record<string, string>?, number?] | [number, C, string, Record<string, unknown>?, Record<string, string>?]) {
+    const [code, message, extra = {}, headers = {}, status] = typeof args[0] === 'number'
+      ? [args[1] as C, args[2] as string, args[3] as Record<string, unknown> | undefined, args[4] as Record<string, string> | undefined, args[0]]
+      : (args as [C, string, Record<string, unknown>?, Record<string, string>?, number?])
     super(message)
+    this.code = code
+    this.status = status ?? ERRORS[code].status
+    this.extra = extra
+    this.headers = headers
   }
 
   body(): ErrorBody {
@@ -34,19 +49,23 @@ export class ApiError extends Error {
 }
 
 export const badRequest = (message: string, fields?: FieldError[]) =>
-  new ApiError(400, 'validation_failed', message, fields ? { fields } : {})
-export const unauthorized = (message = 'A valid bearer token is required') => new ApiError(401, 'unauthorized', message)
-export const forbidden = (message: string) => new ApiError(403, 'forbidden', message)
-export const notFound = (what = 'Resource') => new ApiError(404, 'not_found', `${what} not found`)
+  new ApiError('validation_failed', message, fields ? { fields } : {})
+export const unauthorized = (message = 'A valid bearer token is required') => new ApiError('unauthorized', message)
+export const forbidden = (message: string) => new ApiError('forbidden', message)
+export const notFound = (what = 'Resource') => new ApiError('not_found', `${what} not found`)
+/** 404 for a route no handler serves. */
+export const noRoute = (method: string, path: string) => new ApiError('not_found', `No route ${method} ${path}`)
 export const conflict = (message: string, fields?: FieldError[]) =>
-  new ApiError(409, 'conflict', message, fields ? { fields } : {})
+  new ApiError('conflict', message, fields ? { fields } : {})
 export const payloadTooLarge = (limit: number) =>
-  new ApiError(413, 'payload_too_large', `Request body exceeds ${limit} bytes`, { limit })
+  new ApiError('payload_too_large', `Request body exceeds ${limit} bytes`, { limit })
 export const unprocessable = (message: string, fields?: FieldError[]) =>
-  new ApiError(422, 'unprocessable', message, fields ? { fields } : {})
+  new ApiError('unprocessable', message, fields ? { fields } : {})
 /** 503 for a backing service that cannot serve now; Retry-After in whole seconds (every 503 carries one). */
 export const unavailable = (message: string, retryAfter = 1) =>
-  new ApiError(503, 'unavailable', message, {}, { 'retry-after': String(retryAfter) })
+  new ApiError('unavailable', message, {}, { 'retry-after': String(retryAfter) })
+/** 500 for anything unexpected: the body says nothing of what failed (the log does). */
+export const internalError = () => new ApiError('internal', 'Internal error')
 
 /** Turn anything thrown into the platform's JSON error response; unknown failures become a logged 500. */
 export function toErrorResponse(error: unknown, onUnexpected?: (error: unknown) => void): Response {
@@ -62,7 +81,7 @@ function internal(error: unknown, onUnexpected?: (error: unknown) => void): ApiE
   if (backendUnreachable(error)) {
     return unavailable('A backing service is unavailable; retry shortly')
   }
-  return new ApiError(500, 'internal', 'Internal error')
+  return internalError()
 }
 
 // Connection-level failures of PostgreSQL (postgres.js codes) or Redis (ioredis) are outages, not bugs: retry later.

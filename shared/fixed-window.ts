@@ -63,4 +63,4 @@ export async function hitWindow(prefix: string, windowSeconds: number, what: str
 
 /** 429 with Retry-After in whole seconds (at least 1). */
 export const tooMany = (code: 'quota_exceeded' | 'rate_limited' | 'rate_limit_exceeded', message: string, retryAfter: number, extra: Record<string, unknown> = {}) =>
-  new ApiError(429, code, message, { retryAfter, ...extra }, { 'retry-after': String(retryAfter) })
+  new ApiError(code, message, { retryAfter, ...extra }, { 'retry-after': String(retryAfter) })

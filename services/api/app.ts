@@ -4,7 +4,7 @@ import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
 import { config } from '../../shared/config'
 import { buildOpenApi } from '../../shared/catalog/openapi'
-import { ApiError, toErrorResponse } from '../../shared/errors'
+import { noRoute, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
 import { CATALOG_VERSION, operations } from './catalog'
 import { mcpEndpoint } from './mcp'
@@ -16,7 +16,7 @@ export function buildApiApp() {
   return new Elysia()
     .onError({ as: 'global' }, ({ code, error, request }) => {
       if (code === 'NOT_FOUND') {
-        return toErrorResponse(new ApiError(404, 'not_found', `No route ${request.method} ${new URL(request.url).pathname}`))
+        return toErrorResponse(noRoute(request.method, new URL(request.url).pathname))
       }
       return toErrorResponse(error)
     })

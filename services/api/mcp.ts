@@ -87,7 +87,7 @@ export function mcpEndpoint(operations: readonly AnyOperation[], version: string
       const args = (call.params.arguments ?? {}) as Record<string, unknown>
       const requestId = randomUUID()
       try {
-        if (!op) throw new ApiError(404, 'not_found', `No tool named ${call.params.name}`)
+        if (!op) throw new ApiError('not_found', `No tool named ${call.params.name}`)
         const unknown = Object.keys(args).filter((k) => !ARGUMENT_PARTS.has(k))
         if (unknown.length) throw badRequest('Tool arguments take only path, query and body', unknown.map((k) => ({ path: `/${k}`, message: 'is not an allowed field' })))
         const result = await invoke(op, { params: args.path as never, query: args.query as never, body: args.body }, { ...caller, requestId })

@@ -2,6 +2,7 @@
 // (services/mailer/queue.ts). /healthz and /readyz on MAILER_PORT (reusePort: any mailer answers).
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
+import { noRoute, toErrorResponse } from '../../shared/errors'
 import { liveness, readiness } from '../../shared/http/health'
 import { onShutdown } from '../../shared/http/lifecycle'
 import { log } from '../../shared/log'
@@ -25,7 +26,7 @@ const health = Bun.serve({
       const { status, body } = await readiness()
       return Response.json(body, { status })
     }
-    return Response.json({ error: 'not_found', message: `No route ${request.method} ${path}` }, { status: 404 })
+    return toErrorResponse(noRoute(request.method, path))
   },
 })
 log('info', 'listening', { name: 'mailer', port: health.port })

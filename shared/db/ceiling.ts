@@ -25,7 +25,7 @@ export const CEILINGS: Record<Ceiling, { what: string; variable: string; owner?:
 
 /** 409 limit_reached: the product (or organization) already holds its ceiling of this kind; deleting one makes room. */
 export const limitReached = (ceiling: Ceiling, limit: number) =>
-  new ApiError(409, 'limit_reached',
+  new ApiError('limit_reached',
     `This ${CEILINGS[ceiling].owner ?? 'product'} already has ${limit} ${CEILINGS[ceiling].what}, the most it may hold`
       + (CEILINGS[ceiling].owner ? '' : '; delete one to make room'),
     { resource: ceiling, limit })

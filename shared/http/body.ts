@@ -16,7 +16,7 @@ export async function readBytes(request: Request, limit: number): Promise<Uint8A
     } catch {
       // The only way a request body fails to arrive is the client going away: its failure, not ours (and nobody reads
       // the answer). 499 as nginx logs it.
-      throw new ApiError(499, 'client_closed_request', 'The client closed the connection before the request body arrived')
+      throw new ApiError('client_closed_request', 'The client closed the connection before the request body arrived')
     }
     const { done, value } = chunk
     if (done) break
@@ -69,7 +69,7 @@ function scan(text: string): void {
         top.expectKey = false
       }
     } else if (c === 91 /* [ */ || c === 123 /* { */) {
-      if (stack.length >= MAX_JSON_DEPTH) throw new ApiError(400, 'invalid_json', `Request body is nested deeper than ${MAX_JSON_DEPTH} levels`)
+      if (stack.length >= MAX_JSON_DEPTH) throw new ApiError('invalid_json', `Request body is nested deeper than ${MAX_JSON_DEPTH} levels`)
       stack.push(c === 91 ? { array: true, index: 0 } : { array: false, keyStart: 0, keyEnd: 0, expectKey: true })
     } else if (c === 93 /* ] */ || c === 125 /* } */) {
       stack.pop()
@@ -109,13 +109,13 @@ export function parseJson(bytes: Uint8Array): unknown {
   try {
     text = utf8.decode(bytes)
   } catch {
-    throw new ApiError(400, 'invalid_json', 'Request body is not valid UTF-8')
+    throw new ApiError('invalid_json', 'Request body is not valid UTF-8')
   }
   scan(text)
   try {
     return JSON.parse(text)
   } catch (error) {
-    throw new ApiError(400, 'invalid_json', `Request body is not valid JSON: ${(error as Error).message}`)
+    throw new ApiError('invalid_json', `Request body is not valid JSON: ${(error as Error).message}`)
   }
 }
 

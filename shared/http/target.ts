@@ -6,7 +6,7 @@ import { ApiError } from '../errors'
 
 /** The 400 for a request whose Host header parseTarget refuses. */
 export const invalidHost = () =>
-  new ApiError(400, 'invalid_host', 'The Host header is not a valid host name (letters, digits, ".", "-", "_" or an IP literal, optional port 1-65535)')
+  new ApiError('invalid_host', 'The Host header is not a valid host name (letters, digits, ".", "-", "_" or an IP literal, optional port 1-65535)')
 
 /** A host name, IPv4 or bracketed IPv6 literal, with an optional port 1..65535. No `%`, spaces or delimiters. */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9._~-]*[A-Za-z0-9_~-])?|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/

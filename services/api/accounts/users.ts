@@ -47,7 +47,7 @@ export async function logIn(email: string, password: string) {
   const [row] = await sql`select id, email, name, created_at, password_hash from users where lower(email) = lower(${email})`
   // Verify against a dummy hash when the user is unknown so timing does not reveal which emails exist.
   const ok = await verifyPassword(row?.password_hash ?? DUMMY_HASH, password)
-  if (!row || !ok) throw new ApiError(401, 'invalid_credentials', 'Email or password is incorrect')
+  if (!row || !ok) throw new ApiError('invalid_credentials', 'Email or password is incorrect')
   return { user: userFields(row), ...(await startSession(row.id)) }
 }
 

@@ -198,7 +198,7 @@ async function getDashboardById(productId: string, id: string): Promise<Dashboar
 export async function restoreVersion(productId: string, id: string, version: number, restoredBy: string | null): Promise<Dashboard> {
   await getDashboardById(productId, id)
   const [row] = await sql`select definition from analytics_dashboard_versions where dashboard_id = ${id} and version = ${version}`
-  if (!row) throw new ApiError(404, 'not_found', `Version ${version} of this dashboard is not kept (the last ${VERSIONS_KEPT} are)`)
+  if (!row) throw new ApiError('not_found', `Version ${version} of this dashboard is not kept (the last ${VERSIONS_KEPT} are)`)
   const definition = row.definition as DashboardVersion['definition']
   try {
     return await updateDashboard(productId, id, definition, restoredBy, `restore of version ${version}`)

@@ -99,7 +99,7 @@ export async function deleteInsight(productId: string, id: string): Promise<void
       select d.id, d.slug from analytics_dashboard_insights di join analytics_dashboards d on d.id = di.dashboard_id
       where di.insight_id = ${id} order by d.slug`
     if (users.length) {
-      throw new ApiError(409, 'insight_in_use',
+      throw new ApiError('insight_in_use',
         `The insight is used by ${users.length} dashboard(s): ${users.map((d) => d.slug).join(', ')}; remove its tiles first`,
         { dashboards: users.map((d) => ({ id: d.id as string, slug: d.slug as string })) })
     }

@@ -19,7 +19,7 @@ export function idempotencyKeyOf(request: Request): string | null {
   const key = request.headers.get('idempotency-key')
   if (key === null) return null
   if (key.length < 1 || key.length > 256) {
-    throw new ApiError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 256 characters', {
+    throw new ApiError('invalid_idempotency_key', 'Idempotency-Key must be 1 to 256 characters', {
       fields: [{ path: '/headers/idempotency-key', message: 'must be 1 to 256 characters' }],
     })
   }
@@ -70,15 +70,15 @@ export async function claimKey(scope: KeyScope, key: string, hash: Buffer): Prom
   const [existing] = await sql`select request_hash, email_id from mail_idempotency_keys where ${scoped(scope, key)}`
   if (!existing) return claimKey(scope, key, hash) // released meanwhile: try again
   if (!Buffer.from(existing.request_hash).equals(hash)) {
-    throw new ApiError(409, 'invalid_idempotent_request', 'This Idempotency-Key was already used with a different payload; use a new key for a new email')
+    throw new ApiError('invalid_idempotent_request', 'This Idempotency-Key was already used with a different payload; use a new key for a new email')
   }
   if (existing.email_id === null) {
-    throw new ApiError(409, 'concurrent_idempotent_requests', 'A request with this Idempotency-Key is still in progress; retry shortly', {}, { 'retry-after': '1' })
+    throw new ApiError('concurrent_idempotent_requests', 'A request with this Idempotency-Key is still in progress; retry shortly', {}, { 'retry-after': '1' })
   }
   return { emailId: existing.email_id }
 }
 
-const takenOver = () => new ApiError(409, 'concurrent_idempotent_requests',
+const takenOver = () => new ApiError('concurrent_idempotent_requests',
   'This request took so long that another request with the same Idempotency-Key took it over; retry to get its answer', {}, { 'retry-after': '1' })
 
 /**

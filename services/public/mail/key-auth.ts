@@ -15,7 +15,7 @@ export interface MailKeyIdentity {
 }
 
 /** The spec's one error for every key failure: 401 (or 403 for a locked key listing), `restricted_api_key`. */
-export const restrictedKey = (message: string, status: 401 | 403 = 401) => new ApiError(status, 'restricted_api_key', message)
+export const restrictedKey = (message: string, status: 401 | 403 = 401) => new ApiError('restricted_api_key', message, {}, {}, status)
 
 /** hex digest → identity (only active keys), dropped by `mail_key` invalidation messages. */
 export const mailKeyCache = new InvalidatedCache<MailKeyIdentity | null>()
@@ -44,6 +44,6 @@ export async function authenticateMailKey(request: Request, productId: string): 
   }
   const identity = await lookup(mailKeyHash(key))
   if (!identity) throw restrictedKey('This API key is not valid: it may have been deleted')
-  if (identity.productId !== productId) throw new ApiError(404, 'not_found', 'Product not found')
+  if (identity.productId !== productId) throw new ApiError('not_found', 'Product not found')
   return identity
 }

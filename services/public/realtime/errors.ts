@@ -8,7 +8,7 @@ import { ApiError } from '../../../shared/errors'
  * cause of a valid-looking key being unknown (keys are per environment).
  */
 export const invalidApiKey = (hint: string) =>
-  new ApiError(401, 'invalid_api_key', 'invalid_api_key', { hint, gatewayUrl: config.gatewayUrl })
+  new ApiError('invalid_api_key', 'invalid_api_key', { hint, gatewayUrl: config.gatewayUrl })
 
 export const HINTS = {
   missing: 'Send the product API key (rtk_...) in the X-Api-Key header.',
@@ -19,20 +19,20 @@ export const HINTS = {
 } as const
 
 export const insufficientScope = (scope: string) =>
-  new ApiError(403, 'insufficient_scope', `This API key's scope does not include ${scope}`, { requiredScope: scope })
+  new ApiError('insufficient_scope', `This API key's scope does not include ${scope}`, { requiredScope: scope })
 
 /** The path's product is not the key's: 404, never 403, so a key cannot probe other products. */
-export const productNotFound = () => new ApiError(404, 'not_found', 'Product not found')
+export const productNotFound = () => new ApiError('not_found', 'Product not found')
 
 export const namespaceNotRegistered = (namespace: string, path: string) =>
-  new ApiError(404, 'namespace_not_registered', `Namespace "${namespace}" is not registered for this product`, {
+  new ApiError('namespace_not_registered', `Namespace "${namespace}" is not registered for this product`, {
     fields: [{ path, message: `names namespace "${namespace}", which is not registered` }],
   })
 
 export const presenceDisabled = (namespace: string) =>
-  new ApiError(403, 'presence_disabled', `Presence is not enabled for namespace "${namespace}"`)
+  new ApiError('presence_disabled', `Presence is not enabled for namespace "${namespace}"`)
 
 export const payloadStorageNotProvisioned = (size: number, cap: number) =>
-  new ApiError(503, 'payload_storage_not_provisioned',
+  new ApiError('payload_storage_not_provisioned',
     `Serialized data is ${size} bytes, above the inline cap of ${cap}; provision payload storage (PUT /realtime/payload-storage) to publish it`,
     { size, inlineCap: cap })

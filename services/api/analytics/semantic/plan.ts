@@ -124,7 +124,7 @@ export async function checkTimezone(zone: string, path: string, db: PlanningData
 
 /** 429 too_many_queries with Retry-After 1: every bound on analytics runs at once (product, organization, worker) answers so. */
 export const tooManyQueries = (message: string, extra: Record<string, unknown>) =>
-  new ApiError(429, 'too_many_queries', message, extra, { 'retry-after': '1' })
+  new ApiError('too_many_queries', message, extra, { 'retry-after': '1' })
 
 /** Analytics queries running now on this worker, per product (config.analytics.maxConcurrentPerProduct). */
 const productSlots = new Slots()
@@ -148,7 +148,7 @@ export async function runQuery(productId: string, text: string, params: Params, 
     }))
   } catch (error) {
     if ((error as { code?: string }).code === '57014') {
-      throw new ApiError(422, 'query_timeout', `The query ran longer than ${config.analytics.queryTimeoutMs} ms: narrow its range, filters or dimensions`)
+      throw new ApiError('query_timeout', `The query ran longer than ${config.analytics.queryTimeoutMs} ms: narrow its range, filters or dimensions`)
     }
     if (DATETIME_ERRORS.has((error as { code?: string }).code ?? '')) {
       throw invalid(rangePath, `is outside what the database can compute with (${(error as Error).message})`)
