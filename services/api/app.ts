@@ -3,7 +3,7 @@
 import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
 import { config } from '../../shared/config'
-import { buildOpenApi } from '../../shared/catalog/openapi'
+import { buildOpenApi } from './openapi'
 import { noRoute, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
 import { CATALOG_VERSION, operations } from './catalog'

@@ -1,6 +1,6 @@
 // Every operation of the platform REST API, in one list: REST routes, OpenAPI and MCP tools are generated from it.
 import type { AnyOperation } from '../../shared/catalog/operation'
-import { catalogVersion } from '../../shared/catalog/openapi'
+import { catalogVersion } from './openapi'
 import { accountOperations } from './accounts/operations'
 import { analyticsOperations } from './analytics/operations'
 import { governanceOperations } from './governance/operations'

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import Type from 'typebox'
-import { catalogVersion } from '../../shared/catalog/openapi'
+import { catalogVersion } from '../../services/api/openapi'
 import { CATALOG_VERSION, operations } from '../../services/api/catalog'
+import { ERROR_CODES } from '../../shared/error-catalog'
 import { api, call, newPlatformKey, newProduct, ok } from '../helpers'
 
 let server: ReturnType<typeof Bun.serve>
@@ -33,6 +34,7 @@ describe('OpenAPI document', () => {
     expect(body.tags.map((t: any) => t.name)).toEqual(expect.arrayContaining(['Analytics', 'Mail', 'Organization', 'Realtime']))
     expect(body.components.securitySchemes.bearerAuth).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }))
     expect(body.components.schemas.Error.required).toEqual(['error', 'message'])
+    expect(body.components.schemas.Error.properties.error.enum).toEqual(ERROR_CODES) // every code of the one catalog
     for (const [path, methods] of Object.entries<any>(body.paths)) {
       for (const op of Object.values<any>(methods)) {
         expect(op.responses.default.content['application/json'].schema.$ref).toBe('#/components/schemas/Error')

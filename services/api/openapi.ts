@@ -1,14 +1,20 @@
 // Builds the OpenAPI 3.1.0 document and the catalog version hash from the operation declarations alone.
 import { createHash } from 'node:crypto'
 import type { TSchema } from 'typebox'
-import { AREAS, areaTag, type AnyOperation, bodyRequired, rateClassOf } from './operation'
+import { AREAS, areaTag, type AnyOperation, bodyRequired, rateClassOf } from '../../shared/catalog/operation'
+import { ERROR_CODES, ERRORS } from '../../shared/error-catalog'
 
-/** JSON Schema of the platform's one error body (see shared/errors.ts). */
+/** JSON Schema of the platform's one error body (shared/errors.ts), its codes from the catalog (shared/error-catalog.ts). */
 export const ERROR_SCHEMA = {
   type: 'object',
   required: ['error', 'message'],
   properties: {
-    error: { type: 'string', description: 'Stable machine-readable code, e.g. validation_failed, not_found.' },
+    error: {
+      type: 'string',
+      enum: ERROR_CODES,
+      description: 'Stable machine-readable code (docs/errors.md gives each one\'s status and meaning). Temporary, the same '
+        + `request may succeed later (after Retry-After where the response has one): ${ERROR_CODES.filter((code) => ERRORS[code].temporary).join(', ')}.`,
+    },
     message: { type: 'string', description: 'Human-readable explanation.' },
     fields: {
       type: 'array',
