@@ -5,7 +5,8 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js'
 import { type AnyOperation, bodyRequired } from '../../shared/catalog/operation'
-import { ApiError, badRequest, toErrorResponse } from '../../shared/errors'
+import { isTemporary } from '../../shared/error-catalog'
+import { ApiError, badRequest, internalError, toErrorResponse } from '../../shared/errors'
 import { parseJson, readBytes } from '../../shared/http/body'
 import { clientIp } from '../../shared/http/serve'
 import { describeError, log } from '../../shared/log'
@@ -93,7 +94,7 @@ export function mcpEndpoint(operations: readonly AnyOperation[], version: string
         const result = await invoke(op, { params: args.path as never, query: args.query as never, body: args.body }, { ...caller, requestId })
         return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> }
       } catch (error) {
-        const body = error instanceof ApiError ? { ...error.body(), status: error.status } : unexpected(error, call.params.name, requestId)
+        const body = error instanceof ApiError ? toolError(error) : unexpected(error, call.params.name, requestId)
         return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] }
       }
     })
@@ -105,7 +106,10 @@ export function mcpEndpoint(operations: readonly AnyOperation[], version: string
   }
 }
 
+/** A tool error: the REST error body, plus its HTTP status and whether retrying may help, both from the error catalog. */
+const toolError = (error: ApiError) => ({ ...error.body(), status: error.status, temporary: isTemporary(error.code) })
+
 function unexpected(error: unknown, tool: string, requestId: string) {
   log('error', 'tool failed', { tool, requestId, ...describeError(error) })
-  return { error: 'internal', message: 'Internal error', status: 500 }
+  return toolError(internalError())
 }

@@ -116,6 +116,7 @@ describe('MCP endpoint', () => {
     const notFound = await client.callTool({ name: 'organization_products_get', arguments: { path: { productId: stranger.productId } } })
     expect(notFound.isError).toBe(true)
     expect(JSON.parse((notFound.content as any)[0].text)).toMatchObject({ error: 'not_found', status: 404 })
+    expect(JSON.parse((notFound.content as any)[0].text).temporary).toBe(false) // from the error catalog, as the status
     const invalid = await client.callTool({ name: 'organization_products_create', arguments: { body: { name: '' } } })
     const body = JSON.parse((invalid.content as any)[0].text)
     expect(body).toMatchObject({ error: 'validation_failed', status: 400 })
