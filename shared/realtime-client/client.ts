@@ -2,7 +2,8 @@
 // its provider, keeps every subscription's last {offset, epoch} and resubscribes with it after any reconnect (reporting
 // whether it recovered), refreshes the token with `auth` before it expires, reconnects at once on 4001 (with a fresh
 // token) and 4100, and with full-jitter exponential backoff after any other close (after 4300, a limit, at least 5 s
-// more). Protocol: docs/realtime-protocol.md.
+// more). Protocol: docs/realtime-protocol.md. Its one import is the close-code table it shares with the gateway.
+import { closeCodeOf, DISCONNECTS } from '../realtime/close-codes'
 
 /** A message delivered on a channel; `offset`/`epoch` when the namespace keeps history; `data` or `ref`. */
 export interface Publication<T = unknown> {
@@ -73,23 +74,23 @@ export function backoffDelay(attempt: number, minMs: number, maxMs: number, rand
 }
 
 /**
- * Close codes after which the client reconnects at once: 4001 (fresh token) and 4100 (draining). At once only the first
- * time: when the next connection is refused too (a token provider handing out refused tokens), backoff applies.
- */
-const RECONNECT_AT_ONCE = new Set([4001, 4100])
-
-/**
  * 4300: a gateway limit was crossed (too many connections of this subject, or connect frames from this address). Retrying
  * soon cannot help, so the wait is at least LIMITED_MIN_DELAY_MS on top of the usual backoff: never a tight loop.
  */
-export const LIMITED_CLOSE_CODE = 4300
-export const LIMITED_MIN_DELAY_MS = 5000
+export const LIMITED_CLOSE_CODE = DISCONNECTS.limited.code
+export const LIMITED_MIN_DELAY_MS = DISCONNECTS.limited.minDelayMs
 
-/** The wait before reconnecting after a close with `code`, the `attempt`-th in a row. Pure, for tests. */
+/**
+ * The wait before reconnecting after a close with `code`, the `attempt`-th in a row, by the code's reconnect rule
+ * (shared/realtime/close-codes.ts): at once only the first time in a row, else backoff, after a least delay where the
+ * rule has one. Pure, for tests.
+ */
 export function reconnectDelay(code: number, attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
-  if (RECONNECT_AT_ONCE.has(code) && attempt === 0) return 0
+  const close = closeCodeOf(code)
+  const atOnce = close?.reconnect === 'at-once' || close?.reconnect === 'at-once-fresh-token'
+  if (atOnce && attempt === 0) return 0
   const backoff = backoffDelay(attempt, minMs, maxMs, random)
-  return code === LIMITED_CLOSE_CODE ? LIMITED_MIN_DELAY_MS + backoff : backoff
+  return close?.reconnect === 'backoff-after-min-delay' ? (close.minDelayMs ?? 0) + backoff : backoff
 }
 
 interface Pending {
