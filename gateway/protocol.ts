@@ -2,6 +2,7 @@
 // Every frame is documented in docs/realtime-protocol.md. Parsing never throws: a bad frame is an `invalid` error frame.
 import Type, { type Static } from 'typebox'
 import { Compile } from 'typebox/compile'
+import { type ErrorCode, isTemporary } from '../shared/error-catalog'
 import { type HistoryEntry, LAST_N_MAX } from '../shared/realtime/broker'
 import { ChannelName } from '../shared/realtime/names'
 import { PRESENCE_TTL_MAX_SECONDS } from '../shared/realtime/presence'
@@ -13,9 +14,12 @@ export const REQUEST_TYPES = [
 ] as const
 export type RequestType = (typeof REQUEST_TYPES)[number]
 
-/** The spec's error frame codes: each answers one request and never closes the connection. */
-export const ERROR_CODES = ['invalid', 'forbidden', 'unavailable', 'rate_limited'] as const
-export type ErrorCode = (typeof ERROR_CODES)[number]
+/**
+ * The spec's error frame codes: each answers one request and never closes the connection. Each is a code of the error
+ * catalog, whose `temporary` the frame carries.
+ */
+export const FRAME_ERROR_CODES = ['invalid', 'forbidden', 'unavailable', 'rate_limited'] as const satisfies readonly ErrorCode[]
+export type FrameErrorCode = (typeof FRAME_ERROR_CODES)[number]
 
 /** Largest client event, serialized (the spec's limit). */
 export const CLIENT_EVENT_MAX_BYTES = 32_768
@@ -103,8 +107,8 @@ export const encode = {
    */
   unsubscribed: (channel: string, reason: string, resubscribe = false) => JSON.stringify({ type: 'unsubscribe', channel, reason, resubscribe }),
   reply: (id: string | number, type: RequestType, extra: Record<string, unknown> = {}) => JSON.stringify({ type: 'reply', id, to: type, ...extra }),
-  error: (id: string | number | null, code: ErrorCode, message: string) =>
-    JSON.stringify({ type: 'error', id, code, message, temporary: code === 'unavailable' || code === 'rate_limited' }),
+  error: (id: string | number | null, code: FrameErrorCode, message: string) =>
+    JSON.stringify({ type: 'error', id, code, message, temporary: isTemporary(code) }),
 }
 
 /** The parts of a message a publication frame is made of (a fan-out entry, or a history entry). */
