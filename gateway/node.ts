@@ -180,14 +180,14 @@ export function startGateway(port: number): Gateway {
           return toErrorResponse(tooMany('rate_limited', why, upgrade.retryAfter))
         }
         if (srv.upgrade(request, { data: new SocketTransport(writer, ip) })) return undefined
-        return toErrorResponse(new ApiError(426, 'upgrade_required', 'Connect with a WebSocket client'))
+        return toErrorResponse(new ApiError('upgrade_required', 'Connect with a WebSocket client'))
       }
       if (target.path === '/healthz') return Response.json(liveness())
       if (target.path === '/readyz') {
         const { status, body } = await readiness([{ name: 'invalidations', ready: invalidations.live }, { name: 'accepting', ready: () => !draining }])
         return Response.json(body, { status })
       }
-      return toErrorResponse(new ApiError(404, 'not_found', `No route ${request.method} ${target.path}`))
+      return toErrorResponse(new ApiError('not_found', `No route ${request.method} ${target.path}`))
     },
     error: (error) => toErrorResponse(error, (e) => log('error', 'unhandled', describeError(e))),
     websocket: {

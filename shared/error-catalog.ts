@@ -59,7 +59,7 @@ export type ErrorCode = keyof typeof ERRORS
 
 /** The statuses a code may be answered with: its own, and its `alsoStatus` if it has one. */
 export type StatusOf<C extends ErrorCode> =
-  (typeof ERRORS)[C]['status'] | ((typeof ERRORS)[C] extends { alsoStatus: infer S } ? S : never)
+  (typeof ERRORS)[C]['status'] | ((typeof ERRORS)[C] extends { alsoStatus: infer S extends number } ? S : never)
 
 /** Every code, in the table's order. */
 export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[]

@@ -22,25 +22,19 @@ export interface ErrorBody {
  * @example new ApiError('invalid_credentials', 'Email or password is incorrect')
  */
 export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
-  readonly code: C
   readonly status: number
-  readonly extra: Record<string, unknown>
-  /** Response headers the failure needs (e.g. Retry-After). */
-  readonly headers: Record<string, string>
 
   /** `status` only for a code with a second one in the catalog (`alsoStatus`); otherwise the catalog's. */
-  constructor(code: C, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>, status?: StatusOf<C>)
-  /** @deprecated The status comes from the catalog: `new ApiError(code, message, extra, headers)`. */
-  constructor(status: number, code: C, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>)
-  constructor(...args: [C, string, Record<string, unknown>?, Record<string, string>?, number?] | [number, C, string, Record<string, unknown>?, Record<string, string>?]) {
-    const [code, message, extra = {}, headers = {}, status] = typeof args[0] === 'number'
-      ? [args[1] as C, args[2] as string, args[3] as Record<string, unknown> | undefined, args[4] as Record<string, string> | undefined, args[0]]
-      : (args as [C, string, Record<string, unknown>?, Record<string, string>?, number?])
+  constructor(
+    readonly code: C,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    /** Response headers the failure needs (e.g. Retry-After). */
+    readonly headers: Record<string, string> = {},
+    status: StatusOf<C> = ERRORS[code].status,
+  ) {
     super(message)
-    this.code = code
-    this.status = status ?? ERRORS[code].status
-    this.extra = extra
-    this.headers = headers
+    this.status = status
   }
 
   body(): ErrorBody {

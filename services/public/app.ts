@@ -13,7 +13,7 @@ export function buildPublicApp() {
   return new Elysia()
     .onError({ as: 'global' }, ({ code, error, request }) => {
       const response = code === 'NOT_FOUND'
-        ? toErrorResponse(new ApiError(404, 'not_found', `No route ${request.method} ${new URL(request.url).pathname}`))
+        ? toErrorResponse(new ApiError('not_found', `No route ${request.method} ${new URL(request.url).pathname}`))
         : toErrorResponse(error)
       // An allowed page can read why its request failed; other origins get no CORS headers.
       const origin = request.headers.get('origin')

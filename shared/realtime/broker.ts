@@ -174,7 +174,7 @@ export async function publish(input: PublishInput, budgets: PublishBudgets = def
 function overBudget(kind: string, waitMs: number, budgets: PublishBudgets): ApiError {
   if (kind !== 'history') return fanoutBudgetExceeded(waitMs, budgets.fanoutMaxBytes, budgets.fanoutRetentionMs)
   const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
-  return new ApiError(429, 'history_budget_exceeded',
+  return new ApiError('history_budget_exceeded',
     `The product's history on this channel's shard would pass ${budgets.historyMaxBytes} bytes; it frees as channels trim or expire`,
     { retryAfter, limitBytes: budgets.historyMaxBytes }, { 'retry-after': String(retryAfter) })
 }

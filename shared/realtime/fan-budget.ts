@@ -10,7 +10,7 @@ export const FAN_ENTRY_OVERHEAD_BYTES = 128
 /** 429 past the product's fan-out byte budget on a shard; Retry-After in whole seconds, at least 1. */
 export function fanoutBudgetExceeded(waitMs: number, limitBytes: number, windowMs: number): ApiError {
   const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
-  return new ApiError(429, 'fanout_budget_exceeded',
+  return new ApiError('fanout_budget_exceeded',
     `The product's messages in flight on this channel's shard would pass ${limitBytes} bytes per ${windowMs} ms`,
     { retryAfter, limitBytes, windowMs }, { 'retry-after': String(retryAfter) })
 }

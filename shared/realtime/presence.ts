@@ -97,12 +97,12 @@ export async function enterPresence(input: {
   const info = input.info === undefined ? '' : (JSON.stringify(input.info) ?? 'null')
   const size = Buffer.byteLength(info, 'utf8')
   if (size > PRESENCE_INFO_MAX_BYTES)
-    throw new ApiError(400, 'invalid', `Presence info is ${size} bytes serialized; the limit is ${PRESENCE_INFO_MAX_BYTES}`, { limit: PRESENCE_INFO_MAX_BYTES })
+    throw new ApiError('invalid', `Presence info is ${size} bytes serialized; the limit is ${PRESENCE_INFO_MAX_BYTES}`, { limit: PRESENCE_INFO_MAX_BYTES })
   const [keys, args] = rosterOf(input.productId, input.channel, budget)
   const entered = await enterScript.run(keys,
     [...args, input.identity, memberOf(input.identity, input.connectionId), info, ttl * 1000, PRESENCE_MAX_MEMBERS, PRESENCE_KEY_GRACE_MS])
   if (Array.isArray(entered)) throw fanoutBudgetExceeded(Number(entered[1]), budget.fanoutMaxBytes, budget.fanoutRetentionMs)
-  if (entered === 0) throw new ApiError(429, 'presence_full', `The presence roster of this channel is full (${PRESENCE_MAX_MEMBERS} members)`, { limit: PRESENCE_MAX_MEMBERS })
+  if (entered === 0) throw new ApiError('presence_full', `The presence roster of this channel is full (${PRESENCE_MAX_MEMBERS} members)`, { limit: PRESENCE_MAX_MEMBERS })
   return { joined: entered === 2 }
 }
 

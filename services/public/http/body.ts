@@ -16,7 +16,7 @@ export async function readBody(request: Request, limit: number, options: { gzip?
   const encoding = (request.headers.get('content-encoding') ?? 'identity').trim().toLowerCase()
   const gzip = encoding === 'gzip' || encoding === 'x-gzip'
   if (encoding !== 'identity' && !(gzip && options.gzip)) {
-    throw new ApiError(415, 'unsupported_encoding', options.gzip
+    throw new ApiError('unsupported_encoding', options.gzip
       ? `Content-Encoding "${encoding}" is not supported; send identity or gzip`
       : `Content-Encoding "${encoding}" is not supported on this route; send the body uncompressed`)
   }
@@ -28,9 +28,9 @@ export async function readBody(request: Request, limit: number, options: { gzip?
     inflated = gunzipSync(bytes, { maxOutputLength: max })
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError) {
-      throw new ApiError(413, 'payload_too_large', `Decompressed request body exceeds ${max} bytes`, { limit: max })
+      throw new ApiError('payload_too_large', `Decompressed request body exceeds ${max} bytes`, { limit: max })
     }
-    throw new ApiError(400, 'invalid_body', 'Request body is not valid gzip data')
+    throw new ApiError('invalid_body', 'Request body is not valid gzip data')
   }
   return parseJson(inflated)
 }

@@ -4,7 +4,7 @@ import { ApiError } from '../../../shared/errors'
 
 /** 403 for a browser origin the public routes do not serve (both areas). */
 const originNotAllowed = (origin: string) =>
-  new ApiError(403, 'origin_not_allowed', `Browser requests from ${origin} are not accepted; allowed origins are https://*.${config.developerDomain}`)
+  new ApiError('origin_not_allowed', `Browser requests from ${origin} are not accepted; allowed origins are https://*.${config.developerDomain}`)
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?'
