@@ -13,7 +13,7 @@ import { namespaceOf } from '../shared/realtime/names'
 import { policyCache, type ProductPolicies, productPolicies } from '../shared/realtime/policies'
 import { sweepPresence } from '../shared/realtime/presence'
 import { revocations, revokedAmong } from '../shared/realtime/revocations'
-import { refreshSigningKeys } from '../shared/realtime/tokens'
+import { reloadSigningKeys } from '../shared/realtime/tokens'
 import { usage } from '../shared/realtime/usage'
 import { everyUnlessRunning } from '../shared/rounds'
 import { Connection, type GatewayContext } from './client'
@@ -100,8 +100,7 @@ export function startGateway(port: number): Gateway {
   const context: GatewayContext = { hub, connections, deadlines, limits, wantShard: (shard) => reader.add(shard), unwantShard: (shard) => reader.remove(shard) }
   // The signing key ids that may verify, loaded now so the first `connect` does not wait for them; re-read on each
   // `signing_keys` invalidation, each time the subscription is back (one may have been missed), and every 30 s.
-  const reloadSigningKeys = () => void refreshSigningKeys().catch((error) => logUnlessOutage('signing keys not loaded', error))
-  reloadSigningKeys()
+  void reloadSigningKeys()
   reader.start()
   // A revocation this gateway did not hear (announced while Redis was unreachable or the subscription dropping, or never
   // announced because Redis was down when the key was revoked) is found by asking PostgreSQL, the authority, about the
@@ -146,11 +145,11 @@ export function startGateway(port: number): Gateway {
   const invalidations = listenForInvalidations({
     caches: [policyCache],
     onLive: () => {
-      reloadSigningKeys()
+      void reloadSigningKeys()
       void sweepWhenLive()
     },
     onMessage: (message) => {
-      if (message.kind === 'signing_keys') return reloadSigningKeys()
+      if (message.kind === 'signing_keys') return void reloadSigningKeys()
       if (message.kind === 'namespaces' || message.kind === 'payload_storage') return policyCache.forget(message.productId)
       if (message.kind !== 'public_key' || !message.revoked) return
       // Revoking an API key ends the tokens it issued, live connections included (a scope change does not).

@@ -193,7 +193,7 @@ async function currentSigningKey(sql: Sql, now: number): Promise<SigningKey> {
  * the next tick.
  */
 export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
-  keySetTimer ??= setInterval(() => void refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error)), KEY_SET_REFRESH_MS)
+  keySetTimer ??= setInterval(() => void reloadSigningKeys(sql), KEY_SET_REFRESH_MS)
   keySetTimer.unref?.()
   keySetLoad ??= (async () => {
     let rows
@@ -223,6 +223,13 @@ export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
 }
 
 /**
+ * refreshSigningKeys for callers that must not fail on it (the timer, an invalidation, a gateway starting): a failure is
+ * logged, the set in hand keeps verifying, and the next tick tries again.
+ */
+export const reloadSigningKeys = (sql: Sql = defaultSql): Promise<void> =>
+  refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error))
+
+/**
  * The secret of a kid that may verify at `nowMs`, or null. Reads the set only while it was never loaded, and then at
  * most once per KEY_SET_RETRY_MS: in between, a frame is answered `unavailable` without a query.
  */
@@ -245,7 +252,7 @@ async function secretFor(kid: string, sql: Sql, nowMs: number): Promise<Buffer |
   // flood of forged kids costs one query per interval, and none once any key is known.
   if (!key && keySet!.size === 0 && Date.now() - emptySetReadAt >= KEY_SET_RETRY_MS) {
     emptySetReadAt = Date.now()
-    await refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error))
+    await reloadSigningKeys(sql)
     key = keySet!.get(kid)
   }
   return key && key.until > nowMs ? key.secret : null
