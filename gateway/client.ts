@@ -4,46 +4,40 @@
 import { randomUUID } from 'node:crypto'
 import { config } from '../shared/config'
 import { ApiError, logUnlessOutage } from '../shared/errors'
-import { type HistoryPolicy, keepsHistory, publish as publishMessage, readHistory, subscriptionPosition } from '../shared/realtime/broker'
+import { type HistoryPolicy, keepsHistory } from '../shared/realtime/broker'
 import { namespaceOf } from '../shared/realtime/names'
-import { type NamespacePolicy, productPolicies } from '../shared/realtime/policies'
-import { enterPresence, leavePresence as leavePresenceEntry, listPresence, PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
-import { isKeyRevoked } from '../shared/realtime/revocations'
-import { usage } from '../shared/realtime/usage'
-import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
+import type { NamespacePolicy } from '../shared/realtime/policies'
+import { PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
+import { type Claims, TokenError } from '../shared/realtime/tokens'
 import type { Deadlines } from './deadlines'
 import { DISCONNECTS, type Disconnect } from './disconnect'
 import type { GatewayLimits } from './limits'
 import { type Hub, type Position, topicOf } from './hub'
 import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
+import type { GatewayBackends } from './ports'
 import { merge, type Positioned } from './recovery'
-import { takeProductEvent } from './event-budget'
 import { TokenBucket } from './token-bucket'
+import type { Transport } from './transport'
 
-
-/** The socket as the client sees it: Bun's ServerWebSocket is touched only through this. */
-export interface Transport {
-  send(frame: string): void
-  close(code: number, reason: string): void
-  /** Joins the runtime topic a live subscription is published on (after writing out what was sent to it before). */
-  subscribe(topic: string): void
-  unsubscribe(topic: string): void
-  /** Bytes written but not yet taken by the client. */
-  buffered(): number
-}
 
 /** What a connection needs from its gateway. */
 export interface GatewayContext {
   hub: Hub<Connection>
-  /** Makes a channel's shard read (resolves once the reader stands on it; rejects when Redis cannot be read). */
-  wantShard(shard: number): Promise<void>
-  unwantShard(shard: number): void
+  /** The fan-out reader's shards (gateway/fanout.ts). */
+  shards: {
+    /** Makes a channel's shard read (resolves once the reader stands on it; rejects when Redis cannot be read). */
+    add(shard: number): Promise<void>
+    /** Its last channel here left. */
+    remove(shard: number): void
+  }
   /** Every live connection, for revocations and draining. */
   connections: Set<Connection>
   /** The connect timeout, then the token's expiry: one shared timer for all connections. */
   deadlines: Deadlines<Connection>
   /** Per-IP `connect` frames and per-subject connections (gateway/limits.ts); none when absent. */
   limits?: GatewayLimits
+  /** Broker, presence, policies, revocations, tokens and usage (./ports.ts). */
+  backends: GatewayBackends
 }
 
 /** One subscription's state (see Connection.channels). */
@@ -108,6 +102,11 @@ export class Connection {
     gateway.deadlines.set(this, Date.now() + config.realtime.gatewayConnectTimeoutMs)
   }
 
+  /** The gateway's edges: broker, presence, policies, revocations, tokens, usage. */
+  private get backends(): GatewayBackends {
+    return this.gateway.backends
+  }
+
   /** Its deadline passed: no `connect` frame in time, or the token expired (no `auth` swapped in a newer one). */
   deadlinePassed(): void {
     this.disconnect(DISCONNECTS.invalidToken, this.claims ? 'token expired' : 'no connect frame in time')
@@ -161,7 +160,7 @@ export class Connection {
   cleanup(): void {
     if (this.closed) return
     this.closed = true
-    if (this.claims) usage.connection(this.claims.pid, -1)
+    if (this.claims) this.backends.usage.connection(this.claims.pid, -1)
     if (this.countedForSubject) this.gateway.limits?.subjects.release(this.claims!.pid, this.claims!.sub)
     this.gateway.deadlines.clear(this)
     for (const channel of [...this.channels.keys()]) this.leave(channel)
@@ -222,12 +221,12 @@ export class Connection {
   private async check(token: string): Promise<Claims | string> {
     let claims: Claims
     try {
-      claims = await verifyToken(token)
+      claims = await this.backends.tokens.verify(token)
     } catch (error) {
       if (error instanceof TokenError) return error.reason
       throw error // the database could not tell: unavailable, not 4001
     }
-    return (await isKeyRevoked(claims.akid)) ? 'api key revoked' : claims
+    return (await this.backends.revocations.isRevoked(claims.akid)) ? 'api key revoked' : claims
   }
 
   /** Takes `claims` as the connection's token: it closes the connection 4001 when it expires. */
@@ -250,7 +249,7 @@ export class Connection {
       this.countedForSubject = true
     }
     this.adopt(claims)
-    usage.connection(claims.pid, 1)
+    this.backends.usage.connection(claims.pid, 1)
     this.send(encode.reply(request.id, 'connect', { client: this.id, subject: claims.sub, ...lifetime(claims) }))
   }
 
@@ -298,7 +297,7 @@ export class Connection {
     try {
       // Every subscription waits until its shard is read (not only the one that made it wanted): a reply must never
       // come before the reader stands on the shard, or publications in between would be missed.
-      await this.gateway.wantShard(shard)
+      await this.gateway.shards.add(shard)
       if (history) position = await this.position(claims.pid, channel, policy.broker, request)
     } catch (error) {
       this.leave(channel)
@@ -345,10 +344,10 @@ export class Connection {
    */
   private async position(productId: string, channel: string, policy: HistoryPolicy, request: Extract<Request, { type: 'subscribe' }>) {
     if (request.offset === undefined) {
-      const top = await subscriptionPosition(productId, channel, policy)
+      const top = await this.backends.broker.position(productId, channel, policy)
       return { ...top, missed: [], after: top.offset }
     }
-    const result = await readHistory(productId, channel, policy, { offset: request.offset, epoch: request.epoch! }, SOCKET_HISTORY_BYTES)
+    const result = await this.backends.broker.history(productId, channel, policy, { offset: request.offset, epoch: request.epoch! }, SOCKET_HISTORY_BYTES)
     if (!result.recovered) return { offset: result.offset, epoch: result.epoch, recovered: false, missed: [], after: result.offset }
     const missed = result.entries.map((entry) => ({ offset: entry.offset, frame: historyFrame(channel, entry) }))
     return { offset: result.offset, epoch: result.epoch, recovered: true, missed, after: request.offset }
@@ -364,7 +363,7 @@ export class Connection {
   private async access(channel: string): Promise<{ ops: readonly string[]; policy: NamespacePolicy | null }> {
     const claims = this.claims!
     const ops = opsOf(claims, channel)
-    return { ops, policy: ops.length ? ((await productPolicies(claims.pid)).namespaces.get(namespaceOf(channel)) ?? null) : null }
+    return { ops, policy: ops.length ? ((await this.backends.policies.policies(claims.pid)).namespaces.get(namespaceOf(channel)) ?? null) : null }
   }
 
   /**
@@ -383,18 +382,18 @@ export class Connection {
     if (size > CLIENT_EVENT_MAX_BYTES) return this.send(encode.error(request.id, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`))
     if (!(this.eventBudget ??= new TokenBucket(5, 10)).take()) return this.send(encode.error(request.id, 'rate_limited', 'more than 5 client events a second (burst 10) on this connection'))
     const productId = this.claims!.pid
-    if (!(await takeProductEvent(productId))) {
+    if (!(await this.backends.events.take(productId))) {
       return this.send(encode.error(request.id, 'rate_limited', `more than ${config.realtime.productClientEventsPerSecond} client events a second across this product's connections`))
     }
     let id: string
     try {
-      ;({ id } = await publishMessage({ productId, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id }))
+      ;({ id } = await this.backends.broker.publish({ productId, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id }))
     } catch (error) {
       // Past the product's fan-out byte budget on the channel's shard (429 on the HTTP route): retry later.
       if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
       throw error
     }
-    usage.count(this.claims!.pid, request.channel, { publishes: 1, bytes: size })
+    this.backends.usage.count(this.claims!.pid, request.channel, { publishes: 1, bytes: size })
     this.send(encode.reply(request.id, 'publish', { channel: request.channel, messageId: id }))
   }
 
@@ -433,7 +432,7 @@ export class Connection {
     }
     const query = request.last_n !== undefined ? { last_n: request.last_n }
       : request.last_ms !== undefined ? { last_ms: request.last_ms } : { offset: request.offset!, epoch: request.epoch! }
-    const result = await readHistory(this.claims!.pid, request.channel, policy.broker, query, SOCKET_HISTORY_BYTES)
+    const result = await this.backends.broker.history(this.claims!.pid, request.channel, policy.broker, query, SOCKET_HISTORY_BYTES)
     this.send(encode.reply(request.id, 'history', { channel: request.channel, ...result }))
   }
 
@@ -459,7 +458,7 @@ export class Connection {
     }
     const ttlSeconds = (request.type === 'presence.enter' ? request.ttlSeconds : undefined) ?? entered?.ttlSeconds ?? PRESENCE_TTL_DEFAULT_SECONDS
     try {
-      await enterPresence({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, info: request.info, ttlSeconds })
+      await this.backends.presence.enter({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, info: request.info, ttlSeconds })
     } catch (error) {
       // A full roster, or a join past the product's fan-out byte budget on the shard: nothing was written, retry later.
       if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
@@ -469,7 +468,7 @@ export class Connection {
     if (this.closed) return void (await this.leaveRoster(request.channel))
     if (entered) clearInterval(entered.refresh)
     const refresh = setInterval(() => {
-      void enterPresence({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, ttlSeconds })
+      void this.backends.presence.enter({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, ttlSeconds })
         // Refused (a rejoin after expiry past the fan-out budget): the next refresh tries again.
         .catch((error) => error instanceof ApiError || logUnlessOutage('presence refresh failed', error))
     }, Math.max(500, (ttlSeconds * 1000) / 2))
@@ -488,13 +487,13 @@ export class Connection {
     const entered = this.presence.get(channel)
     if (entered) clearInterval(entered.refresh)
     this.presence.delete(channel)
-    await leavePresenceEntry({ productId: this.claims!.pid, channel, identity: this.claims!.sub, connectionId: this.id })
+    await this.backends.presence.leave({ productId: this.claims!.pid, channel, identity: this.claims!.sub, connectionId: this.id })
   }
 
   private async readPresence(request: Extract<Request, { type: 'presence.read' }>): Promise<void> {
     if (!this.readAllowed(request.id)) return
     if (!(await this.presenceAllowed(request))) return
-    const members = await listPresence(this.claims!.pid, request.channel)
+    const members = await this.backends.presence.list(this.claims!.pid, request.channel)
     this.send(encode.reply(request.id, 'presence.read', { channel: request.channel, members }))
   }
 
@@ -514,6 +513,6 @@ export class Connection {
     this.channels.delete(channel)
     if (!this.closed) this.transport.unsubscribe(topicOf(this.claims!.pid, channel))
     const unwanted = this.gateway.hub.unsubscribe(this.claims!.pid, channel, this)
-    if (unwanted !== null) this.gateway.unwantShard(unwanted)
+    if (unwanted !== null) this.gateway.shards.remove(unwanted)
   }
 }
