@@ -16,6 +16,7 @@ import { type Hub, type Position, topicOf } from './hub'
 import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
 import type { GatewayBackends } from './ports'
 import { merge, type Positioned } from './recovery'
+import { Rosters } from './rosters'
 import { TokenBucket } from './token-bucket'
 import type { Transport } from './transport'
 
@@ -85,8 +86,8 @@ export class Connection {
    */
   private readonly channels = new Map<string, ChannelState>()
   private closed = false
-  /** Rosters this connection entered: their lifetime and the timer that refreshes the entry. */
-  private presenceEntries: Map<string, { ttlSeconds: number; refresh: ReturnType<typeof setInterval> }> | undefined
+  /** The rosters this connection entered (made on its first presence.enter). */
+  private rosters: Rosters | undefined
   /** Client events: 5 a second, burst 10 (the spec's limit). */
   private eventBudget: TokenBucket | undefined
   /** Reads that cost Redis work: history, subscribe with a cursor, presence.read (GATEWAY_READS_PER_SECOND, GATEWAY_READ_BURST). */
@@ -145,11 +146,6 @@ export class Connection {
     if (topic) this.transport.subscribe(topic)
   }
 
-  /** Rosters this connection entered (made on first use: most connections never enter one). */
-  private get presence() {
-    return (this.presenceEntries ??= new Map())
-  }
-
   disconnect(reason: Disconnect, detail?: string): void {
     if (this.closed) return
     this.transport.close(reason.code, detail ? `${reason.reason}: ${detail}`.slice(0, 120) : reason.reason)
@@ -164,8 +160,7 @@ export class Connection {
     if (this.countedForSubject) this.gateway.limits?.subjects.release(this.claims!.pid, this.claims!.sub)
     this.gateway.deadlines.clear(this)
     for (const channel of [...this.channels.keys()]) this.leave(channel)
-    // Off every roster it entered (its refreshes stop); if Redis cannot be told now, the entries expire by themselves.
-    for (const channel of [...(this.presenceEntries?.keys() ?? [])]) void this.leaveRoster(channel).catch((error) => logUnlessOutage('presence leave failed', error))
+    this.rosters?.leaveAll()
     this.gateway.connections.delete(this)
   }
 
@@ -452,42 +447,28 @@ export class Connection {
   private async enter(request: Extract<Request, { type: 'presence.enter' | 'presence.update' }>): Promise<void> {
     if (!this.presenceWriteAllowed(request.id)) return
     if (!(await this.presenceAllowed(request))) return
-    const entered = this.presence.get(request.channel)
-    if (request.type === 'presence.update' && !entered) {
+    const rosters = (this.rosters ??= new Rosters(this.backends.presence, { productId: this.claims!.pid, identity: this.claims!.sub, connectionId: this.id }))
+    const entered = rosters.ttlOf(request.channel)
+    if (request.type === 'presence.update' && entered === undefined) {
       return this.send(encode.error(request.id, 'invalid', `this connection is not on the roster of ${request.channel}; enter first`))
     }
-    const ttlSeconds = (request.type === 'presence.enter' ? request.ttlSeconds : undefined) ?? entered?.ttlSeconds ?? PRESENCE_TTL_DEFAULT_SECONDS
+    const ttlSeconds = (request.type === 'presence.enter' ? request.ttlSeconds : undefined) ?? entered ?? PRESENCE_TTL_DEFAULT_SECONDS
     try {
-      await this.backends.presence.enter({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, info: request.info, ttlSeconds })
+      await rosters.enter(request.channel, request.info, ttlSeconds)
     } catch (error) {
       // A full roster, or a join past the product's fan-out byte budget on the shard: nothing was written, retry later.
       if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
       if (error instanceof ApiError && error.status === 400) return this.send(encode.error(request.id, 'invalid', error.message))
       throw error
     }
-    if (this.closed) return void (await this.leaveRoster(request.channel))
-    if (entered) clearInterval(entered.refresh)
-    const refresh = setInterval(() => {
-      void this.backends.presence.enter({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, ttlSeconds })
-        // Refused (a rejoin after expiry past the fan-out budget): the next refresh tries again.
-        .catch((error) => error instanceof ApiError || logUnlessOutage('presence refresh failed', error))
-    }, Math.max(500, (ttlSeconds * 1000) / 2))
-    this.presence.set(request.channel, { ttlSeconds, refresh })
+    if (this.closed) return void (await rosters.leave(request.channel))
     this.send(encode.reply(request.id, request.type, { channel: request.channel }))
   }
 
   private async leavePresence(request: Extract<Request, { type: 'presence.leave' }>): Promise<void> {
-    if (!this.presence.has(request.channel)) return this.send(encode.error(request.id, 'invalid', `not on the roster of ${request.channel}`))
-    await this.leaveRoster(request.channel)
+    if (this.rosters?.ttlOf(request.channel) === undefined) return this.send(encode.error(request.id, 'invalid', `not on the roster of ${request.channel}`))
+    await this.rosters!.leave(request.channel)
     this.send(encode.reply(request.id, 'presence.leave', { channel: request.channel }))
-  }
-
-  /** Off the roster: this connection's entry goes (the identity leaves with its last connection). */
-  private async leaveRoster(channel: string): Promise<void> {
-    const entered = this.presence.get(channel)
-    if (entered) clearInterval(entered.refresh)
-    this.presence.delete(channel)
-    await this.backends.presence.leave({ productId: this.claims!.pid, channel, identity: this.claims!.sub, connectionId: this.id })
   }
 
   private async readPresence(request: Extract<Request, { type: 'presence.read' }>): Promise<void> {

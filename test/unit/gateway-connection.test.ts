@@ -124,3 +124,27 @@ test('a client event reaches every subscriber here but its sender, and counts on
   expect(gateway.usage).toEqual([{ productId: PRODUCT, channel, add: { deliveries: 1 } }])
   for (const { connection } of clients) connection.cleanup()
 })
+
+test('presence: enter puts the connection on the roster, update needs an entry, leave and closing take it off', async () => {
+  const gateway = memoryGateway([namespace('chat', { presence: true })])
+  const channel = 'chat:lobby'
+  const { transport, connection } = gateway.open()
+  await request(connection, { type: 'connect', id: 1, token: gateway.token([{ name: channel, ops: ['subscribe', 'presence'] }, { name: 'chat:b', ops: ['presence'] }]) })
+  await request(connection, { type: 'presence.update', id: 2, channel, info: { away: true } })
+  await request(connection, { type: 'presence.enter', id: 3, channel, info: { name: 'Ann' } })
+  await request(connection, { type: 'presence.read', id: 4, channel })
+  await request(connection, { type: 'presence.leave', id: 5, channel })
+  await request(connection, { type: 'presence.leave', id: 6, channel })
+  const frames = transport.take().slice(1)
+  expect(frames[2]!.members).toEqual([{ identity: 'ext:tester', connections: 1, info: { name: 'Ann' } }])
+  expect(frames.map((f) => [f.id, f.type, f.code ?? f.to])).toEqual([
+    [2, 'error', 'invalid'], [3, 'reply', 'presence.enter'], [4, 'reply', 'presence.read'],
+    [5, 'reply', 'presence.leave'], [6, 'error', 'invalid'],
+  ])
+  expect(gateway.presence.entries.get(channel)?.size).toBe(0)
+  await request(connection, { type: 'presence.enter', id: 7, channel: 'chat:b' })
+  expect(gateway.presence.entries.get('chat:b')?.size).toBe(1)
+  connection.cleanup()
+  await Bun.sleep(0)
+  expect(gateway.presence.entries.get('chat:b')?.size).toBe(0)
+})
