@@ -4,9 +4,20 @@
 import { expect, test } from 'bun:test'
 import { Dispatcher } from '../../gateway/dispatch'
 import { topicOf } from '../../gateway/hub'
+import type { Op } from '../../shared/realtime/names'
 import { memoryGateway, namespace, noBatching, PRODUCT, request } from './gateway-fakes'
 
 const LIMIT = 1024
+
+/** Two connections, connected and subscribed to `channel` with a token carrying `ops` on it. */
+async function subscribers(gateway: ReturnType<typeof memoryGateway>, channel: string, ops: Op[]) {
+  const clients = [gateway.open(), gateway.open()] as const
+  for (const { connection } of clients) {
+    await request(connection, { type: 'connect', id: 1, token: gateway.token([{ name: channel, ops }]) })
+    await request(connection, { type: 'subscribe', id: 2, channel })
+  }
+  return clients
+}
 
 const kinds = (frames: Record<string, unknown>[]) => frames.map((f) => (f.type === 'publication' ? `publication ${f.offset}` : `${f.type} ${f.to ?? f.code ?? ''}`.trim()))
 
@@ -85,14 +96,10 @@ test('a live subscriber whose socket holds more than the limit unread after a ba
   const gateway = memoryGateway([namespace('chat')])
   const dispatcher = new Dispatcher(gateway.hub, gateway.topics, noBatching, gateway.backends.usage, LIMIT)
   const channel = 'chat:busy'
-  const clients = [gateway.open(), gateway.open()]
-  for (const { connection } of clients) {
-    await request(connection, { type: 'connect', id: 1, token: gateway.token([{ name: channel, ops: ['subscribe'] }]) })
-    await request(connection, { type: 'subscribe', id: 2, channel })
-  }
+  const clients = await subscribers(gateway, channel, ['subscribe'])
   // Without history the subscriptions are live at once: one topic publish reaches both.
   expect(clients.map(({ transport }) => transport.topics.size)).toEqual([1, 1])
-  const [slow, fine] = clients as [(typeof clients)[0], (typeof clients)[0]]
+  const [slow, fine] = clients
   slow.transport.unread = LIMIT + 1
   dispatcher.deliver({ shard: 0, product: PRODUCT, channel, id: 'x', t: 0, d: '"hello"' })
   dispatcher.batchDone()
@@ -107,12 +114,8 @@ test('a client event reaches every subscriber here but its sender, and counts on
   const gateway = memoryGateway([namespace('chat', { clientEvents: true })])
   const dispatcher = new Dispatcher(gateway.hub, gateway.topics, noBatching, gateway.backends.usage, LIMIT)
   const channel = 'chat:talk'
-  const clients = [gateway.open(), gateway.open()]
-  for (const { connection } of clients) {
-    await request(connection, { type: 'connect', id: 1, token: gateway.token([{ name: channel, ops: ['subscribe', 'publish'] }]) })
-    await request(connection, { type: 'subscribe', id: 2, channel })
-  }
-  const [sender, other] = clients as [(typeof clients)[0], (typeof clients)[0]]
+  const clients = await subscribers(gateway, channel, ['subscribe', 'publish'])
+  const [sender, other] = clients
   for (const { transport } of clients) transport.take()
   await request(sender.connection, { type: 'publish', id: 3, channel, data: { hi: 1 } })
   expect(sender.transport.take()).toEqual([{ type: 'reply', id: 3, to: 'publish', channel, messageId: 'event1' }])
