@@ -9,6 +9,7 @@ import { namespaceOf } from '../shared/realtime/names'
 import type { NamespacePolicy } from '../shared/realtime/policies'
 import { PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
 import { type Claims, TokenError } from '../shared/realtime/tokens'
+import { type Budget, ConnectionBudgets } from './connection-budgets'
 import type { Deadlines } from './deadlines'
 import { DISCONNECTS, type Disconnect } from './disconnect'
 import type { GatewayLimits } from './limits'
@@ -17,7 +18,6 @@ import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request 
 import type { GatewayBackends } from './ports'
 import { merge, type Positioned } from './recovery'
 import { Rosters } from './rosters'
-import { TokenBucket } from './token-bucket'
 import type { Transport } from './transport'
 
 
@@ -88,12 +88,8 @@ export class Connection {
   private closed = false
   /** The rosters this connection entered (made on its first presence.enter). */
   private rosters: Rosters | undefined
-  /** Client events: 5 a second, burst 10 (the spec's limit). */
-  private eventBudget: TokenBucket | undefined
-  /** Reads that cost Redis work: history, subscribe with a cursor, presence.read (GATEWAY_READS_PER_SECOND, GATEWAY_READ_BURST). */
-  private readBudget: TokenBucket | undefined
-  /** Presence writes: enter and update (GATEWAY_PRESENCE_WRITES_PER_SECOND, GATEWAY_PRESENCE_WRITE_BURST). */
-  private presenceBudget: TokenBucket | undefined
+  /** Its own rate limits: client events, reads, presence writes (made on first use). */
+  private budgets: ConnectionBudgets | undefined
   /** True while this connection holds a place in its subject's connection count. */
   private countedForSubject = false
 
@@ -275,7 +271,7 @@ export class Connection {
     if ((request.offset === undefined) !== (request.epoch === undefined)) {
       return this.send(encode.error(request.id, 'invalid', 'a cursor needs both offset and epoch'))
     }
-    if (request.offset !== undefined && !this.readAllowed(request.id)) return
+    if (request.offset !== undefined && !this.allowed('read', request.id)) return
     const { ops, policy } = await this.access(channel)
     if (!ops.includes('subscribe')) return this.send(encode.error(request.id, 'forbidden', `the token does not allow subscribe on ${channel}`))
     if (this.channels.has(channel)) return this.send(encode.error(request.id, 'invalid', `already subscribed to ${channel}`))
@@ -375,7 +371,7 @@ export class Connection {
     const data = JSON.stringify(request.data)
     const size = Buffer.byteLength(data, 'utf8')
     if (size > CLIENT_EVENT_MAX_BYTES) return this.send(encode.error(request.id, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`))
-    if (!(this.eventBudget ??= new TokenBucket(5, 10)).take()) return this.send(encode.error(request.id, 'rate_limited', 'more than 5 client events a second (burst 10) on this connection'))
+    if (!this.allowed('event', request.id)) return
     const productId = this.claims!.pid
     if (!(await this.backends.events.take(productId))) {
       return this.send(encode.error(request.id, 'rate_limited', `more than ${config.realtime.productClientEventsPerSecond} client events a second across this product's connections`))
@@ -392,32 +388,17 @@ export class Connection {
     this.send(encode.reply(request.id, 'publish', { channel: request.channel, messageId: id }))
   }
 
-  /**
-   * A read that costs Redis work takes a token from this connection's read bucket, checked first so a flood costs
-   * nothing else; without one it is answered `rate_limited` (temporary) and the connection stays.
-   */
-  private readAllowed(id: string | number): boolean {
-    const { gatewayReadsPerSecond: rate, gatewayReadBurst: burst } = config.realtime
-    if ((this.readBudget ??= new TokenBucket(rate, burst)).take()) return true
-    this.send(encode.error(id, 'rate_limited', `more than ${rate} reads a second (burst ${burst}) on this connection: history, subscribe with a cursor, presence.read`))
-    return false
-  }
-
-  /**
-   * A presence write (enter, update) takes a token from this connection's presence bucket, checked first, so a loop of
-   * enter and leave costs Redis nothing past it. `presence.leave` takes none: it needs an entry made by an enter, so the
-   * bucket bounds it too, and a client that wants to leave is never held on the roster.
-   */
-  private presenceWriteAllowed(id: string | number): boolean {
-    const { gatewayPresenceWritesPerSecond: rate, gatewayPresenceWriteBurst: burst } = config.realtime
-    if ((this.presenceBudget ??= new TokenBucket(rate, burst)).take()) return true
-    this.send(encode.error(id, 'rate_limited', `more than ${rate} presence writes a second (burst ${burst}) on this connection: presence.enter, presence.update`))
+  /** Takes one from this connection's `budget`; without one the request is answered `rate_limited` (see connection-budgets.ts). */
+  private allowed(budget: Budget, id: string | number): boolean {
+    const refused = (this.budgets ??= new ConnectionBudgets()).take(budget)
+    if (refused === null) return true
+    this.send(encode.error(id, 'rate_limited', refused))
     return false
   }
 
   /** A history read, as the public route's: a window or a cursor; empty on a namespace that keeps no history. */
   private async history(request: Extract<Request, { type: 'history' }>): Promise<void> {
-    if (!this.readAllowed(request.id)) return
+    if (!this.allowed('read', request.id)) return
     const { ops, policy } = await this.access(request.channel)
     if (!ops.includes('history') || !policy) return this.send(encode.error(request.id, 'forbidden', `the token does not allow history on ${request.channel}`))
     const window = [request.last_n, request.last_ms].filter((v) => v !== undefined).length
@@ -445,7 +426,7 @@ export class Connection {
    * dies leaves ghosts for at most one lifetime. Another tab of the same subject is not a second member, and no second join.
    */
   private async enter(request: Extract<Request, { type: 'presence.enter' | 'presence.update' }>): Promise<void> {
-    if (!this.presenceWriteAllowed(request.id)) return
+    if (!this.allowed('presenceWrite', request.id)) return
     if (!(await this.presenceAllowed(request))) return
     const rosters = (this.rosters ??= new Rosters(this.backends.presence, { productId: this.claims!.pid, identity: this.claims!.sub, connectionId: this.id }))
     const entered = rosters.ttlOf(request.channel)
@@ -472,7 +453,7 @@ export class Connection {
   }
 
   private async readPresence(request: Extract<Request, { type: 'presence.read' }>): Promise<void> {
-    if (!this.readAllowed(request.id)) return
+    if (!this.allowed('read', request.id)) return
     if (!(await this.presenceAllowed(request))) return
     const members = await this.backends.presence.list(this.claims!.pid, request.channel)
     this.send(encode.reply(request.id, 'presence.read', { channel: request.channel, members }))
