@@ -4,46 +4,41 @@
 import { randomUUID } from 'node:crypto'
 import { config } from '../shared/config'
 import { ApiError, logUnlessOutage } from '../shared/errors'
-import { type HistoryPolicy, keepsHistory, publish as publishMessage, readHistory, subscriptionPosition } from '../shared/realtime/broker'
+import { type HistoryPolicy, keepsHistory } from '../shared/realtime/broker'
 import { namespaceOf } from '../shared/realtime/names'
-import { type NamespacePolicy, productPolicies } from '../shared/realtime/policies'
-import { enterPresence, leavePresence as leavePresenceEntry, listPresence, PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
-import { isKeyRevoked } from '../shared/realtime/revocations'
-import { usage } from '../shared/realtime/usage'
-import { type Claims, TokenError, verifyToken } from '../shared/realtime/tokens'
+import type { NamespacePolicy } from '../shared/realtime/policies'
+import { PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
+import { type Claims, TokenError } from '../shared/realtime/tokens'
+import { type Budget, ConnectionBudgets } from './connection-budgets'
 import type { Deadlines } from './deadlines'
 import { DISCONNECTS, type Disconnect } from './disconnect'
 import type { GatewayLimits } from './limits'
 import { type Hub, type Position, topicOf } from './hub'
 import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
+import type { GatewayBackends } from './ports'
 import { merge, type Positioned } from './recovery'
-import { takeProductEvent } from './event-budget'
-import { TokenBucket } from './token-bucket'
+import { Rosters } from './rosters'
+import type { Transport } from './transport'
 
-
-/** The socket as the client sees it: Bun's ServerWebSocket is touched only through this. */
-export interface Transport {
-  send(frame: string): void
-  close(code: number, reason: string): void
-  /** Joins the runtime topic a live subscription is published on (after writing out what was sent to it before). */
-  subscribe(topic: string): void
-  unsubscribe(topic: string): void
-  /** Bytes written but not yet taken by the client. */
-  buffered(): number
-}
 
 /** What a connection needs from its gateway. */
 export interface GatewayContext {
   hub: Hub<Connection>
-  /** Makes a channel's shard read (resolves once the reader stands on it; rejects when Redis cannot be read). */
-  wantShard(shard: number): Promise<void>
-  unwantShard(shard: number): void
+  /** The fan-out reader's shards (gateway/fanout.ts). */
+  shards: {
+    /** Makes a channel's shard read (resolves once the reader stands on it; rejects when Redis cannot be read). */
+    add(shard: number): Promise<void>
+    /** Its last channel here left. */
+    remove(shard: number): void
+  }
   /** Every live connection, for revocations and draining. */
   connections: Set<Connection>
   /** The connect timeout, then the token's expiry: one shared timer for all connections. */
   deadlines: Deadlines<Connection>
   /** Per-IP `connect` frames and per-subject connections (gateway/limits.ts); none when absent. */
   limits?: GatewayLimits
+  /** Broker, presence, policies, revocations, tokens and usage (./ports.ts). */
+  backends: GatewayBackends
 }
 
 /** One subscription's state (see Connection.channels). */
@@ -91,14 +86,10 @@ export class Connection {
    */
   private readonly channels = new Map<string, ChannelState>()
   private closed = false
-  /** Rosters this connection entered: their lifetime and the timer that refreshes the entry. */
-  private presenceEntries: Map<string, { ttlSeconds: number; refresh: ReturnType<typeof setInterval> }> | undefined
-  /** Client events: 5 a second, burst 10 (the spec's limit). */
-  private eventBudget: TokenBucket | undefined
-  /** Reads that cost Redis work: history, subscribe with a cursor, presence.read (GATEWAY_READS_PER_SECOND, GATEWAY_READ_BURST). */
-  private readBudget: TokenBucket | undefined
-  /** Presence writes: enter and update (GATEWAY_PRESENCE_WRITES_PER_SECOND, GATEWAY_PRESENCE_WRITE_BURST). */
-  private presenceBudget: TokenBucket | undefined
+  /** The rosters this connection entered (made on its first presence.enter). */
+  private rosters: Rosters | undefined
+  /** Its own rate limits: client events, reads, presence writes (made on first use). */
+  private budgets: ConnectionBudgets | undefined
   /** True while this connection holds a place in its subject's connection count. */
   private countedForSubject = false
 
@@ -106,6 +97,11 @@ export class Connection {
   constructor(private readonly transport: Transport, private readonly gateway: GatewayContext, private readonly ip = '127.0.0.1') {
     gateway.connections.add(this)
     gateway.deadlines.set(this, Date.now() + config.realtime.gatewayConnectTimeoutMs)
+  }
+
+  /** The gateway's edges: broker, presence, policies, revocations, tokens, usage. */
+  private get backends(): GatewayBackends {
+    return this.gateway.backends
   }
 
   /** Its deadline passed: no `connect` frame in time, or the token expired (no `auth` swapped in a newer one). */
@@ -146,11 +142,6 @@ export class Connection {
     if (topic) this.transport.subscribe(topic)
   }
 
-  /** Rosters this connection entered (made on first use: most connections never enter one). */
-  private get presence() {
-    return (this.presenceEntries ??= new Map())
-  }
-
   disconnect(reason: Disconnect, detail?: string): void {
     if (this.closed) return
     this.transport.close(reason.code, detail ? `${reason.reason}: ${detail}`.slice(0, 120) : reason.reason)
@@ -161,12 +152,11 @@ export class Connection {
   cleanup(): void {
     if (this.closed) return
     this.closed = true
-    if (this.claims) usage.connection(this.claims.pid, -1)
+    if (this.claims) this.backends.usage.connection(this.claims.pid, -1)
     if (this.countedForSubject) this.gateway.limits?.subjects.release(this.claims!.pid, this.claims!.sub)
     this.gateway.deadlines.clear(this)
     for (const channel of [...this.channels.keys()]) this.leave(channel)
-    // Off every roster it entered (its refreshes stop); if Redis cannot be told now, the entries expire by themselves.
-    for (const channel of [...(this.presenceEntries?.keys() ?? [])]) void this.leaveRoster(channel).catch((error) => logUnlessOutage('presence leave failed', error))
+    this.rosters?.leaveAll()
     this.gateway.connections.delete(this)
   }
 
@@ -222,12 +212,12 @@ export class Connection {
   private async check(token: string): Promise<Claims | string> {
     let claims: Claims
     try {
-      claims = await verifyToken(token)
+      claims = await this.backends.tokens.verify(token)
     } catch (error) {
       if (error instanceof TokenError) return error.reason
       throw error // the database could not tell: unavailable, not 4001
     }
-    return (await isKeyRevoked(claims.akid)) ? 'api key revoked' : claims
+    return (await this.backends.revocations.isRevoked(claims.akid)) ? 'api key revoked' : claims
   }
 
   /** Takes `claims` as the connection's token: it closes the connection 4001 when it expires. */
@@ -250,7 +240,7 @@ export class Connection {
       this.countedForSubject = true
     }
     this.adopt(claims)
-    usage.connection(claims.pid, 1)
+    this.backends.usage.connection(claims.pid, 1)
     this.send(encode.reply(request.id, 'connect', { client: this.id, subject: claims.sub, ...lifetime(claims) }))
   }
 
@@ -281,7 +271,7 @@ export class Connection {
     if ((request.offset === undefined) !== (request.epoch === undefined)) {
       return this.send(encode.error(request.id, 'invalid', 'a cursor needs both offset and epoch'))
     }
-    if (request.offset !== undefined && !this.readAllowed(request.id)) return
+    if (request.offset !== undefined && !this.allowed('read', request.id)) return
     const { ops, policy } = await this.access(channel)
     if (!ops.includes('subscribe')) return this.send(encode.error(request.id, 'forbidden', `the token does not allow subscribe on ${channel}`))
     if (this.channels.has(channel)) return this.send(encode.error(request.id, 'invalid', `already subscribed to ${channel}`))
@@ -298,7 +288,7 @@ export class Connection {
     try {
       // Every subscription waits until its shard is read (not only the one that made it wanted): a reply must never
       // come before the reader stands on the shard, or publications in between would be missed.
-      await this.gateway.wantShard(shard)
+      await this.gateway.shards.add(shard)
       if (history) position = await this.position(claims.pid, channel, policy.broker, request)
     } catch (error) {
       this.leave(channel)
@@ -345,10 +335,10 @@ export class Connection {
    */
   private async position(productId: string, channel: string, policy: HistoryPolicy, request: Extract<Request, { type: 'subscribe' }>) {
     if (request.offset === undefined) {
-      const top = await subscriptionPosition(productId, channel, policy)
+      const top = await this.backends.broker.position(productId, channel, policy)
       return { ...top, missed: [], after: top.offset }
     }
-    const result = await readHistory(productId, channel, policy, { offset: request.offset, epoch: request.epoch! }, SOCKET_HISTORY_BYTES)
+    const result = await this.backends.broker.history(productId, channel, policy, { offset: request.offset, epoch: request.epoch! }, SOCKET_HISTORY_BYTES)
     if (!result.recovered) return { offset: result.offset, epoch: result.epoch, recovered: false, missed: [], after: result.offset }
     const missed = result.entries.map((entry) => ({ offset: entry.offset, frame: historyFrame(channel, entry) }))
     return { offset: result.offset, epoch: result.epoch, recovered: true, missed, after: request.offset }
@@ -364,7 +354,7 @@ export class Connection {
   private async access(channel: string): Promise<{ ops: readonly string[]; policy: NamespacePolicy | null }> {
     const claims = this.claims!
     const ops = opsOf(claims, channel)
-    return { ops, policy: ops.length ? ((await productPolicies(claims.pid)).namespaces.get(namespaceOf(channel)) ?? null) : null }
+    return { ops, policy: ops.length ? ((await this.backends.policies.policies(claims.pid)).namespaces.get(namespaceOf(channel)) ?? null) : null }
   }
 
   /**
@@ -381,49 +371,34 @@ export class Connection {
     const data = JSON.stringify(request.data)
     const size = Buffer.byteLength(data, 'utf8')
     if (size > CLIENT_EVENT_MAX_BYTES) return this.send(encode.error(request.id, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`))
-    if (!(this.eventBudget ??= new TokenBucket(5, 10)).take()) return this.send(encode.error(request.id, 'rate_limited', 'more than 5 client events a second (burst 10) on this connection'))
+    if (!this.allowed('event', request.id)) return
     const productId = this.claims!.pid
-    if (!(await takeProductEvent(productId))) {
+    if (!(await this.backends.events.take(productId))) {
       return this.send(encode.error(request.id, 'rate_limited', `more than ${config.realtime.productClientEventsPerSecond} client events a second across this product's connections`))
     }
     let id: string
     try {
-      ;({ id } = await publishMessage({ productId, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id }))
+      ;({ id } = await this.backends.broker.publish({ productId, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id }))
     } catch (error) {
       // Past the product's fan-out byte budget on the channel's shard (429 on the HTTP route): retry later.
       if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
       throw error
     }
-    usage.count(this.claims!.pid, request.channel, { publishes: 1, bytes: size })
+    this.backends.usage.count(this.claims!.pid, request.channel, { publishes: 1, bytes: size })
     this.send(encode.reply(request.id, 'publish', { channel: request.channel, messageId: id }))
   }
 
-  /**
-   * A read that costs Redis work takes a token from this connection's read bucket, checked first so a flood costs
-   * nothing else; without one it is answered `rate_limited` (temporary) and the connection stays.
-   */
-  private readAllowed(id: string | number): boolean {
-    const { gatewayReadsPerSecond: rate, gatewayReadBurst: burst } = config.realtime
-    if ((this.readBudget ??= new TokenBucket(rate, burst)).take()) return true
-    this.send(encode.error(id, 'rate_limited', `more than ${rate} reads a second (burst ${burst}) on this connection: history, subscribe with a cursor, presence.read`))
-    return false
-  }
-
-  /**
-   * A presence write (enter, update) takes a token from this connection's presence bucket, checked first, so a loop of
-   * enter and leave costs Redis nothing past it. `presence.leave` takes none: it needs an entry made by an enter, so the
-   * bucket bounds it too, and a client that wants to leave is never held on the roster.
-   */
-  private presenceWriteAllowed(id: string | number): boolean {
-    const { gatewayPresenceWritesPerSecond: rate, gatewayPresenceWriteBurst: burst } = config.realtime
-    if ((this.presenceBudget ??= new TokenBucket(rate, burst)).take()) return true
-    this.send(encode.error(id, 'rate_limited', `more than ${rate} presence writes a second (burst ${burst}) on this connection: presence.enter, presence.update`))
+  /** Takes one from this connection's `budget`; without one the request is answered `rate_limited` (see connection-budgets.ts). */
+  private allowed(budget: Budget, id: string | number): boolean {
+    const refused = (this.budgets ??= new ConnectionBudgets()).take(budget)
+    if (refused === null) return true
+    this.send(encode.error(id, 'rate_limited', refused))
     return false
   }
 
   /** A history read, as the public route's: a window or a cursor; empty on a namespace that keeps no history. */
   private async history(request: Extract<Request, { type: 'history' }>): Promise<void> {
-    if (!this.readAllowed(request.id)) return
+    if (!this.allowed('read', request.id)) return
     const { ops, policy } = await this.access(request.channel)
     if (!ops.includes('history') || !policy) return this.send(encode.error(request.id, 'forbidden', `the token does not allow history on ${request.channel}`))
     const window = [request.last_n, request.last_ms].filter((v) => v !== undefined).length
@@ -433,7 +408,7 @@ export class Connection {
     }
     const query = request.last_n !== undefined ? { last_n: request.last_n }
       : request.last_ms !== undefined ? { last_ms: request.last_ms } : { offset: request.offset!, epoch: request.epoch! }
-    const result = await readHistory(this.claims!.pid, request.channel, policy.broker, query, SOCKET_HISTORY_BYTES)
+    const result = await this.backends.broker.history(this.claims!.pid, request.channel, policy.broker, query, SOCKET_HISTORY_BYTES)
     this.send(encode.reply(request.id, 'history', { channel: request.channel, ...result }))
   }
 
@@ -451,50 +426,36 @@ export class Connection {
    * dies leaves ghosts for at most one lifetime. Another tab of the same subject is not a second member, and no second join.
    */
   private async enter(request: Extract<Request, { type: 'presence.enter' | 'presence.update' }>): Promise<void> {
-    if (!this.presenceWriteAllowed(request.id)) return
+    if (!this.allowed('presenceWrite', request.id)) return
     if (!(await this.presenceAllowed(request))) return
-    const entered = this.presence.get(request.channel)
-    if (request.type === 'presence.update' && !entered) {
+    const rosters = (this.rosters ??= new Rosters(this.backends.presence, { productId: this.claims!.pid, identity: this.claims!.sub, connectionId: this.id }))
+    const entered = rosters.ttlOf(request.channel)
+    if (request.type === 'presence.update' && entered === undefined) {
       return this.send(encode.error(request.id, 'invalid', `this connection is not on the roster of ${request.channel}; enter first`))
     }
-    const ttlSeconds = (request.type === 'presence.enter' ? request.ttlSeconds : undefined) ?? entered?.ttlSeconds ?? PRESENCE_TTL_DEFAULT_SECONDS
+    const ttlSeconds = (request.type === 'presence.enter' ? request.ttlSeconds : undefined) ?? entered ?? PRESENCE_TTL_DEFAULT_SECONDS
     try {
-      await enterPresence({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, info: request.info, ttlSeconds })
+      await rosters.enter(request.channel, request.info, ttlSeconds)
     } catch (error) {
       // A full roster, or a join past the product's fan-out byte budget on the shard: nothing was written, retry later.
       if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
       if (error instanceof ApiError && error.status === 400) return this.send(encode.error(request.id, 'invalid', error.message))
       throw error
     }
-    if (this.closed) return void (await this.leaveRoster(request.channel))
-    if (entered) clearInterval(entered.refresh)
-    const refresh = setInterval(() => {
-      void enterPresence({ productId: this.claims!.pid, channel: request.channel, identity: this.claims!.sub, connectionId: this.id, ttlSeconds })
-        // Refused (a rejoin after expiry past the fan-out budget): the next refresh tries again.
-        .catch((error) => error instanceof ApiError || logUnlessOutage('presence refresh failed', error))
-    }, Math.max(500, (ttlSeconds * 1000) / 2))
-    this.presence.set(request.channel, { ttlSeconds, refresh })
+    if (this.closed) return void (await rosters.leave(request.channel))
     this.send(encode.reply(request.id, request.type, { channel: request.channel }))
   }
 
   private async leavePresence(request: Extract<Request, { type: 'presence.leave' }>): Promise<void> {
-    if (!this.presence.has(request.channel)) return this.send(encode.error(request.id, 'invalid', `not on the roster of ${request.channel}`))
-    await this.leaveRoster(request.channel)
+    if (this.rosters?.ttlOf(request.channel) === undefined) return this.send(encode.error(request.id, 'invalid', `not on the roster of ${request.channel}`))
+    await this.rosters!.leave(request.channel)
     this.send(encode.reply(request.id, 'presence.leave', { channel: request.channel }))
   }
 
-  /** Off the roster: this connection's entry goes (the identity leaves with its last connection). */
-  private async leaveRoster(channel: string): Promise<void> {
-    const entered = this.presence.get(channel)
-    if (entered) clearInterval(entered.refresh)
-    this.presence.delete(channel)
-    await leavePresenceEntry({ productId: this.claims!.pid, channel, identity: this.claims!.sub, connectionId: this.id })
-  }
-
   private async readPresence(request: Extract<Request, { type: 'presence.read' }>): Promise<void> {
-    if (!this.readAllowed(request.id)) return
+    if (!this.allowed('read', request.id)) return
     if (!(await this.presenceAllowed(request))) return
-    const members = await listPresence(this.claims!.pid, request.channel)
+    const members = await this.backends.presence.list(this.claims!.pid, request.channel)
     this.send(encode.reply(request.id, 'presence.read', { channel: request.channel, members }))
   }
 
@@ -514,6 +475,6 @@ export class Connection {
     this.channels.delete(channel)
     if (!this.closed) this.transport.unsubscribe(topicOf(this.claims!.pid, channel))
     const unwanted = this.gateway.hub.unsubscribe(this.claims!.pid, channel, this)
-    if (unwanted !== null) this.gateway.unwantShard(unwanted)
+    if (unwanted !== null) this.gateway.shards.remove(unwanted)
   }
 }

@@ -74,15 +74,16 @@ export class Hub<S extends Subscriber = Subscriber> {
   }
 
   /**
-   * Hands one encoded publication to the channel's subscribers: first `publishLive(topic)` when some are live (the
-   * caller publishes it once on the topic, skipping `skip` itself), then `deliver` to each pending one except `skip`.
+   * Hands one encoded publication to the channel's subscribers: first `publishLive(topic, frame, skip)` when some are
+   * live (one publish on the topic reaches them all but `skip`: transport.ts SocketTopics), then `deliver` to each
+   * pending one except `skip`.
    * In that order: a pending subscription that goes live while it is handed this frame must not get it again from the topic.
    * Returns whether anyone here subscribes.
    */
-  publish(productId: string, channel: string, position: Position | undefined, frame: string, publishLive: (topic: string) => void, skip?: string): boolean {
+  publish(productId: string, channel: string, position: Position | undefined, frame: string, publishLive: (topic: string, frame: string, skip?: string) => void, skip?: string): boolean {
     const entry = this.channels.get(topicOf(productId, channel))
     if (!entry) return false
-    if (entry.live.size > 0) publishLive(entry.topic)
+    if (entry.live.size > 0) publishLive(entry.topic, frame, skip)
     for (const subscriber of [...entry.pending]) {
       if (subscriber.id !== skip) subscriber.deliver(channel, position, frame)
     }

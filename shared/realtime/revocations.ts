@@ -103,7 +103,7 @@ export class RevocationCache {
   }
 }
 
-/** This process's answers (a gateway's): dropped and filled by gateway/node.ts from invalidations and sweeps. */
+/** This process's answers (a gateway's): dropped and filled by gateway/sweeps.ts from invalidations and sweeps. */
 export const revocations = new RevocationCache()
 
 /** True when the API key that issued a token has been revoked: a gateway refuses (4001) or closes such a connection. */

@@ -77,7 +77,8 @@ export const RETIRED_KEY_VERIFIES_SECONDS = TOKEN_TTL_MAX + SIGNING_KEY_REFRESH_
 /** Key ids are UUIDs; anything else is malformed before any lookup. */
 const KID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-interface SigningKey {
+/** A key that signs or verifies: its id (the JWT header's `kid`) and its HMAC-SHA256 secret. */
+export interface SigningKey {
   kid: string
   secret: Buffer
 }
@@ -193,7 +194,7 @@ async function currentSigningKey(sql: Sql, now: number): Promise<SigningKey> {
  * the next tick.
  */
 export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
-  keySetTimer ??= setInterval(() => void refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error)), KEY_SET_REFRESH_MS)
+  keySetTimer ??= setInterval(() => void reloadSigningKeys(sql), KEY_SET_REFRESH_MS)
   keySetTimer.unref?.()
   keySetLoad ??= (async () => {
     let rows
@@ -223,6 +224,13 @@ export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
 }
 
 /**
+ * refreshSigningKeys for callers that must not fail on it (the timer, an invalidation, a gateway starting): a failure is
+ * logged, the set in hand keeps verifying, and the next tick tries again.
+ */
+export const reloadSigningKeys = (sql: Sql = defaultSql): Promise<void> =>
+  refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error))
+
+/**
  * The secret of a kid that may verify at `nowMs`, or null. Reads the set only while it was never loaded, and then at
  * most once per KEY_SET_RETRY_MS: in between, a frame is answered `unavailable` without a query.
  */
@@ -245,7 +253,7 @@ async function secretFor(kid: string, sql: Sql, nowMs: number): Promise<Buffer |
   // flood of forged kids costs one query per interval, and none once any key is known.
   if (!key && keySet!.size === 0 && Date.now() - emptySetReadAt >= KEY_SET_RETRY_MS) {
     emptySetReadAt = Date.now()
-    await refreshSigningKeys(sql).catch((error) => logUnlessOutage('signing keys not re-read', error))
+    await reloadSigningKeys(sql)
     key = keySet!.get(kid)
   }
   return key && key.until > nowMs ? key.secret : null
@@ -278,8 +286,13 @@ export async function signToken(input: SignInput, sql: Sql = defaultSql): Promis
     sub: `ext:${input.subject}`, ext: true, pid: input.productId, akid: input.apiKeyId, env: config.environment,
     channels: input.channels.map((c) => ({ name: c.name, ops: [...c.ops] })), iat, exp: iat + ttl, jti: randomUUID(),
   }
+  return { token: signClaims(key, claims), claims, expiresAt: new Date(claims.exp * 1000) }
+}
+
+/** The compact JWT of `claims` signed with `key` (HS256, its kid in the header). Pure: the key is given. */
+export function signClaims(key: SigningKey, claims: Claims): string {
   const signingInput = `${b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: key.kid }))}.${b64url(JSON.stringify(claims))}`
-  return { token: `${signingInput}.${b64url(hmac(key.secret, signingInput))}`, claims, expiresAt: new Date(claims.exp * 1000) }
+  return `${signingInput}.${b64url(hmac(key.secret, signingInput))}`
 }
 
 function decodeJson(part: string): unknown {
@@ -309,7 +322,17 @@ function checkClaims(payload: unknown): Claims {
  * "unavailable", not 4001).
  * @example const claims = await verifyToken(token) // claims.channels → [{ name: 'chat:1', ops: ['subscribe'] }]
  */
-export async function verifyToken(token: string, options: { now?: number; sql?: Sql } = {}): Promise<Claims> {
+export function verifyToken(token: string, options: { now?: number; sql?: Sql } = {}): Promise<Claims> {
+  // A retired key's deadline is judged at `now` too (a test checks it to the second); else to the millisecond.
+  const nowMs = options.now === undefined ? Date.now() : options.now * 1000
+  return verifyWith(token, (kid) => secretFor(kid, options.sql ?? defaultSql, nowMs), options.now)
+}
+
+/**
+ * verifyToken's checks against the keys `secretOf` gives (null: no key with that kid may verify), at `now` (seconds
+ * since the epoch, default the clock): the key set is passed in, so the rules are tested with none stored.
+ */
+export async function verifyWith(token: string, secretOf: (kid: string) => Promise<Buffer | null>, now?: number): Promise<Claims> {
   if (typeof token !== 'string' || token.length > 16_384) throw new TokenError('malformed')
   const parts = token.split('.')
   if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) throw new TokenError('malformed')
@@ -318,15 +341,14 @@ export async function verifyToken(token: string, options: { now?: number; sql?: 
   if (!isObject(header) || header.alg !== 'HS256' || typeof header.kid !== 'string' || !KID.test(header.kid)) {
     throw new TokenError('malformed')
   }
-  // A retired key's deadline is judged at `now` too (a test checks it to the second); else to the millisecond.
-  const secret = await secretFor(header.kid, options.sql ?? defaultSql, options.now === undefined ? Date.now() : options.now * 1000)
+  const secret = await secretOf(header.kid)
   if (!secret) throw new TokenError('unknown_key')
   const expected = hmac(secret, `${headerPart}.${payloadPart}`)
   const given = Buffer.from(signaturePart, 'base64url')
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new TokenError('bad_signature')
   const claims = checkClaims(decodeJson(payloadPart))
   if (claims.env !== config.environment) throw new TokenError('wrong_environment')
-  if (claims.exp <= (options.now ?? Math.floor(Date.now() / 1000))) throw new TokenError('expired')
+  if (claims.exp <= (now ?? Math.floor(Date.now() / 1000))) throw new TokenError('expired')
   return claims
 }
 

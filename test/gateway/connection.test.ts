@@ -2,10 +2,12 @@
 // shard read the test releases): what reaches the client, and in which order, while a subscription is being set up.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { Connection, type GatewayContext, type Transport } from '../../gateway/client'
+import { redisBackends } from '../../gateway/backends'
+import { Connection, type GatewayContext } from '../../gateway/client'
 import { Deadlines } from '../../gateway/deadlines'
 import { Hub } from '../../gateway/hub'
 import { presenceFrame } from '../../gateway/protocol'
+import type { Transport } from '../../gateway/transport'
 import { config } from '../../shared/config'
 import { closeRedis } from '../../shared/redis'
 import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
@@ -27,7 +29,7 @@ function harness(channel: string) {
   let release!: () => void
   const shardRead = new Promise<void>((resolve) => (release = resolve))
   const deadlines = new Deadlines<Connection>(() => {})
-  const context: GatewayContext = { hub: new Hub<Connection>(), connections: new Set(), deadlines, wantShard: () => shardRead, unwantShard() {} }
+  const context: GatewayContext = { hub: new Hub<Connection>(), connections: new Set(), deadlines, shards: { add: () => shardRead, remove() {} }, backends: redisBackends() }
   const connection = new Connection(transport, context)
   connection.claims = {
     sub: 'ext:tester', ext: true, pid: product.productId, akid: product.keyId, env: config.environment,

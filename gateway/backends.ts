@@ -1,0 +1,36 @@
+// The gateway's edges (./ports.ts) as the running gateway has them: Redis for the broker, presence and the client-event
+// budget; PostgreSQL (cached) for policies, revocations and signing keys; usage flushed to PostgreSQL.
+import { publish, readHistory, subscriptionPosition } from '../shared/realtime/broker'
+import { productPolicies } from '../shared/realtime/policies'
+import { enterPresence, leavePresence, listPresence, sweepPresence } from '../shared/realtime/presence'
+import { revocations, revokedAmong } from '../shared/realtime/revocations'
+import { verifyToken } from '../shared/realtime/tokens'
+import { usage } from '../shared/realtime/usage'
+import { takeProductEvent } from './event-budget'
+import type { GatewayBackends } from './ports'
+
+export function redisBackends(): GatewayBackends {
+  return {
+    broker: {
+      position: (productId, channel, policy) => subscriptionPosition(productId, channel, policy),
+      history: (productId, channel, policy, query, maxBytes) => readHistory(productId, channel, policy, query, maxBytes),
+      publish: (event) => publish(event),
+    },
+    events: { take: (productId) => takeProductEvent(productId) },
+    presence: {
+      enter: (entry) => enterPresence(entry),
+      leave: (entry) => leavePresence(entry),
+      list: (productId, channel) => listPresence(productId, channel),
+      sweep: (channels) => sweepPresence(channels),
+    },
+    policies: { policies: (productId) => productPolicies(productId) },
+    revocations: {
+      isRevoked: (keyId) => revocations.isRevoked(keyId),
+      revokedAmong: (keyIds) => revokedAmong(keyIds),
+      markRevoked: (keyId) => revocations.markRevoked(keyId),
+      forgetActive: () => revocations.forgetActive(),
+    },
+    tokens: { verify: (token) => verifyToken(token) },
+    usage,
+  }
+}

@@ -1,0 +1,80 @@
+// The gateway's edges: what it needs of the broker, presence, namespace policies, revocations, token verification and
+// usage, each the narrow interface the gateway consumes. node.ts passes the Redis- and PostgreSQL-backed ones
+// (./backends.ts); the unit tier passes in-memory ones, so a connection is tested with nothing started.
+import type { HistoryPolicy, HistoryQuery, HistoryResult } from '../shared/realtime/broker'
+import type { NamespacePolicy } from '../shared/realtime/policies'
+import type { PresenceMember } from '../shared/realtime/presence'
+import type { Claims } from '../shared/realtime/tokens'
+
+/** A channel's history and its client events (shared/realtime/broker.ts). */
+export interface Broker {
+  /** Where a subscription without a cursor starts: the channel's top (an epoch is started when it has none). */
+  position(productId: string, channel: string, policy: HistoryPolicy): Promise<{ offset: number; epoch: string }>
+  /** A window, or everything after a cursor (all or nothing: `recovered: false`), of at most `maxBytes` of entries. */
+  history(productId: string, channel: string, policy: HistoryPolicy, query: HistoryQuery, maxBytes: number): Promise<HistoryResult>
+  /**
+   * Fans a client event out through the channel's shard stream, never stored; its entry names the sender, whom every
+   * gateway skips. Throws ApiError 429 past the product's fan-out byte budget on the shard.
+   */
+  publish(event: { productId: string; channel: string; policy: HistoryPolicy; data: string; senderConnectionId: string }): Promise<{ id: string }>
+}
+
+/** Client events of a product across its connections and gateways, per second (gateway/event-budget.ts). */
+export interface EventBudget {
+  /** Counts one; false past the product's budget for this second. */
+  take(productId: string): Promise<boolean>
+}
+
+/** Channel rosters (shared/realtime/presence.ts). */
+export interface Presence {
+  /**
+   * On the roster for `ttlSeconds`, or refreshed (same connection). Throws ApiError 429 (roster full, past the fan-out
+   * budget) or 400 (info too large), nothing written.
+   */
+  enter(entry: { productId: string; channel: string; identity: string; connectionId: string; info?: unknown; ttlSeconds: number }): Promise<unknown>
+  /** Off the roster; the identity leaves with its last connection. Leaving twice is harmless. */
+  leave(entry: { productId: string; channel: string; identity: string; connectionId: string }): Promise<void>
+  list(productId: string, channel: string): Promise<PresenceMember[]>
+  /** Takes expired connections off these channels' rosters (their leaves reach the subscribers). */
+  sweep(channels: Iterable<{ productId: string; channel: string }>): Promise<void>
+}
+
+/** A product's namespace policies (shared/realtime/policies.ts); rejects when they cannot be read. */
+export interface PolicySource {
+  policies(productId: string): Promise<{ namespaces: ReadonlyMap<string, NamespacePolicy> }>
+}
+
+/** Revoked API keys (shared/realtime/revocations.ts): PostgreSQL is the authority, the gateway caches its answers. */
+export interface RevocationSource {
+  /** True when the key that issued a token is revoked (cached); throws when that cannot be told. */
+  isRevoked(keyId: string): Promise<boolean>
+  /** Asks the authority which of these keys are revoked (a sweep of the live connections); throws when it cannot answer. */
+  revokedAmong(keyIds: Iterable<string>): Promise<Set<string>>
+  /** A revocation heard (an invalidation, a sweep): remembered. */
+  markRevoked(keyId: string): void
+  /** Drops the cached "not revoked" answers: after a gap in invalidations anything may have been revoked. */
+  forgetActive(): void
+}
+
+/** Delegated token verification (shared/realtime/tokens.ts). */
+export interface TokenVerifier {
+  /** The token's claims; throws TokenError when refused, anything else when it cannot be told now. */
+  verify(token: string): Promise<Claims>
+}
+
+/** Usage counted for analytics (shared/realtime/usage.ts). */
+export interface Usage {
+  count(productId: string, channel: string, add: { publishes?: number; deliveries?: number; bytes?: number }): void
+  connection(productId: string, change: 1 | -1): void
+}
+
+/** Everything the gateway needs from outside the process. */
+export interface GatewayBackends {
+  broker: Broker
+  events: EventBudget
+  presence: Presence
+  policies: PolicySource
+  revocations: RevocationSource
+  tokens: TokenVerifier
+  usage: Usage
+}
