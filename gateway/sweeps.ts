@@ -3,7 +3,7 @@
 import { config } from '../shared/config'
 import { logUnlessOutage } from '../shared/errors'
 import { namespaceOf } from '../shared/realtime/names'
-import { everyUnlessRunning } from '../shared/rounds'
+import { everyUnlessRunning } from './rounds'
 import type { Connection } from './client'
 import { DISCONNECTS } from './disconnect'
 import type { Hub } from './hub'

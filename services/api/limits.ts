@@ -3,7 +3,7 @@
 import { rateClassOf, type AnyOperation, type Principal } from '../../shared/catalog/operation'
 import { config } from '../../shared/config'
 import { limitCredentialRate, limitOrganizationRate } from '../../shared/platform-rates'
-import { Slots } from '../../shared/slots'
+import { Slots } from './slots'
 import { tooManyQueries } from './analytics/semantic/plan'
 
 /**

@@ -1,7 +1,7 @@
 // Background rounds on a timer (gateway revocation and presence sweeps): a round still running when the next is due is
 // skipped, never run twice at once.
 import { expect, test } from 'bun:test'
-import { everyUnlessRunning } from '../../shared/rounds'
+import { everyUnlessRunning } from '../../gateway/rounds'
 
 test('a round slower than its interval is never doubled, and the next one starts once it has finished', async () => {
   let running = 0

@@ -1,7 +1,7 @@
 // Event capture: a batch validated whole, then stored in one statement (one transaction: all or nothing).
 import { sql } from '../../../shared/db/client'
 import { badRequest, type FieldError } from '../../../shared/errors'
-import { parseIsoTime } from '../../../shared/iso-time'
+import { parseIsoTime } from '../iso-time'
 
 export const MAX_BATCH = 1000
 export const MAX_PROPERTIES_BYTES = 8192
