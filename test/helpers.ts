@@ -1,5 +1,5 @@
 // Test helpers: in-process calls to the apps, fresh accounts and products, and real worker processes on free ports.
-import { afterAll, beforeAll } from 'bun:test'
+import { afterAll, beforeAll, expect } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { onInvalidation, type Invalidation } from '../shared/cache/invalidation'
 import { buildApiApp } from '../services/api/app'
@@ -201,4 +201,15 @@ export function recordInvalidations(): Invalidation[] {
     await stop?.()
   })
   return heard
+}
+
+/** The platform's error body with `status` (and `code` when given): both shown on a mismatch. */
+export function expectError(result: { status: number; body: any }, status: number, code?: string): void {
+  expect({ status: result.status, body: result.body }).toMatchObject({ status, body: { error: code ?? expect.any(String), message: expect.any(String) } })
+}
+
+/** The distinct failing field paths of a 400 (one field may fail several rules). */
+export function failingFields(result: { status: number; body: any }): string[] {
+  expect({ status: result.status, body: result.body }).toMatchObject({ status: 400, body: { error: 'validation_failed' } })
+  return [...new Set((result.body.fields as { path: string }[]).map((f) => f.path))]
 }

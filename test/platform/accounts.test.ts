@@ -3,14 +3,7 @@ import Type from 'typebox'
 import { defineOperation } from '../../shared/catalog/operation'
 import { sql } from '../../shared/db/client'
 import { invoke } from '../../services/api/invoke'
-import { call, newPlatformKey, newProduct, newUser, ok, uniqueEmail } from '../helpers'
-
-const expectError = (result: { status: number; body: any }, status: number, code?: string) => {
-  expect(result.status).toBe(status)
-  expect(typeof result.body.error).toBe('string')
-  expect(typeof result.body.message).toBe('string')
-  if (code) expect(result.body.error).toBe(code)
-}
+import { call, expectError, newPlatformKey, newProduct, newUser, ok, uniqueEmail } from '../helpers'
 
 describe('sign-up and login', () => {
   test('sign-up creates a user with an owned organization and logs in', async () => {

@@ -6,20 +6,10 @@ import { sql } from '../../shared/db/client'
 import { publishInvalidation, type Invalidation } from '../../shared/cache/invalidation'
 import type { Op } from '../../shared/realtime/names'
 import { allowedOps } from '../../shared/realtime/grants'
-import { call, newPlatformKey, newProduct, newUser, ok, recordInvalidations } from '../helpers'
+import { call, expectError, failingFields, newPlatformKey, newProduct, newUser, ok, recordInvalidations } from '../helpers'
 
 type Owner = { token: string; productId: string }
 const as = (owner: Owner, extra: Record<string, unknown> = {}) => ({ token: owner.token, productId: owner.productId, ...extra })
-
-const expectError = (result: { status: number; body: any }, status: number, code?: string) => {
-  expect({ status: result.status, body: result.body }).toMatchObject({ status, body: { error: code ?? expect.any(String), message: expect.any(String) } })
-}
-
-/** The distinct failing field paths of a 400 (one field may fail several rules). */
-const failingFields = (result: { status: number; body: any }) => {
-  expect({ status: result.status, body: result.body }).toMatchObject({ status: 400, body: { error: 'validation_failed' } })
-  return [...new Set((result.body.fields as { path: string }[]).map((f) => f.path))]
-}
 
 async function createNamespace(owner: Owner, body: Record<string, unknown>) {
   const result = await call('POST', '/realtime/namespaces', as(owner, { body }))

@@ -6,19 +6,9 @@ import { sql } from '../../shared/db/client'
 import { onInvalidation, type Invalidation } from '../../shared/cache/invalidation'
 import { PUBLIC_SCOPES, publicKeyHash } from '../../shared/realtime/public-keys'
 import { isKeyRevoked } from '../../shared/realtime/revocations'
-import { call, newPlatformKey, newProduct, newUser, ok, recordInvalidations } from '../helpers'
+import { call, expectError, failingFields, newPlatformKey, newProduct, newUser, ok, recordInvalidations } from '../helpers'
 
 const keysPath = (productId: string) => `/governance/api/v1/products/${productId}/public-keys`
-
-const expectError = (result: { status: number; body: any }, status: number, code?: string) => {
-  expect({ status: result.status, body: result.body }).toMatchObject({ status, body: { error: code ?? expect.any(String), message: expect.any(String) } })
-}
-
-/** The distinct failing field paths of a 400 (one field may fail several rules). */
-const failingFields = (result: { status: number; body: any }) => {
-  expect({ status: result.status, body: result.body }).toMatchObject({ status: 400, body: { error: 'validation_failed' } })
-  return [...new Set((result.body.fields as { path: string }[]).map((f) => f.path))]
-}
 
 async function createKey(owner: { token: string; productId: string }, body: Record<string, unknown> = { name: 'backend' }) {
   const result = await call('POST', keysPath(owner.productId), { token: owner.token, body })
