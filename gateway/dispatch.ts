@@ -13,8 +13,8 @@ import { presenceFrame, publicationFrame } from './protocol'
 export interface LiveTopics {
   /** Writes a frame once to every live subscriber of `topic` but the connection `skip` (a function value: handed on unbound). */
   readonly publish: (topic: string, frame: string, skip?: string) => void
-  /** Whether a connection is open on this gateway. */
-  has(connectionId: string): boolean
+  /** The connection open on this gateway under this id, if any. */
+  connectionOf(connectionId: string): Connection | undefined
   /** Bytes published since the last `takePublished`. */
   readonly unchecked: number
   /** The topics published to since the last call (then forgotten). */
@@ -58,8 +58,10 @@ export class Dispatcher {
     const frame = entry.kind ? presenceFrame(entry) : publicationFrame(entry)
     const position = !entry.kind && entry.offset !== undefined && entry.epoch !== undefined ? { offset: entry.offset, epoch: entry.epoch } : undefined
     if (!entry.kind) {
-      // Usage for analytics: every local subscriber but the sender of a client event gets it.
-      const reached = here - (entry.sender && this.topics.has(entry.sender) ? 1 : 0)
+      // Usage for analytics: every local subscriber but the sender of a client event gets it (a sender may publish
+      // to a channel it does not subscribe to: then nobody is skipped).
+      const sender = entry.sender ? this.topics.connectionOf(entry.sender) : undefined
+      const reached = here - (sender && this.hub.subscribes(entry.product, entry.channel, sender) ? 1 : 0)
       if (reached > 0) this.usage.count(entry.product, entry.channel, { deliveries: reached })
     }
     // A client event skips its sender, live or pending.

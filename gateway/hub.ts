@@ -96,6 +96,12 @@ export class Hub<S extends Subscriber = Subscriber> {
     return entry ? entry.pending.size + entry.live.size : 0
   }
 
+  /** Whether `subscriber` subscribes to the channel here (pending or live). */
+  subscribes(productId: string, channel: string, subscriber: S): boolean {
+    const entry = this.channels.get(topicOf(productId, channel))
+    return entry !== undefined && (entry.pending.has(subscriber) || entry.live.has(subscriber))
+  }
+
   /** The live subscribers of a topic (for checking their buffers after a publish). */
   liveOf(topic: string): ReadonlySet<S> {
     return this.channels.get(topic)?.live ?? new Set()

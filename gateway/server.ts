@@ -2,7 +2,7 @@
 // per client address first), the health endpoints, and each socket's events handed to its connection.
 import type { Server } from 'bun'
 import { config } from '../shared/config'
-import { ApiError, toErrorResponse, unavailable } from '../shared/errors'
+import { ApiError, noRoute, toErrorResponse, unavailable } from '../shared/errors'
 import { tooMany } from '../shared/fixed-window'
 import { liveness, readiness } from '../shared/http/health'
 import { clientIpOf, normalizeIp } from '../shared/http/serve'
@@ -58,7 +58,7 @@ export function serveGateway(port: number, endpoint: Endpoint): Server<SocketTra
         const { status, body } = await readiness([{ name: 'invalidations', ready: endpoint.invalidationsLive }, { name: 'accepting', ready: endpoint.accepting }])
         return Response.json(body, { status })
       }
-      return toErrorResponse(new ApiError('not_found', `No route ${request.method} ${target.path}`))
+      return toErrorResponse(noRoute(request.method, target.path))
     },
     error: (error) => toErrorResponse(error, (e) => log('error', 'unhandled', describeError(e))),
     websocket: {

@@ -129,9 +129,9 @@ export class SocketTopics {
     if (ws.data.connection) this.sockets.delete(ws.data.connection.id)
   }
 
-  /** Whether a connection is open on this gateway. */
-  has(connectionId: string): boolean {
-    return this.sockets.has(connectionId)
+  /** The connection open on this gateway under this id, if any. */
+  connectionOf(connectionId: string): Connection | undefined {
+    return this.sockets.get(connectionId)?.data.connection
   }
 
   /** Writes `frame` to every socket subscribed to `topic` but the connection `skip`. A property: handed to Hub.publish as is. */

@@ -47,9 +47,9 @@ export const ERRORS = {
   too_many_queries: { status: 429, temporary: true, description: 'Analytics: the product, organization or worker already runs its most queries' },
   fanout_budget_exceeded: { status: 429, temporary: true, description: "Realtime: the product's fan-out bytes on the channel's shard are over budget" },
   history_budget_exceeded: { status: 429, temporary: true, description: "Realtime: the product's history bytes on the channel's shard are over budget" },
-  presence_full: { status: 429, temporary: true, description: "Realtime: the channel's presence roster is full" },
+  presence_full: { status: 429, temporary: true, description: "Realtime: the channel's presence roster is full (the gateway answers it as a `rate_limited` frame)" },
   client_closed_request: { status: 499, temporary: false, description: 'The client went away before its body arrived (logged only: nobody reads it)' },
-  internal: { status: 500, temporary: true, description: 'An unexpected failure, logged; the body has no details' },
+  internal: { status: 500, temporary: false, description: 'An unexpected failure, logged; the body has no details' },
   unavailable: { status: 503, temporary: true, description: 'A backing service (PostgreSQL, Redis) cannot serve now' },
   payload_storage_not_provisioned: { status: 503, temporary: false, description: 'Realtime: data above the inline cap needs payload storage provisioned first' },
 } as const satisfies Record<string, ErrorEntry>

@@ -2,7 +2,7 @@
 // (Realtime), health.
 // Builds the app and never listens: main.ts listens, tests call app.handle().
 import { Elysia } from 'elysia'
-import { ApiError, toErrorResponse } from '../../shared/errors'
+import { noRoute, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
 import { invalidationsLive } from './invalidation'
 import { isAllowedOrigin, preflight } from './http/origin'
@@ -13,7 +13,7 @@ export function buildPublicApp() {
   return new Elysia()
     .onError({ as: 'global' }, ({ code, error, request }) => {
       const response = code === 'NOT_FOUND'
-        ? toErrorResponse(new ApiError('not_found', `No route ${request.method} ${new URL(request.url).pathname}`))
+        ? toErrorResponse(noRoute(request.method, new URL(request.url).pathname))
         : toErrorResponse(error)
       // An allowed page can read why its request failed; other origins get no CORS headers.
       const origin = request.headers.get('origin')

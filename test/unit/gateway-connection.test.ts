@@ -1,8 +1,9 @@
 // One gateway connection driven through its life with in-memory backends (test/unit/gateway-fakes.ts): connect,
 // subscribe with a cursor while publications arrive, live delivery through the dispatcher, unsubscribe; a forbidden
 // subscribe; a slow consumer closed 4200.
-import { expect, test } from 'bun:test'
+import { expect, setSystemTime, test } from 'bun:test'
 import { Dispatcher } from '../../gateway/dispatch'
+import { DISCONNECTS } from '../../gateway/disconnect'
 import { topicOf } from '../../gateway/hub'
 import type { Op } from '../../shared/realtime/names'
 import { memoryGateway, namespace, noBatching, PRODUCT, request } from './gateway-fakes'
@@ -68,6 +69,32 @@ test('connect, subscribe with a cursor while publications arrive, a live publica
   expect(gateway.context.connections.size).toBe(0)
 })
 
+test('a publication that arrives after the history read but before the reply reaches the client once, after the history', async () => {
+  const gateway = memoryGateway([namespace('chat', { history: true })])
+  const dispatcher = new Dispatcher(gateway.hub, gateway.topics, noBatching, gateway.backends.usage, LIMIT)
+  const channel = 'chat:race'
+  for (const n of [1, 2, 3]) gateway.broker.append(PRODUCT, channel, { n })
+  const { transport, connection } = gateway.open()
+  await request(connection, { type: 'connect', id: 1, token: gateway.token([{ name: channel, ops: ['subscribe'] }]) })
+  transport.take()
+  // The history read has its entries (2 and 3) and is held: publication 4 is not in it, only in the subscription's buffer.
+  let read!: () => void
+  let release!: () => void
+  const wasRead = new Promise<void>((resolve) => (read = resolve))
+  gateway.broker.afterRead = () => (read(), new Promise<void>((resolve) => (release = resolve)))
+  const subscribed = request(connection, { type: 'subscribe', id: 2, channel, offset: 1, epoch: 'epoch-1' })
+  await wasRead
+  dispatcher.deliver(gateway.broker.append(PRODUCT, channel, { n: 4 }))
+  dispatcher.batchDone()
+  expect(transport.take()).toEqual([])
+  release()
+  await subscribed
+  expect(kinds(transport.take())).toEqual(['reply subscribe', 'publication 2', 'publication 3', 'publication 4'])
+  dispatcher.deliver(gateway.broker.append(PRODUCT, channel, { n: 5 }))
+  expect(kinds(transport.take())).toEqual(['publication 5'])
+  connection.cleanup()
+})
+
 test('a subscribe the token does not carry, or on a namespace no longer registered, is answered forbidden; the connection stays', async () => {
   const gateway = memoryGateway([namespace('chat')])
   const { transport, connection } = gateway.open()
@@ -128,6 +155,28 @@ test('a client event reaches every subscriber here but its sender, and counts on
   for (const { connection } of clients) connection.cleanup()
 })
 
+test('a client event from a connection that does not subscribe to the channel counts a delivery for every subscriber', async () => {
+  const gateway = memoryGateway([namespace('chat', { clientEvents: true })])
+  const dispatcher = new Dispatcher(gateway.hub, gateway.topics, noBatching, gateway.backends.usage, LIMIT)
+  const channel = 'chat:talk'
+  const listeners = await subscribers(gateway, channel, ['subscribe'])
+  const sender = gateway.open()
+  await request(sender.connection, { type: 'connect', id: 1, token: gateway.token([{ name: channel, ops: ['publish'] }]) })
+  await request(sender.connection, { type: 'publish', id: 2, channel, data: 'hi' })
+  gateway.usage.length = 0
+  dispatcher.deliver({ shard: 0, product: PRODUCT, channel, id: 'event1', t: 0, d: '"hi"', sender: sender.connection.id })
+  expect(listeners.map(({ transport }) => transport.frames.at(-1))).toEqual([0, 1].map(() => ({ type: 'publication', channel, id: 'event1', data: 'hi' })))
+  expect(gateway.usage).toEqual([{ productId: PRODUCT, channel, add: { deliveries: 2 } }])
+  // Once the sender's socket is gone, nobody is skipped either.
+  sender.connection.disconnect(DISCONNECTS.draining)
+  await Bun.sleep(0)
+  expect(gateway.topics.connectionOf(sender.connection.id)).toBeUndefined()
+  gateway.usage.length = 0
+  dispatcher.deliver({ shard: 0, product: PRODUCT, channel, id: 'event2', t: 0, d: '"hi"', sender: sender.connection.id })
+  expect(gateway.usage).toEqual([{ productId: PRODUCT, channel, add: { deliveries: 2 } }])
+  for (const { connection } of listeners) connection.cleanup()
+})
+
 test('presence: enter puts the connection on the roster, update needs an entry, leave and closing take it off', async () => {
   const gateway = memoryGateway([namespace('chat', { presence: true })])
   const channel = 'chat:lobby'
@@ -153,14 +202,21 @@ test('presence: enter puts the connection on the roster, update needs an entry, 
 })
 
 test('client events past 5 a second (burst 10) on one connection are answered rate_limited before reaching the broker', async () => {
-  const gateway = memoryGateway([namespace('chat', { clientEvents: true })])
-  const channel = 'chat:fast'
-  const { transport, connection } = gateway.open()
-  await request(connection, { type: 'connect', id: 0, token: gateway.token([{ name: channel, ops: ['publish'] }]) })
-  for (let id = 1; id <= 11; id++) await request(connection, { type: 'publish', id, channel, data: id })
-  const answers = transport.take().slice(1)
-  expect(answers.slice(0, 10).every((f) => f.type === 'reply')).toBe(true)
-  expect(answers[10]).toEqual(expect.objectContaining({ type: 'error', id: 11, code: 'rate_limited', message: 'more than 5 client events a second (burst 10) on this connection' }))
-  expect(gateway.broker.events.length).toBe(10)
-  connection.cleanup()
+  // The clock stands still, so the bucket refills nothing however slowly the eleven requests run. Frozen at the present:
+  // Bun's timers follow the set time, and one set in the past would hold back the timers of the tests after this one.
+  setSystemTime(new Date())
+  try {
+    const gateway = memoryGateway([namespace('chat', { clientEvents: true })])
+    const channel = 'chat:fast'
+    const { transport, connection } = gateway.open()
+    await request(connection, { type: 'connect', id: 0, token: gateway.token([{ name: channel, ops: ['publish'] }]) })
+    for (let id = 1; id <= 11; id++) await request(connection, { type: 'publish', id, channel, data: id })
+    const answers = transport.take().slice(1)
+    expect(answers.slice(0, 10).every((f) => f.type === 'reply')).toBe(true)
+    expect(answers[10]).toEqual(expect.objectContaining({ type: 'error', id: 11, code: 'rate_limited', message: 'more than 5 client events a second (burst 10) on this connection' }))
+    expect(gateway.broker.events.length).toBe(10)
+    connection.cleanup()
+  } finally {
+    setSystemTime()
+  }
 })

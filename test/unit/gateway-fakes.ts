@@ -30,6 +30,8 @@ export function namespace(name: string, options: { history?: boolean; presence?:
 export class MemoryBroker implements Broker {
   readonly channels = new Map<string, { epoch: string; entries: HistoryEntry[] }>()
   readonly events: { channel: string; data: string; sender: string }[] = []
+  /** Awaited by a history read after it has read its entries (a test holds a subscription between the two). */
+  afterRead: (() => Promise<void>) | undefined
 
   private channel(productId: string, channel: string) {
     const key = `${productId}:${channel}`
@@ -55,12 +57,16 @@ export class MemoryBroker implements Broker {
   async history(productId: string, channel: string, _policy: HistoryPolicy, query: HistoryQuery): Promise<HistoryResult> {
     const stored = this.channel(productId, channel)
     const top = { offset: stored.entries.length, epoch: stored.epoch }
+    let result: HistoryResult
     if ('offset' in query) {
-      if (query.epoch !== stored.epoch) return { entries: [], ...top, recovered: false }
-      return { entries: stored.entries.filter((e) => e.offset > query.offset), ...top, recovered: true }
+      result = query.epoch !== stored.epoch
+        ? { entries: [], ...top, recovered: false }
+        : { entries: stored.entries.filter((e) => e.offset > query.offset), ...top, recovered: true }
+    } else {
+      result = { entries: 'last_n' in query ? stored.entries.slice(-query.last_n) : [...stored.entries], ...top, recovered: true }
     }
-    const entries = 'last_n' in query ? stored.entries.slice(-query.last_n) : stored.entries
-    return { entries, ...top, recovered: true }
+    await this.afterRead?.()
+    return result
   }
 
   async publish(event: { productId: string; channel: string; data: string; senderConnectionId: string }) {
@@ -102,6 +108,8 @@ export class RecordingTransport implements Transport {
   readonly topics = new Set<string>()
   closed: { code: number; reason: string } | undefined
   unread = 0
+  /** Called once the socket is closed, as the runtime's close event (the gateway forgets the socket). */
+  onClosed: (() => void) | undefined
 
   send(frame: string): void {
     this.frames.push(JSON.parse(frame))
@@ -109,6 +117,7 @@ export class RecordingTransport implements Transport {
 
   close(code: number, reason: string): void {
     this.closed = { code, reason }
+    queueMicrotask(() => this.onClosed?.())
   }
 
   subscribe(topic: string): void {
@@ -132,6 +141,7 @@ export class RecordingTransport implements Transport {
 /** The runtime's topic publish over recording transports: one frame to each subscribed socket but the skipped one. */
 export class MemoryTopics implements LiveTopics {
   readonly sockets = new Map<string, RecordingTransport>()
+  readonly connections = new Map<string, Connection>()
   private published = new Set<string>()
   unchecked = 0
 
@@ -141,8 +151,8 @@ export class MemoryTopics implements LiveTopics {
     this.unchecked += frame.length
   }
 
-  has(connectionId: string): boolean {
-    return this.sockets.has(connectionId)
+  connectionOf(connectionId: string): Connection | undefined {
+    return this.connections.get(connectionId)
   }
 
   takePublished(): Set<string> {
@@ -210,6 +220,12 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
     const transport = new RecordingTransport()
     const connection = new Connection(transport, context)
     topics.sockets.set(connection.id, transport)
+    topics.connections.set(connection.id, connection)
+    transport.onClosed = () => {
+      topics.sockets.delete(connection.id)
+      topics.connections.delete(connection.id)
+      connection.cleanup()
+    }
     return { transport, connection }
   }
   return { backends, broker, presence, revoked, usage, shards, hub, context, topics, token, open }

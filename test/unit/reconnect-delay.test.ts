@@ -25,11 +25,18 @@ describe('reconnectDelay', () => {
     expect(reconnectDelay(4300, 3, 500, 20_000, half)).toBe(7000)
   })
 
-  test('the table names every code the gateway closes with, each with its rule', () => {
+  test('the close-code table holds the four gateway codes, each with its rule; other codes have none', () => {
     expect(Object.values(DISCONNECTS).map((d) => [d.code, d.reconnect])).toEqual([
       [4001, 'at-once-fresh-token'], [4100, 'at-once'], [4200, 'backoff'], [4300, 'backoff-after-min-delay'],
     ])
     expect(closeCodeOf(4300)?.minDelayMs).toBe(5000)
     expect(closeCodeOf(1006)).toBeUndefined()
   })
+})
+
+test('the reference client stays dependency-free: it imports only the close-code table, which imports nothing', async () => {
+  const importsOf = async (path: string) =>
+    [...(await Bun.file(new URL(path, import.meta.url)).text()).matchAll(/^import .* from '([^']+)'/gm)].map((m) => m[1])
+  expect(await importsOf('../../shared/realtime-client/client.ts')).toEqual(['../realtime/close-codes'])
+  expect(await importsOf('../../shared/realtime/close-codes.ts')).toEqual([])
 })
