@@ -10,7 +10,7 @@
 import type Redis from 'ioredis'
 import { describeError, log } from '../shared/log'
 import { fanKey, fanSeqKey } from '../shared/realtime/keys'
-import { dedicatedRedis, redis } from '../shared/redis'
+import { dedicatedReader, redis } from '../shared/redis'
 
 /** One fan-out entry, as the publish script wrote it (docs/realtime-data-plane.md). */
 export interface FanEntry {
@@ -129,7 +129,7 @@ export class FanoutReader {
     this.running = true
     // A read pending when the connection drops must fail, not be sent again after the reconnect: the gap has to be
     // checked before reading on.
-    this.reader = dedicatedRedis('fanout', { autoResendUnfulfilledCommands: false })
+    this.reader = dedicatedReader('fanout', { autoResendUnfulfilledCommands: false })
     this.reader.on('ready', () => {
       void this.reader!.client('ID').then((id) => (this.readerId = Number(id)), () => {})
     })

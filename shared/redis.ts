@@ -5,12 +5,38 @@
 // is down fail at once instead of queueing; after a timeout or a connection failure a breaker fails new commands at
 // once for a cool-down, so one request never waits out several timeouts in a row. ioredis reconnects by itself within
 // half a second of Redis's return, and the first command after the cool-down closes the breaker.
-import Redis, { type RedisOptions } from 'ioredis'
+import Redis, { Cluster, type RedisOptions } from 'ioredis'
 import { Breaker } from './breaker'
 import { config } from './config'
 import { backendUnreachable } from './errors'
 import { log } from './log'
 
+
+/** A connection to one Redis, or to a Redis Cluster through ioredis' Cluster client (REDIS_URL `redis+cluster://`). */
+export type RedisClient = Redis | Cluster
+
+const CLUSTER_SCHEME = 'redis+cluster:'
+
+/**
+ * The seed nodes of a Redis Cluster URL, `redis+cluster://host:port,host:port[/]` (any reachable node is enough: the
+ * client learns the others), or null for a plain `redis://` URL. A cluster has one database: no `/<index>`.
+ * @example clusterNodesOf('redis+cluster://127.0.0.1:7000,127.0.0.1:7001') // [{host:'127.0.0.1',port:7000}, …]
+ */
+export function clusterNodesOf(url: string): { host: string; port: number }[] | null {
+  if (!url.startsWith(`${CLUSTER_SCHEME}//`)) return null
+  const rest = url.slice(CLUSTER_SCHEME.length + 2).replace(/\/$/, '')
+  if (rest.includes('/') || rest.includes('@') || rest === '') {
+    throw new Error(`REDIS_URL ${url}: a cluster URL is redis+cluster://host:port[,host:port...], without credentials or a database index`)
+  }
+  return rest.split(',').map((node) => {
+    const match = /^([^:]+):(\d{1,5})$/.exec(node.trim())
+    if (!match) throw new Error(`REDIS_URL ${url}: "${node}" is not host:port`)
+    return { host: match[1]!, port: Number(match[2]) }
+  })
+}
+
+/** Whether this process's Redis is a cluster. */
+export const onCluster = () => clusterNodesOf(config.redisUrl) !== null
 
 interface PendingCommand {
   promise: Promise<unknown>
@@ -22,7 +48,7 @@ interface PendingCommand {
  * A pipeline (MULTI included) is admitted or refused as a whole, on its first command: refusing only part of one would
  * leave a MULTI open on the connection and wreck every command after it.
  */
-function guardCommands(client: Redis, breaker: Breaker): void {
+function guardCommands(client: RedisClient, breaker: Breaker): void {
   const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: object) => unknown
   const pipelines = new WeakMap<object, boolean>() // pipeline writer → admitted
   // ioredis passes a command through sendCommand again when it flushes its offline queue: count each outcome once.
@@ -54,7 +80,7 @@ function guardCommands(client: Redis, breaker: Breaker): void {
           // Nothing has come back for several timeouts in a row: the connection may have died without a reset (no RST
           // ever arrives on a dead path), and it would time out forever. A new one costs little and heals that.
           timeoutsInARow = 0
-          log('warn', 'redis answers nothing on this connection; reconnecting', { connection: client.options.connectionName })
+          log('warn', 'redis answers nothing on this connection; reconnecting', { connection: nameOf(client) })
           client.disconnect(true)
         }
         if (backendUnreachable(error)) breaker.failed()
@@ -67,14 +93,26 @@ function guardCommands(client: Redis, breaker: Breaker): void {
 /** Command timeouts in a row, with no reply in between, after which the command connection is replaced. */
 const DEAD_AFTER_TIMEOUTS = 3
 
-function connect(name: string, options: RedisOptions = {}, url = config.redisUrl): Redis {
-  const client = new Redis(url, {
+const nameOf = (client: RedisClient) => (client instanceof Cluster ? client.options.redisOptions?.connectionName : client.options.connectionName)
+
+function connect(name: string, options: RedisOptions = {}, url = config.redisUrl): RedisClient {
+  const redisOptions: RedisOptions = {
     connectionName: name,
     connectTimeout: Math.max(1000, config.redis.commandTimeoutMs),
     retryStrategy: (attempt) => Math.min(attempt * 50, 500),
     lazyConnect: false,
     ...options,
-  })
+  }
+  const nodes = clusterNodesOf(url)
+  const client: RedisClient = nodes
+    ? new Cluster(nodes, {
+      redisOptions,
+      // Reads and writes on the masters: a replica may lag, and history must never go back.
+      scaleReads: 'master',
+      clusterRetryStrategy: (attempt) => Math.min(attempt * 50, 500),
+      enableOfflineQueue: options.enableOfflineQueue ?? true,
+    })
+    : new Redis(url, redisOptions)
   // ioredis reconnects by itself; without a listener every failed attempt is an "unhandled error" on stderr.
   let lastLogged = 0
   client.on('error', (error: Error) => {
@@ -85,10 +123,10 @@ function connect(name: string, options: RedisOptions = {}, url = config.redisUrl
   return client
 }
 
-let shared: Redis | undefined
+let shared: RedisClient | undefined
 
 /** The process's command connection (non-blocking commands only). */
-export function redis(): Redis {
+export function redis(): RedisClient {
   return (shared ??= commandConnection())
 }
 
@@ -96,7 +134,7 @@ export function redis(): Redis {
  * A command connection with the outage behaviour above; `redis()` is the process's one. Tests build their own to
  * point one at a fault proxy.
  */
-export function commandConnection(name = 'platform', url = config.redisUrl): Redis {
+export function commandConnection(name = 'platform', url = config.redisUrl): RedisClient {
   const client = connect(name, {
     commandTimeout: config.redis.commandTimeoutMs,
     maxRetriesPerRequest: 1,
@@ -111,9 +149,19 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
   return client
 }
 
-/** A dedicated connection for SUBSCRIBE or blocking reads (no command timeout); the caller closes it. */
-export function dedicatedRedis(name: string, options: RedisOptions = {}): Redis {
+/** A dedicated connection for SUBSCRIBE (no command timeout); the caller closes it. On a cluster, a PUBLISH reaches every node. */
+export function dedicatedRedis(name: string, options: RedisOptions = {}): RedisClient {
   return connect(name, options)
+}
+
+/**
+ * A dedicated connection to one Redis for blocking reads (XREAD over several shard streams, which one cluster node
+ * could not answer across slots). The gateway's fan-out reader does not run on a cluster yet (issue 21): it refuses
+ * to start rather than misread.
+ */
+export function dedicatedReader(name: string, options: RedisOptions = {}): Redis {
+  if (onCluster()) throw new Error('the gateway does not read shard streams from a Redis Cluster yet: point REDIS_URL at one Redis')
+  return connect(name, options) as Redis
 }
 
 export async function closeRedis(): Promise<void> {

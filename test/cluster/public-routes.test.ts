@@ -1,0 +1,100 @@
+// The public routes, the platform API and the mailer on a real three-master Redis Cluster (REDIS_URL redis+cluster://...): publish,
+// history and presence of channels spread over every node, the publish quota and the IP limit counted on the cluster,
+// and a key revocation heard at once over the cluster's pub/sub. The gateway does not read from a cluster yet, and
+// refuses to start on one rather than misread.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { shardOf } from '../../shared/realtime/shards'
+import { startProcess, type Worker } from '../helpers'
+import { awayFromWindowEdge, createKey, pub, realtimeProduct, type RealtimeProduct, uniqueIp } from '../realtime/public-helpers'
+import { RedisCluster } from './redis-cluster'
+
+const cluster = new RedisCluster()
+let publicWorker: Worker
+let api: Worker
+let p: RealtimeProduct
+
+beforeAll(async () => {
+  await cluster.start()
+  ;[publicWorker, api, p] = await Promise.all([
+    startProcess('public', { REDIS_URL: cluster.url, TRUST_PROXY: '1', REALTIME_QUOTA_BURST: '40', REALTIME_QUOTA_SUSTAINED: '1', PUBLIC_IP_RATE_LIMIT: '30' }),
+    startProcess('api', { REDIS_URL: cluster.url }),
+    realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }]),
+  ])
+}, 60_000)
+afterAll(async () => {
+  await Promise.all([publicWorker?.stop(), api?.stop()])
+  await cluster.stop()
+})
+
+test('messages to channels of several shards are stored with their offsets and read back, their keys spread over the nodes', async () => {
+  const before = await cluster.sizes()
+  // Channels whose shards differ, so their keys land in several slots (and so on several nodes).
+  const channels = [...new Set(Array.from({ length: 40 }, (_, i) => `chat:room-${i}`).filter((c, i, all) =>
+    all.findIndex((other) => shardOf(p.productId, other) === shardOf(p.productId, c)) === i))].slice(0, 8)
+  expect(channels.length).toBeGreaterThanOrEqual(4)
+  for (const channel of channels) {
+    for (const n of [1, 2]) {
+      const sent = await pub(publicWorker, 'POST', `/${p.productId}/realtime/messages`, { key: p.key, body: { channel, data: { n } } })
+      expect([sent.status, sent.body.offset]).toEqual([200, n])
+    }
+    const history = await pub(publicWorker, 'GET', `/${p.productId}/realtime/channels/${channel}/history?last_n=10`, { key: p.key })
+    expect(history.status).toBe(200)
+    expect(history.body.entries.map((m: { data: { n: number } }) => m.data.n)).toEqual([1, 2])
+    const presence = await pub(publicWorker, 'GET', `/${p.productId}/realtime/channels/${channel}/presence`, { key: p.key })
+    expect([presence.status, presence.body.members]).toEqual([200, []])
+  }
+  const after = await cluster.sizes()
+  expect(after.filter((size, i) => size > before[i]!).length).toBeGreaterThanOrEqual(2)
+})
+
+test('the publish quota and the per-IP limit are counted on the cluster: past them, 429 with Retry-After', async () => {
+  const other = await realtimeProduct([{ name: 'chat' }])
+  let status = 200
+  let sent = 0
+  // The hard limit: burst 40 + 2 x 1 a second x 10-second window = 60 a window, all sent within one window.
+  await awayFromWindowEdge(10, 3000)
+  for (; sent < 80 && status === 200; sent++) {
+    status = (await pub(publicWorker, 'POST', `/${other.productId}/realtime/messages`, { key: other.key, body: { channel: 'chat:q', data: sent } })).status
+  }
+  expect(status).toBe(429)
+  expect(sent).toBe(61)
+  const ip = uniqueIp()
+  const answers: number[] = []
+  await awayFromWindowEdge(60, 5000) // the IP limit counts per minute
+  for (let i = 0; i < 30; i++) answers.push((await pub(publicWorker, 'GET', `/${p.productId}/realtime/channels/chat:ip`, { key: p.key, ip })).status)
+  expect(answers.slice(0, 30).every((s) => s === 200)).toBe(true)
+  const limited = await pub(publicWorker, 'GET', `/${p.productId}/realtime/channels/chat:ip`, { key: p.key, ip })
+  expect(limited.status).toBe(429)
+  expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
+})
+
+test('a key revoked through the API on the cluster is refused by the public worker at once (invalidation over the cluster)', async () => {
+  const created = await createKey(p)
+  const path = `/${p.productId}/realtime/channels/chat:revoked`
+  expect((await pub(publicWorker, 'GET', path, { key: created.key })).status).toBe(200) // now cached by the worker
+  const revoked = await fetch(`${api.url}/governance/api/v1/products/${p.productId}/public-keys/${created.id}`, {
+    method: 'DELETE', headers: { authorization: `Bearer ${p.token}` },
+  })
+  expect(revoked.status).toBe(200)
+  let status = 200
+  for (const deadline = Date.now() + 2000; status === 200 && Date.now() < deadline; await Bun.sleep(20)) {
+    status = (await pub(publicWorker, 'GET', path, { key: created.key })).status
+  }
+  expect(status).toBe(401)
+})
+
+test('a mailer on the cluster is ready: its readiness pings the cluster', async () => {
+  const mailer = await startProcess('mailer', { REDIS_URL: cluster.url }) // waits for /readyz 200
+  const ready = await (await fetch(`${mailer.url}/readyz`)).json()
+  expect(ready).toMatchObject({ status: 'ready', redis: 'ok' })
+  await mailer.stop()
+}, 20_000)
+
+test('a gateway pointed at a cluster refuses to start, naming why', async () => {
+  const proc = Bun.spawn(['bun', 'run', 'gateway/main.ts'], {
+    env: { ...process.env, REDIS_URL: cluster.url, GATEWAY_PORT: '0' }, stdout: 'pipe', stderr: 'pipe',
+  })
+  const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
+  expect(code).not.toBe(0)
+  expect(err).toContain('does not read shard streams from a Redis Cluster yet')
+}, 20_000)

@@ -1,0 +1,77 @@
+// A real three-master Redis Cluster on loopback for one test file: Debian's redis-server in cluster mode, joined with
+// `redis-cli --cluster create`. A node's port is at most 55535: its cluster bus listens 10 000 higher.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const run = async (argv: string[]) => {
+  const proc = Bun.spawn(argv, { stdout: 'pipe', stderr: 'pipe' })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (code !== 0) throw new Error(`${argv.join(' ')} exited ${code}: ${err || out}`)
+  return out
+}
+
+/** A port and its bus port (+10 000) both free, the port at most 55535. */
+async function clusterPort(): Promise<number> {
+  for (;;) {
+    const port = 30_000 + Math.floor(Math.random() * 25_000)
+    const free = [port, port + 10_000].every((candidate) => {
+      try {
+        Bun.listen({ hostname: '127.0.0.1', port: candidate, socket: { data() {} } }).stop(true)
+        return true
+      } catch {
+        return false
+      }
+    })
+    if (free) return port
+  }
+}
+
+export class RedisCluster {
+  private readonly procs: ReturnType<typeof Bun.spawn>[] = []
+  private dir = ''
+  ports: number[] = []
+
+  /** `redis+cluster://` with every node: the platform's REDIS_URL for this cluster. */
+  get url(): string {
+    return `redis+cluster://${this.ports.map((port) => `127.0.0.1:${port}`).join(',')}`
+  }
+
+  async start(masters = 3): Promise<void> {
+    this.dir = mkdtempSync(join(tmpdir(), 'redis-cluster-'))
+    for (let i = 0; i < masters; i++) {
+      const port = await clusterPort()
+      this.ports.push(port)
+      this.procs.push(Bun.spawn([
+        'redis-server', '--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes',
+        '--cluster-config-file', `nodes-${port}.conf`, '--dir', this.dir, '--save', '', '--appendonly', 'no',
+      ], { stdout: 'ignore', stderr: 'inherit' }))
+    }
+    for (const port of this.ports) await this.until(port, async () => (await this.cli(port, 'PING')).trim() === 'PONG')
+    await run(['redis-cli', '--cluster', 'create', ...this.ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'])
+    for (const port of this.ports) await this.until(port, async () => (await this.cli(port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'))
+  }
+
+  /** One command on one node, as redis-cli prints its reply. */
+  cli(port: number, ...command: string[]): Promise<string> {
+    return run(['redis-cli', '-h', '127.0.0.1', '-p', String(port), ...command])
+  }
+
+  /** Keys on each node (DBSIZE), in port order. */
+  async sizes(): Promise<number[]> {
+    return Promise.all(this.ports.map(async (port) => Number((await this.cli(port, 'DBSIZE')).trim())))
+  }
+
+  async stop(): Promise<void> {
+    for (const proc of this.procs) proc.kill('SIGKILL')
+    await Promise.all(this.procs.map((proc) => proc.exited))
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  private async until(port: number, ready: () => Promise<boolean>): Promise<void> {
+    for (const deadline = Date.now() + 15_000; ; await Bun.sleep(100)) {
+      if (await ready().catch(() => false)) return
+      if (Date.now() > deadline) throw new Error(`redis cluster node ${port} not ready`)
+    }
+  }
+}
