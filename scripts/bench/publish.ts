@@ -1,5 +1,7 @@
-// Publish benchmark: broker publish() vs two plain XADDs, and the public POST /messages vs a guard-free Bun.serve peer.
-// Usage: bun run scripts/bench/publish.ts [--messages N] [--http-messages N] [--concurrency C] [--channels K] [--rounds R]
+// Publish benchmark: broker publish() vs two plain XADDs, and the public POST /messages and POST /tokens/issue, each vs a
+// guard-free Bun.serve peer.
+// Usage: bun run scripts/bench/publish.ts [--messages N] [--http-messages N] [--token-requests N] [--concurrency C]
+//        [--channels K] [--rounds R]
 // Needs DATABASE_URL / REDIS_URL (and S3_URL) like the tests; see scripts/bench/README.md.
 import { randomUUID } from 'node:crypto'
 import os from 'node:os'
@@ -8,6 +10,7 @@ import { sql } from '../../shared/db/client'
 import { publish, type HistoryPolicy } from '../../shared/realtime/broker'
 import { config } from '../../shared/config'
 import { channelKeys, shardTag } from '../../shared/realtime/keys'
+import { verifyToken, type Claims } from '../../shared/realtime/tokens'
 import { closeRedis, redis } from '../../shared/redis'
 import { freePort, startWorker, type Worker } from '../../test/helpers'
 import { realtimeProduct } from '../../test/realtime/public-helpers'
@@ -16,6 +19,7 @@ const { values: args } = parseArgs({
   options: {
     messages: { type: 'string' },
     'http-messages': { type: 'string' },
+    'token-requests': { type: 'string' },
     concurrency: { type: 'string', default: '32' },
     channels: { type: 'string', default: '16' },
     rounds: { type: 'string', default: '3' },
@@ -27,9 +31,11 @@ const positive = (name: string, raw: string | undefined, fallback: number) => {
   if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got "${raw}"`)
   return value
 }
-// Measured operations per row (split over the rounds). --messages alone sets both levels; --http-messages the HTTP one.
+// Measured operations per row (split over the rounds). --messages alone sets both publish levels; --http-messages the
+// HTTP one; --token-requests the token issue pair (default keeps the whole run near 10 s on 2 cores).
 const LIB_N = positive('messages', args.messages, 60_000)
 const HTTP_N = positive('http-messages', args['http-messages'], args.messages !== undefined ? LIB_N : 15_000)
+const TOKEN_N = positive('token-requests', args['token-requests'], 10_000)
 const CONCURRENCY = positive('concurrency', args.concurrency, 32)
 const CHANNELS = positive('channels', args.channels, 16)
 const ROUNDS = positive('rounds', args.rounds, 3)
@@ -178,12 +184,12 @@ async function main() {
   const cpus = os.cpus()
   console.log('Publish benchmark')
   console.log(`  bun ${Bun.version}, ${cpus.length} CPUs (${cpus[0]?.model.trim() ?? '?'}), ${os.platform()} ${os.release()}, Redis ${redisVersion}`)
-  console.log(`  library: ${LIB_N} messages; HTTP: ${HTTP_N} requests; concurrency ${CONCURRENCY}; ${CHANNELS} channels; ` +
+  console.log(`  library: ${LIB_N} messages; HTTP: ${HTTP_N} requests; token issue: ${TOKEN_N} requests; concurrency ${CONCURRENCY}; ${CHANNELS} channels; ` +
     `history policy ttl ${POLICY.historyTtlSeconds} s, size ${POLICY.historySize}; warm-up ${WARMUP} per row; ` +
     `payload ${JSON.stringify(message(0)).length} B; ${ROUNDS} alternating rounds per pair`)
 
   const product = await realtimeProduct([{ name: 'bench', history: { ttlSeconds: POLICY.historyTtlSeconds, size: POLICY.historySize } }])
-  const { productId, key } = product
+  const { productId, key, keyId } = product
   console.log(`  product ${productId} (fresh, namespace "bench")\n`)
   const channelSet = (tag: string) => Array.from({ length: CHANNELS }, (_, k) => `bench:${tag}-${k}`)
   const remember = (channels: string[]) => {
@@ -225,6 +231,7 @@ async function main() {
     }, 'PUBLIC_PORT'),
     start('scripts/bench/peer-server.ts', {
       BENCH_HISTORY_TTL_SECONDS: String(POLICY.historyTtlSeconds), BENCH_HISTORY_SIZE: String(POLICY.historySize),
+      BENCH_API_KEY_ID: keyId,
     }, 'BENCH_PEER_PORT'),
   ])
   const headers = { 'x-api-key': key, 'content-type': 'application/json', 'x-forwarded-for': CLIENT_IP }
@@ -244,7 +251,36 @@ async function main() {
     ['POST /{productId}/realtime/messages (public worker)', post(publicWorker.url, publicChannels)],
     ['peer: bare Bun.serve → JSON parse → publish()', post(peer.url, peerChannels)])))
 
+  // Token issue: the same worker and peer, the same body for both (two channels of the namespace, both kept whole).
+  const tokenBody = (i: number) => ({
+    subject: `bench-user-${i}`,
+    channels: [{ name: `bench:room-${i % CHANNELS}`, ops: ['subscribe', 'history'] }, { name: 'bench:lobby', ops: ['subscribe'] }],
+    ttlSeconds: 600,
+  })
+  const issue = (base: string) => async (i: number) => {
+    const response = await fetch(`${base}/${productId}/realtime/tokens/issue`, { method: 'POST', headers, body: JSON.stringify(tokenBody(i)) })
+    const text = await response.text()
+    if (response.status !== 200) throw new Error(`${base} answered ${response.status}: ${text.slice(0, 300)}`)
+    return text
+  }
+  await sameToken(await issue(publicWorker.url)(0), await issue(peer.url)(0))
+  console.error('running token issue…')
+  rows.push(...(await compare('token issue', TOKEN_N,
+    ['POST /{productId}/realtime/tokens/issue (public worker)', async (i) => void (await issue(publicWorker.url)(i))],
+    ['peer: bare Bun.serve → JSON parse → narrow() → signToken()', async (i) => void (await issue(peer.url)(i))])))
+
   printTable(rows, metaBytes)
+}
+
+/** Both sides must sign with the same key and grant the same channels, or the pair would not compare like with like. */
+async function sameToken(subjectText: string, peerText: string) {
+  const [subject, peer] = [JSON.parse(subjectText), JSON.parse(peerText)]
+  const [subjectClaims, peerClaims] = await Promise.all([verifyToken(subject.token), verifyToken(peer.token)])
+  const kid = (token: string) => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid
+  const shape = (body: any, claims: Claims) => JSON.stringify([kid(body.token), body.channels, body.dropped, claims.sub, claims.exp - claims.iat, claims.akid])
+  if (shape(subject, subjectClaims) !== shape(peer, peerClaims)) {
+    throw new Error(`the token peer does not sign what the route signs:\n  route ${subjectText}\n  peer  ${peerText}`)
+  }
 }
 
 function printTable(rows: Row[], metaBytes: number | undefined) {
