@@ -1,6 +1,9 @@
 // Reads the shard fan-out streams (rt:{sN}:fan) that hold at least one channel this gateway's clients subscribe to,
 // in order, and hands each entry to `deliver` once. A dedicated Redis connection blocks in XREAD; when a shard becomes
-// wanted it is woken (CLIENT UNBLOCK) so the new shard is read at once.
+// wanted it is woken (CLIENT UNBLOCK) so the new shard is read at once. On a Redis Cluster one XREAD cannot span slots
+// (CROSSSLOT, even on one node): each wanted shard has its own reading connection, to the node holding its slot, and
+// its own loop; a MOVED reply (the slot migrated) re-reads the slot map, checks the shard's continuity, and reads it
+// from the node that holds it now.
 //
 // It never skips silently. Every entry carries its shard's sequence number `n` (1, 2, 3..., keys.ts fanSeqKey), so an
 // entry trimmed away (older than REALTIME_FANOUT_RETENTION_MS, while this gateway was behind that far) or lost with Redis's data shows as a jump;
@@ -10,7 +13,7 @@
 import type Redis from 'ioredis'
 import { describeError, log } from '../shared/log'
 import { fanKey, fanSeqKey } from '../shared/realtime/keys'
-import { dedicatedReader, redis } from '../shared/redis'
+import { clusterNode, dedicatedReader, nodeOfKey, onCluster, redis, refreshClusterSlots } from '../shared/redis'
 
 /** One fan-out entry, as the publish script wrote it (docs/realtime-data-plane.md). */
 export interface FanEntry {
@@ -68,17 +71,28 @@ interface Cursor {
   n: number | undefined
 }
 
+/** One reading connection and its loop: every shard on one Redis, or one shard on the cluster node holding it. */
+interface NodeReader {
+  /** '' on one Redis; on a cluster "<host:port>/<shard>". */
+  key: string
+  /** The cluster node it reads from ("host:port"); '' on one Redis. */
+  node: string
+  connection: Redis
+  id: number | undefined
+  blocked: boolean
+  wake: (() => void) | undefined
+  /** Fails the read in progress when the reader's connection closes. */
+  dropped: ((error: Error) => void) | undefined
+  looping: boolean
+}
+
 export class FanoutReader {
   private readonly cursors = new Map<number, Cursor>()
   /** Shards whose starting position is being read: every subscriber of the shard waits for the same read. */
   private readonly starting = new Map<number, Promise<void>>()
-  private reader: Redis | undefined
-  private readerId: number | undefined
-  private blocked = false
+  /** By key (see NodeReader.key); made when its shard is first wanted. */
+  private readonly readers = new Map<string, NodeReader>()
   private running = false
-  private wake: (() => void) | undefined
-  /** Fails the read in progress when the reader's connection closes. */
-  private dropped: ((error: Error) => void) | undefined
 
   constructor(
     private readonly deliver: (entry: FanEntry) => void,
@@ -102,7 +116,7 @@ export class FanoutReader {
           if (this.starting.get(shard) !== starting) return
           this.starting.delete(shard)
           this.cursors.set(shard, cursor)
-          this.interrupt()
+          this.interrupt(this.readerOf(shard))
         },
         (error) => {
           if (this.starting.get(shard) === starting) this.starting.delete(shard)
@@ -127,28 +141,66 @@ export class FanoutReader {
   start(): void {
     if (this.running) return
     this.running = true
-    // A read pending when the connection drops must fail, not be sent again after the reconnect: the gap has to be
-    // checked before reading on.
-    this.reader = dedicatedReader('fanout', { autoResendUnfulfilledCommands: false })
-    this.reader.on('ready', () => {
-      void this.reader!.client('ID').then((id) => (this.readerId = Number(id)), () => {})
-    })
-    // ioredis drops (never settles) a command pending at a disconnect when it does not resend: fail it ourselves.
-    this.reader.on('close', () => this.dropped?.(new Error('fan-out reader connection closed')))
-    void this.loop()
+    if (!onCluster()) this.readerOf(0) // one Redis: connect now (on a cluster, a node's reader is made with its first shard)
+    for (const reader of this.readers.values()) this.run(reader)
   }
 
   async stop(): Promise<void> {
     this.running = false
-    this.interrupt()
-    this.wake?.()
-    this.reader?.disconnect()
+    for (const reader of this.readers.values()) {
+      this.interrupt(reader)
+      reader.connection.disconnect()
+    }
+  }
+
+  /** Which reader reads `shard`: '' on one Redis, "<node>/<shard>" on a cluster (from the node holding its slot now). */
+  private keyOf(shard: number): string {
+    const node = nodeOfKey(fanKey(shard))
+    return node === undefined ? '' : `${node}/${shard}`
+  }
+
+  /** The reader of `shard`, made and started on first use. */
+  private readerOf(shard: number): NodeReader {
+    const key = this.keyOf(shard)
+    let reader = this.readers.get(key)
+    if (reader) return reader
+    const node = key === '' ? '' : key.slice(0, key.lastIndexOf('/'))
+    // A read pending when the connection drops must fail, not be sent again after the reconnect: the gap has to be
+    // checked before reading on.
+    const connection = dedicatedReader(key ? `fanout ${key}` : 'fanout', node || undefined, { autoResendUnfulfilledCommands: false })
+    const made: NodeReader = { key, node, connection, id: undefined, blocked: false, wake: undefined, dropped: undefined, looping: false }
+    reader = made
+    this.readers.set(key, made)
+    connection.on('ready', () => {
+      void connection.client('ID').then((id) => (made.id = Number(id)), () => {})
+    })
+    // ioredis drops (never settles) a command pending at a disconnect when it does not resend: fail it ourselves.
+    connection.on('close', () => made.dropped?.(new Error('fan-out reader connection closed')))
+    if (this.running) this.run(made)
+    return made
+  }
+
+  /** Starts the reader's loop, once. */
+  private run(reader: NodeReader): void {
+    if (reader.looping) return
+    reader.looping = true
+    void this.loop(reader)
   }
 
   /** Wakes a blocked XREAD so that a changed set of shards is read now. */
-  private interrupt(): void {
-    this.wake?.()
-    if (this.blocked && this.readerId !== undefined) void redis().client('UNBLOCK', this.readerId).catch(() => {})
+  private interrupt(reader: NodeReader): void {
+    reader.wake?.()
+    if (reader.blocked && reader.id !== undefined) {
+      const node = reader.node ? clusterNode(reader.node) : redis()
+      void node?.client('UNBLOCK', reader.id).catch(() => {})
+    }
+  }
+
+  /** After a MOVED reply: the slot map is read again, and every wanted shard is read by the node that holds it now. */
+  private async followSlots(): Promise<void> {
+    await refreshClusterSlots()
+    for (const shard of this.cursors.keys()) this.readerOf(shard)
+    for (const reader of this.readers.values()) this.interrupt(reader)
   }
 
   /** The stream's top and the sequence number it reached, read together (one atomic step, as the scripts write them). */
@@ -189,7 +241,7 @@ export class FanoutReader {
     }
   }
 
-  private async loop(): Promise<void> {
+  private async loop(reader: NodeReader): Promise<void> {
     let suspect: number[] = []
     while (this.running) {
       if (suspect.length) {
@@ -202,35 +254,41 @@ export class FanoutReader {
           continue
         }
       }
-      const shards = [...this.cursors.keys()]
+      const shards = [...this.cursors.keys()].filter((shard) => this.keyOf(shard) === reader.key)
       if (shards.length === 0) {
-        await new Promise<void>((resolve) => (this.wake = resolve))
-        this.wake = undefined
+        await new Promise<void>((resolve) => (reader.wake = resolve))
+        reader.wake = undefined
         continue
       }
       let reply: [key: string, entries: [id: string, fields: string[]][]][] | null
       try {
-        this.blocked = true
-        const read = this.reader!.xread('COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS',
+        reader.blocked = true
+        const read = reader.connection.xread('COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS',
           ...shards.map(fanKey), ...shards.map((s) => this.cursors.get(s)!.id)) as Promise<typeof reply>
         const watchdog = setTimeout(() => {
           log('warn', 'fan-out read unanswered past its block time; reconnecting the reader')
-          this.reader!.disconnect(true) // its close fails the read (below) and a new connection is made
+          reader.connection.disconnect(true) // its close fails the read (below) and a new connection is made
         }, READ_WATCHDOG_MS)
         try {
-          reply = await Promise.race([read, new Promise<never>((_, reject) => (this.dropped = reject))])
+          reply = await Promise.race([read, new Promise<never>((_, reject) => (reader.dropped = reject))])
         } finally {
           clearTimeout(watchdog)
         }
       } catch (error) {
         if (!this.running) return
+        // whatever happened meanwhile must be checked before reading on (by whichever node holds the shard then)
+        suspect = shards
+        if (/^(MOVED|ASK) /.test((error as Error).message ?? '')) {
+          log('info', 'fan-out shards moved to another cluster node; following', { node: reader.node })
+          await this.followSlots().catch((failure) => log('warn', 'cluster slots not re-read', describeError(failure)))
+          continue
+        }
         log('warn', 'fan-out read failed; retrying', describeError(error))
-        suspect = [...this.cursors.keys()] // whatever happened meanwhile must be checked before reading on
         await Bun.sleep(200)
         continue
       } finally {
-        this.blocked = false
-        this.dropped = undefined
+        reader.blocked = false
+        reader.dropped = undefined
       }
       for (const [key, entries] of reply ?? []) {
         const shard = Number(/\{s(\d+)\}/.exec(key)![1])

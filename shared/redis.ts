@@ -49,7 +49,8 @@ interface PendingCommand {
  * leave a MULTI open on the connection and wreck every command after it.
  */
 function guardCommands(client: RedisClient, breaker: Breaker): void {
-  const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: object) => unknown
+  // A cluster's sendCommand takes a third argument (the node a pipeline chose): passed on untouched.
+  const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: object, ...rest: unknown[]) => unknown
   const pipelines = new WeakMap<object, boolean>() // pipeline writer → admitted
   // ioredis passes a command through sendCommand again when it flushes its offline queue: count each outcome once.
   const watched = new WeakSet<PendingCommand>()
@@ -60,14 +61,14 @@ function guardCommands(client: RedisClient, breaker: Breaker): void {
     if (admitted === undefined) pipelines.set(stream, (admitted = breaker.tryPass()))
     return admitted
   }
-  ;(client as unknown as { sendCommand: typeof send }).sendCommand = (command, stream) => {
+  ;(client as unknown as { sendCommand: typeof send }).sendCommand = (command, stream, ...rest) => {
     // Only while ready: the handshake of a reconnect (CLIENT SETNAME, SELECT, the ready check) must pass, or the breaker
     // would keep the connection from ever coming back. While not ready, ioredis refuses user commands at once itself.
     if (client.status === 'ready' && !admit(stream)) {
       command.reject(new Error('Connection is closed.')) // the same words as a dead link, so every caller maps it alike
       return command.promise
     }
-    if (watched.has(command)) return send(command, stream)
+    if (watched.has(command)) return send(command, stream, ...rest)
     watched.add(command)
     command.promise.then(
       () => {
@@ -86,7 +87,7 @@ function guardCommands(client: RedisClient, breaker: Breaker): void {
         if (backendUnreachable(error)) breaker.failed()
       },
     )
-    return send(command, stream)
+    return send(command, stream, ...rest)
   }
 }
 
@@ -155,13 +156,50 @@ export function dedicatedRedis(name: string, options: RedisOptions = {}): RedisC
 }
 
 /**
- * A dedicated connection to one Redis for blocking reads (XREAD over several shard streams, which one cluster node
- * could not answer across slots). The gateway's fan-out reader does not run on a cluster yet (issue 21): it refuses
- * to start rather than misread.
+ * A dedicated connection for blocking reads (XREAD over several shard streams): to the process's Redis, or on a
+ * cluster to the one node `node` ("host:port"; one XREAD cannot span nodes). The caller closes it.
  */
-export function dedicatedReader(name: string, options: RedisOptions = {}): Redis {
-  if (onCluster()) throw new Error('the gateway does not read shard streams from a Redis Cluster yet: point REDIS_URL at one Redis')
-  return connect(name, options) as Redis
+export function dedicatedReader(name: string, node: string | undefined, options: RedisOptions = {}): Redis {
+  if (!node) {
+    if (onCluster()) throw new Error('no cluster node holds this slot now (the cluster is failing over or broken)')
+    return connect(name, options) as Redis
+  }
+  const [host, port] = [node.slice(0, node.lastIndexOf(':')), Number(node.slice(node.lastIndexOf(':') + 1))]
+  return connect(name, options, `redis://${host}:${port}`) as Redis
+}
+
+/** The cluster node ("host:port") that holds `key`'s slot now, as the client last learned the slots; undefined on one Redis. */
+export function nodeOfKey(key: string): string | undefined {
+  const client = redis()
+  if (!(client instanceof Cluster)) return undefined
+  return client.slots[keySlot(key)]?.[0]
+}
+
+/** The command connection to one cluster node ("host:port"), for commands about that node itself (CLIENT UNBLOCK). */
+export function clusterNode(node: string): Redis | undefined {
+  const client = redis()
+  if (!(client instanceof Cluster)) return client
+  return client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === node)
+}
+
+/** Re-reads which node holds which slot (after a MOVED reply); resolves once the client knows. */
+export function refreshClusterSlots(): Promise<void> {
+  const client = redis()
+  if (!(client instanceof Cluster)) return Promise.resolve()
+  return new Promise((resolve, reject) => client.refreshSlotsCache((error) => (error ? reject(error) : resolve())))
+}
+
+/** A key's cluster slot: CRC16 (XMODEM) of its hash tag (the first non-empty `{...}`) or of the key, mod 16 384. */
+export function keySlot(key: string): number {
+  const open = key.indexOf('{')
+  const close = open >= 0 ? key.indexOf('}', open + 1) : -1
+  const tagged = close > open + 1 ? key.slice(open + 1, close) : key
+  let crc = 0
+  for (const byte of new TextEncoder().encode(tagged)) {
+    crc ^= byte << 8
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff
+  }
+  return crc % 16_384
 }
 
 export async function closeRedis(): Promise<void> {

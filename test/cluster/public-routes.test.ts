@@ -1,9 +1,12 @@
 // The public routes, the platform API and the mailer on a real three-master Redis Cluster (REDIS_URL redis+cluster://...): publish,
 // history and presence of channels spread over every node, the publish quota and the IP limit counted on the cluster,
-// and a key revocation heard at once over the cluster's pub/sub. The gateway does not read from a cluster yet, and
-// refuses to start on one rather than misread.
+// a key revocation heard at once over the cluster's pub/sub, and a gateway reading every node's shard streams.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
+import { signToken } from '../../shared/realtime/tokens'
+import { keySlot } from '../../shared/redis'
+import { replied, startGateway, WsClient } from '../gateway/ws-helpers'
 import { startProcess, type Worker } from '../helpers'
 import { awayFromWindowEdge, createKey, pub, realtimeProduct, type RealtimeProduct, uniqueIp } from '../realtime/public-helpers'
 import { RedisCluster } from './redis-cluster'
@@ -58,6 +61,10 @@ test('the publish quota and the per-IP limit are counted on the cluster: past th
   }
   expect(status).toBe(429)
   expect(sent).toBe(61)
+  // Counted in the cluster, not by the worker alone (which it falls back to when Redis cannot count).
+  const window = Math.floor(Date.now() / 10_000)
+  const counted = await Promise.all(cluster.ports.map((port) => cluster.cli(port, 'GET', `pub:quota:${other.productId}:${window}`)))
+  expect(counted.map((reply) => reply.trim()).filter((reply) => /^\d+$/.test(reply)).map(Number)).toEqual([61])
   const ip = uniqueIp()
   const answers: number[] = []
   await awayFromWindowEdge(60, 5000) // the IP limit counts per minute
@@ -90,11 +97,47 @@ test('a mailer on the cluster is ready: its readiness pings the cluster', async 
   await mailer.stop()
 }, 20_000)
 
-test('a gateway pointed at a cluster refuses to start, naming why', async () => {
-  const proc = Bun.spawn(['bun', 'run', 'gateway/main.ts'], {
-    env: { ...process.env, REDIS_URL: cluster.url, GATEWAY_PORT: '0' }, stdout: 'pipe', stderr: 'pipe',
-  })
-  const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
-  expect(code).not.toBe(0)
-  expect(err).toContain('does not read shard streams from a Redis Cluster yet')
-}, 20_000)
+test('a gateway on the cluster reads every node\'s shard streams: each publication of channels on several nodes arrives once, in order', async () => {
+  const gateway = await startGateway({ REDIS_URL: cluster.url })
+  const channels = spreadChannels(p.productId, 6)
+  const token = (await signToken({ productId: p.productId, apiKeyId: p.keyId, subject: 'cluster-reader', channels: channels.map((name) => ({ name, ops: ['subscribe'] as const })) })).token
+  const client = await WsClient.open(gateway.wsUrl)
+  try {
+    replied(await client.request({ type: 'connect', id: 1, token }), 'connect')
+    for (const [i, channel] of channels.entries()) replied(await client.request({ type: 'subscribe', id: 10 + i, channel }), 'subscribe')
+    for (let n = 1; n <= 5; n++) {
+      for (const channel of channels) {
+        expect((await pub(publicWorker, 'POST', `/${p.productId}/realtime/messages`, { key: p.key, body: { channel, data: { n } } })).status).toBe(200)
+      }
+    }
+    const received = new Map(channels.map((channel) => [channel, [] as number[]]))
+    for (const deadline = Date.now() + 5000; [...received.values()].some((got) => got.length < 5) && Date.now() < deadline; await Bun.sleep(20)) {
+      for (const channel of channels) received.get(channel)!.push(...client.publications(channel).map((f) => (f.data as { n: number }).n))
+    }
+    await Bun.sleep(200) // nothing more may come: each exactly once
+    for (const channel of channels) received.get(channel)!.push(...client.publications(channel).map((f) => (f.data as { n: number }).n))
+    expect(Object.fromEntries(received)).toEqual(Object.fromEntries(channels.map((channel) => [channel, [1, 2, 3, 4, 5]])))
+    // The shard streams read are on several nodes, in the slots Redis computes (keySlot agrees with CLUSTER KEYSLOT).
+    const owners = new Set<number>()
+    for (const channel of channels) {
+      const key = fanKey(shardOf(p.productId, channel))
+      const slot = Number((await cluster.cli(cluster.ports[0]!, 'CLUSTER', 'KEYSLOT', key)).trim())
+      expect(keySlot(key)).toBe(slot)
+      for (const port of cluster.ports) if (Number((await cluster.cli(port, 'CLUSTER', 'COUNTKEYSINSLOT', String(slot))).trim()) > 0) owners.add(port)
+    }
+    expect(owners.size).toBeGreaterThanOrEqual(2)
+  } finally {
+    client.close()
+    await gateway.stop()
+  }
+}, 30_000)
+
+/** `count` channels of the product whose shards all differ (so their streams spread over the cluster's slots). */
+function spreadChannels(productId: string, count: number): string[] {
+  const byShard = new Map<number, string>()
+  for (let i = 0; byShard.size < count; i++) {
+    const channel = `chat:spread-${i}`
+    if (!byShard.has(shardOf(productId, channel))) byShard.set(shardOf(productId, channel), channel)
+  }
+  return [...byShard.values()]
+}

@@ -117,7 +117,7 @@ test('a shard given up and wanted again while a read from its old cursor is in f
   const { reader, timeline } = recorder()
   reader.start() // nothing to read yet: the loop waits, and every read from here on goes through the gate below
   // Hold the reader's replies until the shard has been wanted again: the reply then carries entries from the old cursor.
-  const connection = (reader as unknown as { reader: { xread: (...args: unknown[]) => Promise<unknown> } }).reader
+  const connection = (reader as unknown as { readers: Map<string, { connection: { xread: (...args: unknown[]) => Promise<unknown> } }> }).readers.get('')!.connection
   const xread = connection.xread.bind(connection)
   let open!: () => void
   const gate = new Promise<void>((resolve) => (open = resolve))
