@@ -256,6 +256,12 @@ export class FanoutReader {
       }
       const shards = [...this.cursors.keys()].filter((shard) => this.keyOf(shard) === reader.key)
       if (shards.length === 0) {
+        if (reader.key !== '') {
+          // A cluster shard's reader whose shard left (unsubscribed, or moved to another node's reader): closed.
+          this.readers.delete(reader.key)
+          reader.connection.disconnect()
+          return
+        }
         await new Promise<void>((resolve) => (reader.wake = resolve))
         reader.wake = undefined
         continue

@@ -1,6 +1,7 @@
 // The public routes, the platform API and the mailer on a real three-master Redis Cluster (REDIS_URL redis+cluster://...): publish,
 // history and presence of channels spread over every node, the publish quota and the IP limit counted on the cluster,
-// a key revocation heard at once over the cluster's pub/sub, and a gateway reading every node's shard streams.
+// a key revocation heard at once over the cluster's pub/sub, and a gateway reading every node's shard streams, also
+// while a slot migrates.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
@@ -126,6 +127,40 @@ test('a gateway on the cluster reads every node\'s shard streams: each publicati
       for (const port of cluster.ports) if (Number((await cluster.cli(port, 'CLUSTER', 'COUNTKEYSINSLOT', String(slot))).trim()) > 0) owners.add(port)
     }
     expect(owners.size).toBeGreaterThanOrEqual(2)
+  } finally {
+    client.close()
+    await gateway.stop()
+  }
+}, 30_000)
+
+test('a slot migrated to another node while a gateway reads it: the reader follows it, and every publication arrives once, in order', async () => {
+  const gateway = await startGateway({ REDIS_URL: cluster.url })
+  const channel = 'chat:moving'
+  const slot = keySlot(fanKey(shardOf(p.productId, channel)))
+  const token = (await signToken({ productId: p.productId, apiKeyId: p.keyId, subject: 'mover', channels: [{ name: channel, ops: ['subscribe'] }] })).token
+  const client = await WsClient.open(gateway.wsUrl)
+  const publish = async (n: number) =>
+    expect((await pub(publicWorker, 'POST', `/${p.productId}/realtime/messages`, { key: p.key, body: { channel, data: { n } } })).status).toBe(200)
+  const received: number[] = []
+  const collect = async (count: number) => {
+    for (const deadline = Date.now() + 8000; received.length < count && Date.now() < deadline; await Bun.sleep(20)) {
+      received.push(...client.publications(channel).map((f) => (f.data as { n: number }).n))
+    }
+  }
+  try {
+    replied(await client.request({ type: 'connect', id: 1, token }), 'connect')
+    replied(await client.request({ type: 'subscribe', id: 2, channel }), 'subscribe')
+    for (const n of [1, 2, 3]) await publish(n)
+    await collect(3)
+    const from = await cluster.ownerOf(slot)
+    const to = cluster.ports.find((port) => port !== from)!
+    await cluster.migrateSlot(slot, to)
+    expect(await cluster.ownerOf(slot)).toBe(to)
+    for (const n of [4, 5, 6]) await publish(n)
+    await collect(6)
+    await Bun.sleep(200)
+    received.push(...client.publications(channel).map((f) => (f.data as { n: number }).n))
+    expect(received).toEqual([1, 2, 3, 4, 5, 6])
   } finally {
     client.close()
     await gateway.stop()

@@ -62,6 +62,36 @@ export class RedisCluster {
     return Promise.all(this.ports.map(async (port) => Number((await this.cli(port, 'DBSIZE')).trim())))
   }
 
+  /** The node ("port") serving `slot` now. */
+  async ownerOf(slot: number): Promise<number> {
+    const shards = await this.cli(this.ports[0]!, 'CLUSTER', 'SLOTS')
+    // redis-cli prints each range as: start, end, then per node host, port, id (one value a line).
+    const lines = shards.split('\n').map((line) => line.trim()).filter(Boolean)
+    for (let i = 0; i + 4 < lines.length; i++) {
+      const [start, end, , port] = [Number(lines[i]), Number(lines[i + 1]), lines[i + 2], Number(lines[i + 3])]
+      if (Number.isInteger(start) && Number.isInteger(end) && lines[i + 2] === '127.0.0.1' && start <= slot && slot <= end) return port
+    }
+    throw new Error(`no node serves slot ${slot}`)
+  }
+
+  /**
+   * Moves one slot, with its keys, from the node serving it to `to`, the way `redis-cli --cluster reshard` does:
+   * IMPORTING on the target, MIGRATING on the source, MIGRATE of every key, then the slot assigned on every node.
+   */
+  async migrateSlot(slot: number, to: number): Promise<void> {
+    const from = await this.ownerOf(slot)
+    const id = async (port: number) => (await this.cli(port, 'CLUSTER', 'MYID')).trim()
+    const [fromId, toId] = [await id(from), await id(to)]
+    await this.cli(to, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId)
+    await this.cli(from, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId)
+    for (;;) {
+      const keys = (await this.cli(from, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100')).split('\n').map((k) => k.trim()).filter(Boolean)
+      if (keys.length === 0) break
+      await this.cli(from, 'MIGRATE', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys)
+    }
+    for (const port of this.ports) await this.cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId)
+  }
+
   async stop(): Promise<void> {
     for (const proc of this.procs) proc.kill('SIGKILL')
     await Promise.all(this.procs.map((proc) => proc.exited))
