@@ -93,6 +93,7 @@ export class FanoutReader {
   /** By key (see NodeReader.key); made when its shard is first wanted. */
   private readonly readers = new Map<string, NodeReader>()
   private running = false
+  private retryReaders: ReturnType<typeof setTimeout> | undefined
 
   constructor(
     private readonly deliver: (entry: FanEntry) => void,
@@ -116,7 +117,9 @@ export class FanoutReader {
           if (this.starting.get(shard) !== starting) return
           this.starting.delete(shard)
           this.cursors.set(shard, cursor)
-          this.interrupt(this.readerOf(shard))
+          const reader = this.readerOf(shard)
+          if (reader) this.interrupt(reader)
+          else this.ensureReaders()
         },
         (error) => {
           if (this.starting.get(shard) === starting) this.starting.delete(shard)
@@ -141,16 +144,30 @@ export class FanoutReader {
   start(): void {
     if (this.running) return
     this.running = true
-    if (!onCluster()) this.readerOf(0) // one Redis: connect now (on a cluster, a node's reader is made with its first shard)
-    for (const reader of this.readers.values()) this.run(reader)
+    if (!onCluster()) this.readerOf(0) // one Redis: connect now (on a cluster, a shard's reader is made with its cursor)
+    this.ensureReaders()
   }
 
   async stop(): Promise<void> {
     this.running = false
+    clearTimeout(this.retryReaders)
     for (const reader of this.readers.values()) {
       this.interrupt(reader)
       reader.connection.disconnect()
     }
+    this.readers.clear()
+  }
+
+  /**
+   * Every wanted shard has its reader (on a cluster, after slots moved, or a node was not known yet). One that cannot be
+   * made now (no node holds its slot: a failover) is tried again shortly.
+   */
+  private ensureReaders(): void {
+    if (!this.running) return
+    let missing = false
+    for (const shard of this.cursors.keys()) missing = this.readerOf(shard) === undefined || missing
+    clearTimeout(this.retryReaders)
+    if (missing) this.retryReaders = setTimeout(() => this.ensureReaders(), 200)
   }
 
   /** Which reader reads `shard`: '' on one Redis, "<node>/<shard>" on a cluster (from the node holding its slot now). */
@@ -159,15 +176,20 @@ export class FanoutReader {
     return node === undefined ? '' : `${node}/${shard}`
   }
 
-  /** The reader of `shard`, made and started on first use. */
-  private readerOf(shard: number): NodeReader {
+  /**
+   * The reader of `shard`, made and started on first use; none while stopped, or while no cluster node is known to hold
+   * its slot (the caller tries again: ensureReaders).
+   */
+  private readerOf(shard: number): NodeReader | undefined {
+    if (!this.running) return undefined
     const key = this.keyOf(shard)
     let reader = this.readers.get(key)
     if (reader) return reader
+    if (key === '' && onCluster()) return undefined
     const node = key === '' ? '' : key.slice(0, key.lastIndexOf('/'))
     // A read pending when the connection drops must fail, not be sent again after the reconnect: the gap has to be
     // checked before reading on.
-    const connection = dedicatedReader(key ? `fanout ${key}` : 'fanout', node || undefined, { autoResendUnfulfilledCommands: false })
+    const connection = dedicatedReader(key ? `fanout@${key}` : 'fanout', node || undefined, { autoResendUnfulfilledCommands: false })
     const made: NodeReader = { key, node, connection, id: undefined, blocked: false, wake: undefined, dropped: undefined, looping: false }
     reader = made
     this.readers.set(key, made)
@@ -176,7 +198,7 @@ export class FanoutReader {
     })
     // ioredis drops (never settles) a command pending at a disconnect when it does not resend: fail it ourselves.
     connection.on('close', () => made.dropped?.(new Error('fan-out reader connection closed')))
-    if (this.running) this.run(made)
+    this.run(made)
     return made
   }
 
@@ -199,7 +221,7 @@ export class FanoutReader {
   /** After a MOVED reply: the slot map is read again, and every wanted shard is read by the node that holds it now. */
   private async followSlots(): Promise<void> {
     await refreshClusterSlots()
-    for (const shard of this.cursors.keys()) this.readerOf(shard)
+    this.ensureReaders()
     for (const reader of this.readers.values()) this.interrupt(reader)
   }
 
@@ -257,9 +279,11 @@ export class FanoutReader {
       const shards = [...this.cursors.keys()].filter((shard) => this.keyOf(shard) === reader.key)
       if (shards.length === 0) {
         if (reader.key !== '') {
-          // A cluster shard's reader whose shard left (unsubscribed, or moved to another node's reader): closed.
-          this.readers.delete(reader.key)
+          // A cluster shard's reader whose shard left (unsubscribed, or its slot now on another node, as the client
+          // learned from any reply): closed, and the shard's reader on its new node made if it is still wanted.
+          if (this.readers.get(reader.key) === reader) this.readers.delete(reader.key)
           reader.connection.disconnect()
+          this.ensureReaders()
           return
         }
         await new Promise<void>((resolve) => (reader.wake = resolve))
@@ -282,11 +306,13 @@ export class FanoutReader {
         }
       } catch (error) {
         if (!this.running) return
-        // whatever happened meanwhile must be checked before reading on (by whichever node holds the shard then)
-        suspect = shards
+        // whatever happened meanwhile must be checked before reading on (its shards as this reader reads them now)
+        suspect = [...this.cursors.keys()].filter((shard) => this.keyOf(shard) === reader.key)
         if (/^(MOVED|ASK) /.test((error as Error).message ?? '')) {
-          log('info', 'fan-out shards moved to another cluster node; following', { node: reader.node })
+          log('info', 'fan-out shard moved to another cluster node; following', { reader: reader.key })
           await this.followSlots().catch((failure) => log('warn', 'cluster slots not re-read', describeError(failure)))
+          // The map may not show the move yet (gossip), or the slot is still migrating (ASK): not again at once.
+          await Bun.sleep(100)
           continue
         }
         log('warn', 'fan-out read failed; retrying', describeError(error))

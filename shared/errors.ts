@@ -91,7 +91,11 @@ export const isConnectionFailure = (error: unknown) =>
 // ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected (shared/redis.ts).
 const REDIS_UNREACHABLE_MESSAGES = new Set([
   'Connection is closed.', 'Command timed out', "Stream isn't writeable and enableOfflineQueue options is false",
+  // ioredis' Cluster client: no node could take the command, or the cluster is not usable now.
+  "Cluster isn't ready and enableOfflineQueue options is false", 'Cluster is ended.',
 ])
+/** Cluster failures whose message carries details (the last error, the node): matched by their start. */
+const REDIS_UNREACHABLE_PREFIXES = ['Too many Cluster redirections', 'CLUSTERDOWN', 'Failed to refresh slots cache']
 
 /**
  * A failure a data-access module turns into its own 503 and logs: outages are logged once by the service's breaker
@@ -105,5 +109,6 @@ export function logUnlessOutage(what: string, error: unknown, fields: Record<str
 /** True for a connection-level failure of PostgreSQL or Redis (an outage), as opposed to a failing statement or command. */
 export function backendUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false
-  return isConnectionFailure(error) || error.name === 'MaxRetriesPerRequestError' || REDIS_UNREACHABLE_MESSAGES.has(error.message)
+  return isConnectionFailure(error) || error.name === 'MaxRetriesPerRequestError' || REDIS_UNREACHABLE_MESSAGES.has(error.message) ||
+    REDIS_UNREACHABLE_PREFIXES.some((prefix) => error.message.startsWith(prefix))
 }

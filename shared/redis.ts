@@ -150,9 +150,15 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
   return client
 }
 
-/** A dedicated connection for SUBSCRIBE (no command timeout); the caller closes it. On a cluster, a PUBLISH reaches every node. */
-export function dedicatedRedis(name: string, options: RedisOptions = {}): RedisClient {
-  return connect(name, options)
+/**
+ * A dedicated connection for SUBSCRIBE (no command timeout); the caller closes it. On a cluster, a plain connection
+ * to the first seed node: a cluster PUBLISH reaches every node, and a plain link keeps the liveness checks honest
+ * (ioredis' cluster subscriber moves to another node silently, losing what was published meanwhile without a sign).
+ * While that node is down the subscription is not live, so caches are off: safe, but each request reads PostgreSQL.
+ */
+export function dedicatedRedis(name: string, options: RedisOptions = {}): Redis {
+  const nodes = clusterNodesOf(config.redisUrl)
+  return connect(name, options, nodes ? `redis://${nodes[0]!.host}:${nodes[0]!.port}` : config.redisUrl) as Redis
 }
 
 /**
@@ -189,13 +195,15 @@ export function refreshClusterSlots(): Promise<void> {
   return new Promise((resolve, reject) => client.refreshSlotsCache((error) => (error ? reject(error) : resolve())))
 }
 
+const UTF8 = new TextEncoder()
+
 /** A key's cluster slot: CRC16 (XMODEM) of its hash tag (the first non-empty `{...}`) or of the key, mod 16 384. */
 export function keySlot(key: string): number {
   const open = key.indexOf('{')
   const close = open >= 0 ? key.indexOf('}', open + 1) : -1
   const tagged = close > open + 1 ? key.slice(open + 1, close) : key
   let crc = 0
-  for (const byte of new TextEncoder().encode(tagged)) {
+  for (const byte of UTF8.encode(tagged)) {
     crc ^= byte << 8
     for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff
   }

@@ -161,11 +161,22 @@ test('a slot migrated to another node while a gateway reads it: the reader follo
     await Bun.sleep(200)
     received.push(...client.publications(channel).map((f) => (f.data as { n: number }).n))
     expect(received).toEqual([1, 2, 3, 4, 5, 6])
+    // One reading connection for the one wanted shard, now on its new node: the old one closed.
+    const readers = async () => (await Promise.all(cluster.ports.map(async (port) =>
+      (await cluster.cli(port, 'CLIENT', 'LIST')).split('\n').filter((line) => line.includes('name=fanout')).map(() => port)))).flat()
+    let open = await readers()
+    for (const deadline = Date.now() + 3000; open.length !== 1 && Date.now() < deadline; await Bun.sleep(50)) open = await readers()
+    expect(open).toEqual([to])
   } finally {
     client.close()
     await gateway.stop()
   }
 }, 30_000)
+
+test("keySlot agrees with the cluster's CLUSTER KEYSLOT, hash-tag rules included", async () => {
+  const keys = ['foo', '{user1000}.following', 'foo{}{bar}', 'foo{{bar}}zap', 'foo{bar}{zap}', 'rt:{s7}:fan', 'kanal:č{ž}', '{}']
+  for (const key of keys) expect([key, keySlot(key)]).toEqual([key, Number((await cluster.cli(cluster.ports[0]!, 'CLUSTER', 'KEYSLOT', key)).trim())])
+})
 
 /** `count` channels of the product whose shards all differ (so their streams spread over the cluster's slots). */
 function spreadChannels(productId: string, count: number): string[] {
