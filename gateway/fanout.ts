@@ -84,6 +84,8 @@ interface NodeReader {
   /** Fails the read in progress when the reader's connection closes. */
   dropped: ((error: Error) => void) | undefined
   looping: boolean
+  /** Stopped, or closed itself: its loop ends, even if the reader as a whole is started again meanwhile. */
+  closed: boolean
 }
 
 export class FanoutReader {
@@ -152,6 +154,7 @@ export class FanoutReader {
     this.running = false
     clearTimeout(this.retryReaders)
     for (const reader of this.readers.values()) {
+      reader.closed = true
       this.interrupt(reader)
       reader.connection.disconnect()
     }
@@ -190,7 +193,7 @@ export class FanoutReader {
     // A read pending when the connection drops must fail, not be sent again after the reconnect: the gap has to be
     // checked before reading on.
     const connection = dedicatedReader(key ? `fanout@${key}` : 'fanout', node || undefined, { autoResendUnfulfilledCommands: false })
-    const made: NodeReader = { key, node, connection, id: undefined, blocked: false, wake: undefined, dropped: undefined, looping: false }
+    const made: NodeReader = { key, node, connection, id: undefined, blocked: false, wake: undefined, dropped: undefined, looping: false, closed: false }
     reader = made
     this.readers.set(key, made)
     connection.on('ready', () => {
@@ -265,7 +268,7 @@ export class FanoutReader {
 
   private async loop(reader: NodeReader): Promise<void> {
     let suspect: number[] = []
-    while (this.running) {
+    while (this.running && !reader.closed) {
       if (suspect.length) {
         try {
           await this.verify(suspect)
@@ -282,6 +285,7 @@ export class FanoutReader {
           // A cluster shard's reader whose shard left (unsubscribed, or its slot now on another node, as the client
           // learned from any reply): closed, and the shard's reader on its new node made if it is still wanted.
           if (this.readers.get(reader.key) === reader) this.readers.delete(reader.key)
+          reader.closed = true
           reader.connection.disconnect()
           this.ensureReaders()
           return
@@ -305,9 +309,11 @@ export class FanoutReader {
           clearTimeout(watchdog)
         }
       } catch (error) {
-        if (!this.running) return
-        // whatever happened meanwhile must be checked before reading on (its shards as this reader reads them now)
-        suspect = [...this.cursors.keys()].filter((shard) => this.keyOf(shard) === reader.key)
+        if (!this.running || reader.closed) return
+        // Whatever happened meanwhile must be checked before reading on: on one Redis every shard wanted now, as
+        // before; a cluster reader's one shard even if the slot map moved it meanwhile (its next reader reads on
+        // from the cursor this check vouches for).
+        suspect = reader.key === '' ? [...this.cursors.keys()] : shards
         if (/^(MOVED|ASK) /.test((error as Error).message ?? '')) {
           log('info', 'fan-out shard moved to another cluster node; following', { reader: reader.key })
           await this.followSlots().catch((failure) => log('warn', 'cluster slots not re-read', describeError(failure)))
