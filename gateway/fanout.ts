@@ -216,8 +216,7 @@ export class FanoutReader {
   private interrupt(reader: NodeReader): void {
     reader.wake?.()
     if (reader.blocked && reader.id !== undefined) {
-      const node = reader.node ? clusterNode(reader.node) : redis()
-      void node?.client('UNBLOCK', reader.id).catch(() => {})
+      void clusterNode(reader.node)?.client('UNBLOCK', reader.id).catch(() => {}) // on one Redis: its command connection
     }
   }
 

@@ -170,8 +170,7 @@ export function dedicatedReader(name: string, node: string | undefined, options:
     if (onCluster()) throw new Error('no cluster node holds this slot now (the cluster is failing over or broken)')
     return connect(name, options) as Redis
   }
-  const [host, port] = [node.slice(0, node.lastIndexOf(':')), Number(node.slice(node.lastIndexOf(':') + 1))]
-  return connect(name, options, `redis://${host}:${port}`) as Redis
+  return connect(name, options, `redis://${node}`) as Redis
 }
 
 /** The cluster node ("host:port") that holds `key`'s slot now, as the client last learned the slots; undefined on one Redis. */
@@ -181,7 +180,10 @@ export function nodeOfKey(key: string): string | undefined {
   return client.slots[keySlot(key)]?.[0]
 }
 
-/** The command connection to one cluster node ("host:port"), for commands about that node itself (CLIENT UNBLOCK). */
+/**
+ * The command connection to one cluster node ("host:port"), for commands about that node itself (CLIENT UNBLOCK);
+ * on one Redis, the process's command connection whatever `node` says.
+ */
 export function clusterNode(node: string): Redis | undefined {
   const client = redis()
   if (!(client instanceof Cluster)) return client

@@ -83,12 +83,15 @@ export interface GatewayProcess extends Worker {
   wsUrl: string
 }
 
-/** A real gateway process on its own port, or on `port` beside others (reusePort). */
-export async function startGateway(env: Record<string, string> = {}, port?: number): Promise<GatewayProcess> {
+/**
+ * A real gateway process on its own port, or on `port` beside others (reusePort); awaited ready, or only live
+ * (`/healthz`) for one that cannot be ready (its PostgreSQL refuses it).
+ */
+export async function startGateway(env: Record<string, string> = {}, port?: number, waitFor: '/readyz' | '/healthz' = '/readyz'): Promise<GatewayProcess> {
   port ??= await freePort()
   const worker = await startWorker('gateway/main.ts', {
     GATEWAY_PORT: String(port), GATEWAY_URL: `ws://127.0.0.1:${port}/connection/websocket`, ...env,
-  }, port)
+  }, port, waitFor)
   return { ...worker, wsUrl: `ws://127.0.0.1:${port}/connection/websocket` }
 }
 

@@ -16,7 +16,6 @@ import { open } from '../../shared/secrets'
 import { LIMITED_CLOSE_CODE, LIMITED_MIN_DELAY_MS, reconnectDelay } from '../../shared/realtime-client/client'
 import { addSigningKey, KEY_SET_REFRESH_MS, KEY_SET_RETRY_MS, refreshSigningKeys, resetTokenKeyCache, retireSigningKey, RETIRED_KEY_VERIFIES_SECONDS, sealSecret, signToken, TOKEN_TTL_MAX, TokenError, type TokenChannel, verifyToken } from '../../shared/realtime/tokens'
 import { type Frame, startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
-import { freePort, startWorker } from '../helpers'
 import { awayFromWindowEdge, realtimeProduct, type RealtimeProduct, uniqueIp } from '../realtime/public-helpers'
 import { startQueryCounter, type QueryCounter } from './pg-query-counter'
 
@@ -37,12 +36,9 @@ let coldCounter: QueryCounter
 let cold: GatewayProcess
 
 /** A gateway is ready only with PostgreSQL, so this one is awaited live (/healthz) instead. */
-async function startColdGateway(): Promise<GatewayProcess> {
-  const port = await freePort()
-  const wsUrl = `ws://127.0.0.1:${port}/connection/websocket`
-  const env = { GATEWAY_PORT: String(port), GATEWAY_URL: wsUrl, GATEWAY_IP_UPGRADES_PER_MINUTE: '100000', GATEWAY_IP_CONNECTS_PER_MINUTE: '100000' }
-  return { ...(await startWorker('gateway/main.ts', { ...env, DATABASE_URL: coldCounter.url(config.databaseUrl) }, port, '/healthz')), wsUrl }
-}
+const startColdGateway = () => startGateway({
+  GATEWAY_IP_UPGRADES_PER_MINUTE: '100000', GATEWAY_IP_CONNECTS_PER_MINUTE: '100000', DATABASE_URL: coldCounter.url(config.databaseUrl),
+}, undefined, '/healthz')
 
 beforeAll(async () => {
   const pg = new URL(config.databaseUrl)
