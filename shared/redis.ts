@@ -4,7 +4,8 @@
 // config.redis.commandTimeoutMs (a stalled link times out); once the connection has been ready, commands issued while it
 // is down fail at once instead of queueing; after a timeout or a connection failure a breaker fails new commands at
 // once for a cool-down, so one request never waits out several timeouts in a row. ioredis reconnects by itself within
-// half a second of Redis's return, and the first command after the cool-down closes the breaker.
+// half a second of Redis's return, and the first command after the cool-down closes the breaker. On a Redis Cluster
+// each node has its own breaker and its own dead-link healing, so a node that is down costs only the slots it serves.
 import Redis, { Cluster, type RedisOptions } from 'ioredis'
 import { Breaker } from './breaker'
 import { config } from './config'
@@ -43,52 +44,99 @@ interface PendingCommand {
   reject(error: Error): void
 }
 
+type SendCommand = (command: PendingCommand, stream?: object, ...rest: unknown[]) => unknown
+
+/** One Redis server as the guard sees it: its breaker, and how many commands in a row it left unanswered. */
+interface ServerHealth {
+  breaker: Breaker
+  timeoutsInARow: number
+  /** The connection to replace when the server answers nothing on it. */
+  connection: Redis | Cluster
+}
+
 /**
- * Routes every command of `client` through `breaker` (ioredis funnels all commands, pipelines too, through sendCommand).
- * A pipeline (MULTI included) is admitted or refused as a whole, on its first command: refusing only part of one would
- * leave a MULTI open on the connection and wreck every command after it.
+ * Wraps `client.sendCommand` (ioredis funnels all commands, pipelines too, through it): a command is refused at once
+ * while `health.breaker` is open. A pipeline (MULTI included) is admitted or refused as a whole, on its first command:
+ * refusing only part of one would leave a MULTI open on the connection and wreck every command after it.
+ * `sent(command)` is told of every command that passes.
  */
-function guardCommands(client: RedisClient, breaker: Breaker): void {
+function admitCommands(client: Redis | Cluster, health: ServerHealth, sent: (command: PendingCommand) => void): void {
   // A cluster's sendCommand takes a third argument (the node a pipeline chose): passed on untouched.
-  const send = client.sendCommand.bind(client) as (command: PendingCommand, stream?: object, ...rest: unknown[]) => unknown
+  const send = client.sendCommand.bind(client) as SendCommand
   const pipelines = new WeakMap<object, boolean>() // pipeline writer → admitted
-  // ioredis passes a command through sendCommand again when it flushes its offline queue: count each outcome once.
-  const watched = new WeakSet<PendingCommand>()
-  let timeoutsInARow = 0
   const admit = (stream: object | undefined) => {
-    if (!stream) return breaker.tryPass()
+    if (!stream) return health.breaker.tryPass()
     let admitted = pipelines.get(stream)
-    if (admitted === undefined) pipelines.set(stream, (admitted = breaker.tryPass()))
+    if (admitted === undefined) pipelines.set(stream, (admitted = health.breaker.tryPass()))
     return admitted
   }
-  ;(client as unknown as { sendCommand: typeof send }).sendCommand = (command, stream, ...rest) => {
+  ;(client as unknown as { sendCommand: SendCommand }).sendCommand = (command, stream, ...rest) => {
     // Only while ready: the handshake of a reconnect (CLIENT SETNAME, SELECT, the ready check) must pass, or the breaker
     // would keep the connection from ever coming back. While not ready, ioredis refuses user commands at once itself.
     if (client.status === 'ready' && !admit(stream)) {
       command.reject(new Error('Connection is closed.')) // the same words as a dead link, so every caller maps it alike
       return command.promise
     }
-    if (watched.has(command)) return send(command, stream, ...rest)
-    watched.add(command)
-    command.promise.then(
-      () => {
-        timeoutsInARow = 0
-        breaker.succeeded()
-      },
-      (error: Error) => {
-        if (!/timed out/i.test(error.message)) timeoutsInARow = 0 // Redis answered (an error reply is an answer)
-        else if (++timeoutsInARow >= DEAD_AFTER_TIMEOUTS && client.status === 'ready') {
-          // Nothing has come back for several timeouts in a row: the connection may have died without a reset (no RST
-          // ever arrives on a dead path), and it would time out forever. A new one costs little and heals that.
-          timeoutsInARow = 0
-          log('warn', 'redis answers nothing on this connection; reconnecting', { connection: nameOf(client) })
-          client.disconnect(true)
-        }
-        if (backendUnreachable(error)) breaker.failed()
-      },
-    )
+    sent(command)
     return send(command, stream, ...rest)
   }
+}
+
+/** What one command's outcome says about the server that answered it (or did not). */
+function judge(health: ServerHealth, error?: Error): void {
+  if (!error) {
+    health.timeoutsInARow = 0
+    health.breaker.succeeded()
+    return
+  }
+  if (!/timed out/i.test(error.message)) health.timeoutsInARow = 0 // Redis answered (an error reply is an answer)
+  else if (++health.timeoutsInARow >= DEAD_AFTER_TIMEOUTS && health.connection.status === 'ready') {
+    // Nothing has come back for several timeouts in a row: the connection may have died without a reset (no RST
+    // ever arrives on a dead path), and it would time out forever. A new one costs little and heals that.
+    health.timeoutsInARow = 0
+    log('warn', 'redis answers nothing on this connection; reconnecting', { connection: nameOf(health.connection) })
+    health.connection.disconnect(true)
+  }
+  if (backendUnreachable(error)) health.breaker.failed()
+}
+
+/** One Redis: every command goes through one breaker. */
+function guardCommands(client: Redis, breaker: Breaker): void {
+  const health: ServerHealth = { breaker, timeoutsInARow: 0, connection: client }
+  // ioredis passes a command through sendCommand again when it flushes its offline queue: judge each outcome once.
+  const watched = new WeakSet<PendingCommand>()
+  admitCommands(client, health, (command) => {
+    if (watched.has(command)) return
+    watched.add(command)
+    command.promise.then(() => judge(health), (error: Error) => judge(health, error))
+  })
+}
+
+/**
+ * A cluster: one breaker per node, on that node's own connection, so a node that is down or silent costs only the
+ * slots it serves; the other nodes' commands go on. A command's outcome is judged against the node that serves its
+ * slot by then (a redirected command passes several; the client may refuse one for a dead node before sending it
+ * anywhere), or, for a command without a key, the node it was sent to last.
+ */
+function guardClusterNodes(cluster: Cluster): void {
+  const nodes = new Map<string, ServerHealth>() // "host:port" → health, kept across the node's reconnections
+  const lastNode = new WeakMap<PendingCommand, ServerHealth>()
+  const owner = (command: PendingCommand) => {
+    const slot = (command as unknown as { getSlot(): number | null }).getSlot()
+    const node = slot === null ? undefined : cluster.slots[slot]?.[0]
+    return (node && nodes.get(node)) || lastNode.get(command)!
+  }
+  cluster.on('+node', (connection: Redis) => {
+    const node = `${connection.options.host}:${connection.options.port}`
+    let health = nodes.get(node)
+    if (health) health.connection = connection // a new connection to a node seen before keeps its breaker
+    else nodes.set(node, (health = { breaker: new Breaker(`redis ${node}`, config.redis.commandTimeoutMs), timeoutsInARow: 0, connection }))
+    admitCommands(connection, health, (command) => {
+      const first = !lastNode.has(command)
+      lastNode.set(command, health)
+      if (first) command.promise.then(() => judge(owner(command)), (error: Error) => judge(owner(command), error))
+    })
+  })
 }
 
 /** Command timeouts in a row, with no reply in between, after which the command connection is replaced. */
@@ -110,6 +158,12 @@ function connect(name: string, options: RedisOptions = {}, url = config.redisUrl
       redisOptions,
       // Reads and writes on the masters: a replica may lag, and history must never go back.
       scaleReads: 'master',
+      // A command whose node is down fails at once (503, Retry-After), as on one Redis, instead of being retried on a
+      // random node for up to maxRedirections x 100 ms; the slot map is read again every slotsRefreshInterval, and
+      // at once after a MOVED, so commands follow a failover as soon as the cluster has made one.
+      retryDelayOnFailover: 0,
+      // The same for CLUSTERDOWN (a node rejoining after a restart answers it until the cluster agrees again).
+      retryDelayOnClusterDown: 0,
       clusterRetryStrategy: (attempt) => Math.min(attempt * 50, 500),
       enableOfflineQueue: options.enableOfflineQueue ?? true,
     })
@@ -146,19 +200,32 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
   // Queue commands only until the first connection (foreman starts processes in no order); after that a command sent
   // while Redis is down fails at once: a request should hear "unavailable" now, not after a reconnect backoff.
   client.once('ready', () => (client.options.enableOfflineQueue = false))
-  guardCommands(client, new Breaker('redis', config.redis.commandTimeoutMs))
+  if (client instanceof Cluster) {
+    guardClusterNodes(client)
+  } else {
+    guardCommands(client, new Breaker('redis', config.redis.commandTimeoutMs))
+  }
   return client
 }
 
 /**
- * A dedicated connection for SUBSCRIBE (no command timeout); the caller closes it. On a cluster, a plain connection
- * to the first seed node: a cluster PUBLISH reaches every node, and a plain link keeps the liveness checks honest
- * (ioredis' cluster subscriber moves to another node silently, losing what was published meanwhile without a sign).
- * While that node is down the subscription is not live, so caches are off: safe, but each request reads PostgreSQL.
+ * A dedicated connection for SUBSCRIBE (no command timeout); the caller closes it. On a cluster, a plain connection to
+ * one seed node, and on each reconnect attempt the next one: a cluster PUBLISH reaches every node, so any node that is
+ * up serves, and a plain link keeps the liveness checks honest (ioredis' cluster subscriber moves to another node
+ * silently, losing what was published meanwhile without a sign; here the caller hears the close and the resubscribe).
  */
 export function dedicatedRedis(name: string, options: RedisOptions = {}): Redis {
   const nodes = clusterNodesOf(config.redisUrl)
-  return connect(name, options, nodes ? `redis://${nodes[0]!.host}:${nodes[0]!.port}` : config.redisUrl) as Redis
+  if (!nodes) return connect(name, options) as Redis
+  const client = connect(name, {
+    ...options,
+    retryStrategy: (attempt) => {
+      // ioredis reads host and port from its options on every connect.
+      Object.assign(client.options, nodes[attempt % nodes.length])
+      return Math.min(attempt * 50, 500)
+    },
+  }, `redis://${nodes[0]!.host}:${nodes[0]!.port}`) as Redis
+  return client
 }
 
 /**

@@ -42,10 +42,7 @@ export class RedisCluster {
     for (let i = 0; i < masters; i++) {
       const port = await clusterPort()
       this.ports.push(port)
-      this.procs.push(Bun.spawn([
-        'redis-server', '--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes',
-        '--cluster-config-file', `nodes-${port}.conf`, '--dir', this.dir, '--save', '', '--appendonly', 'no',
-      ], { stdout: 'ignore', stderr: 'inherit' }))
+      this.procs.push(this.spawnNode(port))
     }
     for (const port of this.ports) await this.until(port, async () => (await this.cli(port, 'PING')).trim() === 'PONG')
     await run(['redis-cli', '--cluster', 'create', ...this.ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'])
@@ -90,6 +87,31 @@ export class RedisCluster {
       await this.cli(from, 'MIGRATE', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys)
     }
     for (const port of this.ports) await this.cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId)
+  }
+
+  /** Kills one node (SIGKILL: no goodbye to its clients, its data gone, as in a crash). */
+  async kill(port: number): Promise<void> {
+    const proc = this.procs[this.ports.indexOf(port)]!
+    proc.kill('SIGKILL')
+    await proc.exited
+  }
+
+  /** Starts a killed node again, empty, on its port with its cluster config: it takes its slots back. */
+  async restart(port: number): Promise<void> {
+    this.procs[this.ports.indexOf(port)] = this.spawnNode(port)
+    for (const node of this.ports) await this.until(node, async () => (await this.cli(node, 'CLUSTER', 'INFO')).includes('cluster_state:ok'))
+  }
+
+  /**
+   * Without persistence, as the tests want a crash to lose data. `cluster-require-full-coverage no`: the nodes that
+   * are up keep serving their slots while one is down (docs/realtime-data-plane.md#redis-cluster).
+   */
+  private spawnNode(port: number) {
+    return Bun.spawn([
+      'redis-server', '--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes',
+      '--cluster-config-file', `nodes-${port}.conf`, '--dir', this.dir, '--save', '', '--appendonly', 'no',
+      '--cluster-require-full-coverage', 'no', '--cluster-node-timeout', '2000',
+    ], { stdout: 'ignore', stderr: 'inherit' })
   }
 
   async stop(): Promise<void> {
