@@ -339,7 +339,12 @@ export class Connection {
       return { ...top, missed: [], after: top.offset }
     }
     const result = await this.backends.broker.history(productId, channel, policy, { offset: request.offset, epoch: request.epoch! }, SOCKET_HISTORY_BYTES)
-    if (!result.recovered) return { offset: result.offset, epoch: result.epoch, recovered: false, missed: [], after: result.offset }
+    if (!result.recovered) {
+      // A channel without an epoch (its history expired, or Redis lost it) starts one, as a subscription without a
+      // cursor does: the new cursor then names the epoch the next publications go to, and can recover them.
+      const top = result.epoch === '' ? await this.backends.broker.position(productId, channel, policy) : result
+      return { offset: top.offset, epoch: top.epoch, recovered: false, missed: [], after: top.offset }
+    }
     const missed = result.entries.map((entry) => ({ offset: entry.offset, frame: historyFrame(channel, entry) }))
     return { offset: result.offset, epoch: result.epoch, recovered: true, missed, after: request.offset }
   }

@@ -326,6 +326,25 @@ describe('recovery', () => {
     expect(await client.request({ type: 'subscribe', channel: 'chat:other', offset: 1 })).toMatchObject({ type: 'error', code: 'invalid' })
     client.close()
   })
+
+  test('a cursor of a channel whose history Redis lost: `recovered: false` in a new epoch at offset 0, which the next cursor recovers', async () => {
+    const room = channel()
+    for (let i = 1; i <= 2; i++) await send(room, i)
+    const keys = channelKeys(product.productId, room)
+    const [old] = await redis().hmget(keys.meta, 'e')
+    await redis().del(keys.hist, keys.meta) // as a Redis restarted without persistence
+    const client = await connected(a, [room])
+    const reply = await client.request({ type: 'subscribe', channel: room, offset: 2, epoch: old! })
+    expect(reply).toMatchObject({ recovered: false, offset: 0 })
+    expect(reply.epoch).toMatch(/^[0-9a-f]{16}$/)
+    expect(reply.epoch).not.toBe(old)
+    client.close()
+    await send(room, 3)
+    const again = await connected(b, [room])
+    expect(await again.request({ type: 'subscribe', channel: room, offset: 0, epoch: reply.epoch })).toMatchObject({ recovered: true, offset: 1, epoch: reply.epoch })
+    expect((await collect(again, room, 1)).map((f) => f.data.i)).toEqual([3])
+    again.close()
+  })
 })
 
 describe('token lifetime', () => {
