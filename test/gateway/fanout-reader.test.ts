@@ -2,6 +2,7 @@
 // order, and a trimmed or lost entry is reported as a gap before anything after it is delivered, wherever the cursor stood.
 import { afterAll, afterEach, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
+import Redis from 'ioredis'
 import { type FanEntry, FanoutReader } from '../../gateway/fanout'
 import { publish } from '../../shared/realtime/broker'
 import { fanKey, fanSeqKey } from '../../shared/realtime/keys'
@@ -12,7 +13,11 @@ import { closeRedis, redis } from '../../shared/redis'
 const HISTORY = { historyTtlSeconds: 300, historySize: 100 }
 const readers: FanoutReader[] = []
 
+/** Undoes what a test patched, even when it failed. */
+const restore: (() => void)[] = []
+
 afterEach(async () => {
+  for (const undo of restore.splice(0)) undo()
   await Promise.all(readers.splice(0).map((reader) => reader.stop()))
 })
 
@@ -117,15 +122,19 @@ test('a shard given up and wanted again while a read from its old cursor is in f
   const { reader, timeline } = recorder()
   reader.start() // nothing to read yet: the loop waits, and every read from here on goes through the gate below
   // Hold the reader's replies until the shard has been wanted again: the reply then carries entries from the old cursor.
-  const connection = (reader as unknown as { readers: Map<string, { connection: { xread: (...args: unknown[]) => Promise<unknown> } }> }).readers.get('')!.connection
-  const xread = connection.xread.bind(connection)
+  // Through the prototype, since on a cluster the shard's reader connection is made only when the shard is added.
+  const prototype = Redis.prototype as unknown as { xread: (...args: unknown[]) => Promise<unknown> }
+  const xread = prototype.xread
   let open!: () => void
   const gate = new Promise<void>((resolve) => (open = resolve))
   let held = 0
-  connection.xread = (...args) => xread(...args).then(async (reply) => {
-    if (reply) { held++; await gate }
-    return reply
-  })
+  prototype.xread = function (this: Redis, ...args: unknown[]) {
+    return xread.apply(this, args).then(async (reply) => {
+      if (reply) { held++; await gate }
+      return reply
+    })
+  }
+  restore.push(() => (prototype.xread = xread))
   await reader.add(shard)
   await Bun.sleep(50) // the read from the first cursor is in flight
   await send(productId, channel, 1)
