@@ -8,7 +8,7 @@
 // (--channels channels, --per-connection of them per subscriber), on one Redis and on a three-master Redis Cluster the
 // benchmark starts itself (test/cluster/redis-cluster.ts), side by side. Method and figures: docs/performance.md.
 // Usage: bun run scripts/bench/fanout.ts [--connections 1000] [--burst 200] [--rate 100] [--seconds 5] [--idle 10000]
-//          [--channels 256] [--per-connection 8] [--spread-burst 2000] [--runs one-channel,idle,cluster]
+//          [--channels 256] [--per-connection 8] [--spread-burst 2000] [--runs one-channel,idle,cluster] [--cluster-first]
 // Needs DATABASE_URL / REDIS_URL / PLATFORM_SECRET_KEY like the tests (scripts/bench/README.md).
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
@@ -34,6 +34,7 @@ const { values: args } = parseArgs({
     'per-connection': { type: 'string', default: '8' },
     'spread-burst': { type: 'string', default: '2000' },
     runs: { type: 'string', default: 'one-channel,idle,cluster' },
+    'cluster-first': { type: 'boolean', default: false },
   },
 })
 const N = Number(args.connections)
@@ -411,16 +412,20 @@ try {
     process.stderr.write('starting a three-master Redis Cluster…\n')
     cluster = new RedisCluster()
     await cluster.start()
-    const results: Result[] = []
-    for (const options of [spreadOnOneRedis(), spreadOnCluster(cluster)]) {
+    // One Redis first unless --cluster-first: running both orders shows what the order itself does to the figures.
+    const runs = [spreadOnOneRedis(), spreadOnCluster(cluster)]
+    if (args['cluster-first']) runs.reverse()
+    const measured: Result[] = []
+    for (const options of runs) {
       const system = await gatewaySystem(options)
       process.stderr.write(`measuring ${system.name} (${N} subscribers × ${PER_CONNECTION} of ${CHANNELS} channels)…\n`)
-      results.push(await measure(system, SPREAD_BURST))
+      measured.push(await measure(system, SPREAD_BURST))
     }
     await stopCluster()
+    const results = args['cluster-first'] ? measured.reverse() : measured
     const [one, spread] = results as [Result, Result]
     const fanout = (N * PER_CONNECTION) / CHANNELS
-    console.log(`\nFan-out over every shard: two gateways, ${N} subscribers × ${PER_CONNECTION} channels of ${CHANNELS} (about ${fanout.toFixed(1)} subscribers a message), burst of ${SPREAD_BURST} messages over all channels, paced ${RATE}/s for ${SECONDS} s (${cores} cores)\n`)
+    console.log(`\nFan-out over every shard: two gateways, ${N} subscribers × ${PER_CONNECTION} channels of ${CHANNELS} (about ${fanout.toFixed(1)} subscribers a message), burst of ${SPREAD_BURST} messages over all channels, paced ${RATE}/s for ${SECONDS} s (${cores} cores; ${args['cluster-first'] ? 'cluster' : 'one Redis'} measured first)\n`)
     console.log('| Redis | delivered msg/s (burst) | publishes/s (burst) | burst p50 / p99 | paced p50 / p99 | lost |')
     console.log('| --- | ---: | ---: | ---: | ---: | ---: |')
     for (const r of results) console.log(`| ${r.name} | ${rate(r.burstRate)} | ${rate(SPREAD_BURST / (r.burstMs / 1000))} | ${ms(r.burst[0])} / ${ms(r.burst[1])} | ${ms(r.paced[0])} / ${ms(r.paced[1])} | ${r.lost} |`)
