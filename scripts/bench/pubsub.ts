@@ -7,10 +7,9 @@
 // subscriber has every message), a paced load (publish-to-delivery p50/p99), and per node the Redis CPU, the client
 // bytes in and out, and the cluster-bus publish messages, before/after each burst. Figures: docs/realtime-data-plane.md.
 // Usage: bun run scripts/bench/pubsub.ts [--subscribers 8,32] [--messages 5000] [--rate 500] [--seconds 3] [--payload 100]
-// Needs only redis-server and redis-cli (Redis 7+ for SPUBLISH); no platform services.
+// Needs only redis-server and redis-cli (Redis 7+ for SPUBLISH) and ss; no platform service, no environment.
 import Redis from 'ioredis'
 import { parseArgs } from 'node:util'
-import { keySlot } from '../../shared/redis'
 import { RedisCluster } from '../../test/cluster/redis-cluster'
 
 const { values: args } = parseArgs({
@@ -92,7 +91,7 @@ interface Result {
 }
 
 async function measure(cluster: RedisCluster, mode: Mode, count: number): Promise<Result> {
-  const owner = await cluster.ownerOf(keySlot(CHANNEL))
+  const owner = await cluster.ownerOf(Number((await cluster.cli(cluster.ports[0]!, 'CLUSTER', 'KEYSLOT', CHANNEL)).trim()))
   // PUBLISH: subscribers spread over every node, the publisher on the first (any node would do: the bus carries it).
   // SPUBLISH: everyone on the node holding the channel's slot (elsewhere Redis answers MOVED).
   const nodeOf = (i: number) => (mode === 'PUBLISH' ? cluster.ports[i % cluster.ports.length]! : owner)
