@@ -6,6 +6,8 @@ import { buildApiApp } from '../services/api/app'
 import { unboundedSql } from '../shared/db/client'
 import { migrate } from '../shared/db/migrate'
 import { sealPlainSecrets } from '../shared/db/seal-secrets'
+import { Cluster } from 'ioredis'
+import { onCluster, redis } from '../shared/redis'
 
 // Integration tests need the schema current before any of them touches the database (scripts/test has migrated it
 // already; a plain `bun test` may not have). Here, not in the preload, so the unit tier needs no database at all.
@@ -213,3 +215,17 @@ export function failingFields(result: { status: number; body: any }): string[] {
   expect({ status: result.status, body: result.body }).toMatchObject({ status: 400, body: { error: 'validation_failed' } })
   return [...new Set((result.body.fields as { path: string }[]).map((f) => f.path))]
 }
+
+/** One command on every Redis server the process uses: its one Redis, or each master of its cluster (CLIENT KILL…). */
+export async function onEveryRedisNode(...command: [string, ...(string | number)[]]): Promise<void> {
+  const client = redis()
+  const servers = client instanceof Cluster ? client.nodes('master') : [client]
+  await Promise.all(servers.map((server) => server.call(...command)))
+}
+
+/**
+ * For a test that puts test/faults/proxy.ts between a process and its Redis: on a Redis Cluster (scripts/test's second
+ * pass) it does not run, since a cluster's clients follow the addresses the nodes announce, past any proxy. A cluster's
+ * own faults (a master killed, a slot migrated) are test/cluster/.
+ */
+export const needsOneRedis = onCluster()

@@ -328,6 +328,60 @@ start_redis() {
 }
 
 # ---------------------------------------------------------------------------------------------------------------
+# Redis Cluster (scripts/test's second pass): three masters, no replicas, no persistence. A node's port must be at most
+# 55535: its cluster bus listens 10 000 higher.
+
+REDIS_CLUSTER_PORTS=(55001 55002 55003)
+
+cluster_node_ok() { redis-cli -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; }
+cluster_ok() {
+  local port
+  for port in "${REDIS_CLUSTER_PORTS[@]}"; do cluster_node_ok "$port" || return 1; done
+}
+
+# start_redis_cluster: the three masters on 127.0.0.1:55001-55003 under .data/redis-cluster, joined with
+# `redis-cli --cluster create`; exports REDIS_CLUSTER_URL (redis+cluster://...). A REDIS_CLUSTER_URL already set names
+# an existing cluster instead. A cluster of this checkout that is up and whole is reused; otherwise every node of it
+# is started afresh (a node's cluster config is only worth keeping together with its peers').
+start_redis_cluster() {
+  local port pid reused=0 nodes=()
+  if [[ -n ${REDIS_CLUSTER_URL:-} ]]; then SERVICE_STATE[redis-cluster]=external; export REDIS_CLUSTER_URL; return 0; fi
+  for port in "${REDIS_CLUSTER_PORTS[@]}"; do
+    nodes+=("127.0.0.1:$port")
+    service_pid "redis-cluster-$port" "redis-server 127.0.0.1:$port" >/dev/null && reused=$(( reused + 1 ))
+  done
+  if (( reused == ${#REDIS_CLUSTER_PORTS[@]} )) && cluster_ok; then
+    SERVICE_STATE[redis-cluster]=reused
+    log "Redis Cluster: reusing ${nodes[*]}"
+  else
+    for port in "${REDIS_CLUSTER_PORTS[@]}"; do
+      service_pid "redis-cluster-$port" "redis-server 127.0.0.1:$port" >/dev/null && stop_service "redis-cluster-$port" TERM
+      require_free_port "$port" "Redis Cluster node" REDIS_CLUSTER_URL "redis+cluster://127.0.0.1:7000,127.0.0.1:7001"
+      require_free_port "$(( port + 10000 ))" "Redis Cluster bus" REDIS_CLUSTER_URL "redis+cluster://127.0.0.1:7000,127.0.0.1:7001"
+    done
+    log "Redis Cluster: starting ${nodes[*]}"
+    rm -rf "$DATA_DIR/redis-cluster"
+    for port in "${REDIS_CLUSTER_PORTS[@]}"; do
+      mkdir -p "$DATA_DIR/redis-cluster/$port"
+      # cluster-require-full-coverage no: the other masters keep serving while one is down (docs/realtime-data-plane.md).
+      launch "redis-cluster-$port" "$LOG_DIR/redis-cluster-$port.log" redis-server --bind 127.0.0.1 --port "$port" \
+        --dir "$DATA_DIR/redis-cluster/$port" --cluster-enabled yes --cluster-config-file nodes.conf \
+        --cluster-require-full-coverage no --save '' --appendonly no --daemonize no
+    done
+    for port in "${REDIS_CLUSTER_PORTS[@]}"; do
+      pid=$(<"$RUN_DIR/redis-cluster-$port.pid")
+      wait_until "Redis Cluster node $port" "$pid" "$LOG_DIR/redis-cluster-$port.log" 20 \
+        bash -c "[[ \$(redis-cli -h 127.0.0.1 -p $port ping 2>/dev/null) == PONG ]]"
+    done
+    redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$LOG_DIR/redis-cluster-create.log" 2>&1 \
+      || { tail -n 20 "$LOG_DIR/redis-cluster-create.log" >&2; die "redis-cli --cluster create failed"; }
+    wait_until "Redis Cluster" "$pid" "$LOG_DIR/redis-cluster-create.log" 20 cluster_ok
+  fi
+  REDIS_CLUSTER_URL="redis+cluster://$(IFS=,; echo "${nodes[*]}")"
+  export REDIS_CLUSTER_URL
+}
+
+# ---------------------------------------------------------------------------------------------------------------
 # S3 (s3rver from node_modules; it runs fine under bun, so no node needed)
 
 s3_ready() { http_answers "$S3_PORT"; }

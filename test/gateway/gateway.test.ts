@@ -8,7 +8,7 @@ import { channelKeys } from '../../shared/realtime/keys'
 import { enterPresence, listPresence } from '../../shared/realtime/presence'
 import { redis } from '../../shared/redis'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
-import { call } from '../helpers'
+import { call, needsOneRedis } from '../helpers'
 import { startFaultProxy, type FaultProxy } from '../faults/proxy'
 import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { RawWsClient, replied, startGateway, type GatewayProcess, WsClient } from './ws-helpers'
@@ -437,7 +437,7 @@ test('a subscriber that stops reading is closed 4200 once its buffer overflows, 
   }
 }, 40_000)
 
-describe('Redis outage under live subscriptions', () => {
+describe.skipIf(needsOneRedis)('Redis outage under live subscriptions', () => {
   let link: FaultProxy
   let gateway: GatewayProcess
 
@@ -535,7 +535,7 @@ describe('Redis outage under live subscriptions', () => {
   }, 45_000)
 })
 
-describe('a Redis link that dies without a reset', () => {
+describe.skipIf(needsOneRedis)('a Redis link that dies without a reset', () => {
   test('an API key revoked meanwhile: the gateway notices the dead link itself, and closes the key\'s live connections 4001 in seconds, before its periodic sweep', async () => {
     const url = new URL(config.redisUrl)
     const link = await startFaultProxy({ host: url.hostname, port: Number(url.port) })
