@@ -1,6 +1,7 @@
 // /healthz (the process runs) and /readyz (PostgreSQL and Redis both answer within a second, and any process-specific
-// condition holds, e.g. the public worker's cache-invalidation subscription is live).
+// condition holds, e.g. the public worker's cache-invalidation subscription is live; on a Redis Cluster, see redisProbe).
 import { Elysia } from 'elysia'
+import { Cluster } from 'ioredis'
 import { sql } from '../db/client'
 import { redis } from '../redis'
 
@@ -16,14 +17,32 @@ async function probe(check: () => Promise<unknown>): Promise<'ok' | 'down'> {
   }
 }
 
+/**
+ * One Redis: it answers PING. A cluster: every node serving slots is asked; ready while any answers, `degraded` when
+ * some do not. A master down costs every process the same slots, so taking them all out of a load balancer would
+ * only add the slots that still work to the loss.
+ */
+async function redisProbe(): Promise<'ok' | 'degraded' | 'down'> {
+  const client = redis()
+  if (!(client instanceof Cluster)) return probe(() => client.ping())
+  const serving = new Set(client.slots.map((owners) => owners?.[0]).filter((node): node is string => !!node))
+  const connections = new Map(client.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]))
+  const answers = await Promise.all([...serving].map((node) => {
+    const connection = connections.get(node)
+    return connection ? probe(() => connection.ping()) : Promise.resolve('down' as const)
+  }))
+  if (answers.length === 0 || answers.every((answer) => answer === 'down')) return 'down'
+  return answers.every((answer) => answer === 'ok') ? 'ok' : 'degraded'
+}
+
 /** A process-specific readiness condition, reported by name in /readyz. */
 export type ReadinessCheck = { name: string; ready: () => boolean }
 
 /** The /readyz answer: 200 only when PostgreSQL, Redis and every process-specific check are up. */
 export async function readiness(checks: ReadinessCheck[] = []): Promise<{ status: number; body: Record<string, string> }> {
-  const [postgres, redisStatus] = await Promise.all([probe(() => sql`select 1`), probe(() => redis().ping())])
+  const [postgres, redisStatus] = await Promise.all([probe(() => sql`select 1`), redisProbe()])
   const extra = Object.fromEntries(checks.map((c) => [c.name, c.ready() ? 'ok' : 'down']))
-  const ready = postgres === 'ok' && redisStatus === 'ok' && Object.values(extra).every((s) => s === 'ok')
+  const ready = postgres === 'ok' && redisStatus !== 'down' && Object.values(extra).every((s) => s === 'ok')
   return { status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', postgres, redis: redisStatus, ...extra } }
 }
 
