@@ -121,6 +121,15 @@ function guardCommands(client: Redis, breaker: Breaker): void {
 function guardClusterNodes(cluster: Cluster): void {
   const nodes = new Map<string, ServerHealth>() // "host:port" → health, kept across the node's reconnections
   const lastNode = new WeakMap<PendingCommand, ServerHealth>()
+  // A node that fails may be failing over: the slot map is read again (at most once a second) instead of waiting for
+  // the periodic refresh, so commands reach a promoted replica soon after the cluster has made it master.
+  let refreshedAt = 0
+  const failed = (health: ServerHealth, error: Error) => {
+    judge(health, error)
+    if (!backendUnreachable(error) || Date.now() - refreshedAt < 1000) return
+    refreshedAt = Date.now()
+    cluster.refreshSlotsCache()
+  }
   const owner = (command: PendingCommand) => {
     const slot = (command as unknown as { getSlot(): number | null }).getSlot()
     const node = slot === null ? undefined : cluster.slots[slot]?.[0]
@@ -134,7 +143,7 @@ function guardClusterNodes(cluster: Cluster): void {
     admitCommands(connection, health, (command) => {
       const first = !lastNode.has(command)
       lastNode.set(command, health)
-      if (first) command.promise.then(() => judge(owner(command)), (error: Error) => judge(owner(command), error))
+      if (first) command.promise.then(() => judge(owner(command)), (error: Error) => failed(owner(command), error))
     })
   })
 }

@@ -1,7 +1,9 @@
-// A master of a real three-master Redis Cluster (no replicas) killed under a paced publish, then started again empty:
-// only the channels whose shards it serves answer 503 meanwhile; the others keep being accepted and delivered, once and
-// in order; once it is back, its channels publish again in a new epoch, their subscribers get `recovered: false` with
-// that epoch, and nothing else was disturbed. The invalidation link, whose first seed node is the killed one, moves on.
+// A master of a real three-master Redis Cluster killed under a paced publish. Without a replica, then started again
+// empty: only the channels whose shards it serves answer 503 meanwhile; the others keep being accepted and delivered,
+// once and in order; once it is back, its channels publish again in a new epoch, their subscribers get
+// `recovered: false` with that epoch, and nothing else was disturbed. The invalidation link, whose first seed node is
+// the killed one, moves on. With a replica: the cluster promotes it, and its channels go on in the same epoch, every
+// publication delivered once and in order.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
@@ -14,46 +16,51 @@ import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-h
 import { RedisCluster } from './redis-cluster'
 
 const cluster = new RedisCluster()
+const replicated = new RedisCluster()
 let publicWorker: Worker
 let gateway: GatewayProcess
 let p: RealtimeProduct
 /** What a publish must be answered within, outage or not (the command timeout is 500 ms). */
 const ANSWER_MS = 1500
 
-beforeAll(async () => {
-  await cluster.start()
-  const env = { REDIS_URL: cluster.url, REDIS_COMMAND_TIMEOUT_MS: '500' }
-  ;[publicWorker, gateway, p] = await Promise.all([
+/** A public worker and a gateway on `on`. */
+async function platformOn(on: RedisCluster) {
+  const env = { REDIS_URL: on.url, REDIS_COMMAND_TIMEOUT_MS: '500' }
+  const [worker, gw] = await Promise.all([
     startProcess('public', { ...env, PUBLIC_IP_RATE_LIMIT: '1000000', REALTIME_QUOTA_BURST: '1000000' }),
     startGateway(env),
+  ])
+  return { worker, gateway: gw }
+}
+
+beforeAll(async () => {
+  await Promise.all([cluster.start(), replicated.start(3, 1)])
+  ;[{ worker: publicWorker, gateway }, p] = await Promise.all([
+    platformOn(cluster),
     realtimeProduct([{ name: 'chat', history: { ttlSeconds: 300, size: 1000 } }]),
   ])
 }, 60_000)
 afterAll(async () => {
   await Promise.all([publicWorker?.stop(), gateway?.stop()])
-  await cluster.stop()
+  await Promise.all([cluster.stop(), replicated.stop()])
 })
 
-/** `count` channels whose shard streams the node `port` serves (`on`) or does not (`!on`). */
-async function channelsServedBy(port: number, on: boolean, count: number): Promise<string[]> {
+/** `count` channels whose shard streams the node `port` of `on` serves (`served`) or does not (`!served`). */
+async function channelsServedBy(on: RedisCluster, port: number, served: boolean, count: number): Promise<string[]> {
   const found: string[] = []
   for (let i = 0; found.length < count; i++) {
     const channel = `chat:fault-${i}`
-    if (((await cluster.ownerOf(keySlot(fanKey(shardOf(p.productId, channel))))) === port) === on) found.push(channel)
+    if (((await on.ownerOf(keySlot(fanKey(shardOf(p.productId, channel))))) === port) === served) found.push(channel)
   }
   return found
 }
 
-interface Sent { n: number; channel: string; status: number; offset?: number; epoch?: string; retryAfter: string | null; ms: number; at: number }
-
-test('a master killed under a paced publish: its channels answer 503 and the others keep delivering; back empty, its channels restart in a new epoch and their subscribers are told `recovered: false`', async () => {
-  const victim = cluster.ports[0]! // also the first seed node of REDIS_URL: the invalidation link must move on
-  const [doomed, spared] = await Promise.all([channelsServedBy(victim, true, 2), channelsServedBy(victim, false, 2)])
-  const channels = [...doomed, ...spared]
+/** A client of `gw` subscribed to `channels`, recording what each delivers and each (re)subscription. */
+async function subscriber(gw: GatewayProcess, channels: string[]) {
   const token = (await signToken({ productId: p.productId, apiKeyId: p.keyId, subject: 'fault', channels: channels.map((name) => ({ name, ops: ['subscribe'] as const })) })).token
   const received = new Map(channels.map((c) => [c, [] as Publication<{ n: number }>[]]))
   const subscribed = new Map(channels.map((c) => [c, [] as SubscribedContext[]]))
-  const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => token, minReconnectDelayMs: 100, maxReconnectDelayMs: 500 })
+  const client = new RealtimeClient({ url: gw.wsUrl, getToken: async () => token, minReconnectDelayMs: 100, maxReconnectDelayMs: 500 })
   const subscriptions = channels.map((channel) => client.subscribe<{ n: number }>(channel, {
     publication: (publication) => received.get(channel)!.push(publication),
     subscribed: (context) => subscribed.get(channel)!.push(context),
@@ -61,18 +68,62 @@ test('a master killed under a paced publish: its channels answer 503 and the oth
   client.connect()
   for (const deadline = Date.now() + 10_000; !subscriptions.every((s) => s.active) && Date.now() < deadline; ) await Bun.sleep(20)
   expect(subscriptions.every((s) => s.active)).toBe(true)
+  /** The `n`s delivered on `channel` once `count` arrived (or 5 s passed), and a moment more for extras. */
+  const delivered = async (channel: string, count: number) => {
+    for (const deadline = Date.now() + 5000; received.get(channel)!.length < count && Date.now() < deadline; ) await Bun.sleep(20)
+    await Bun.sleep(100)
+    return received.get(channel)!.map((publication) => publication.data!.n)
+  }
+  return { client, subscribed, delivered }
+}
 
+/** Publishes {n: 1}, {n: 2}, … round-robin over `channels` through `worker` every 10 ms until stopped, recording each answer. */
+function pacedPublisher(worker: Worker, channels: string[]) {
   const sent: Sent[] = []
   let running = true
-  const publisher = (async () => {
+  let paused: Promise<void> | undefined
+  const loop = (async () => {
     for (let n = 1; running; n++) {
+      await paused
       const channel = channels[n % channels.length]!
       const started = Date.now()
-      const answer = await pub(publicWorker, 'POST', `/${p.productId}/realtime/messages`, { key: p.key, body: { channel, data: { n } } })
+      const answer = await pub(worker, 'POST', `/${p.productId}/realtime/messages`, { key: p.key, body: { channel, data: { n } } })
       sent.push({ n, channel, status: answer.status, offset: answer.body.offset, epoch: answer.body.epoch, retryAfter: answer.headers.get('retry-after'), ms: Date.now() - started, at: started })
       await Bun.sleep(10)
     }
   })()
+  return {
+    sent,
+    accepted: (channel: string) => sent.filter((s) => s.channel === channel && s.status === 200),
+    /** Holds the loop between two requests while `during` runs (nothing in flight meanwhile). */
+    async pause(during: () => Promise<void>) {
+      let resume!: () => void
+      paused = new Promise((resolve) => (resume = resolve))
+      const count = sent.length
+      for (const deadline = Date.now() + 2000; sent.length === count && Date.now() < deadline; ) await Bun.sleep(5)
+      try {
+        await during()
+      } finally {
+        paused = undefined
+        resume()
+      }
+    },
+    async stop() {
+      running = false
+      await loop
+    },
+  }
+}
+
+interface Sent { n: number; channel: string; status: number; offset?: number; epoch?: string; retryAfter: string | null; ms: number; at: number }
+
+test('a master killed under a paced publish: its channels answer 503 and the others keep delivering; back empty, its channels restart in a new epoch and their subscribers are told `recovered: false`', async () => {
+  const victim = cluster.ports[0]! // also the first seed node of REDIS_URL: the invalidation link must move on
+  const [doomed, spared] = await Promise.all([channelsServedBy(cluster, victim, true, 2), channelsServedBy(cluster, victim, false, 2)])
+  const channels = [...doomed, ...spared]
+  const { client, subscribed, delivered: deliveredOf } = await subscriber(gateway, channels)
+  const publisher = pacedPublisher(publicWorker, channels)
+  const { sent, accepted } = publisher
   try {
     await Bun.sleep(500)
     const killedAt = Date.now()
@@ -91,8 +142,7 @@ test('a master killed under a paced publish: its channels answer 503 and the oth
       if (back) break
     }
     await Bun.sleep(500)
-    running = false
-    await publisher
+    await publisher.stop()
 
     expect(sent.filter((s) => s.ms > ANSWER_MS)).toEqual([])
     expect(sent.filter((s) => s.status !== 200 && s.status !== 503)).toEqual([])
@@ -103,12 +153,6 @@ test('a master killed under a paced publish: its channels answer 503 and the oth
     expect(sent.filter((s) => spared.includes(s.channel) && s.status !== 200)).toEqual([])
     expect(during.filter((s) => spared.includes(s.channel)).length).toBeGreaterThan(5)
 
-    const accepted = (channel: string) => sent.filter((s) => s.channel === channel && s.status === 200)
-    const deliveredOf = async (channel: string, count: number) => {
-      for (const deadline = Date.now() + 5000; received.get(channel)!.length < count && Date.now() < deadline; ) await Bun.sleep(20)
-      await Bun.sleep(100) // and nothing more
-      return received.get(channel)!.map((publication) => publication.data!.n)
-    }
     for (const channel of spared) {
       // Every accepted publication delivered once, in order, on the one subscription it started with.
       const offsets = accepted(channel).map((s) => s.offset)
@@ -136,8 +180,55 @@ test('a master killed under a paced publish: its channels answer 503 and the oth
     }
     expect(await (await fetch(`${publicWorker.url}/readyz`)).json()).toMatchObject({ status: 'ready', redis: 'ok', invalidations: 'ok' })
   } finally {
-    running = false
-    await publisher
+    await publisher.stop()
     client.disconnect()
+  }
+}, 60_000)
+
+test('a master with a replica killed under a paced publish: the cluster promotes the replica, and its channels go on in the same epoch, every publication delivered once and in order', async () => {
+  const { worker, gateway: gw } = await platformOn(replicated)
+  const [victim] = await replicated.masters(replicated.ports[0]!)
+  const [doomed, spared] = await Promise.all([channelsServedBy(replicated, victim!, true, 1), channelsServedBy(replicated, victim!, false, 1)])
+  const channels = [...doomed, ...spared]
+  const { client, subscribed, delivered } = await subscriber(gw, channels)
+  const publisher = pacedPublisher(worker, channels)
+  const { sent, accepted } = publisher
+  try {
+    await Bun.sleep(500)
+    // Async replication may lose a write acknowledged just before a crash: the kill comes once the replica has every
+    // acknowledged one, so what the test holds the failover to is exact.
+    let killedAt = 0
+    await publisher.pause(async () => {
+      await replicated.synced(victim!)
+      killedAt = Date.now()
+      await replicated.kill(victim!)
+    })
+    // Accepted again on the promoted replica, the killed master never coming back.
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline; await Bun.sleep(50)) {
+      if (sent.some((s) => s.channel === doomed[0] && s.at > killedAt + 500 && s.status === 200)) break
+    }
+    await Bun.sleep(500)
+    await publisher.stop()
+    const promoted = await replicated.ownerOf(keySlot(fanKey(shardOf(p.productId, doomed[0]!))))
+    expect(promoted).not.toBe(victim)
+
+    expect(sent.filter((s) => s.ms > ANSWER_MS)).toEqual([])
+    expect(sent.filter((s) => s.status !== 200 && s.status !== 503)).toEqual([])
+    expect(sent.filter((s) => spared.includes(s.channel) && s.status !== 200)).toEqual([])
+    const resumed = accepted(doomed[0]!).filter((s) => s.at > killedAt)
+    expect(resumed.length).toBeGreaterThan(0)
+    for (const channel of channels) {
+      // One epoch, offsets 1, 2, 3… with no hole across the failover, each publication delivered once, in order.
+      const answers = accepted(channel)
+      expect(new Set(answers.map((s) => s.epoch)).size).toBe(1)
+      expect(answers.map((s) => s.offset)).toEqual(answers.map((_, i) => i + 1))
+      expect(await delivered(channel, answers.length)).toEqual(answers.map((s) => s.n))
+      // A resubscription, if the gateway lost its reader for a moment, recovered everything.
+      expect(subscribed.get(channel)!.slice(1).every((context) => context.recovered)).toBe(true)
+    }
+  } finally {
+    await publisher.stop()
+    client.disconnect()
+    await Promise.all([worker.stop(), gw.stop()])
   }
 }, 60_000)

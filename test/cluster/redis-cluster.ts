@@ -37,16 +37,19 @@ export class RedisCluster {
     return `redis+cluster://${this.ports.map((port) => `127.0.0.1:${port}`).join(',')}`
   }
 
-  async start(masters = 3): Promise<void> {
+  /** `masters` masters, each with `replicas` replicas (which take over when their master fails). */
+  async start(masters = 3, replicas = 0): Promise<void> {
     this.dir = mkdtempSync(join(tmpdir(), 'redis-cluster-'))
-    for (let i = 0; i < masters; i++) {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
       const port = await clusterPort()
       this.ports.push(port)
       this.procs.push(this.spawnNode(port))
     }
     for (const port of this.ports) await this.until(port, async () => (await this.cli(port, 'PING')).trim() === 'PONG')
-    await run(['redis-cli', '--cluster', 'create', ...this.ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'])
+    await run(['redis-cli', '--cluster', 'create', ...this.ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', String(replicas), '--cluster-yes'])
     for (const port of this.ports) await this.until(port, async () => (await this.cli(port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'))
+    // A replica is in sync once its master reports it online.
+    if (replicas) for (const port of this.ports) await this.until(port, async () => !(await this.cli(port, 'INFO', 'replication')).includes('role:master') || (await this.cli(port, 'INFO', 'replication')).includes(`connected_slaves:${replicas}`))
   }
 
   /** One command on one node, as redis-cli prints its reply. */
@@ -100,6 +103,23 @@ export class RedisCluster {
   async restart(port: number): Promise<void> {
     this.procs[this.ports.indexOf(port)] = this.spawnNode(port)
     for (const node of this.ports) await this.until(node, async () => (await this.cli(node, 'CLUSTER', 'INFO')).includes('cluster_state:ok'))
+  }
+
+  /** Resolves once every replica of master `port` has acknowledged all it was sent (async replication has caught up). */
+  async synced(port: number): Promise<void> {
+    await this.until(port, async () => {
+      const info = await this.cli(port, 'INFO', 'replication')
+      const offset = Number(/master_repl_offset:(\d+)/.exec(info)?.[1])
+      const replicas = [...info.matchAll(/slave\d+:.*offset=(\d+)/g)].map((match) => Number(match[1]))
+      return replicas.length > 0 && replicas.every((acknowledged) => acknowledged === offset)
+    })
+  }
+
+  /** The masters that are not failed, by port, as node `via` sees them (CLUSTER NODES: id, address, flags, ...). */
+  async masters(via: number): Promise<number[]> {
+    return (await this.cli(via, 'CLUSTER', 'NODES')).split('\n').map((line) => line.trim().split(' ')).filter(([, , flags]) =>
+      flags?.split(',').includes('master') && !flags.split(',').some((flag) => flag.startsWith('fail')))
+      .map(([, address]) => Number(address!.split('@')[0]!.split(':')[1]))
   }
 
   /**
