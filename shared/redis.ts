@@ -89,8 +89,12 @@ function judge(health: ServerHealth, error?: Error): void {
     health.breaker.succeeded()
     return
   }
-  if (!/timed out/i.test(error.message)) health.timeoutsInARow = 0 // Redis answered (an error reply is an answer)
-  else if (++health.timeoutsInARow >= DEAD_AFTER_TIMEOUTS && health.connection.status === 'ready') {
+  if (!/timed out/i.test(error.message)) {
+    health.timeoutsInARow = 0
+    // An error reply is an answer: it closes the breaker as a success would. (Else a probe answered NOSCRIPT by a
+    // restarted Redis would leave it open for good: the EVAL that loads the script is refused, and so on each probe.)
+    if (!backendUnreachable(error)) health.breaker.succeeded()
+  } else if (++health.timeoutsInARow >= DEAD_AFTER_TIMEOUTS && health.connection.status === 'ready') {
     // Nothing has come back for several timeouts in a row: the connection may have died without a reset (no RST
     // ever arrives on a dead path), and it would time out forever. A new one costs little and heals that.
     health.timeoutsInARow = 0
@@ -158,7 +162,6 @@ function connect(name: string, options: RedisOptions = {}, url = config.redisUrl
     connectionName: name,
     connectTimeout: Math.max(1000, config.redis.commandTimeoutMs),
     retryStrategy: (attempt) => Math.min(attempt * 50, 500),
-    lazyConnect: false,
     ...options,
   }
   const nodes = clusterNodesOf(url)
@@ -173,10 +176,13 @@ function connect(name: string, options: RedisOptions = {}, url = config.redisUrl
       retryDelayOnFailover: 0,
       // The same for CLUSTERDOWN (a node rejoining after a restart answers it until the cluster agrees again).
       retryDelayOnClusterDown: 0,
+      // Read the slot map every 5 s besides (ioredis 6 has no periodic refresh unless asked): a node that returned, or a
+      // replica promoted while this process sent nothing its way, is found.
+      slotsRefreshInterval: 5000,
       clusterRetryStrategy: (attempt) => Math.min(attempt * 50, 500),
       enableOfflineQueue: options.enableOfflineQueue ?? true,
     })
-    : new Redis(url, redisOptions)
+    : new Redis(url, { lazyConnect: false, ...redisOptions })
   // ioredis reconnects by itself; without a listener every failed attempt is an "unhandled error" on stderr.
   let lastLogged = 0
   client.on('error', (error: Error) => {
@@ -226,11 +232,13 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
 export function dedicatedRedis(name: string, options: RedisOptions = {}): Redis {
   const nodes = clusterNodesOf(config.redisUrl)
   if (!nodes) return connect(name, options) as Redis
+  let current = 0
   const client = connect(name, {
     ...options,
     retryStrategy: (attempt) => {
       // ioredis reads host and port from its options on every connect.
-      Object.assign(client.options, nodes[attempt % nodes.length])
+      current = (current + 1) % nodes.length
+      Object.assign(client.options, nodes[current])
       return Math.min(attempt * 50, 500)
     },
   }, `redis://${nodes[0]!.host}:${nodes[0]!.port}`) as Redis

@@ -141,6 +141,8 @@ test('a master killed under a paced publish: its channels answer 503 and the oth
       const back = channels.every((c) => sent.some((s) => s.channel === c && s.at > restartedAt && s.status === 200))
       if (back) break
     }
+    // and their subscribers told to resync, then a moment of publishing in the new epoch.
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline && !doomed.every((c) => subscribed.get(c)!.length >= 2); ) await Bun.sleep(50)
     await Bun.sleep(500)
     await publisher.stop()
 

@@ -11,10 +11,17 @@ const run = async (argv: string[]) => {
   return out
 }
 
-/** A port and its bus port (+10 000) both free, the port at most 55535. */
+/** Ports handed out in this process, so two nodes never get the same one (or one another's bus port). */
+const taken = new Set<number>()
+
+/**
+ * A port and its bus port (+10 000) both free, below Linux's ephemeral range (32768 up) so an outgoing connection
+ * cannot take a killed node's port before it restarts, and at most 55535.
+ */
 async function clusterPort(): Promise<number> {
   for (;;) {
-    const port = 30_000 + Math.floor(Math.random() * 25_000)
+    const port = 12_000 + Math.floor(Math.random() * 10_000)
+    if ([port, port + 10_000].some((candidate) => taken.has(candidate) || taken.has(candidate - 10_000))) continue
     const free = [port, port + 10_000].every((candidate) => {
       try {
         Bun.listen({ hostname: '127.0.0.1', port: candidate, socket: { data() {} } }).stop(true)
@@ -23,7 +30,10 @@ async function clusterPort(): Promise<number> {
         return false
       }
     })
-    if (free) return port
+    if (free) {
+      taken.add(port)
+      return port
+    }
   }
 }
 
@@ -57,6 +67,15 @@ export class RedisCluster {
     return run(['redis-cli', '-h', '127.0.0.1', '-p', String(port), ...command])
   }
 
+  /** One command on the first node that answers (some may have been killed). */
+  async anyNode(...command: string[]): Promise<string> {
+    for (const port of this.ports) {
+      const reply = await this.cli(port, ...command).catch(() => undefined)
+      if (reply !== undefined) return reply
+    }
+    throw new Error('no node of the cluster answers')
+  }
+
   /** Keys on each node (DBSIZE), in port order. */
   async sizes(): Promise<number[]> {
     return Promise.all(this.ports.map(async (port) => Number((await this.cli(port, 'DBSIZE')).trim())))
@@ -64,7 +83,7 @@ export class RedisCluster {
 
   /** The node ("port") serving `slot` now. */
   async ownerOf(slot: number): Promise<number> {
-    const shards = await this.cli(this.ports[0]!, 'CLUSTER', 'SLOTS')
+    const shards = await this.anyNode('CLUSTER', 'SLOTS')
     // redis-cli prints each range as: start, end, then per node host, port, id (one value a line).
     const lines = shards.split('\n').map((line) => line.trim()).filter(Boolean)
     for (let i = 0; i + 4 < lines.length; i++) {
