@@ -59,7 +59,7 @@ export function endpoint<Key>(guards: Guards<Key>, handler: Handler<Key>) {
       else await ip.check()
       const key = await guards.authenticate(request, String(params.productId ?? '').toLowerCase(), () => ip.check())
       const body = await guards.read(request)
-      const query = Object.fromEntries(new URL(request.url).searchParams)
+      const query = request.url.includes('?') ? Object.fromEntries(new URL(request.url).searchParams) : {}
       const result = await handler({ request, key, body, params: params as Record<string, string>, query, ip })
       return Response.json(result, { headers })
     } catch (failure) {

@@ -30,7 +30,7 @@ const lookup = cachedKeyLookup(keyCache, 'api key', async (digest) => {
  */
 export async function authenticate(request: Request, productId: string, scope: PublicScope, beforeLookup?: () => Promise<void>): Promise<KeyIdentity> {
   // A key in the URL ends up in logs and browser history: refuse it even next to a good header, so it gets noticed.
-  if (new URL(request.url).searchParams.has('api_key')) throw invalidApiKey(HINTS.elsewhere)
+  if (request.url.includes('?') && new URL(request.url).searchParams.has('api_key')) throw invalidApiKey(HINTS.elsewhere)
   const key = request.headers.get('x-api-key')
   if (key === null || key === '') throw invalidApiKey(request.headers.has('authorization') ? HINTS.elsewhere : HINTS.missing)
   if (!looksLikeSecret(key, PUBLIC_KEY_PREFIX)) throw invalidApiKey(HINTS.malformed)

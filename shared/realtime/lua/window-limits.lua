@@ -3,8 +3,9 @@
 -- Goes after the libraries and before the guarded script's body, whose KEYS/ARGV come first: this part reads the tail.
 -- KEYS: after the body's own (ARGV[#ARGV] of them), one counter per limit: <prefix>:<window number>, as hitWindow names it
 -- ARGV: the body's own, then per limit 2 values: limit, expiry in seconds; last, how many KEYS the body has
--- Counts each limit (INCR, EXPIRE as hitWindow does) until one is past its limit: returns {-2, <its number, 1-based>,
--- <its count>} at once, so a later limit is not counted and nothing else runs. Otherwise falls through to the body.
+-- Counts each limit (INCR; the expiry set with the window's first hit, so the key goes shortly after its window as
+-- hitWindow's do) until one is past its limit: returns {-2, <its number, 1-based>, <its count>} at once, so a later
+-- limit is not counted and nothing else runs. Otherwise falls through to the body.
 if redis.replicate_commands then redis.replicate_commands() end
 do
   local body_keys = tonumber(ARGV[#ARGV])
@@ -12,7 +13,7 @@ do
   for i = 1, #KEYS - body_keys do
     local key = KEYS[body_keys + i]
     local count = redis.call('INCR', key)
-    redis.call('EXPIRE', key, tonumber(ARGV[first_arg + 2 * i - 1]))
+    if count == 1 then redis.call('EXPIRE', key, tonumber(ARGV[first_arg + 2 * i - 1])) end
     if count > tonumber(ARGV[first_arg + 2 * i - 2]) then return {-2, i, count} end
   end
 end
