@@ -32,7 +32,7 @@ export interface PublishResponse {
  * channel's shard (thrown by the publish script, with Retry-After).
  */
 export async function publishMessage(productId: string, body: PublishBody, ip: IpLimit): Promise<PublishResponse> {
-  const policies = await productPolicies(productId)
+  const policies = await productPolicies(productId, () => ip.check()) // counted first if they must be read from PostgreSQL
   const namespace = namespaceOf(body.channel)
   const policy = policies.namespaces.get(namespace)
   if (!policy) throw namespaceNotRegistered(namespace, '/body/channel')
