@@ -3,8 +3,8 @@
 -- Goes after the libraries and before the guarded script's body, whose KEYS/ARGV come first: this part reads the tail.
 -- KEYS: after the body's own (ARGV[#ARGV] of them), one counter per limit: <prefix>:<window number>, as hitWindow names it
 -- ARGV: the body's own, then per limit 2 values: limit, expiry in seconds; last, how many KEYS the body has
--- Counts each limit (INCR; the expiry set with the window's first hit, so the key goes shortly after its window as
--- hitWindow's do) until one is past its limit: returns {-2, <its number, 1-based>, <its count>} at once, so a later
+-- Counts each limit (INCR; the expiry, window + 5 s, set with the window's first hit, so the key outlives its window by
+-- at least 5 s, as hitWindow's do) until one is past its limit: returns {-2, <its number, 1-based>, <its count>} at once, so a later
 -- limit is not counted and nothing else runs. Otherwise falls through to the body.
 if redis.replicate_commands then redis.replicate_commands() end
 do
