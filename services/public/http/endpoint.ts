@@ -45,8 +45,9 @@ export interface Guards<Key> {
 export type Handler<Key> = (call: Call<Key>) => Promise<unknown> | unknown
 
 /**
- * Origin (403), IP rate limit (429; or the handler's, see `deferIpLimit`), credential, body limit (413), then `handler`. Every response, errors included,
- * carries an x-request-id (and the CORS headers for a browser route); anything unexpected is logged with it.
+ * Origin (403), IP rate limit (429; or counted by the handler, see `deferIpLimit`), credential, body limit (413), then
+ * `handler`. Every response, errors included, carries an x-request-id (and the CORS headers for a browser route);
+ * anything unexpected is logged with it.
  */
 export function endpoint<Key>(guards: Guards<Key>, handler: Handler<Key>) {
   return async ({ request, params }: { request: Request; params: Record<string, string | undefined> }) => {

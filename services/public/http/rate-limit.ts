@@ -21,12 +21,13 @@ export async function checkIpRate(ip: string, now = Date.now()): Promise<void> {
 
 /**
  * One request's IP limit, counted exactly once: by `check()` (hitWindow), or by a script of the route's own that
- * counts `window` itself before anything else it does (`take()`; then `countedWhileDown` if Redis could not run it).
+ * counts its window itself before anything else it does (`take()`; while Redis cannot run it, the route counts it in
+ * the worker with `countWhileDown`, under `what`, as hitWindow would).
  * Lets the publish route count it in the same round trip as its quota and publish; see ./endpoint.ts.
  */
 export class IpLimit {
   readonly limit = config.realtime.ipRequestsPerMinute
-  /** What the route's `what` is in hitWindow's fallback log and local counts: the same as checkIpRate's. */
+  /** The limiter's name in the fallback log and the worker's local counts: the same as checkIpRate's. */
   readonly what = WHAT
   private counted = false
   constructor(readonly ip: string) {}
