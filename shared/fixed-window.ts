@@ -45,20 +45,42 @@ export function countLocally(limiter: string, key: string, expiresAt: number, no
  * 503). Refusing every request because a counter is unreachable would turn a Redis outage into a full outage.
  */
 export async function hitWindow(prefix: string, windowSeconds: number, what: string, now = Date.now()): Promise<WindowCount> {
+  const window = windowOf(prefix, windowSeconds, now)
+  try {
+    const [[, counted]] = (await redis().multi().incr(window.key).expire(window.key, window.expireSeconds).exec()) as [[null, number], unknown]
+    return { count: counted, retryAfter: window.retryAfter }
+  } catch (error) {
+    return { count: countWhileDown(what, window, error, now), retryAfter: window.retryAfter }
+  }
+}
+
+/** Where one hit of a fixed window is counted: for callers that count it in a script of their own (same keys, same expiry). */
+export interface Window {
+  /** `<prefix>:<window number>`. */
+  key: string
+  /** The key's expiry: shortly after its window. */
+  expireSeconds: number
+  /** Whole seconds until the window rolls, at least 1. */
+  retryAfter: number
+  /** Epoch ms when the window ends. */
+  endsAt: number
+}
+
+/** The window of `windowSeconds` (aligned to epoch time) that `now` falls in. */
+export function windowOf(prefix: string, windowSeconds: number, now = Date.now()): Window {
   const windowMs = windowSeconds * 1000
   const window = Math.floor(now / windowMs)
-  const key = `${prefix}:${window}`
-  const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000))
-  try {
-    const [[, counted]] = (await redis().multi().incr(key).expire(key, windowSeconds + 5).exec()) as [[null, number], unknown]
-    return { count: counted, retryAfter }
-  } catch (error) {
-    if (now - lastFallbackLog > 5000) {
-      lastFallbackLog = now
-      log('warn', `${what}: Redis cannot count, counting in this worker`, describeError(error))
-    }
-    return { count: countLocally(what, key, (window + 1) * windowMs, now), retryAfter }
+  const endsAt = (window + 1) * windowMs
+  return { key: `${prefix}:${window}`, expireSeconds: windowSeconds + 5, retryAfter: Math.max(1, Math.ceil((endsAt - now) / 1000)), endsAt }
+}
+
+/** hitWindow's fallback when Redis could not count `error`: the hit counted in this worker's memory (logged at most every 5 s). */
+export function countWhileDown(what: string, window: Window, error: unknown, now = Date.now()): number {
+  if (now - lastFallbackLog > 5000) {
+    lastFallbackLog = now
+    log('warn', `${what}: Redis cannot count, counting in this worker`, describeError(error))
   }
+  return countLocally(what, window.key, window.endsAt, now)
 }
 
 /** 429 with Retry-After in whole seconds (at least 1). */

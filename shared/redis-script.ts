@@ -41,7 +41,7 @@ export function redisScript<Reply>(service: string, ...parts: string[]): RedisSc
 
 /**
  * Runs a Redis call of `service` (e.g. 'realtime history') with the scripts' failure mapping: ApiErrors pass through;
- * anything else is logged unless it is an outage and becomes 503 `<Service> is unavailable`.
+ * anything else is logged unless it is an outage and becomes 503 `<Service> is unavailable` (the failure as its `cause`).
  */
 export async function orUnavailable<T>(service: string, call: () => Promise<T>): Promise<T> {
   try {
@@ -49,6 +49,7 @@ export async function orUnavailable<T>(service: string, call: () => Promise<T>):
   } catch (error) {
     if (error instanceof ApiError) throw error
     logUnlessOutage(`${service} failed`, error)
-    throw unavailable(`${service[0]!.toUpperCase()}${service.slice(1)} is unavailable`)
+    // The cause stays on the 503 for callers that count differently when Redis did not answer (limited-publish.ts).
+    throw Object.assign(unavailable(`${service[0]!.toUpperCase()}${service.slice(1)} is unavailable`), { cause: error })
   }
 }

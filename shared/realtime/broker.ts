@@ -122,7 +122,13 @@ export const defaultBudgets = (): PublishBudgets => ({
 type StreamEntry = [id: string, fields: string[]]
 type HistoryReply = [epoch: string, top: number, recovered: number, entries: StreamEntry[], truncated?: number]
 
-const publishScript = redisScript<[number, string] | [-1, string, number] | []>('realtime publish', NOW_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA)
+/** publish.lua's reply: {offset, epoch} stored, {} not stored, {-1, budget, ms} refused over a byte budget. */
+export type PublishReply = [number, string] | [-1, string, number] | []
+
+/** publish.lua with the libraries it needs, in order (./limited-publish.ts runs it after its limits). */
+export const PUBLISH_SCRIPT_PARTS = [NOW_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA] as const
+
+const publishScript = redisScript<PublishReply>('realtime publish', ...PUBLISH_SCRIPT_PARTS)
 const historyScript = redisScript<HistoryReply>('realtime history', NOW_LUA, HISTORY_LUA)
 const positionScript = redisScript<[string, number]>('realtime history', NOW_LUA, HISTORY_BUDGET_LUA, POSITION_LUA)
 
@@ -136,14 +142,28 @@ const epochCandidate = () => randomUUID().replaceAll('-', '').slice(0, 16)
  * @example await publish({ productId, channel: 'chat:1', policy, data: JSON.stringify({ text: 'hi' }) })
  */
 export async function publish(input: PublishInput, budgets: PublishBudgets = defaultBudgets()): Promise<PublishResult> {
+  const call = publishCall(input, budgets)
+  return publishResult(await publishScript.run(call.keys, call.args), call.id, budgets)
+}
+
+/** One publish as publish.lua takes it (for scripts that run it after checks of their own: ./limited-publish.ts). */
+export interface PublishCall {
+  id: string
+  keys: string[]
+  args: (string | number)[]
+}
+
+/** The KEYS and ARGV of publish.lua for `input`. */
+export function publishCall(input: PublishInput, budgets: PublishBudgets): PublishCall {
   if ((input.data === undefined) === (input.ref === undefined)) throw badRequest('A publish carries exactly one of data or ref')
   const id = input.id ?? randomUUID()
   const stored = input.senderConnectionId === undefined && keepsHistory(input.policy)
   const keys = channelKeys(input.productId, input.channel)
   const [field, payload] = input.data !== undefined ? ['d', input.data] : ['r', JSON.stringify(input.ref)]
-  const reply = await publishScript.run(
-    [keys.hist, keys.meta, keys.fan, keys.fanSeq, keys.fanBudget, keys.histBytes, keys.histExpiry],
-    [
+  return {
+    id,
+    keys: [keys.hist, keys.meta, keys.fan, keys.fanSeq, keys.fanBudget, keys.histBytes, keys.histExpiry],
+    args: [
       stored ? input.policy.historySize : 0,
       stored ? input.policy.historyTtlSeconds * 1000 : 0,
       epochCandidate(),
@@ -161,7 +181,11 @@ export async function publish(input: PublishInput, budgets: PublishBudgets = def
       HISTORY_ENTRY_OVERHEAD_BYTES,
       historyChannelBytes(input.channel),
     ],
-  )
+  }
+}
+
+/** publish.lua's reply as a result; throws its refusals (429 over a byte budget). */
+export function publishResult(reply: PublishReply, id: string, budgets: PublishBudgets): PublishResult {
   if (reply.length === 0) return { id }
   if (Number(reply[0]) === -1) throw overBudget(String(reply[1]), Number(reply[2]), budgets)
   return { id, offset: Number(reply[0]), epoch: String(reply[1]) }

@@ -47,9 +47,13 @@ async function load(productId: string): Promise<ProductPolicies> {
   }
 }
 
-/** The product's policies, at most config.cache.ttlMs old unless an invalidation dropped them sooner. */
-export async function productPolicies(productId: string): Promise<ProductPolicies> {
+/**
+ * The product's policies, at most config.cache.ttlMs old unless an invalidation dropped them sooner. `beforeLoad` runs
+ * before they are read from PostgreSQL (not when cached): the publish route counts its deferred IP limit there.
+ */
+export async function productPolicies(productId: string, beforeLoad?: () => Promise<void>): Promise<ProductPolicies> {
   return policyCache.get(productId, async () => {
+    await beforeLoad?.()
     try {
       return await load(productId)
     } catch (error) {

@@ -76,6 +76,29 @@ test('the publish quota and the per-IP limit are counted on the cluster: past th
   expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
 })
 
+test('on the cluster too the IP limit comes first: a publish it refuses counts no quota and stores nothing; one the quota refuses stores nothing', async () => {
+  const q = await realtimeProduct([{ name: 'chat', history: { ttlSeconds: 300, size: 100 } }])
+  const channel = 'chat:order'
+  const ip = uniqueIp()
+  await awayFromWindowEdge(60, 5000)
+  await awayFromWindowEdge(10, 3000)
+  const quotaWindow = Math.floor(Date.now() / 10_000)
+  const quotaReplies = async () => (await Promise.all(cluster.ports.map((port) => cluster.cli(port, 'GET', `pub:quota:${q.productId}:${quotaWindow}`))))
+    .map((reply) => reply.trim()).filter((reply) => /^\d+$/.test(reply)).map(Number)
+  for (let i = 0; i < 30; i++) expect((await pub(publicWorker, 'GET', `/${q.productId}/realtime/channels/${channel}`, { key: q.key, ip })).status).toBe(200)
+  const limited = await pub(publicWorker, 'POST', `/${q.productId}/realtime/messages`, { key: q.key, ip, body: { channel, data: 1 } })
+  expect([limited.status, limited.body.error]).toEqual([429, 'rate_limited'])
+  expect(await quotaReplies()).toEqual([])
+  const top = async () => (await pub(publicWorker, 'GET', `/${q.productId}/realtime/channels/${channel}/history?last_n=10`, { key: q.key })).body
+  expect(await top()).toMatchObject({ entries: [], offset: 0 })
+  // Past the quota (60 a window here): refused, nothing stored, the offset stays.
+  for (const port of cluster.ports) await cluster.cli(port, 'SET', `pub:quota:${q.productId}:${quotaWindow}`, '60', 'EX', '20') // only its node takes it
+  const refused = await pub(publicWorker, 'POST', `/${q.productId}/realtime/messages`, { key: q.key, body: { channel, data: 2 } })
+  expect([refused.status, refused.body.error]).toEqual([429, 'quota_exceeded'])
+  expect(await quotaReplies()).toEqual([61])
+  expect(await top()).toMatchObject({ entries: [], offset: 0 })
+})
+
 test('a key revoked through the API on the cluster is refused by the public worker at once (invalidation over the cluster)', async () => {
   const created = await createKey(p)
   const path = `/${p.productId}/realtime/channels/chat:revoked`

@@ -3,8 +3,10 @@
 import { afterAll, expect, test } from 'bun:test'
 import { createHash, randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
+import { windowOf } from '../../shared/fixed-window'
 import { channelTop, publish, readHistory } from '../../shared/realtime/broker'
 import { channelKeys } from '../../shared/realtime/keys'
+import { publishWithinLimits } from '../../shared/realtime/limited-publish'
 import { enterPresence, listPresence } from '../../shared/realtime/presence'
 import { closeRedis, redis } from '../../shared/redis'
 import { redisScript } from '../../shared/redis-script'
@@ -68,4 +70,14 @@ test('the realtime scripts name their service in that 503: publish, history, pre
   expect(await messageOf(channelTop(productId, channel))).toBe('503 Realtime history is unavailable')
   expect(await messageOf(listPresence(productId, channel))).toBe('503 Realtime presence is unavailable')
   await redis().del(keys.meta, keys.presCount)
+})
+
+test('after SCRIPT FLUSH the public publish with its limits (limited-publish) still runs', async () => {
+  const productId = randomUUID()
+  const window = windowOf(`test:redis-script:${randomUUID()}`, 60)
+  await redis().script('FLUSH')
+  const outcome = await publishWithinLimits([{ window, limit: 5 }], { productId, channel: 'chat:flushed', policy: { historyTtlSeconds: 60, historySize: 10 }, data: '1' })
+  expect(outcome).toEqual({ published: { id: expect.any(String), offset: 1, epoch: expect.any(String) } })
+  expect(await redis().get(window.key)).toBe('1')
+  await redis().del(window.key)
 })

@@ -1,11 +1,13 @@
 // The one guard pipeline of every public route, whichever area: browser origin, per-IP rate limit, credential, body,
 // then the handler. Each area passes its own authenticator; the order, error mapping and response headers are here.
+// A route may count the IP limit in its own Redis round trip instead (POST /messages: one script counts it, the quota
+// and publishes); it is still counted first among the request's Redis and database work, and once.
 import { randomUUID } from 'node:crypto'
 import { toErrorResponse } from '../../../shared/errors'
 import { clientIp } from '../../../shared/http/serve'
 import { describeError, log } from '../../../shared/log'
 import { checkOrigin } from './origin'
-import { checkIpRate } from './rate-limit'
+import { IpLimit } from './rate-limit'
 
 export interface Call<Key> {
   request: Request
@@ -15,6 +17,8 @@ export interface Call<Key> {
   /** Path parameters as the router decoded them. */
   params: Record<string, string>
   query: Record<string, string>
+  /** The request's IP limit: already counted, unless the route defers it (`deferIpLimit`); then the handler counts it. */
+  ip: IpLimit
 }
 
 export interface Guards<Key> {
@@ -23,31 +27,46 @@ export interface Guards<Key> {
    * of an allowed origin. Server-only areas (Mail's sending keys) leave it off.
    */
   browser: boolean
-  /** The credential (401/403/404, or 429 for an area's own per-key budgets), for the product named in the path. */
-  authenticate: (request: Request, productId: string) => Promise<Key>
+  /**
+   * The credential (401/403/404, or 429 for an area's own per-key budgets), for the product named in the path. Calls
+   * `beforeLookup` before it looks a key up outside the process (so a deferred IP limit still bounds key guessing).
+   */
+  authenticate: (request: Request, productId: string, beforeLookup: () => Promise<void>) => Promise<Key>
   /** Reads the body within the route's limit (413); runs after the credential, so anonymous bodies are never read. */
   read: (request: Request) => Promise<unknown>
+  /**
+   * The handler counts the IP limit itself, first among its Redis work (`call.ip.take()` in a script of its own, or
+   * `call.ip.check()`), to save the round trip. A request that fails before is counted here, and answers 429 if over.
+   */
+  deferIpLimit?: boolean
 }
 
 /** A route handler behind the guards; answers the 200 body. */
 export type Handler<Key> = (call: Call<Key>) => Promise<unknown> | unknown
 
 /**
- * Origin (403), IP rate limit (429), credential, body limit (413), then `handler`. Every response, errors included,
- * carries an x-request-id (and the CORS headers for a browser route); anything unexpected is logged with it.
+ * Origin (403), IP rate limit (429; or counted by the handler, see `deferIpLimit`), credential, body limit (413), then
+ * `handler`. Every response, errors included, carries an x-request-id (and the CORS headers for a browser route);
+ * anything unexpected is logged with it.
  */
 export function endpoint<Key>(guards: Guards<Key>, handler: Handler<Key>) {
   return async ({ request, params }: { request: Request; params: Record<string, string | undefined> }) => {
     const headers: Record<string, string> = { 'x-request-id': randomUUID() }
+    const ip = new IpLimit(clientIp(request))
+    let ipOwed = false // a deferred IP limit the request reached (a refused origin is not counted, as before)
     try {
       if (guards.browser) Object.assign(headers, checkOrigin(request))
-      await checkIpRate(clientIp(request))
-      const key = await guards.authenticate(request, String(params.productId ?? '').toLowerCase())
+      if (guards.deferIpLimit) ipOwed = true
+      else await ip.check()
+      const key = await guards.authenticate(request, String(params.productId ?? '').toLowerCase(), () => ip.check())
       const body = await guards.read(request)
-      const query = Object.fromEntries(new URL(request.url).searchParams)
-      const result = await handler({ request, key, body, params: params as Record<string, string>, query })
+      const query = request.url.includes('?') ? Object.fromEntries(new URL(request.url).searchParams) : {}
+      const result = await handler({ request, key, body, params: params as Record<string, string>, query, ip })
       return Response.json(result, { headers })
-    } catch (error) {
+    } catch (failure) {
+      // A deferred IP limit not counted yet (the request failed before the handler counted it): counted now, and a
+      // request past it answers 429 as it would have before anything else ran.
+      const error = !ipOwed || ip.done ? failure : await ip.check().then(() => failure, (limited: unknown) => limited)
       const response = toErrorResponse(error, (e) => log('error', 'public route failed', { requestId: headers['x-request-id'], ...describeError(e) }))
       for (const [name, value] of Object.entries(headers)) response.headers.set(name, value)
       return response

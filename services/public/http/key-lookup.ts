@@ -5,12 +5,14 @@ import { logUnlessOutage, unavailable } from '../../../shared/errors'
 
 /**
  * A cached lookup by digest. Only found keys are cached: a new key works at once, and an unknown key costs one index
- * hit (the IP rate limit bounds how many a client can try). `cache` is exported by the caller for its invalidations.
+ * hit (the IP rate limit bounds how many a client can try: `beforeLookup`, the request's deferred IP limit, runs before
+ * any lookup that leaves the process). `cache` is exported by the caller for its invalidations.
  */
 export function cachedKeyLookup<Identity>(
   cache: InvalidatedCache<Identity | null>, what: string, find: (digest: Buffer) => Promise<Identity | null>,
-): (digest: Buffer) => Promise<Identity | null> {
-  return (digest) => cache.get(digest.toString('hex'), async () => {
+): (digest: Buffer, beforeLookup?: () => Promise<void>) => Promise<Identity | null> {
+  return (digest, beforeLookup) => cache.get(digest.toString('hex'), async () => {
+    await beforeLookup?.()
     try {
       return await find(digest)
     } catch (error) {

@@ -26,15 +26,15 @@ const lookup = cachedKeyLookup(keyCache, 'api key', async (digest) => {
 /**
  * Resolves the X-Api-Key header to a key of `productId` whose scope includes `scope`.
  * 401 for a missing/malformed/unknown/revoked key (or one sent anywhere but X-Api-Key), 404 for another product's key,
- * 403 when the scope lacks the route's.
+ * 403 when the scope lacks the route's. `beforeLookup` runs before a key is looked up in PostgreSQL (not for a cached one).
  */
-export async function authenticate(request: Request, productId: string, scope: PublicScope): Promise<KeyIdentity> {
+export async function authenticate(request: Request, productId: string, scope: PublicScope, beforeLookup?: () => Promise<void>): Promise<KeyIdentity> {
   // A key in the URL ends up in logs and browser history: refuse it even next to a good header, so it gets noticed.
-  if (new URL(request.url).searchParams.has('api_key')) throw invalidApiKey(HINTS.elsewhere)
+  if (request.url.includes('?') && new URL(request.url).searchParams.has('api_key')) throw invalidApiKey(HINTS.elsewhere)
   const key = request.headers.get('x-api-key')
   if (key === null || key === '') throw invalidApiKey(request.headers.has('authorization') ? HINTS.elsewhere : HINTS.missing)
   if (!looksLikeSecret(key, PUBLIC_KEY_PREFIX)) throw invalidApiKey(HINTS.malformed)
-  const identity = await lookup(publicKeyHash(key, config.environment))
+  const identity = await lookup(publicKeyHash(key, config.environment), beforeLookup)
   if (!identity) throw invalidApiKey(HINTS.unknown)
   if (identity.productId !== productId) throw productNotFound()
   if (!identity.scope.includes(scope)) throw insufficientScope(scope)

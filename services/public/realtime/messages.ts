@@ -1,12 +1,17 @@
 // Publish from a backend: inline up to the cap, stored in S3 and delivered as a `ref` above it; counted by the quota.
 import { randomUUID } from 'node:crypto'
-import { publish, type PayloadRef } from '../../../shared/realtime/broker'
+import { ApiError } from '../../../shared/errors'
+import { countWhileDown } from '../../../shared/fixed-window'
+import { publish, type PayloadRef, type PublishInput, type PublishResult } from '../../../shared/realtime/broker'
+import { publishWithinLimits, type WindowLimit } from '../../../shared/realtime/limited-publish'
+import { onCluster } from '../../../shared/redis'
 import { namespaceOf } from '../../../shared/realtime/names'
 import { usage } from '../../../shared/realtime/usage'
 import { INLINE_CAP_BYTES, storePayload } from '../../../shared/realtime/payloads'
 import { namespaceNotRegistered, payloadStorageNotProvisioned } from './errors'
 import { productPolicies } from '../../../shared/realtime/policies'
-import { enforcePublishQuota } from './quota'
+import { enforcePublishQuota, QUOTA_WHAT, quotaExceeded, quotaWindow } from './quota'
+import { rateLimited, type IpLimit } from '../http/rate-limit'
 import type { PublishBody } from './schemas'
 
 export interface PublishResponse {
@@ -22,11 +27,12 @@ export interface PublishResponse {
 
 /**
  * Publishes `data` to `channel`. Serialized size = UTF-8 bytes of JSON.stringify(data).
- * 404 unregistered namespace; 503 over the cap without payload storage; 429 past the publish quota, or past the
- * product's fan-out or history byte budget on the channel's shard (thrown by the publish script, with Retry-After).
+ * 404 unregistered namespace; 503 over the cap without payload storage; 429 past the request's IP limit (`ip`, not yet
+ * counted: counted here, first), past the publish quota, or past the product's fan-out or history byte budget on the
+ * channel's shard (thrown by the publish script, with Retry-After).
  */
-export async function publishMessage(productId: string, body: PublishBody): Promise<PublishResponse> {
-  const policies = await productPolicies(productId)
+export async function publishMessage(productId: string, body: PublishBody, ip: IpLimit): Promise<PublishResponse> {
+  const policies = await productPolicies(productId, () => ip.check()) // counted first if they must be read from PostgreSQL
   const namespace = namespaceOf(body.channel)
   const policy = policies.namespaces.get(namespace)
   if (!policy) throw namespaceNotRegistered(namespace, '/body/channel')
@@ -34,17 +40,54 @@ export async function publishMessage(productId: string, body: PublishBody): Prom
   const size = Buffer.byteLength(serialized, 'utf8')
   const inline = size <= INLINE_CAP_BYTES
   if (!inline && policies.payloadBucket === null) throw payloadStorageNotProvisioned(size, INLINE_CAP_BYTES)
-  await enforcePublishQuota(productId)
   const id = randomUUID()
-  const ref = inline ? undefined : await storePayload({
-    bucket: policies.payloadBucket!, productId, channel: body.channel, messageId: id,
-    body: Buffer.from(serialized, 'utf8'), contentType: 'application/json',
-  })
-  const result = await publish({ productId, channel: body.channel, policy: policy.broker, id, ...(ref ? { ref } : { data: serialized }) })
+  let ref: PayloadRef | undefined
+  let result: PublishResult
+  if (inline && !onCluster()) {
+    result = await publishCounted(ip, { productId, channel: body.channel, policy: policy.broker, id, data: serialized })
+  } else {
+    // Over the cap the quota is checked before the upload (a refused publish stores nothing in S3); on a cluster the
+    // counters and the channel's shard are in different slots: one step each, in the same order.
+    await ip.check()
+    await enforcePublishQuota(productId)
+    ref = inline ? undefined : await storePayload({
+      bucket: policies.payloadBucket!, productId, channel: body.channel, messageId: id,
+      body: Buffer.from(serialized, 'utf8'), contentType: 'application/json',
+    })
+    result = await publish({ productId, channel: body.channel, policy: policy.broker, id, ...(ref ? { ref } : { data: serialized }) })
+  }
   usage.count(productId, body.channel, { publishes: 1, bytes: size })
   return {
     id: result.id, channel: body.channel,
     ...(result.offset !== undefined ? { offset: result.offset, epoch: result.epoch } : {}),
     ...(ref ? { ref } : {}),
+  }
+}
+
+/**
+ * The IP limit, the quota and the publish in one round trip (one script: the limits are conditional, so a pipeline or
+ * MULTI of plain commands could not stop at the first refusal). The IP limit is left out when the request is counted
+ * already (its key was looked up in PostgreSQL first). While Redis cannot run the script, the request and the publish
+ * are counted in this worker as hitWindow counts them (same limits, per worker), and the publish answers its 503.
+ */
+async function publishCounted(ip: IpLimit, input: PublishInput): Promise<PublishResult> {
+  const now = Date.now()
+  const byIp = ip.done ? undefined : { window: ip.take(now), limit: ip.limit }
+  const quota = quotaWindow(input.productId, now)
+  const limits = byIp ? [byIp, quota] : [quota]
+  const refusal = (limit: WindowLimit) =>
+    limit === byIp ? rateLimited(limit.window.retryAfter, limit.limit) : quotaExceeded(limit.window.retryAfter, limit.limit)
+  try {
+    const outcome = await publishWithinLimits(limits, input)
+    if ('published' in outcome) return outcome.published
+    throw refusal(limits[outcome.refused]!)
+  } catch (error) {
+    // A Redis error reply means the script ran, and counted (its writes before an error stay): nothing to count here.
+    const cause = error instanceof ApiError && error.status === 503 ? (error as Error).cause : undefined
+    if (cause === undefined || (cause instanceof Error && cause.name === 'ReplyError')) throw error
+    for (const limit of limits) {
+      if (countWhileDown(limit === byIp ? ip.what : QUOTA_WHAT, limit.window, cause, now) > limit.limit) throw refusal(limit)
+    }
+    throw error
   }
 }

@@ -1,7 +1,7 @@
 // Publish quota per product: fixed windows aligned to epoch time, counted in Redis across every public worker.
 // Only crossing the hard limit (burst + 2 x sustained x window) is refused; the sustained rate is never enforced by itself.
 import { config } from '../../../shared/config'
-import { hitWindow, tooMany } from '../../../shared/fixed-window'
+import { hitWindow, tooMany, windowOf, type Window } from '../../../shared/fixed-window'
 
 export interface QuotaLimits {
   windowSeconds: number
@@ -17,6 +17,9 @@ export const DEFAULT_LIMITS: QuotaLimits = {
 
 /** 1 100 publishes per 10-second window with the defaults. */
 export const hardLimit = (l: QuotaLimits) => l.burst + 2 * l.sustainedPerSecond * l.windowSeconds
+
+/** What the quota is called in hitWindow's fallback log and local counts. */
+export const QUOTA_WHAT = 'publish quota'
 
 const quotaPrefix = (productId: string) => `pub:quota:${productId}`
 
@@ -37,7 +40,7 @@ export interface QuotaResult {
  * @example const { allowed, retryAfter } = await checkPublishQuota(productId)
  */
 export async function checkPublishQuota(productId: string, now = Date.now(), limits = DEFAULT_LIMITS): Promise<QuotaResult> {
-  const { count, retryAfter } = await hitWindow(quotaPrefix(productId), limits.windowSeconds, 'publish quota', now)
+  const { count, retryAfter } = await hitWindow(quotaPrefix(productId), limits.windowSeconds, QUOTA_WHAT, now)
   const limit = hardLimit(limits)
   return { allowed: count <= limit, count, limit, retryAfter }
 }
@@ -45,9 +48,18 @@ export async function checkPublishQuota(productId: string, now = Date.now(), lim
 /** checkPublishQuota, throwing 429 `quota_exceeded` with Retry-After past the hard limit. */
 export async function enforcePublishQuota(productId: string): Promise<void> {
   const result = await checkPublishQuota(productId)
-  if (!result.allowed) {
-    throw tooMany('quota_exceeded', `Publish quota of ${result.limit} per ${DEFAULT_LIMITS.windowSeconds} s exceeded`, result.retryAfter, {
-      limit: result.limit, windowSeconds: DEFAULT_LIMITS.windowSeconds,
-    })
-  }
+  if (!result.allowed) throw quotaExceeded(result.retryAfter, result.limit)
 }
+
+/** The 429 `quota_exceeded` of a publish past the hard limit. */
+export const quotaExceeded = (retryAfter: number, limit = hardLimit(DEFAULT_LIMITS)) =>
+  tooMany('quota_exceeded', `Publish quota of ${limit} per ${DEFAULT_LIMITS.windowSeconds} s exceeded`, retryAfter, {
+    limit, windowSeconds: DEFAULT_LIMITS.windowSeconds,
+  })
+
+/**
+ * The product's current window and hard limit, for a script that counts the publish itself (the same key and expiry as
+ * checkPublishQuota, so every worker and path counts the one counter: the quota stays exact across workers).
+ */
+export const quotaWindow = (productId: string, now = Date.now()): { window: Window; limit: number } =>
+  ({ window: windowOf(quotaPrefix(productId), DEFAULT_LIMITS.windowSeconds, now), limit: hardLimit(DEFAULT_LIMITS) })

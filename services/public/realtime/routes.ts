@@ -13,8 +13,8 @@ import { publishMessage } from './messages'
 import { ChannelPath, HistoryQuery, NoQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
 
 /** The realtime guards of a route: browser origin allowed, an `rtk_` key holding `scope`, then `read`. */
-const guards = (scope: PublicScope, read: (request: Request) => Promise<unknown>): Guards<KeyIdentity> =>
-  ({ browser: true, authenticate: (request, productId) => authenticate(request, productId, scope), read })
+const guards = (scope: PublicScope, read: (request: Request) => Promise<unknown>, deferIpLimit = false): Guards<KeyIdentity> =>
+  ({ browser: true, authenticate: (request, productId, beforeLookup) => authenticate(request, productId, scope, beforeLookup), read, deferIpLimit })
 
 /** The decoded `:channel` path parameter, checked against the channel grammar (400). */
 function channelOf(params: Record<string, string>): string {
@@ -32,9 +32,10 @@ export const realtimeRoutes = () =>
       const input = validateInput({ body: TokenIssueBody }, { body })
       return issueToken(key.productId, key.keyId, input.body as TokenIssueBody)
     }), ROUTE_HOOKS)
-    .post('/messages', endpoint(guards('messages:publish', messageBody), ({ key, body }) => {
+    // The IP limit is counted by the publish itself: with the quota and the publish, one Redis round trip.
+    .post('/messages', endpoint(guards('messages:publish', messageBody, true), ({ key, body, ip }) => {
       const input = validateInput({ body: PublishBody }, { body })
-      return publishMessage(key.productId, input.body as PublishBody)
+      return publishMessage(key.productId, input.body as PublishBody, ip)
     }), ROUTE_HOOKS)
     .get('/channels/:channel', endpoint(guards('channels:read', noBody), ({ key, params, query }) => {
       const channel = channelOf(params)
