@@ -376,6 +376,7 @@ start_redis_cluster() {
     redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$LOG_DIR/redis-cluster-create.log" 2>&1 \
       || { tail -n 20 "$LOG_DIR/redis-cluster-create.log" >&2; die "redis-cli --cluster create failed"; }
     wait_until "Redis Cluster" "$pid" "$LOG_DIR/redis-cluster-create.log" 20 cluster_ok
+    SERVICE_STATE[redis-cluster]=started
   fi
   REDIS_CLUSTER_URL="redis+cluster://$(IFS=,; echo "${nodes[*]}")"
   export REDIS_CLUSTER_URL

@@ -9,6 +9,7 @@ import { channelTop } from '../../shared/realtime/broker'
 import { publishWithinLimits } from '../../shared/realtime/limited-publish'
 import { redis } from '../../shared/redis'
 import { DEFAULT_LIMITS, quotaKey } from '../../services/public/realtime/quota'
+import { needsOneRedis } from '../helpers'
 import { awayFromWindowEdge, pub, realtimeProduct, startPublicPair, uniqueIp, type Pair, type RealtimeProduct } from './public-helpers'
 
 let pair: Pair
@@ -122,7 +123,8 @@ describe('POST /messages: IP limit, quota and publish in one round trip', () => 
   })
 })
 
-describe('publishWithinLimits', () => {
+// The one script spans the counters' keys and the channel's: one Redis only (on a cluster the route takes three steps).
+describe.skipIf(needsOneRedis)('publishWithinLimits', () => {
   const input = (productId: string, channel: string) => ({ productId, channel, policy: { historyTtlSeconds: 60, historySize: 10 }, data: '1' })
 
   test('the first limit past its count refuses: the limits after it are not counted and nothing is published', async () => {
