@@ -1,5 +1,6 @@
 // Cross-process cache invalidation over Redis pub/sub. A worker caches API keys and namespace policies for at most
 // config.cache.ttlMs; a change published here drops the entry on every worker at once.
+import { Cluster, type Redis } from 'ioredis'
 import { config } from '../config'
 import { describeError, log } from '../log'
 import { dedicatedRedis, redis } from '../redis'
@@ -30,8 +31,27 @@ export type Invalidation =
 export async function publishInvalidation(message: Invalidation): Promise<void> {
   // Workers key their caches by lower-case product id.
   const canonical = 'productId' in message ? { ...message, productId: message.productId.toLowerCase() } : message
-  await redis().publish(INVALIDATION_CHANNEL, JSON.stringify(canonical)).catch((error) =>
-    log('warn', 'invalidation not published', { kind: message.kind, ...describeError(error) }))
+  const text = JSON.stringify(canonical)
+  let failure: unknown
+  for (const server of publishers()) {
+    try {
+      await server.publish(INVALIDATION_CHANNEL, text)
+      return
+    } catch (error) {
+      failure = error
+    }
+  }
+  log('warn', 'invalidation not published', { kind: message.kind, ...describeError(failure) })
+}
+
+/**
+ * Where a PUBLISH may go, in order. On a cluster any node broadcasts it to all; a keyless command would go to a random
+ * master, perhaps one that is down: so each master whose connection is ready, then the cluster client's own choice.
+ */
+function publishers(): Pick<Redis, 'publish'>[] {
+  const client = redis()
+  if (!(client instanceof Cluster)) return [client]
+  return [...client.nodes('master').filter((node) => node.status === 'ready'), client]
 }
 
 /**

@@ -18,8 +18,8 @@ async function probe(check: () => Promise<unknown>): Promise<'ok' | 'down'> {
 }
 
 /**
- * One Redis: it answers PING. A cluster: every node serving slots is asked; ready while any answers, `degraded` when
- * some do not. A master down costs every process the same slots, so taking them all out of a load balancer would
+ * One Redis: it answers PING. A cluster: every node serving slots is asked; ready while any answers that its cluster
+ * state is ok, `degraded` when some do not. A master down costs every process the same slots, so taking them all out of a load balancer would
  * only add the slots that still work to the loss.
  */
 async function redisProbe(): Promise<'ok' | 'degraded' | 'down'> {
@@ -29,7 +29,10 @@ async function redisProbe(): Promise<'ok' | 'degraded' | 'down'> {
   const connections = new Map(client.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]))
   const answers = await Promise.all([...serving].map((node) => {
     const connection = connections.get(node)
-    return connection ? probe(() => connection.ping()) : Promise.resolve('down' as const)
+    // CLUSTER INFO, not PING: a node cut off from the majority answers, but refuses every keyed command (CLUSTERDOWN).
+    return connection ? probe(async () => {
+      if (!String(await connection.cluster('INFO')).includes('cluster_state:ok')) throw new Error('cluster_state is not ok')
+    }) : Promise.resolve('down' as const)
   }))
   if (answers.length === 0 || answers.every((answer) => answer === 'down')) return 'down'
   return answers.every((answer) => answer === 'ok') ? 'ok' : 'degraded'

@@ -12,12 +12,13 @@ import { keySlot } from '../../shared/redis'
 import { type Publication, RealtimeClient, type SubscribedContext } from '../../shared/realtime-client/client'
 import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
 import { startProcess, type Worker } from '../helpers'
-import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
+import { createKey, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { RedisCluster } from './redis-cluster'
 
 const cluster = new RedisCluster()
 const replicated = new RedisCluster()
 let publicWorker: Worker
+let api: Worker
 let gateway: GatewayProcess
 let p: RealtimeProduct
 /** What a publish must be answered within, outage or not (the command timeout is 500 ms). */
@@ -35,13 +36,14 @@ async function platformOn(on: RedisCluster) {
 
 beforeAll(async () => {
   await Promise.all([cluster.start(), replicated.start(3, 1)])
-  ;[{ worker: publicWorker, gateway }, p] = await Promise.all([
+  ;[{ worker: publicWorker, gateway }, api, p] = await Promise.all([
     platformOn(cluster),
+    startProcess('api', { REDIS_URL: cluster.url, REDIS_COMMAND_TIMEOUT_MS: '500' }),
     realtimeProduct([{ name: 'chat', history: { ttlSeconds: 300, size: 1000 } }]),
   ])
 }, 60_000)
 afterAll(async () => {
-  await Promise.all([publicWorker?.stop(), gateway?.stop()])
+  await Promise.all([publicWorker?.stop(), api?.stop(), gateway?.stop()])
   await Promise.all([cluster.stop(), replicated.stop()])
 })
 
@@ -133,6 +135,16 @@ test('a master killed under a paced publish: its channels answer 503 and the oth
     let ready = await fetch(`${publicWorker.url}/readyz`)
     for (const deadline = Date.now() + 1500; ready.status !== 200 && Date.now() < deadline; await Bun.sleep(100)) ready = await fetch(`${publicWorker.url}/readyz`)
     expect([ready.status, await ready.json()]).toEqual([200, expect.objectContaining({ redis: 'degraded', invalidations: 'ok' })])
+    // A key revoked meanwhile is refused at once: the API's invalidation goes out through a master that is up.
+    for (let i = 0; i < 3; i++) {
+      const created = await createKey(p)
+      const path = `/${p.productId}/realtime/channels/${spared[0]}`
+      expect((await pub(publicWorker, 'GET', path, { key: created.key })).status).toBe(200) // now cached by the worker
+      const revoked = await fetch(`${api.url}/governance/api/v1/products/${p.productId}/public-keys/${created.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${p.token}` } })
+      expect(revoked.status).toBe(200)
+      await Bun.sleep(100)
+      expect((await pub(publicWorker, 'GET', path, { key: created.key })).status).toBe(401)
+    }
     await Bun.sleep(1000)
     const restartedAt = Date.now()
     await cluster.restart(victim)
