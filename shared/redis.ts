@@ -140,7 +140,7 @@ function guardClusterNodes(cluster: Cluster): void {
     return (node && nodes.get(node)) || lastNode.get(command)!
   }
   cluster.on('+node', (connection: Redis) => {
-    const node = `${connection.options.host}:${connection.options.port}`
+    const node = nodeAddress(connection)
     let health = nodes.get(node)
     if (health) health.connection = connection // a new connection to a node seen before keeps its breaker
     else nodes.set(node, (health = { breaker: new Breaker(`redis ${node}`, config.redis.commandTimeoutMs), timeoutsInARow: 0, connection }))
@@ -151,6 +151,9 @@ function guardClusterNodes(cluster: Cluster): void {
     })
   })
 }
+
+/** A cluster node connection's address as the slot map names it, "host:port". */
+const nodeAddress = (connection: Redis) => `${connection.options.host}:${connection.options.port}`
 
 /** Command timeouts in a row, with no reply in between, after which the command connection is replaced. */
 const DEAD_AFTER_TIMEOUTS = 3
@@ -171,8 +174,8 @@ function connect(name: string, options: RedisOptions = {}, url = config.redisUrl
       // Reads and writes on the masters: a replica may lag, and history must never go back.
       scaleReads: 'master',
       // A command whose node is down fails at once (503, Retry-After), as on one Redis, instead of being retried on a
-      // random node for up to maxRedirections x 100 ms; the slot map is read again every slotsRefreshInterval, and
-      // at once after a MOVED, so commands follow a failover as soon as the cluster has made one.
+      // random node for up to maxRedirections x 100 ms; commands follow a failover through the slot map, read again
+      // after a MOVED, after a node fails (guardClusterNodes) and every slotsRefreshInterval.
       retryDelayOnFailover: 0,
       // The same for CLUSTERDOWN (a node rejoining after a restart answers it until the cluster agrees again).
       retryDelayOnClusterDown: 0,
@@ -271,7 +274,7 @@ export function nodeOfKey(key: string): string | undefined {
 export function clusterNode(node: string): Redis | undefined {
   const client = redis()
   if (!(client instanceof Cluster)) return client
-  return client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === node)
+  return client.nodes('master').find((connection) => nodeAddress(connection) === node)
 }
 
 /** Re-reads which node holds which slot (after a MOVED reply); resolves once the client knows. */

@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import { Cluster } from 'ioredis'
 import { sql } from '../db/client'
-import { redis } from '../redis'
+import { clusterNode, redis } from '../redis'
 
 const within = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms))])
@@ -19,16 +19,15 @@ async function probe(check: () => Promise<unknown>): Promise<'ok' | 'down'> {
 
 /**
  * One Redis: it answers PING. A cluster: every node serving slots is asked; ready while any answers that its cluster
- * state is ok, `degraded` when some do not. A master down costs every process the same slots, so taking them all out of a load balancer would
- * only add the slots that still work to the loss.
+ * state is ok, `degraded` when some do not. A master down costs every process the same slots, so taking them all out
+ * of a load balancer would only add the slots that still work to the loss.
  */
 async function redisProbe(): Promise<'ok' | 'degraded' | 'down'> {
   const client = redis()
   if (!(client instanceof Cluster)) return probe(() => client.ping())
   const serving = new Set(client.slots.map((owners) => owners?.[0]).filter((node): node is string => !!node))
-  const connections = new Map(client.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]))
   const answers = await Promise.all([...serving].map((node) => {
-    const connection = connections.get(node)
+    const connection = clusterNode(node)
     // CLUSTER INFO, not PING: a node cut off from the majority answers, but refuses every keyed command (CLUSTERDOWN).
     return connection ? probe(async () => {
       if (!String(await connection.cluster('INFO')).includes('cluster_state:ok')) throw new Error('cluster_state is not ok')

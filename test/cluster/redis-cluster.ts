@@ -57,7 +57,7 @@ export class RedisCluster {
     }
     for (const port of this.ports) await this.until(port, async () => (await this.cli(port, 'PING')).trim() === 'PONG')
     await run(['redis-cli', '--cluster', 'create', ...this.ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', String(replicas), '--cluster-yes'])
-    for (const port of this.ports) await this.until(port, async () => (await this.cli(port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'))
+    await this.untilWhole()
     // A replica is in sync once its master reports it online.
     if (replicas) for (const port of this.ports) await this.until(port, async () => !(await this.cli(port, 'INFO', 'replication')).includes('role:master') || (await this.cli(port, 'INFO', 'replication')).includes(`connected_slaves:${replicas}`))
   }
@@ -121,7 +121,7 @@ export class RedisCluster {
   /** Starts a killed node again, empty, on its port with its cluster config: it takes its slots back. */
   async restart(port: number): Promise<void> {
     this.procs[this.ports.indexOf(port)] = this.spawnNode(port)
-    for (const node of this.ports) await this.until(node, async () => (await this.cli(node, 'CLUSTER', 'INFO')).includes('cluster_state:ok'))
+    await this.untilWhole()
   }
 
   /** Resolves once every replica of master `port` has acknowledged all it was sent (async replication has caught up). */
@@ -157,6 +157,11 @@ export class RedisCluster {
     for (const proc of this.procs) proc.kill('SIGKILL')
     await Promise.all(this.procs.map((proc) => proc.exited))
     if (this.dir) rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  /** Until every node reports the cluster whole (cluster_state:ok). */
+  private async untilWhole(): Promise<void> {
+    for (const port of this.ports) await this.until(port, async () => (await this.cli(port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'))
   }
 
   private async until(port: number, ready: () => Promise<boolean>): Promise<void> {
