@@ -5,10 +5,11 @@ import { ApiError, badRequest, payloadTooLarge } from '../errors'
 export async function readBytes(request: Request, limit: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length') ?? NaN)
   if (declared > limit) throw payloadTooLarge(limit)
-  if (!request.body) return new Uint8Array()
   // A declared length within the limit bounds the body already (the server reads no more than it): read it whole, which
-  // costs a fraction of pulling chunks through a stream reader (measured: docs/performance.md, publish benchmark).
-  if (Number.isSafeInteger(declared) && declared >= 0) return readWhole(request)
+  // costs a fraction of pulling chunks through a stream reader (measured: docs/performance.md, publish benchmark). Not
+  // through `request.body` either: that getter builds a ReadableStream, a cost the publish route felt.
+  if (Number.isSafeInteger(declared) && declared >= 0) return declared === 0 ? new Uint8Array() : readWhole(request)
+  if (!request.body) return new Uint8Array()
   const chunks: Uint8Array[] = []
   let total = 0
   const reader = request.body.getReader()
