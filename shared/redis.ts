@@ -217,13 +217,42 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
   }, url)
   // Queue commands only until the first connection (foreman starts processes in no order); after that a command sent
   // while Redis is down fails at once: a request should hear "unavailable" now, not after a reconnect backoff.
-  client.once('ready', () => (client.options.enableOfflineQueue = false))
   if (client instanceof Cluster) {
+    connectMastersEagerly(client)
+    // On a cluster, only once each master's own connection is up: a command for a node whose connection is still being
+    // made is refused by the cluster client (it queues only for a node not yet asked to connect), so a process that
+    // answered ready would fail its first concurrent requests for the other masters (found by scripts/bench/publish.ts).
+    client.once('ready', () => void mastersReady(client).then(() => (client.options.enableOfflineQueue = false)))
     guardClusterNodes(client)
   } else {
+    client.once('ready', () => (client.options.enableOfflineQueue = false))
     guardCommands(client, new Breaker('redis', config.redis.commandTimeoutMs))
   }
   return client
+}
+
+/**
+ * A master's connection is made as soon as the slot map names it, not by the first command for it: while the cluster
+ * client waits for it, further commands for that node are refused ("Connection is closed."), so requests arriving
+ * together after a start or a failover would answer 503 with the node up. Replicas stay lazy (reads go to masters).
+ */
+function connectMastersEagerly(cluster: Cluster): void {
+  cluster.on('+node', (connection: Redis) => {
+    if (!connection.options.readOnly && connection.status === 'wait') connection.connect().catch(() => {}) // errors: 'error' handler
+  })
+}
+
+/** Resolves when every master's connection is ready, or has failed once (a node that is down must not hold the rest). */
+function mastersReady(cluster: Cluster): Promise<void> {
+  const pending = cluster.nodes('master').filter((node) => node.status !== 'ready')
+  return Promise.all(pending.map((node) => new Promise<void>((resolve) => {
+    const done = () => {
+      node.off('ready', done).off('error', done).off('end', done)
+      resolve()
+    }
+    node.once('ready', done).once('error', done).once('end', done)
+    if (node.status === 'wait') node.connect().catch(() => {})
+  }))).then(() => {})
 }
 
 /**

@@ -1,5 +1,6 @@
 // Publish benchmark: broker publish() vs two plain XADDs, and the public POST /messages and POST /tokens/issue, each vs a
 // guard-free Bun.serve peer.
+// On a Redis Cluster (REDIS_URL=redis+cluster://...) the same rows measure the cluster's publish (three round trips).
 // Usage: bun run scripts/bench/publish.ts [--messages N] [--http-messages N] [--token-requests N] [--concurrency C]
 //        [--channels K] [--rounds R]
 // Needs DATABASE_URL / REDIS_URL (and S3_URL) like the tests; see scripts/bench/README.md.
@@ -11,7 +12,8 @@ import { publish, type HistoryPolicy } from '../../shared/realtime/broker'
 import { config } from '../../shared/config'
 import { channelKeys, shardTag } from '../../shared/realtime/keys'
 import { verifyToken, type Claims } from '../../shared/realtime/tokens'
-import { closeRedis, redis } from '../../shared/redis'
+import type { Cluster } from 'ioredis'
+import { closeRedis, onCluster, redis } from '../../shared/redis'
 import { freePort, startWorker, type Worker } from '../../test/helpers'
 import { realtimeProduct } from '../../test/realtime/public-helpers'
 
@@ -148,7 +150,8 @@ function cleanup(): Promise<void> {
     await Promise.all([...workers].map((w) => w.stop().catch(() => 0)))
     workers.clear()
     const keys = [...createdKeys]
-    for (let i = 0; i < keys.length; i += 500) await redis().del(...keys.slice(i, i + 500)).catch(() => 0)
+    // One DEL per key: on a cluster a DEL of several keys must not span slots.
+    for (let i = 0; i < keys.length; i += 500) await Promise.all(keys.slice(i, i + 500).map((key) => redis().del(key).catch(() => 0)))
     await closeRedis()
     await sql.end({ timeout: 2 }).catch(() => {})
   })()
@@ -183,7 +186,8 @@ async function main() {
   const redisVersion = /redis_version:(\S+)/.exec((await redis().info('server')) as string)?.[1] ?? '?'
   const cpus = os.cpus()
   console.log('Publish benchmark')
-  console.log(`  bun ${Bun.version}, ${cpus.length} CPUs (${cpus[0]?.model.trim() ?? '?'}), ${os.platform()} ${os.release()}, Redis ${redisVersion}`)
+  const where = onCluster() ? `a Redis Cluster of ${(redis() as Cluster).nodes('master').length} masters` : 'one Redis'
+  console.log(`  bun ${Bun.version}, ${cpus.length} CPUs (${cpus[0]?.model.trim() ?? '?'}), ${os.platform()} ${os.release()}, Redis ${redisVersion} (${where})`)
   console.log(`  library: ${LIB_N} messages; HTTP: ${HTTP_N} requests; token issue: ${TOKEN_N} requests; concurrency ${CONCURRENCY}; ${CHANNELS} channels; ` +
     `history policy ttl ${POLICY.historyTtlSeconds} s, size ${POLICY.historySize}; warm-up ${WARMUP} per row; ` +
     `payload ${JSON.stringify(message(0)).length} B; ${ROUNDS} alternating rounds per pair`)
@@ -311,7 +315,7 @@ try {
 } catch (error) {
   failed = true
   // After Ctrl-C the in-flight requests fail against the stopped children: not worth reporting.
-  if (!interrupted) console.error('benchmark failed:', error instanceof Error ? error.message : error)
+  if (!interrupted) console.error('benchmark failed:', error instanceof Error ? error.message : error, (error as { cause?: unknown })?.cause ?? '')
 } finally {
   await cleanup()
 }

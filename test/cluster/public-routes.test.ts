@@ -30,6 +30,25 @@ afterAll(async () => {
   await cluster.stop()
 })
 
+test('a process whose cluster client just became ready takes commands sent together to every master: none is refused while it connects to them', async () => {
+  // A fresh process (readiness probes would have connected every master first): ready, then one publish per channel at once.
+  const channels = Array.from({ length: 24 }, (_, i) => `burst:room-${i}`)
+  const owners = await Promise.all(channels.map((channel) => cluster.ownerOf(keySlot(fanKey(shardOf(p.productId, channel))))))
+  expect(new Set(owners).size).toBe(3)
+  const script = `
+    import { publish } from './shared/realtime/broker'
+    import { redis } from './shared/redis'
+    await new Promise((resolve) => redis().once('ready', resolve))
+    const outcomes = await Promise.allSettled(${JSON.stringify(channels)}.map((channel) =>
+      publish({ productId: '${p.productId}', channel, policy: { historyTtlSeconds: 0, historySize: 0 }, data: '{}' })))
+    console.log(JSON.stringify(outcomes.map((o) => o.status === 'fulfilled' ? 'ok' : String(o.reason?.cause?.message ?? o.reason))))
+    process.exit(0)`
+  const child = Bun.spawn(['bun', '-e', script], { cwd: `${import.meta.dir}/../..`, env: { ...process.env, REDIS_URL: cluster.url }, stdout: 'pipe' })
+  const printed = await new Response(child.stdout).text()
+  expect(await child.exited).toBe(0)
+  expect(JSON.parse(printed.trim().split('\n').at(-1)!)).toEqual(channels.map(() => 'ok'))
+})
+
 test('messages to channels of several shards are stored with their offsets and read back, their keys spread over the nodes', async () => {
   const before = await cluster.sizes()
   // Channels whose shards differ, so their keys land in several slots (and so on several nodes).
