@@ -81,9 +81,9 @@ export class RedisCluster {
     return Promise.all(this.ports.map(async (port) => Number((await this.cli(port, 'DBSIZE')).trim())))
   }
 
-  /** The node ("port") serving `slot` now. */
-  async ownerOf(slot: number): Promise<number> {
-    const shards = await this.anyNode('CLUSTER', 'SLOTS')
+  /** The node ("port") serving `slot` now, as the first node that answers (or the node `via`) sees it. */
+  async ownerOf(slot: number, via?: number): Promise<number> {
+    const shards = via === undefined ? await this.anyNode('CLUSTER', 'SLOTS') : await this.cli(via, 'CLUSTER', 'SLOTS')
     // redis-cli prints each range as: start, end, then per node host, port, id (one value a line).
     const lines = shards.split('\n').map((line) => line.trim()).filter(Boolean)
     for (let i = 0; i + 4 < lines.length; i++) {
@@ -91,6 +91,11 @@ export class RedisCluster {
       if (Number.isInteger(start) && Number.isInteger(end) && lines[i + 2] === '127.0.0.1' && start <= slot && slot <= end) return port
     }
     throw new Error(`no node serves slot ${slot}`)
+  }
+
+  /** Until every node names `port` as serving `slot` (a replica learns a change by gossip, a moment after its master). */
+  async untilServedBy(slot: number, port: number): Promise<void> {
+    for (const node of this.ports) await this.until(node, async () => (await this.ownerOf(slot, node)) === port)
   }
 
   /**

@@ -1,0 +1,83 @@
+// The per-node guard of a cluster command connection (shared/redis.ts, guardClusterNodes) on a real Redis Cluster of
+// three masters with a replica each: an outcome is counted against the node the command was written to (a failover
+// mid-flight leaves the promoted replica's breaker closed).
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import type { Cluster } from 'ioredis'
+import { commandConnection, keySlot, nodeBreakers } from '../../shared/redis'
+import { RedisCluster } from './redis-cluster'
+
+const cluster = new RedisCluster()
+let client: Cluster
+
+beforeAll(async () => {
+  await cluster.start(3, 1)
+  client = commandConnection('node-guard-test', cluster.url) as Cluster
+  await client.ping() // queued until the client has read the slot map and is ready
+}, 60_000)
+afterAll(async () => {
+  client?.disconnect()
+  await cluster.stop()
+})
+
+const address = (port: number) => `127.0.0.1:${port}`
+
+/** Has the client read the slot map again. */
+const refresh = () => new Promise<void>((resolve, reject) => client.refreshSlotsCache((error) => (error ? reject(error) : resolve())))
+
+/** A key in a slot the node `port` serves, as the client's slot map says. */
+function keyServedBy(port: number, prefix: string): string {
+  for (let i = 0; ; i++) {
+    const key = `node-guard:${prefix}:{${i}}`
+    if (client.slots[keySlot(key)]?.[0] === address(port)) return key
+  }
+}
+
+/** The masters serving slots, as the client's slot map (read again now) says. */
+async function masters(): Promise<number[]> {
+  await refresh()
+  const nodes = new Set<string>()
+  for (const owners of client.slots) if (owners) nodes.add(owners[0]!)
+  return [...nodes].map((node) => Number(node.split(':')[1]))
+}
+
+/** The replica of master `port`, as the master reports it (INFO replication: slave0:ip=…,port=…), if it has one. */
+async function replicaOf(port: number): Promise<number | undefined> {
+  const replica = /slave0:ip=[^,]+,port=(\d+)/.exec(await cluster.cli(port, 'INFO', 'replication'))
+  return replica ? Number(replica[1]) : undefined
+}
+
+async function until(condition: () => boolean | Promise<boolean>, ms = 5000) {
+  for (const deadline = Date.now() + ms; !(await condition()); await Bun.sleep(20)) {
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+  }
+}
+
+test('a write left unanswered on a master whose replica is promoted meanwhile counts against that master: the promoted replica\'s breaker stays closed and it serves the slot', async () => {
+  const master = (await masters())[0]!
+  const replica = (await replicaOf(master))!
+  const key = keyServedBy(master, 'failover')
+  expect(await client.set(key, '1')).toBe('OK')
+  // The master stalls: a write sent to it gets no answer (reads, CLUSTER SLOTS among them, still do).
+  await cluster.cli(master, 'CLIENT', 'PAUSE', '5000', 'WRITE')
+  try {
+    let settled = false
+    const inFlight = client.set(key, '2').catch((error: Error) => error).finally(() => (settled = true))
+    await Bun.sleep(50)
+    // Its replica takes over, and the client learns it while the write is still waiting on the old master.
+    await cluster.cli(replica, 'CLUSTER', 'FAILOVER', 'TAKEOVER')
+    await until(async () => {
+      await refresh()
+      return client.slots[keySlot(key)]?.[0] === address(replica)
+    }, 700)
+    expect(settled).toBe(false)
+    // Timed out, or lost with the connection the client closes once the old master serves nothing.
+    expect(String(await inFlight)).toMatch(/timed out|Connection is closed/)
+
+    expect(nodeBreakers(client).get(address(replica))).toBe(false)
+    expect(await client.set(key, '3')).toBe('OK')
+    expect(await cluster.cli(replica, 'GET', key)).toBe('3\n')
+  } finally {
+    await cluster.cli(master, 'CLIENT', 'UNPAUSE')
+  }
+  await cluster.untilServedBy(keySlot(key), replica) // every node agrees before the next test reads the cluster
+}, 20_000)
