@@ -150,7 +150,8 @@ const REDIRECT = /^(?:MOVED|ASK) \d+ (\S+)$/
  * - A refusal by a breaker is not judged (counted as a failure, it would push the cool-down on for as long as commands
  *   come, and the probe would never pass), and a command the client refuses before writing it anywhere is not seen.
  * A node's health is kept across its reconnections (ioredis ends a failed node's connection and makes a new one to the
- * same address).
+ * same address) and dropped once the node has neither a connection nor a place in the slot map (removed, or replaced
+ * by a node at another address), so a long-lived process keeps one entry per node the cluster has now.
  */
 function guardClusterNodes(cluster: Cluster): void {
   const nodes = new Map<string, ServerHealth>()
@@ -205,6 +206,13 @@ function guardClusterNodes(cluster: Cluster): void {
       route.redirectedTo = undefined
     })
   })
+  const forgetGone = () => {
+    const present = new Set(cluster.nodes('all').map(nodeAddress))
+    for (const owners of new Set(cluster.slots)) for (const node of owners ?? []) present.add(node) // one array per range
+    for (const node of nodes.keys()) if (!present.has(node)) nodes.delete(node)
+  }
+  cluster.on('-node', forgetGone)
+  cluster.on('refresh', forgetGone)
 }
 
 /**

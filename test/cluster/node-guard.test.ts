@@ -1,6 +1,7 @@
 // The per-node guard of a cluster command connection (shared/redis.ts, guardClusterNodes) on a real Redis Cluster of
 // three masters with a replica each: an outcome is counted against the node the command was written to (a failover
-// mid-flight leaves the promoted replica's breaker closed).
+// mid-flight leaves the promoted replica's breaker closed), and the guard keeps health only for the nodes the cluster
+// has (nodes replaced one after another leave nothing behind; a node that only reconnects keeps its breaker).
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Cluster } from 'ioredis'
 import { commandConnection, keySlot, nodeBreakers } from '../../shared/redis'
@@ -46,6 +47,9 @@ async function replicaOf(port: number): Promise<number | undefined> {
   return replica ? Number(replica[1]) : undefined
 }
 
+/** The client's connection to the node `port`. */
+const connectionTo = (port: number) => client.nodes('all').find((node) => `${node.options.host}:${node.options.port}` === address(port))
+
 async function until(condition: () => boolean | Promise<boolean>, ms = 5000) {
   for (const deadline = Date.now() + ms; !(await condition()); await Bun.sleep(20)) {
     if (Date.now() > deadline) throw new Error('condition not met in time')
@@ -81,3 +85,45 @@ test('a write left unanswered on a master whose replica is promoted meanwhile co
   }
   await cluster.untilServedBy(keySlot(key), replica) // every node agrees before the next test reads the cluster
 }, 20_000)
+
+test('the guard keeps health only for the nodes the cluster has: nodes added and removed one after another leave no entry behind, and a node that only reconnects keeps its breaker', async () => {
+  const removed: string[] = []
+  for (let round = 0; round < 3; round++) {
+    // A new node (a new address) joins as a replica, enters the slot map, and leaves the cluster.
+    const master = (await masters())[round]!
+    const added = await cluster.addReplica(master)
+    const key = keyServedBy(master, `replaced-${round}`)
+    await until(async () => {
+      await client.set(key, String(Date.now())) // a replica is in the slot map once it has replicated something
+      await refresh()
+      return nodeBreakers(client).has(address(added))
+    }, 10_000)
+    await cluster.removeNode(added)
+    removed.push(address(added))
+    await until(async () => {
+      await refresh()
+      return !nodeBreakers(client).has(address(added))
+    })
+    // One entry at most per node the cluster has.
+    expect(removed.filter((node) => nodeBreakers(client).has(node))).toEqual([])
+    expect(nodeBreakers(client).size).toBeLessThanOrEqual(cluster.ports.length)
+  }
+
+  // A master stalls long enough to open its breaker; its connection then ends and a new one is made to the same address.
+  const master = (await masters())[0]!
+  const key = keyServedBy(master, 'reconnect')
+  await cluster.cli(master, 'CLIENT', 'PAUSE', '1500', 'WRITE')
+  try {
+    expect(String(await client.set(key, 'x').catch((error: Error) => error))).toMatch(/timed out/)
+    expect(nodeBreakers(client).get(address(master))).toBe(true)
+    const before = connectionTo(master)!
+    const ended = new Promise((resolve) => client.once('-node', resolve))
+    before.disconnect()
+    await ended
+    await refresh()
+    expect(connectionTo(master)).not.toBe(before)
+    expect(nodeBreakers(client).get(address(master))).toBe(true)
+  } finally {
+    await cluster.cli(master, 'CLIENT', 'UNPAUSE')
+  }
+}, 60_000)

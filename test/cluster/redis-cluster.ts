@@ -116,6 +116,35 @@ export class RedisCluster {
     for (const port of this.ports) await this.cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId)
   }
 
+  /** Starts one more node and makes it a replica of master `master`; resolves with its port once the master has it in sync. */
+  async addReplica(master: number): Promise<number> {
+    const port = await clusterPort()
+    const members = [...this.ports]
+    this.ports.push(port)
+    this.procs.push(this.spawnNode(port))
+    await this.until(port, async () => (await this.cli(port, 'PING')).trim() === 'PONG')
+    await this.cli(port, 'CLUSTER', 'MEET', '127.0.0.1', String(master))
+    const masterId = (await this.cli(master, 'CLUSTER', 'MYID')).trim()
+    // Once it knows the master (the handshake done), it can follow it.
+    await this.until(port, async () => (await this.cli(port, 'CLUSTER', 'REPLICATE', masterId)).startsWith('OK'))
+    for (const member of members) {
+      await this.until(member, async () => (await this.cli(member, 'CLUSTER', 'NODES')).split('\n').some((line) =>
+        line.includes(`127.0.0.1:${port}@`) && line.includes(`slave ${masterId}`)))
+    }
+    await this.until(master, async () => new RegExp(`port=${port},state=online`).test(await this.cli(master, 'INFO', 'replication')))
+    return port
+  }
+
+  /** Takes a node that serves no slot (a replica) out of the cluster: it is stopped, and every other node forgets it. */
+  async removeNode(port: number): Promise<void> {
+    const id = (await this.cli(port, 'CLUSTER', 'MYID')).trim()
+    await this.kill(port)
+    const index = this.ports.indexOf(port)
+    this.ports.splice(index, 1)
+    this.procs.splice(index, 1)
+    for (const member of this.ports) await this.cli(member, 'CLUSTER', 'FORGET', id)
+  }
+
   /** Kills one node (SIGKILL: no goodbye to its clients, its data gone, as in a crash). */
   async kill(port: number): Promise<void> {
     const proc = this.procs[this.ports.indexOf(port)]!
