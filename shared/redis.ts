@@ -40,6 +40,7 @@ export function clusterNodesOf(url: string): { host: string; port: number }[] | 
 export const onCluster = () => clusterNodesOf(config.redisUrl) !== null
 
 interface PendingCommand {
+  name: string
   promise: Promise<unknown>
   resolve(value: unknown): unknown
   reject(error: Error): unknown
@@ -65,7 +66,10 @@ class Refused extends Error {
 /**
  * Wraps `client.sendCommand` (ioredis funnels all commands, pipelines too, through it): a command is refused at once
  * while `health.breaker` is open. A pipeline (MULTI included) is admitted or refused as a whole, on its first command:
- * refusing only part of one would leave a MULTI open on the connection and wreck every command after it.
+ * refusing only part of one would leave a MULTI open on the connection and wreck every command after it. An ASKING
+ * (ioredis' cluster client sends it, never awaited, right before the command an ASK redirect sends on) is admitted or
+ * refused with that command, so an open breaker's probe is not spent on it alone; whatever becomes of it (refused,
+ * timed out, its connection lost) is the command's to report, never an unhandled rejection.
  * `sent(command)` is told of every command that passes.
  */
 function admitCommands(client: Redis | Cluster, health: ServerHealth, sent: (command: PendingCommand) => void): void {
@@ -78,12 +82,19 @@ function admitCommands(client: Redis | Cluster, health: ServerHealth, sent: (com
     if (admitted === undefined) pipelines.set(stream, (admitted = health.breaker.tryPass()))
     return admitted
   }
+  let askingAdmitted: boolean | undefined // the verdict on an ASKING, for the command sent right after it
   ;(client as unknown as { sendCommand: SendCommand }).sendCommand = (command, stream, ...rest) => {
+    const asking = !stream && command.name === 'asking'
+    if (asking) command.promise.catch(() => {})
     // Only while ready: the handshake of a reconnect (CLIENT SETNAME, SELECT, the ready check) must pass, or the breaker
     // would keep the connection from ever coming back. While not ready, ioredis refuses user commands at once itself.
-    if (client.status === 'ready' && !admit(stream)) {
-      command.reject(new Refused())
-      return command.promise
+    if (client.status === 'ready') {
+      const admitted = askingAdmitted ?? admit(stream)
+      askingAdmitted = asking ? admitted : undefined
+      if (!admitted) {
+        command.reject(new Refused())
+        return command.promise
+      }
     }
     sent(command)
     return send(command, stream, ...rest)

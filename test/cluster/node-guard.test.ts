@@ -1,7 +1,8 @@
 // The per-node guard of a cluster command connection (shared/redis.ts, guardClusterNodes) on a real Redis Cluster of
 // three masters with a replica each: an outcome is counted against the node the command was written to (a failover
-// mid-flight leaves the promoted replica's breaker closed), and the guard keeps health only for the nodes the cluster
-// has (nodes replaced one after another leave nothing behind; a node that only reconnects keeps its breaker).
+// mid-flight leaves the promoted replica's breaker closed), the guard keeps health only for the nodes the cluster has
+// (nodes replaced one after another leave nothing behind; a node that only reconnects keeps its breaker), and an ASK
+// to a node whose breaker is open fails the command cleanly, without an unhandled rejection.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Cluster } from 'ioredis'
 import { commandConnection, keySlot, nodeBreakers } from '../../shared/redis'
@@ -9,8 +10,11 @@ import { RedisCluster } from './redis-cluster'
 
 const cluster = new RedisCluster()
 let client: Cluster
+const unhandled: unknown[] = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
 
 beforeAll(async () => {
+  process.on('unhandledRejection', onUnhandled)
   await cluster.start(3, 1)
   client = commandConnection('node-guard-test', cluster.url) as Cluster
   await client.ping() // queued until the client has read the slot map and is ready
@@ -18,6 +22,7 @@ beforeAll(async () => {
 afterAll(async () => {
   client?.disconnect()
   await cluster.stop()
+  process.off('unhandledRejection', onUnhandled)
 })
 
 const address = (port: number) => `127.0.0.1:${port}`
@@ -127,3 +132,31 @@ test('the guard keeps health only for the nodes the cluster has: nodes added and
     await cluster.cli(master, 'CLIENT', 'UNPAUSE')
   }
 }, 60_000)
+
+test('an ASK to a node whose breaker is open: the command fails at once with the words of a dead link, the ASKING refused with it is no unhandled rejection, and the node that answered ASK is not blamed', async () => {
+  const [source, target] = await masters()
+  const key = keyServedBy(source!, 'asked') // absent on the source: while its slot migrates, the source answers ASK
+  const stalled = keyServedBy(target!, 'stalled')
+  await cluster.migrateSlot(keySlot(key), target!, async () => {
+    // The target stalls long enough to open its breaker.
+    await cluster.cli(target!, 'CLIENT', 'PAUSE', '1500', 'WRITE')
+    try {
+      expect(String(await client.set(stalled, 'x').catch((error: Error) => error))).toMatch(/timed out/)
+      expect(nodeBreakers(client).get(address(target!))).toBe(true)
+      const started = Date.now()
+      const refused = await client.set(key, 'x').catch((error: Error) => error)
+      expect(Date.now() - started).toBeLessThan(200)
+      expect(String(refused)).toBe('Error: Connection is closed.')
+      await Bun.sleep(100) // an unhandled rejection is reported once the microtasks have run
+      expect(unhandled).toEqual([])
+      expect(nodeBreakers(client).get(address(source!))).toBe(false)
+    } finally {
+      await cluster.cli(target!, 'CLIENT', 'UNPAUSE')
+    }
+  })
+  // Once the slot has moved and the target's cool-down is over, the write lands on the target.
+  await refresh()
+  await until(async () => (await client.set(key, 'y').catch(() => '')) === 'OK')
+  expect(await cluster.cli(target!, 'GET', key)).toBe('y\n')
+  expect(unhandled).toEqual([])
+}, 20_000)

@@ -101,19 +101,23 @@ export class RedisCluster {
   /**
    * Moves one slot, with its keys, from the node serving it to `to`, the way `redis-cli --cluster reshard` does:
    * IMPORTING on the target, MIGRATING on the source, MIGRATE of every key, then the slot assigned on every node.
+   * `whileMigrating` runs once both are marked and before any key moves (the source answers ASK for keys it lacks).
    */
-  async migrateSlot(slot: number, to: number): Promise<void> {
+  async migrateSlot(slot: number, to: number, whileMigrating?: () => Promise<void>): Promise<void> {
     const from = await this.ownerOf(slot)
     const id = async (port: number) => (await this.cli(port, 'CLUSTER', 'MYID')).trim()
     const [fromId, toId] = [await id(from), await id(to)]
     await this.cli(to, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId)
     await this.cli(from, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId)
+    await whileMigrating?.()
     for (;;) {
       const keys = (await this.cli(from, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100')).split('\n').map((k) => k.trim()).filter(Boolean)
       if (keys.length === 0) break
       await this.cli(from, 'MIGRATE', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys)
     }
-    for (const port of this.ports) await this.cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId)
+    // On every master (a replica refuses SETSLOT and follows its master).
+    for (const port of await this.masters(to)) await this.cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId)
+    await this.untilServedBy(slot, to)
   }
 
   /** Starts one more node and makes it a replica of master `master`; resolves with its port once the master has it in sync. */
