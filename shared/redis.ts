@@ -40,8 +40,10 @@ export function clusterNodesOf(url: string): { host: string; port: number }[] | 
 export const onCluster = () => clusterNodesOf(config.redisUrl) !== null
 
 interface PendingCommand {
+  name: string
   promise: Promise<unknown>
-  reject(error: Error): void
+  resolve(value: unknown): unknown
+  reject(error: Error): unknown
 }
 
 type SendCommand = (command: PendingCommand, stream?: object, ...rest: unknown[]) => unknown
@@ -54,10 +56,20 @@ interface ServerHealth {
   connection: Redis | Cluster
 }
 
+/** A command refused by a breaker: the same words as a dead link, so every caller maps it alike (503). */
+class Refused extends Error {
+  constructor() {
+    super('Connection is closed.')
+  }
+}
+
 /**
  * Wraps `client.sendCommand` (ioredis funnels all commands, pipelines too, through it): a command is refused at once
  * while `health.breaker` is open. A pipeline (MULTI included) is admitted or refused as a whole, on its first command:
- * refusing only part of one would leave a MULTI open on the connection and wreck every command after it.
+ * refusing only part of one would leave a MULTI open on the connection and wreck every command after it. An ASKING
+ * (ioredis' cluster client sends it, never awaited, right before the command an ASK redirect sends on) is admitted or
+ * refused with that command, so an open breaker's probe is not spent on it alone; whatever becomes of it (refused,
+ * timed out, its connection lost) is the command's to report, never an unhandled rejection.
  * `sent(command)` is told of every command that passes.
  */
 function admitCommands(client: Redis | Cluster, health: ServerHealth, sent: (command: PendingCommand) => void): void {
@@ -70,12 +82,19 @@ function admitCommands(client: Redis | Cluster, health: ServerHealth, sent: (com
     if (admitted === undefined) pipelines.set(stream, (admitted = health.breaker.tryPass()))
     return admitted
   }
+  let askingAdmitted: boolean | undefined // the verdict on an ASKING, for the command sent right after it
   ;(client as unknown as { sendCommand: SendCommand }).sendCommand = (command, stream, ...rest) => {
+    const asking = !stream && command.name === 'asking'
+    if (asking) command.promise.catch(() => {})
     // Only while ready: the handshake of a reconnect (CLIENT SETNAME, SELECT, the ready check) must pass, or the breaker
     // would keep the connection from ever coming back. While not ready, ioredis refuses user commands at once itself.
-    if (client.status === 'ready' && !admit(stream)) {
-      command.reject(new Error('Connection is closed.')) // the same words as a dead link, so every caller maps it alike
-      return command.promise
+    if (client.status === 'ready') {
+      const admitted = askingAdmitted ?? admit(stream)
+      askingAdmitted = asking ? admitted : undefined
+      if (!admitted) {
+        command.reject(new Refused())
+        return command.promise
+      }
     }
     sent(command)
     return send(command, stream, ...rest)
@@ -116,15 +135,39 @@ function guardCommands(client: Redis, breaker: Breaker): void {
   })
 }
 
+/** Each cluster command connection's node health, by "host:port" (read by nodeBreakers). */
+const clusterHealth = new WeakMap<Cluster, Map<string, ServerHealth>>()
+
+/** Where a command is on its way through the cluster. */
+interface Route {
+  /** The node it was written to last and has not answered yet. */
+  writtenTo?: ServerHealth
+  /** The node ("host:port") the last MOVED or ASK named, while the command is on its way there. */
+  redirectedTo?: string
+}
+
+/** A redirect reply: `MOVED <slot> <host:port>` or `ASK <slot> <host:port>`. */
+const REDIRECT = /^(?:MOVED|ASK) \d+ (\S+)$/
+
 /**
  * A cluster: one breaker per node, on that node's own connection, so a node that is down or silent costs only the
- * slots it serves; the other nodes' commands go on. A command's outcome is judged against the node that serves its
- * slot by then (a redirected command passes several; the client may refuse one for a dead node before sending it
- * anywhere), or, for a command without a key, the node it was sent to last.
+ * slots it serves; the other nodes' commands go on. Which node an outcome is judged against:
+ * - A command written to a node is judged by what that node did with it (answered, a MOVED or ASK included; left it
+ *   unanswered past the timeout; lost it with its connection), against that node, even if its slot has moved since: in
+ *   a failover, the commands left unanswered on the old master must not open the promoted replica's breaker. A
+ *   redirected command passes several nodes, and each is judged by its own part, once.
+ * - A command the client refuses on its way to the node a MOVED or ASK named (that node's connection is down) is
+ *   judged against that node: it was refused for it, before reaching it.
+ * - A refusal by a breaker is not judged (counted as a failure, it would push the cool-down on for as long as commands
+ *   come, and the probe would never pass), and a command the client refuses before writing it anywhere is not seen.
+ * A node's health is kept across its reconnections (ioredis ends a failed node's connection and makes a new one to the
+ * same address) and dropped once the node has neither a connection nor a place in the slot map (removed, or replaced
+ * by a node at another address), so a long-lived process keeps one entry per node the cluster has now.
  */
 function guardClusterNodes(cluster: Cluster): void {
-  const nodes = new Map<string, ServerHealth>() // "host:port" → health, kept across the node's reconnections
-  const lastNode = new WeakMap<PendingCommand, ServerHealth>()
+  const nodes = new Map<string, ServerHealth>()
+  clusterHealth.set(cluster, nodes)
+  const routes = new WeakMap<PendingCommand, Route>()
   // A node that fails may be failing over: the slot map is read again (at most once a second) instead of waiting for
   // the periodic refresh, so commands reach a promoted replica soon after the cluster has made it master.
   let refreshedAt = 0
@@ -134,10 +177,34 @@ function guardClusterNodes(cluster: Cluster): void {
     refreshedAt = Date.now()
     cluster.refreshSlotsCache()
   }
-  const owner = (command: PendingCommand) => {
-    const slot = (command as unknown as { getSlot(): number | null }).getSlot()
-    const node = slot === null ? undefined : cluster.slots[slot]?.[0]
-    return (node && nodes.get(node)) || lastNode.get(command)!
+  const outcome = (route: Route, error?: Error) => {
+    const { writtenTo, redirectedTo } = route
+    route.writtenTo = route.redirectedTo = undefined
+    if (error instanceof Refused) return
+    if (writtenTo) {
+      route.redirectedTo = error && REDIRECT.exec(error.message)?.[1]
+      if (error) failed(writtenTo, error)
+      else judge(writtenTo)
+    } else if (error && redirectedTo) {
+      const target = nodes.get(redirectedTo)
+      if (target) failed(target, error)
+    }
+  }
+  /** Judges each outcome as it arrives, before ioredis acts on it (a redirect sends the command on at once). */
+  const routeOf = (command: PendingCommand): Route => {
+    let route = routes.get(command)
+    if (route) return route
+    routes.set(command, (route = {}))
+    const { resolve, reject } = command
+    command.resolve = (value) => {
+      outcome(route)
+      return resolve(value)
+    }
+    command.reject = (error) => {
+      outcome(route, error)
+      return reject(error)
+    }
+    return route
   }
   cluster.on('+node', (connection: Redis) => {
     const node = nodeAddress(connection)
@@ -145,11 +212,27 @@ function guardClusterNodes(cluster: Cluster): void {
     if (health) health.connection = connection // a new connection to a node seen before keeps its breaker
     else nodes.set(node, (health = { breaker: new Breaker(`redis ${node}`, config.redis.commandTimeoutMs), timeoutsInARow: 0, connection }))
     admitCommands(connection, health, (command) => {
-      const first = !lastNode.has(command)
-      lastNode.set(command, health)
-      if (first) command.promise.then(() => judge(owner(command)), (error: Error) => failed(owner(command), error))
+      const route = routeOf(command)
+      route.writtenTo = health
+      route.redirectedTo = undefined
     })
   })
+  const forgetGone = () => {
+    const present = new Set(cluster.nodes('all').map(nodeAddress))
+    for (const owners of new Set(cluster.slots)) for (const node of owners ?? []) present.add(node) // one array per range
+    for (const node of nodes.keys()) if (!present.has(node)) nodes.delete(node)
+  }
+  cluster.on('-node', forgetGone)
+  cluster.on('refresh', forgetGone)
+}
+
+/**
+ * Whether each node's breaker is open, by "host:port", on a cluster command connection (empty on one Redis): the nodes
+ * the guard keeps health for, for tests.
+ */
+export function nodeBreakers(client: RedisClient): ReadonlyMap<string, boolean> {
+  const nodes = client instanceof Cluster ? clusterHealth.get(client) : undefined
+  return new Map([...(nodes ?? [])].map(([node, health]) => [node, health.breaker.isOpen]))
 }
 
 /** A cluster node connection's address as the slot map names it, "host:port". */

@@ -81,9 +81,9 @@ export class RedisCluster {
     return Promise.all(this.ports.map(async (port) => Number((await this.cli(port, 'DBSIZE')).trim())))
   }
 
-  /** The node ("port") serving `slot` now. */
-  async ownerOf(slot: number): Promise<number> {
-    const shards = await this.anyNode('CLUSTER', 'SLOTS')
+  /** The node ("port") serving `slot` now, as the first node that answers (or the node `via`) sees it. */
+  async ownerOf(slot: number, via?: number): Promise<number> {
+    const shards = via === undefined ? await this.anyNode('CLUSTER', 'SLOTS') : await this.cli(via, 'CLUSTER', 'SLOTS')
     // redis-cli prints each range as: start, end, then per node host, port, id (one value a line).
     const lines = shards.split('\n').map((line) => line.trim()).filter(Boolean)
     for (let i = 0; i + 4 < lines.length; i++) {
@@ -93,22 +93,60 @@ export class RedisCluster {
     throw new Error(`no node serves slot ${slot}`)
   }
 
+  /** Until every node names `port` as serving `slot` (a replica learns a change by gossip, a moment after its master). */
+  async untilServedBy(slot: number, port: number): Promise<void> {
+    for (const node of this.ports) await this.until(node, async () => (await this.ownerOf(slot, node)) === port)
+  }
+
   /**
    * Moves one slot, with its keys, from the node serving it to `to`, the way `redis-cli --cluster reshard` does:
    * IMPORTING on the target, MIGRATING on the source, MIGRATE of every key, then the slot assigned on every node.
+   * `whileMigrating` runs once both are marked and before any key moves (the source answers ASK for keys it lacks).
    */
-  async migrateSlot(slot: number, to: number): Promise<void> {
+  async migrateSlot(slot: number, to: number, whileMigrating?: () => Promise<void>): Promise<void> {
     const from = await this.ownerOf(slot)
     const id = async (port: number) => (await this.cli(port, 'CLUSTER', 'MYID')).trim()
     const [fromId, toId] = [await id(from), await id(to)]
     await this.cli(to, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId)
     await this.cli(from, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId)
+    await whileMigrating?.()
     for (;;) {
       const keys = (await this.cli(from, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100')).split('\n').map((k) => k.trim()).filter(Boolean)
       if (keys.length === 0) break
       await this.cli(from, 'MIGRATE', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys)
     }
-    for (const port of this.ports) await this.cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId)
+    // On every master (a replica refuses SETSLOT and follows its master).
+    for (const port of await this.masters(to)) await this.cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId)
+    await this.untilServedBy(slot, to)
+  }
+
+  /** Starts one more node and makes it a replica of master `master`; resolves with its port once the master has it in sync. */
+  async addReplica(master: number): Promise<number> {
+    const port = await clusterPort()
+    const members = [...this.ports]
+    this.ports.push(port)
+    this.procs.push(this.spawnNode(port))
+    await this.until(port, async () => (await this.cli(port, 'PING')).trim() === 'PONG')
+    await this.cli(port, 'CLUSTER', 'MEET', '127.0.0.1', String(master))
+    const masterId = (await this.cli(master, 'CLUSTER', 'MYID')).trim()
+    // Once it knows the master (the handshake done), it can follow it.
+    await this.until(port, async () => (await this.cli(port, 'CLUSTER', 'REPLICATE', masterId)).startsWith('OK'))
+    for (const member of members) {
+      await this.until(member, async () => (await this.cli(member, 'CLUSTER', 'NODES')).split('\n').some((line) =>
+        line.includes(`127.0.0.1:${port}@`) && line.includes(`slave ${masterId}`)))
+    }
+    await this.until(master, async () => new RegExp(`port=${port},state=online`).test(await this.cli(master, 'INFO', 'replication')))
+    return port
+  }
+
+  /** Takes a node that serves no slot (a replica) out of the cluster: it is stopped, and every other node forgets it. */
+  async removeNode(port: number): Promise<void> {
+    const id = (await this.cli(port, 'CLUSTER', 'MYID')).trim()
+    await this.kill(port)
+    const index = this.ports.indexOf(port)
+    this.ports.splice(index, 1)
+    this.procs.splice(index, 1)
+    for (const member of this.ports) await this.cli(member, 'CLUSTER', 'FORGET', id)
   }
 
   /** Kills one node (SIGKILL: no goodbye to its clients, its data gone, as in a crash). */

@@ -1,0 +1,162 @@
+// The per-node guard of a cluster command connection (shared/redis.ts, guardClusterNodes) on a real Redis Cluster of
+// three masters with a replica each: an outcome is counted against the node the command was written to (a failover
+// mid-flight leaves the promoted replica's breaker closed), the guard keeps health only for the nodes the cluster has
+// (nodes replaced one after another leave nothing behind; a node that only reconnects keeps its breaker), and an ASK
+// to a node whose breaker is open fails the command cleanly, without an unhandled rejection.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import type { Cluster } from 'ioredis'
+import { commandConnection, keySlot, nodeBreakers } from '../../shared/redis'
+import { RedisCluster } from './redis-cluster'
+
+const cluster = new RedisCluster()
+let client: Cluster
+const unhandled: unknown[] = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
+
+beforeAll(async () => {
+  process.on('unhandledRejection', onUnhandled)
+  await cluster.start(3, 1)
+  client = commandConnection('node-guard-test', cluster.url) as Cluster
+  await client.ping() // queued until the client has read the slot map and is ready
+}, 60_000)
+afterAll(async () => {
+  client?.disconnect()
+  await cluster.stop()
+  process.off('unhandledRejection', onUnhandled)
+})
+
+const address = (port: number) => `127.0.0.1:${port}`
+
+/** Has the client read the slot map again. */
+const refresh = () => new Promise<void>((resolve, reject) => client.refreshSlotsCache((error) => (error ? reject(error) : resolve())))
+
+/** A key in a slot the node `port` serves, as the client's slot map says. */
+function keyServedBy(port: number, prefix: string): string {
+  for (let i = 0; ; i++) {
+    const key = `node-guard:${prefix}:{${i}}`
+    if (client.slots[keySlot(key)]?.[0] === address(port)) return key
+  }
+}
+
+/** The masters serving slots, as the client's slot map (read again now) says. */
+async function masters(): Promise<number[]> {
+  await refresh()
+  const nodes = new Set<string>()
+  for (const owners of client.slots) if (owners) nodes.add(owners[0]!)
+  return [...nodes].map((node) => Number(node.split(':')[1]))
+}
+
+/** The replica of master `port`, as the master reports it (INFO replication: slave0:ip=…,port=…), if it has one. */
+async function replicaOf(port: number): Promise<number | undefined> {
+  const replica = /slave0:ip=[^,]+,port=(\d+)/.exec(await cluster.cli(port, 'INFO', 'replication'))
+  return replica ? Number(replica[1]) : undefined
+}
+
+/** The client's connection to the node `port`. */
+const connectionTo = (port: number) => client.nodes('all').find((node) => `${node.options.host}:${node.options.port}` === address(port))
+
+async function until(condition: () => boolean | Promise<boolean>, ms = 5000) {
+  for (const deadline = Date.now() + ms; !(await condition()); await Bun.sleep(20)) {
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+  }
+}
+
+test('a write left unanswered on a master whose replica is promoted meanwhile counts against that master: the promoted replica\'s breaker stays closed and it serves the slot', async () => {
+  const master = (await masters())[0]!
+  const replica = (await replicaOf(master))!
+  const key = keyServedBy(master, 'failover')
+  expect(await client.set(key, '1')).toBe('OK')
+  // The master stalls: a write sent to it gets no answer (reads, CLUSTER SLOTS among them, still do).
+  await cluster.cli(master, 'CLIENT', 'PAUSE', '5000', 'WRITE')
+  try {
+    let settled = false
+    const inFlight = client.set(key, '2').catch((error: Error) => error).finally(() => (settled = true))
+    await Bun.sleep(50)
+    // Its replica takes over, and the client learns it while the write is still waiting on the old master.
+    await cluster.cli(replica, 'CLUSTER', 'FAILOVER', 'TAKEOVER')
+    await until(async () => {
+      await refresh()
+      return client.slots[keySlot(key)]?.[0] === address(replica)
+    }, 700)
+    expect(settled).toBe(false)
+    // Timed out, or lost with the connection the client closes once the old master serves nothing.
+    expect(String(await inFlight)).toMatch(/timed out|Connection is closed/)
+
+    expect(nodeBreakers(client).get(address(replica))).toBe(false)
+    expect(await client.set(key, '3')).toBe('OK')
+    expect(await cluster.cli(replica, 'GET', key)).toBe('3\n')
+  } finally {
+    await cluster.cli(master, 'CLIENT', 'UNPAUSE')
+  }
+  await cluster.untilServedBy(keySlot(key), replica) // every node agrees before the next test reads the cluster
+}, 20_000)
+
+test('the guard keeps health only for the nodes the cluster has: nodes added and removed one after another leave no entry behind, and a node that only reconnects keeps its breaker', async () => {
+  const removed: string[] = []
+  for (let round = 0; round < 3; round++) {
+    // A new node (a new address) joins as a replica, enters the slot map, and leaves the cluster.
+    const master = (await masters())[round]!
+    const added = await cluster.addReplica(master)
+    const key = keyServedBy(master, `replaced-${round}`)
+    await until(async () => {
+      await client.set(key, String(Date.now())) // a replica is in the slot map once it has replicated something
+      await refresh()
+      return nodeBreakers(client).has(address(added))
+    }, 10_000)
+    await cluster.removeNode(added)
+    removed.push(address(added))
+    await until(async () => {
+      await refresh()
+      return !nodeBreakers(client).has(address(added))
+    })
+    // One entry at most per node the cluster has.
+    expect(removed.filter((node) => nodeBreakers(client).has(node))).toEqual([])
+    expect(nodeBreakers(client).size).toBeLessThanOrEqual(cluster.ports.length)
+  }
+
+  // A master stalls long enough to open its breaker; its connection then ends and a new one is made to the same address.
+  const master = (await masters())[0]!
+  const key = keyServedBy(master, 'reconnect')
+  await cluster.cli(master, 'CLIENT', 'PAUSE', '1500', 'WRITE')
+  try {
+    expect(String(await client.set(key, 'x').catch((error: Error) => error))).toMatch(/timed out/)
+    expect(nodeBreakers(client).get(address(master))).toBe(true)
+    const before = connectionTo(master)!
+    const ended = new Promise((resolve) => client.once('-node', resolve))
+    before.disconnect()
+    await ended
+    await refresh()
+    expect(connectionTo(master)).not.toBe(before)
+    expect(nodeBreakers(client).get(address(master))).toBe(true)
+  } finally {
+    await cluster.cli(master, 'CLIENT', 'UNPAUSE')
+  }
+}, 60_000)
+
+test('an ASK to a node whose breaker is open: the command fails at once with the words of a dead link, the ASKING refused with it is no unhandled rejection, and the node that answered ASK is not blamed', async () => {
+  const [source, target] = await masters()
+  const key = keyServedBy(source!, 'asked') // absent on the source: while its slot migrates, the source answers ASK
+  const stalled = keyServedBy(target!, 'stalled')
+  await cluster.migrateSlot(keySlot(key), target!, async () => {
+    // The target stalls long enough to open its breaker.
+    await cluster.cli(target!, 'CLIENT', 'PAUSE', '1500', 'WRITE')
+    try {
+      expect(String(await client.set(stalled, 'x').catch((error: Error) => error))).toMatch(/timed out/)
+      expect(nodeBreakers(client).get(address(target!))).toBe(true)
+      const started = Date.now()
+      const refused = await client.set(key, 'x').catch((error: Error) => error)
+      expect(Date.now() - started).toBeLessThan(200)
+      expect(String(refused)).toBe('Error: Connection is closed.')
+      await Bun.sleep(100) // an unhandled rejection is reported once the microtasks have run
+      expect(unhandled).toEqual([])
+      expect(nodeBreakers(client).get(address(source!))).toBe(false)
+    } finally {
+      await cluster.cli(target!, 'CLIENT', 'UNPAUSE')
+    }
+  })
+  // Once the slot has moved and the target's cool-down is over, the write lands on the target.
+  await refresh()
+  await until(async () => (await client.set(key, 'y').catch(() => '')) === 'OK')
+  expect(await cluster.cli(target!, 'GET', key)).toBe('y\n')
+  expect(unhandled).toEqual([])
+}, 20_000)
