@@ -144,7 +144,12 @@ interface Route {
   writtenTo?: ServerHealth
   /** The node ("host:port") the last MOVED or ASK named, while the command is on its way there. */
   redirectedTo?: string
+  /** Its caller has the answer (a reply, or a final error such as a timeout): what comes later is judged, never acted on. */
+  settled?: boolean
 }
+
+/** Replies the cluster client acts on by sending the command again (elsewhere, or later) instead of answering it. */
+const RETRIED = /^(?:MOVED|ASK|TRYAGAIN) /
 
 /** A redirect reply: `MOVED <slot> <host:port>` or `ASK <slot> <host:port>`. */
 const REDIRECT = /^(?:MOVED|ASK) \d+ (\S+)$/
@@ -198,10 +203,16 @@ function guardClusterNodes(cluster: Cluster): void {
     const { resolve, reject } = command
     command.resolve = (value) => {
       outcome(route)
+      if (route.settled) return
+      route.settled = true
       return resolve(value)
     }
     command.reject = (error) => {
       outcome(route, error)
+      // A late reply to a command that timed out: following a MOVED now would run, on another node and perhaps seconds
+      // later, a write its caller was told had failed.
+      if (route.settled) return
+      if (!RETRIED.test(error.message)) route.settled = true
       return reject(error)
     }
     return route

@@ -160,3 +160,23 @@ test('an ASK to a node whose breaker is open: the command fails at once with the
   expect(await cluster.cli(target!, 'GET', key)).toBe('y\n')
   expect(unhandled).toEqual([])
 }, 20_000)
+
+test('a write that timed out on a master whose slot then moved is never run elsewhere: the MOVED the master answers it with later is not followed', async () => {
+  const [source, target] = await masters()
+  const key = keyServedBy(source!, 'late') // its slot holds no key: the migration below moves nothing
+  await cluster.cli(source!, 'CLIENT', 'PAUSE', '10000', 'WRITE')
+  try {
+    expect(String(await client.set(key, 'told-failed').catch((error: Error) => error))).toMatch(/timed out/)
+    // The slot moves while the write still waits on the source.
+    await cluster.migrateSlot(keySlot(key), target!)
+  } finally {
+    await cluster.cli(source!, 'CLIENT', 'UNPAUSE')
+  }
+  // Unpaused, the source answers the waiting write with MOVED: following it would store what the caller heard failed.
+  await until(async () => /^errorstat_MOVED:/m.test(await cluster.cli(source!, 'INFO', 'errorstats')))
+  await Bun.sleep(200)
+  expect(await cluster.cli(target!, 'GET', key)).toBe('\n')
+  await refresh()
+  expect(await client.set(key, 'later')).toBe('OK')
+  expect(await cluster.cli(target!, 'GET', key)).toBe('later\n')
+}, 20_000)
