@@ -97,7 +97,8 @@ test('a master killed under a paced publish: its channels answer 503 and the oth
 
     expect(sent.filter((s) => s.ms > ANSWER_MS)).toEqual([])
     expect(sent.filter((s) => s.status !== 200 && s.status !== 503)).toEqual([])
-    const during = sent.filter((s) => s.at > killedAt + 200 && s.at < restartedAt)
+    // Answered while the node was down: a publish sent just before the restart may reach it once it is back.
+    const during = sent.filter((s) => s.at > killedAt + 200 && s.at + s.ms < restartedAt)
     // Only the killed node's channels were refused, with Retry-After; the others never were.
     expect(during.filter((s) => doomed.includes(s.channel)).length).toBeGreaterThan(5)
     expect(during.filter((s) => doomed.includes(s.channel)).every((s) => s.status === 503 && Number(s.retryAfter) >= 1)).toBe(true)
@@ -113,7 +114,9 @@ test('a master killed under a paced publish: its channels answer 503 and the oth
     }
     for (const channel of doomed) {
       const before = accepted(channel).filter((s) => s.at < killedAt)
-      const after = accepted(channel).filter((s) => s.at > restartedAt)
+      // Nothing was in flight at the kill, and the node served nothing until it was back: all it accepted since, it
+      // accepted back (a publish sent just before the restart too).
+      const after = accepted(channel).filter((s) => s.at > killedAt)
       // The node came back empty: a new epoch, offsets from 1 again.
       expect(after.map((s) => s.offset)).toEqual(after.map((_, i) => i + 1))
       expect(after[0]!.epoch).not.toBe(before[0]!.epoch)
