@@ -342,10 +342,19 @@ cluster_ok() {
 # start_redis_cluster: the three masters on 127.0.0.1:55001-55003 under .data/redis-cluster, joined with
 # `redis-cli --cluster create`; exports REDIS_CLUSTER_URL (redis+cluster://...). A REDIS_CLUSTER_URL already set names
 # an existing cluster instead. A cluster of this checkout that is up and whole is reused; otherwise every node of it
-# is started afresh (a node's cluster config is only worth keeping together with its peers').
+# is started afresh (a node's cluster config is only worth keeping together with its peers'). None is ever flushed:
+# the tests need no empty database, and a given cluster may hold someone's data (docs/setup.md, "Nothing is flushed").
 start_redis_cluster() {
   local port pid reused=0 nodes=()
-  if [[ -n ${REDIS_CLUSTER_URL:-} ]]; then SERVICE_STATE[redis-cluster]=external; export REDIS_CLUSTER_URL; return 0; fi
+  if [[ -n ${REDIS_CLUSTER_URL:-} ]]; then
+    # A plain redis:// URL would run the cluster pass on one Redis again, and report it as the cluster's.
+    [[ $REDIS_CLUSTER_URL == redis+cluster://* ]] \
+      || die "REDIS_CLUSTER_URL=$(redact_url "$REDIS_CLUSTER_URL") is not a cluster URL (redis+cluster://host:port[,host:port...])"
+    SERVICE_STATE[redis-cluster]=external
+    export REDIS_CLUSTER_URL
+    log "Redis Cluster: $REDIS_CLUSTER_URL as given, not flushed: it must be a cluster for tests only (docs/setup.md)"
+    return 0
+  fi
   for port in "${REDIS_CLUSTER_PORTS[@]}"; do
     nodes+=("127.0.0.1:$port")
     service_pid "redis-cluster-$port" "redis-server 127.0.0.1:$port" >/dev/null && reused=$(( reused + 1 ))

@@ -156,6 +156,19 @@ export class RedisCluster {
     await proc.exited
   }
 
+  /**
+   * Stops one node's process (SIGSTOP) without ending it: its sockets stay open, nothing resets or closes them, and
+   * nothing is answered: a silent link, as a hung host or a dropped path looks to its clients. Its data stays.
+   */
+  silence(port: number): void {
+    this.procs[this.ports.indexOf(port)]!.kill('SIGSTOP')
+  }
+
+  /** Lets a silenced node run again (SIGCONT), with its data: it answers what it was sent meanwhile. */
+  resume(port: number): void {
+    this.procs[this.ports.indexOf(port)]!.kill('SIGCONT')
+  }
+
   /** Starts a killed node again, empty, on its port with its cluster config: it takes its slots back. */
   async restart(port: number): Promise<void> {
     this.procs[this.ports.indexOf(port)] = this.spawnNode(port)
