@@ -312,11 +312,7 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
   // Queue commands only until the first connection (foreman starts processes in no order); after that a command sent
   // while Redis is down fails at once: a request should hear "unavailable" now, not after a reconnect backoff.
   if (client instanceof Cluster) {
-    connectMastersEagerly(client)
-    // On a cluster, only once each master's own connection is up: a command for a node whose connection is still being
-    // made is refused by the cluster client (it queues only for a node not yet asked to connect), so a process that
-    // answered ready would fail its first concurrent requests for the other masters (found by scripts/bench/publish.ts).
-    client.once('ready', () => void mastersReady(client).then(() => (client.options.enableOfflineQueue = false)))
+    queueOnlyForNodesNotYetUp(client)
     guardClusterNodes(client)
   } else {
     client.once('ready', () => (client.options.enableOfflineQueue = false))
@@ -326,27 +322,28 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
 }
 
 /**
- * A master's connection is made as soon as the slot map names it, not by the first command for it: while the cluster
- * client waits for it, further commands for that node are refused ("Connection is closed."), so requests arriving
- * together after a start or a failover would answer 503 with the node up. Replicas stay lazy (reads go to masters).
+ * The same rule per node on a cluster: a command for a node whose connection has never been up yet (a start, a node
+ * just named by the slot map after a failover) waits for it, within the command timeout; a command for a node whose
+ * connection was up and is down now fails at once. The cluster client's own switch cannot say this per node: off, it
+ * refused every command for a node while its first connection was being made, so publishes sent together after a start
+ * or a failover answered 503 with every node up (found by scripts/bench/publish.ts on a cluster). So it stays on while
+ * the cluster is ready (each node's connection decides, switching its own off once up) and, when the cluster itself is
+ * not ready, is on only until the first time it was: past that, a command fails at once rather than wait unbounded.
+ * A master's connection is made as soon as the slot map names it, not by the first command for it; replicas stay lazy
+ * (reads go to masters).
  */
-function connectMastersEagerly(cluster: Cluster): void {
+function queueOnlyForNodesNotYetUp(cluster: Cluster): void {
+  let everReady = false
+  cluster.once('ready', () => (everReady = true))
+  Object.defineProperty(cluster.options, 'enableOfflineQueue', {
+    get: () => cluster.status === 'ready' || !everReady,
+    set: () => {},
+    configurable: true,
+  })
   cluster.on('+node', (connection: Redis) => {
+    connection.once('ready', () => (connection.options.enableOfflineQueue = false))
     if (!connection.options.readOnly && connection.status === 'wait') connection.connect().catch(() => {}) // errors: 'error' handler
   })
-}
-
-/** Resolves when every master's connection is ready, or has failed once (a node that is down must not hold the rest). */
-function mastersReady(cluster: Cluster): Promise<void> {
-  const pending = cluster.nodes('master').filter((node) => node.status !== 'ready')
-  return Promise.all(pending.map((node) => new Promise<void>((resolve) => {
-    const done = () => {
-      node.off('ready', done).off('error', done).off('end', done)
-      resolve()
-    }
-    node.once('ready', done).once('error', done).once('end', done)
-    if (node.status === 'wait') node.connect().catch(() => {})
-  }))).then(() => {})
 }
 
 /**
