@@ -44,6 +44,10 @@ interface PendingCommand {
   promise: Promise<unknown>
   resolve(value: unknown): unknown
   reject(error: Error): unknown
+  /** Set by ioredis once its caller has the answer (a reply, a final error, a timeout). */
+  isSettled?: boolean
+  /** Arms ioredis' command timeout (once: a second call keeps the first timer). */
+  setTimeout(ms: number): void
 }
 
 type SendCommand = (command: PendingCommand, stream?: object, ...rest: unknown[]) => unknown
@@ -54,6 +58,8 @@ interface ServerHealth {
   timeoutsInARow: number
   /** The connection to replace when the server answers nothing on it. */
   connection: Redis | Cluster
+  /** A cluster node whose connection has been up at least once: a new connection to it refuses commands until up. */
+  upOnce?: boolean
 }
 
 /** A command refused by a breaker: the same words as a dead link, so every caller maps it alike (503). */
@@ -84,6 +90,9 @@ function admitCommands(client: Redis | Cluster, health: ServerHealth, sent: (com
   }
   let askingAdmitted: boolean | undefined // the verdict on an ASKING, for the command sent right after it
   ;(client as unknown as { sendCommand: SendCommand }).sendCommand = (command, stream, ...rest) => {
+    // Its caller has the answer already (it timed out, perhaps while queued or waiting for a retry): writing it now
+    // would run a command its caller was told had failed.
+    if (command.isSettled) return command.promise
     const asking = !stream && command.name === 'asking'
     if (asking) command.promise.catch(() => {})
     // Only while ready: the handshake of a reconnect (CLIENT SETNAME, SELECT, the ready check) must pass, or the breaker
@@ -144,12 +153,10 @@ interface Route {
   writtenTo?: ServerHealth
   /** The node ("host:port") the last MOVED or ASK named, while the command is on its way there. */
   redirectedTo?: string
-  /** Its caller has the answer (a reply, or a final error such as a timeout): what comes later is judged, never acted on. */
-  settled?: boolean
+  /** The resolve and reject the guard put on the command (a pipeline's retry replaces them: they are put on again). */
+  wrapped?: Pick<PendingCommand, 'resolve' | 'reject'>
 }
 
-/** Replies the cluster client acts on by sending the command again (elsewhere, or later) instead of answering it. */
-const RETRIED = /^(?:MOVED|ASK|TRYAGAIN) /
 
 /** A redirect reply: `MOVED <slot> <host:port>` or `ASK <slot> <host:port>`. */
 const REDIRECT = /^(?:MOVED|ASK) \d+ (\S+)$/
@@ -198,23 +205,24 @@ function guardClusterNodes(cluster: Cluster): void {
   /** Judges each outcome as it arrives, before ioredis acts on it (a redirect sends the command on at once). */
   const routeOf = (command: PendingCommand): Route => {
     let route = routes.get(command)
-    if (route) return route
-    routes.set(command, (route = {}))
+    if (!route) routes.set(command, (route = {}))
+    if (route.wrapped?.reject === command.reject) return route
     const { resolve, reject } = command
-    command.resolve = (value) => {
-      outcome(route)
-      if (route.settled) return
-      route.settled = true
-      return resolve(value)
+    const wrapped: Route['wrapped'] = {
+      resolve: (value) => {
+        outcome(route)
+        return command.isSettled ? command.promise : resolve(value)
+      },
+      reject: (error) => {
+        outcome(route, error)
+        // A late reply to a command that timed out is never acted on: following a MOVED now would run, on another node
+        // and perhaps seconds later, a write its caller was told had failed.
+        return command.isSettled ? command.promise : reject(error)
+      },
     }
-    command.reject = (error) => {
-      outcome(route, error)
-      // A late reply to a command that timed out: following a MOVED now would run, on another node and perhaps seconds
-      // later, a write its caller was told had failed.
-      if (route.settled) return
-      if (!RETRIED.test(error.message)) route.settled = true
-      return reject(error)
-    }
+    route.wrapped = wrapped
+    command.resolve = wrapped.resolve
+    command.reject = wrapped.reject
     return route
   }
   cluster.on('+node', (connection: Redis) => {
@@ -222,6 +230,14 @@ function guardClusterNodes(cluster: Cluster): void {
     let health = nodes.get(node)
     if (health) health.connection = connection // a new connection to a node seen before keeps its breaker
     else nodes.set(node, (health = { breaker: new Breaker(`redis ${node}`, config.redis.commandTimeoutMs), timeoutsInARow: 0, connection }))
+    // A node not up yet holds its commands (within the command timeout) until its first connection is made; one that
+    // has been up refuses them at once while it is not (ioredis makes a new connection object for a node that failed).
+    const known = health
+    if (known.upOnce) connection.options.enableOfflineQueue = false
+    connection.once('ready', () => {
+      known.upOnce = true
+      connection.options.enableOfflineQueue = false
+    })
     admitCommands(connection, health, (command) => {
       const route = routeOf(command)
       route.writtenTo = health
@@ -322,13 +338,13 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
 }
 
 /**
- * The same rule per node on a cluster: a command for a node whose connection has never been up yet (a start, a node
- * just named by the slot map after a failover) waits for it, within the command timeout; a command for a node whose
- * connection was up and is down now fails at once. The cluster client's own switch cannot say this per node: off, it
- * refused every command for a node while its first connection was being made, so publishes sent together after a start
- * or a failover answered 503 with every node up (found by scripts/bench/publish.ts on a cluster). So it stays on while
- * the cluster is ready (each node's connection decides, switching its own off once up) and, when the cluster itself is
- * not ready, is on only until the first time it was: past that, a command fails at once rather than wait unbounded.
+ * The same rule per node on a cluster: a command for a node that has never been up yet (a start, a node just named by
+ * the slot map after a failover) waits for it, within the command timeout; a command for a node that has been up and
+ * is not now fails at once (guardClusterNodes sets each node connection's own switch). The cluster client's switch
+ * cannot say this per node: off, it refused every command for a node while its first connection was being made, so
+ * publishes sent together after a start or a failover answered 503 with every node up (found by
+ * scripts/bench/publish.ts on a cluster). So it stays on while the cluster is ready (the node connections decide) and,
+ * when the cluster itself is not ready, is on only until the first time it was: past that, a command fails at once.
  * A master's connection is made as soon as the slot map names it, not by the first command for it; replicas stay lazy
  * (reads go to masters).
  */
@@ -340,8 +356,14 @@ function queueOnlyForNodesNotYetUp(cluster: Cluster): void {
     set: () => {},
     configurable: true,
   })
+  // A command the cluster client queues itself (before it is ready) gets its timeout now: ioredis arms it only once the
+  // command reaches a node's connection, and a worker started while the cluster is unreachable would wait unbounded.
+  const send = cluster.sendCommand.bind(cluster) as SendCommand
+  ;(cluster as unknown as { sendCommand: SendCommand }).sendCommand = (command, ...rest) => {
+    if (cluster.status !== 'ready') command.setTimeout(config.redis.commandTimeoutMs)
+    return send(command, ...rest)
+  }
   cluster.on('+node', (connection: Redis) => {
-    connection.once('ready', () => (connection.options.enableOfflineQueue = false))
     if (!connection.options.readOnly && connection.status === 'wait') connection.connect().catch(() => {}) // errors: 'error' handler
   })
 }

@@ -78,6 +78,9 @@ test('a master gone silent (no reset, no close) under a paced publish: its chann
     const whileSilent = sent.filter((s) => s.at > silencedAt && s.at + s.ms < resumedAt)
     expect(whileSilent.filter((s) => silent.includes(s.channel) && !(s.status === 503 && Number(s.retryAfter) >= 1))).toEqual([])
     expect(whileSilent.filter((s) => silent.includes(s.channel)).length).toBeGreaterThan(3)
+    // The node's breaker refuses while it is silent: only its probes wait out the timeout, most answers are quick.
+    const refusals = whileSilent.filter((s) => silent.includes(s.channel))
+    expect(refusals.filter((s) => s.ms < COMMAND_TIMEOUT_MS / 2).length).toBeGreaterThanOrEqual(refusals.length / 2)
     expect(sent.filter((s) => spared.includes(s.channel) && s.status !== 200)).toEqual([])
     expect(whileSilent.filter((s) => spared.includes(s.channel)).length).toBeGreaterThan(5)
     for (const channel of silent) expect(accepted(channel).filter((s) => s.at > resumedAt).length).toBeGreaterThan(0)
