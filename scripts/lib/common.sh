@@ -329,9 +329,11 @@ start_redis() {
 
 # ---------------------------------------------------------------------------------------------------------------
 # Redis Cluster (scripts/test's second pass): three masters, no replicas, no persistence. A node's port must be at most
-# 55535: its cluster bus listens 10 000 higher.
+# 55535: its cluster bus listens 10 000 higher. Both below Linux's ephemeral range (32768 up): a port in it can be held
+# at that moment by any outgoing connection as its local port, and the node then fails to bind (seen: 55002 taken).
+# Below test/cluster/redis-cluster.ts's range too (12000-21999), where the test files start clusters of their own.
 
-REDIS_CLUSTER_PORTS=(55001 55002 55003)
+REDIS_CLUSTER_PORTS=(22001 22002 22003)
 
 cluster_node_ok() { redis-cli -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; }
 cluster_ok() {
@@ -339,7 +341,7 @@ cluster_ok() {
   for port in "${REDIS_CLUSTER_PORTS[@]}"; do cluster_node_ok "$port" || return 1; done
 }
 
-# start_redis_cluster: the three masters on 127.0.0.1:55001-55003 under .data/redis-cluster, joined with
+# start_redis_cluster: the three masters on 127.0.0.1:22001-22003 under .data/redis-cluster, joined with
 # `redis-cli --cluster create`; exports REDIS_CLUSTER_URL (redis+cluster://...). A REDIS_CLUSTER_URL already set names
 # an existing cluster instead. A cluster of this checkout that is up and whole is reused; otherwise every node of it
 # is started afresh (a node's cluster config is only worth keeping together with its peers'). None is ever flushed:
