@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto'
 import { type PageRequest, PAGE_DEFAULT } from '../catalog/pagination'
 import { config } from '../config'
-import { insertUnderCeiling } from '../db/ceiling'
+import { insertUnderCeiling, precheckCeiling } from '../db/ceiling'
 import { sql } from '../db/client'
 import { keysetPage, NEWEST_FIRST } from '../db/keyset'
 import { aadOf } from '../db/seal-secrets'
@@ -109,11 +109,12 @@ export async function createEndpoint(
 ): Promise<Endpoint & { secret: string }> {
   const kinds = checkedKinds(area, input.eventKinds)
   const description = checkedDescription(input.description)
+  const count = (q: typeof sql) =>
+    q<{ n: number }[]>`select count(*)::int as n from webhook_endpoints where product_id = ${productId} and area = ${area}`
+  await precheckCeiling('webhookEndpoints', count) // a product at its ceiling does not get to spend a DNS lookup
   const url = await checkedUrl(input.url, policy)
   const id = crypto.randomUUID()
   const secret = newSecret(id)
-  const count = (q: typeof sql) =>
-    q<{ n: number }[]>`select count(*)::int as n from webhook_endpoints where product_id = ${productId} and area = ${area}`
   const [row] = await insertUnderCeiling(productId, 'webhookEndpoints', count, (tx) => tx`
     insert into webhook_endpoints ${sql({
       id, product_id: productId, area, url, description, event_kinds: kinds, enabled: input.enabled ?? true,
