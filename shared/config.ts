@@ -90,6 +90,8 @@ function loadConfig() {
       grants: int('PRODUCT_MAX_GRANTS', 1000),
       dashboards: int('PRODUCT_MAX_DASHBOARDS', 500),
       insights: int('PRODUCT_MAX_INSIGHTS', 2000),
+      /** Webhook endpoints of one product in one area (Realtime, Mail): each area counts its own. */
+      webhookEndpoints: int('PRODUCT_MAX_WEBHOOK_ENDPOINTS', 20),
       /** Products per organization: each product has its own ceilings, so without this they would multiply freely. */
       organizationProducts: int('ORGANIZATION_MAX_PRODUCTS', 100),
     },
@@ -236,6 +238,15 @@ function loadConfig() {
        * with scope "worker".
        */
       maxConcurrentPerWorker: int('ANALYTICS_MAX_CONCURRENT_PER_WORKER', 4),
+    },
+    webhooks: {
+      /**
+       * Lets webhook URLs be plain http and point at loopback or private addresses (development and the tests, which
+       * receive on 127.0.0.1). Off in production: a URL must be https and every address of its host public.
+       */
+      allowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
+      /** Longest the resolution of a webhook URL's host may take at create or update; past it the URL is refused. */
+      dnsTimeoutMs: int('WEBHOOK_DNS_TIMEOUT_MS', 3000),
     },
     mail: {
       /**

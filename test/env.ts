@@ -15,6 +15,8 @@ for (const name of ['READS', 'WRITES', 'EXPENSIVE', 'ANALYTICS']) {
 }
 // Domains are verified without DNS (this machine has none), as under scripts/up; the DNS check itself is tested with a local DNS server.
 process.env.MAIL_DEV_VERIFY ??= '1'
+// Webhook receivers in the tests listen on 127.0.0.1 over plain http; the production rule is tested in test/unit.
+process.env.WEBHOOK_ALLOW_PRIVATE_URLS ??= '1'
 
 // scripts/test exports PLATFORM_SECRET_KEY from .data/secret.key; a plain `bun test` reads (or makes) the same file, so
 // secrets sealed by earlier runs against the same database still open.

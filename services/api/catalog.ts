@@ -7,9 +7,11 @@ import { governanceOperations } from './governance/operations'
 import { mailOperations } from './mail/operations'
 import { realtimeOperations } from './realtime/operations'
 import { trackingOperations } from './tracking/operations'
+import { webhookEndpointOperations } from './webhooks/operations'
 
 export const operations: readonly AnyOperation[] = [
   ...accountOperations, ...governanceOperations, ...analyticsOperations, ...mailOperations, ...realtimeOperations, ...trackingOperations,
+  ...webhookEndpointOperations,
 ]
 
 export const CATALOG_VERSION = catalogVersion(operations)

@@ -20,6 +20,7 @@ export const CEILINGS: Record<Ceiling, { what: string; variable: string; owner?:
   grants: { what: 'grants', variable: 'PRODUCT_MAX_GRANTS' },
   dashboards: { what: 'dashboards', variable: 'PRODUCT_MAX_DASHBOARDS' },
   insights: { what: 'insights', variable: 'PRODUCT_MAX_INSIGHTS' },
+  webhookEndpoints: { what: 'webhook endpoints in this area', variable: 'PRODUCT_MAX_WEBHOOK_ENDPOINTS' },
   organizationProducts: { what: 'products', variable: 'ORGANIZATION_MAX_PRODUCTS', owner: 'organization' },
 }
 

@@ -3,8 +3,13 @@
 import { type Keyring, requireSecretKey, rewrap, seal, sealedUnder, masterKeyId } from '../secrets'
 import type { Sql } from './client'
 
-/** The tables holding sealed secrets, with the row label their `aad` is built from. */
-const SEALED = [{ table: 'realtime_signing_keys', id: 'kid' }, { table: 'mail_domains', id: 'id' }] as const
+/** The tables holding sealed secrets, with the row label their `aad` is built from and their sealed columns. */
+const SEALED = [
+  { table: 'realtime_signing_keys', id: 'kid', columns: ['secret_sealed'] },
+  { table: 'mail_domains', id: 'id', columns: ['secret_sealed'] },
+  // Both of an endpoint's secrets are sealed for its row (a rotation moves the current one to previous unopened).
+  { table: 'webhook_endpoints', id: 'id', columns: ['secret_sealed', 'previous_secret_sealed'] },
+] as const
 
 export const aadOf = (table: string, id: string) => `${table}:${id}`
 
@@ -27,13 +32,15 @@ export async function rewrapSecrets(sql: Sql, keys: Keyring = requireSecretKey()
   const current = masterKeyId(keys.current)
   return sql.begin(async (tx) => {
     let changed = 0
-    for (const { table, id } of SEALED) {
-      const rows = await tx`select ${tx(id)} as id, secret_sealed from ${tx(table)} where secret_sealed is not null for update`
-      for (const row of rows) {
-        const sealed = Buffer.from(row.secret_sealed)
-        if (sealedUnder(sealed) === current) continue
-        await tx`update ${tx(table)} set secret_sealed = ${rewrap(sealed, aadOf(table, row.id), keys)} where ${tx(id)} = ${row.id}`
-        changed++
+    for (const { table, id, columns } of SEALED) {
+      for (const column of columns) {
+        const rows = await tx`select ${tx(id)} as id, ${tx(column)} as sealed from ${tx(table)} where ${tx(column)} is not null for update`
+        for (const row of rows) {
+          const sealed = Buffer.from(row.sealed)
+          if (sealedUnder(sealed) === current) continue
+          await tx`update ${tx(table)} set ${tx(column)} = ${rewrap(sealed, aadOf(table, row.id), keys)} where ${tx(id)} = ${row.id}`
+          changed++
+        }
       }
     }
     return changed

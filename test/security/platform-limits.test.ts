@@ -107,6 +107,8 @@ async function ok(owner: Owner, method: string, path: string, body?: unknown) {
 }
 
 describe('the catalog declares the limits', () => {
+  const WEBHOOK_LOOKUPS = ['realtime', 'mail'].flatMap((area) => [`${area}_webhooks_create`, `${area}_webhooks_update`])
+
   test('every operation has a rate class in OpenAPI: GET reads, other methods writes, the costly ones marked', async () => {
     const openapi = (await call('GET', '/openapi.json')).body
     const classes = new Map<string, string>()
@@ -115,7 +117,8 @@ describe('the catalog declares the limits', () => {
         classes.set(op.operationId, op['x-rate-class'])
         expect(op.responses['429'].content['application/json'].schema.$ref).toBe('#/components/schemas/Error')
         if (!['mail_domain_create', 'mail_domain_verify', 'realtime_payload-storage_provision', 'analytics_metric_query',
-          'analytics_funnel_run', 'analytics_insight_run', 'organization_auth_signup', 'organization_auth_login'].includes(op.operationId)) {
+          'analytics_funnel_run', 'analytics_insight_run', 'organization_auth_signup', 'organization_auth_login',
+          ...WEBHOOK_LOOKUPS].includes(op.operationId)) {
           expect([op.operationId, op['x-rate-class']]).toEqual([op.operationId, method === 'get' ? 'read' : 'write'])
         }
       }
@@ -123,6 +126,7 @@ describe('the catalog declares the limits', () => {
     expect(classes.size).toBe(operations.length)
     expect(['mail_domain_create', 'mail_domain_verify', 'realtime_payload-storage_provision'].map((id) => classes.get(id))).toEqual(['expensive', 'expensive', 'expensive'])
     expect(['analytics_metric_query', 'analytics_funnel_run', 'analytics_insight_run'].map((id) => classes.get(id))).toEqual(['analytics', 'analytics', 'analytics'])
+    expect(WEBHOOK_LOOKUPS.map((id) => classes.get(id))).toEqual(WEBHOOK_LOOKUPS.map(() => 'expensive')) // a DNS lookup of the URL's host
     expect([classes.get('organization_auth_signup'), classes.get('organization_auth_login')]).toEqual(['address', 'address'])
   })
 
@@ -132,7 +136,8 @@ describe('the catalog declares the limits', () => {
       'analytics_dashboard_list', 'analytics_dashboard_versions_list', 'analytics_insight_list', 'mail_apikey_list', 'mail_domain_list',
       'mail_template_list', 'organization_members_list', 'organization_organizations_list', 'organization_platform-keys_list',
       'organization_products_list', 'organization_public-keys_list', 'realtime_grants_list', 'realtime_namespaces_list',
-    ])
+      'mail_webhooks_list', 'realtime_webhooks_list',
+    ].sort())
     for (const op of lists) {
       const query = (op.query as any)?.properties ?? {}
       expect([op.id, query.limit?.minimum, query.limit?.maximum, query.after !== undefined]).toEqual([op.id, 1, 100, true])
