@@ -291,25 +291,33 @@ function loadConfig() {
  * error and a non-zero exit, rather than a deployment that quietly does the unsafe thing.
  */
 function refuseUnsafe(config: ReturnType<typeof loadConfig>) {
-  const refusal = devVerifyRefusal(config.environment, config.mail.devVerify)
+  const refusal = devVerifyRefusal(config.environment, config.mail.devVerify) ??
+    privateWebhooksRefusal(config.environment, config.webhooks.allowPrivateUrls)
   if (refusal) throw new Error(refusal)
   return config
 }
 
 /**
- * The environments MAIL_DEV_VERIFY may run in, compared trimmed and in lower case. An allow-list, not a deny-list:
- * PLATFORM_ENV is a free name (product keys are scoped to it), and `Production`, ` production`, `prod` or `staging`
- * are all deployments where a domain must prove ownership through DNS.
+ * The environments a development-only switch may run in, compared trimmed and in lower case. An allow-list, not a
+ * deny-list: PLATFORM_ENV is a free name (product keys are scoped to it), and `Production`, ` production`, `prod` or
+ * `staging` are all deployments where tenants must not get what these switches give.
  */
-export const DEV_VERIFY_ENVIRONMENTS = ['development', 'dev', 'test', 'local']
+export const DEVELOPMENT_ENVIRONMENTS = ['development', 'dev', 'test', 'local']
+
+/** Why development-only switch `variable` may not be on in `environment` (`risk`: what a product could then do). */
+function developmentOnlyRefusal(variable: string, environment: string, on: boolean, risk: string): string | undefined {
+  if (!on || DEVELOPMENT_ENVIRONMENTS.includes(environment.trim().toLowerCase())) return undefined
+  return `${variable} is refused when PLATFORM_ENV=${JSON.stringify(environment)}: it is allowed only when PLATFORM_ENV is ` +
+    `${DEVELOPMENT_ENVIRONMENTS.join(', ')} (any case), since ${risk}. Unset ${variable} (or set it to 0).`
+}
 
 /** Why MAIL_DEV_VERIFY may not be on in `environment`, or undefined when it may (or is off). */
-export function devVerifyRefusal(environment: string, devVerify: boolean): string | undefined {
-  if (!devVerify || DEV_VERIFY_ENVIRONMENTS.includes(environment.trim().toLowerCase())) return undefined
-  return `MAIL_DEV_VERIFY is refused when PLATFORM_ENV=${JSON.stringify(environment)}: it is allowed only when PLATFORM_ENV is ` +
-    `${DEV_VERIFY_ENVIRONMENTS.join(', ')} (any case), since it marks Mail domains verified without DNS and a product could ` +
-    'then send as any domain. Unset MAIL_DEV_VERIFY (or set it to 0).'
-}
+export const devVerifyRefusal = (environment: string, devVerify: boolean) => developmentOnlyRefusal('MAIL_DEV_VERIFY', environment,
+  devVerify, 'it marks Mail domains verified without DNS and a product could then send as any domain')
+
+/** Why WEBHOOK_ALLOW_PRIVATE_URLS may not be on in `environment`, or undefined when it may (or is off). */
+export const privateWebhooksRefusal = (environment: string, allow: boolean) => developmentOnlyRefusal('WEBHOOK_ALLOW_PRIVATE_URLS',
+  environment, allow, 'a product could then point webhooks at plain http and at loopback and private addresses, the platform\'s own network')
 
 export type Config = ReturnType<typeof loadConfig>
 export const config: Config = refuseUnsafe(loadConfig())
