@@ -6,6 +6,7 @@ import { lookup } from 'node:dns/promises'
 import http from 'node:http'
 import https from 'node:https'
 import { isIP } from 'node:net'
+import { addressAllowed } from './url-policy'
 
 export interface OutboundRequest {
   url: string
@@ -15,10 +16,8 @@ export interface OutboundRequest {
   timeoutMs: number
   /** Read at most this much of the answer; the rest is not waited for. */
   maxResponseBytes: number
-  /** Whether an address may be loopback or private (development and tests only). */
+  /** Whether `http:` and loopback or private addresses are allowed (WEBHOOK_ALLOW_PRIVATE_URLS: development, tests). */
   allowPrivate: boolean
-  /** Whether `ip` is a public address (the URL policy's classification). */
-  isPublic: (ip: string) => boolean
 }
 
 export interface OutboundResult {
@@ -27,7 +26,7 @@ export interface OutboundResult {
   durationMs: number
   /** The first bytes of the answer, as text. */
   excerpt: string
-  /** Why there is no status, or why a 3xx was not followed. */
+  /** Why there is no status, why a 3xx was not followed, or that the answer was cut short by the timeout. */
   error?: string
   /** The address connected to (or refused). */
   address?: string
@@ -47,8 +46,13 @@ async function checkedAddresses(host: string, request: OutboundRequest, signal: 
       new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Refusal('DNS lookup timed out')), { once: true })),
     ])
   if (addresses.length === 0) throw new Refusal(`${host} resolves to no address`)
-  const refused = request.allowPrivate ? undefined : addresses.find((ip) => !request.isPublic(ip))
-  if (refused) throw Object.assign(new Refusal(`${host} resolves to ${refused}, which is not a public address`), { address: refused })
+  // The URL policy's classes, checked again here, at connect time. Which address was refused stays in the result's
+  // `address` (for the platform's logs), not in the message a tenant may be shown.
+  const refused = addresses.find((ip) => !addressAllowed(ip, request.allowPrivate))
+  if (refused) {
+    const why = isIP(literal) ? `${host} is not an allowed address` : `${host} does not resolve to allowed addresses only`
+    throw Object.assign(new Refusal(why), { address: refused })
+  }
   return addresses
 }
 
@@ -60,11 +64,18 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
   let address: string | undefined
   try {
     const url = new URL(request.url)
+    if (url.protocol !== 'https:' && !(request.allowPrivate && url.protocol === 'http:')) throw new Refusal(`${url.protocol} is not allowed`)
     const [first] = await checkedAddresses(url.hostname, request, abort.signal)
     address = first
     const secure = url.protocol === 'https:'
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
-    const answer = await new Promise<{ status: number; excerpt: string; location?: string }>((resolve, reject) => {
+    const answer = await new Promise<{ status: number; excerpt: string; location?: string; cut?: boolean }>((resolve, reject) => {
+      // The timeout ends the exchange whatever the runtime's streams do: before the answer's head, as no answer; after
+      // it, as an answer cut short (a receiver that sends its status and stalls has not been heard to the end).
+      let head: { status: number; chunks: Buffer[]; location?: string } | undefined
+      abort.signal.addEventListener('abort', () => head
+        ? resolve({ status: head.status, excerpt: Buffer.concat(head.chunks).subarray(0, request.maxResponseBytes).toString('utf8'), location: head.location, cut: true })
+        : reject(new Error('timeout')), { once: true })
       const outgoing = (secure ? https : http).request({
         host: address, port: url.port || (secure ? 443 : 80), path: `${url.pathname}${url.search}`, method: 'POST',
         headers: { ...request.headers, host: url.host, 'content-length': String(Buffer.byteLength(request.body)) },
@@ -72,6 +83,7 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
         signal: abort.signal,
       }, (response) => {
         const chunks: Buffer[] = []
+        head = { status: response.statusCode ?? 0, chunks, location: typeof response.headers.location === 'string' ? response.headers.location : undefined }
         let size = 0
         const done = () => {
           response.destroy()
@@ -92,10 +104,10 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
       outgoing.end(request.body)
     })
     const redirected = answer.status >= 300 && answer.status < 400
-    return {
-      status: answer.status, durationMs: elapsed(), excerpt: answer.excerpt, address,
-      ...(redirected ? { error: `redirect not followed${answer.location ? ` (Location: ${answer.location.slice(0, 512)})` : ''}` } : {}),
-    }
+    const error = answer.cut
+      ? `answer cut short: not complete within ${request.timeoutMs} ms`
+      : redirected ? `redirect not followed${answer.location ? ` (Location: ${answer.location.slice(0, 512)})` : ''}` : undefined
+    return { status: answer.status, durationMs: elapsed(), excerpt: answer.excerpt, address, ...(error ? { error } : {}) }
   } catch (error) {
     const message = abort.signal.aborted ? `no answer within ${request.timeoutMs} ms` : error instanceof Error ? error.message : String(error)
     return { status: null, durationMs: elapsed(), excerpt: '', error: message, address: (error as { address?: string }).address ?? address }

@@ -110,11 +110,11 @@ const refused = (status: 400 | 422, reason: string): UrlVerdict => ({ ok: false,
 
 const systemResolve = async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
 
-/** Every address of `host`, or a reason it has none within the timeout. */
-async function resolveWithin(host: string, policy: UrlPolicy): Promise<string[] | string> {
+/** Every address of `host`, or none when it does not resolve within the timeout. */
+async function resolveWithin(host: string, policy: UrlPolicy): Promise<string[]> {
   let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<string>((done) => {
-    timer = setTimeout(() => done(`its host did not resolve within ${policy.dnsTimeoutMs} ms`), policy.dnsTimeoutMs)
+  const timeout = new Promise<string[]>((done) => {
+    timer = setTimeout(() => done([]), policy.dnsTimeoutMs)
   })
   try {
     return await Promise.race([(policy.resolve ?? systemResolve)(host).catch(() => [] as string[]), timeout])
@@ -122,6 +122,14 @@ async function resolveWithin(host: string, policy: UrlPolicy): Promise<string[] 
     clearTimeout(timer)
   }
 }
+
+/** Whether a delivery may connect to `ip`: a public address, or (allowPrivate) a loopback or private one. */
+export const addressAllowed = (ip: string, allowPrivate: boolean) =>
+  !addressRefusal(classifyAddress(ip) ?? 'reserved', ip, { allowPrivate, dnsTimeoutMs: 0 })
+
+/** Why a host name is refused, whatever the cause. */
+export const nameRefusal = (host: string, policy: UrlPolicy) =>
+  `its host ${host} must resolve, within ${policy.dnsTimeoutMs} ms, to ${policy.allowPrivate ? 'public or private' : 'public'} addresses only`
 
 /** Whether an address of this class may be called under the policy; the reason when it may not. */
 function addressRefusal(kind: AddressClass, address: string, policy: UrlPolicy): string | null {
@@ -155,12 +163,9 @@ export async function checkWebhookUrl(text: string, policy: UrlPolicy): Promise<
   if (isLocalhostName(host)) {
     return policy.allowPrivate ? { ok: true, url: url.href } : refused(422, `its host ${host} is a loopback name`)
   }
+  // One answer for every way a name fails: saying which (no answer, or the private address it names) would let any
+  // tenant map the platform's own network through its resolver, search domains and hosts file.
   const addresses = await resolveWithin(host, policy)
-  if (typeof addresses === 'string') return refused(422, addresses)
-  if (addresses.length === 0) return refused(422, `its host ${host} does not resolve`)
-  for (const address of addresses) {
-    const refusal = addressRefusal(classifyAddress(address) ?? 'reserved', `${host} (${address})`, policy)
-    if (refusal) return refused(422, refusal)
-  }
-  return { ok: true, url: url.href }
+  const fit = addresses.length > 0 && addresses.every((address) => !addressRefusal(classifyAddress(address) ?? 'reserved', address, policy))
+  return fit ? { ok: true, url: url.href } : refused(422, nameRefusal(host, policy))
 }

@@ -15,4 +15,7 @@ test('a configured schedule is read with its units, and a malformed one is refus
   expect(() => parseRetryDelays('5s,soon', 'WEBHOOK_RETRY_SCHEDULE')).toThrow('WEBHOOK_RETRY_SCHEDULE: "soon" is not a duration such as 500ms, 5s, 5m or 2h')
   expect(() => parseRetryDelays('-5s', 'X')).toThrow('"-5s"')
   expect(() => parseRetryDelays(Array(MAX_RETRIES + 1).fill('1s').join(','), 'X')).toThrow(`at most ${MAX_RETRIES}`)
+  expect(() => parseRetryDelays('0ms', 'X')).toThrow('X: "0ms" must be between 1ms and 24h')
+  expect(() => parseRetryDelays('25h', 'X')).toThrow('X: "25h" must be between 1ms and 24h')
+  expect(parseRetryDelays('24h', 'X')).toEqual([86_400_000])
 })

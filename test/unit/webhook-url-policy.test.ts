@@ -100,18 +100,16 @@ describe('checkWebhookUrl in production (private URLs not allowed)', () => {
     }
   })
 
-  test('refuses a name when ANY of its addresses is not public, or when it does not resolve (422)', async () => {
-    expect(await refusal('https://mixed.example/')).toEqual({ status: 422, reason: 'its host mixed.example (10.0.0.7) is a private address, not a public one' })
-    expect(await refusal('https://rebind.example/')).toMatchObject({ status: 422, reason: expect.stringContaining('loopback') })
-    expect(await refusal('https://metadata.example/')).toMatchObject({ status: 422, reason: expect.stringContaining('link-local') })
-    expect(await refusal('https://private6.example/')).toMatchObject({ status: 422, reason: expect.stringContaining('unique-local') })
-    expect(await refusal('https://nowhere.example/')).toEqual({ status: 422, reason: 'its host nowhere.example does not resolve' })
+  test('refuses a name when ANY of its addresses is not public, or when it does not resolve (422), with one answer that names no address', async () => {
+    for (const host of ['mixed.example', 'rebind.example', 'metadata.example', 'private6.example', 'nowhere.example']) {
+      expect(await refusal(`https://${host}/`)).toEqual({ status: 422, reason: `its host ${host} must resolve, within ${production.dnsTimeoutMs} ms, to public addresses only` })
+    }
   })
 
   test('refuses a name whose resolution outlasts the timeout (422)', async () => {
     const slow: UrlPolicy = { ...production, dnsTimeoutMs: 20, resolve: () => new Promise((done) => setTimeout(() => done(['8.8.8.8']), 500)) }
     const verdict = await checkWebhookUrl('https://slow.example/', slow)
-    expect(verdict).toEqual({ ok: false, status: 422, reason: 'its host did not resolve within 20 ms' })
+    expect(verdict).toEqual({ ok: false, status: 422, reason: 'its host slow.example must resolve, within 20 ms, to public addresses only' })
   })
 })
 

@@ -1,6 +1,7 @@
 // One outbound webhook request against a real HTTP receiver on loopback: the answer's status and first bytes recorded,
-// no redirect followed, the exchange bounded in time and in bytes read, and an address that is not public refused
-// before any connection (an IP literal, or a name that resolves to one) unless the deployment allows it.
+// no redirect followed, the exchange bounded in time and in bytes read (an answer that stalls after its status is cut
+// short, not a success), and an address that is not allowed refused before any connection, as an IP literal or behind
+// a name: loopback and http unless the deployment allows private URLs, the metadata address always.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Server } from 'bun'
 import { sendOutbound, type OutboundRequest } from '../../shared/webhooks/outbound'
@@ -19,13 +20,20 @@ beforeAll(() => {
       if (path === '/huge') return new Response('x'.repeat(4 << 20))
       if (path === '/moved') return new Response(null, { status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data/' } })
       if (path === '/slow') return Bun.sleep(3000).then(() => new Response('late'))
+      if (path === '/stalls') {
+        // The status and a first chunk at once, then nothing for longer than the request may take.
+        return new Response(new ReadableStream({ async start(controller) {
+          controller.enqueue(new TextEncoder().encode('begun'))
+          await Bun.sleep(3000)
+          controller.close()
+        } }))
+      }
       return new Response('broken', { status: 500 })
     },
   })
 })
 afterAll(() => receiver.stop(true))
 
-// Loopback stands in for "not public" here; the real classification is the URL policy's.
 const request = (path: string, overrides: Partial<OutboundRequest> = {}): OutboundRequest => ({
   url: `http://127.0.0.1:${receiver.port}${path}`,
   headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1' },
@@ -33,7 +41,6 @@ const request = (path: string, overrides: Partial<OutboundRequest> = {}): Outbou
   timeoutMs: 1000,
   maxResponseBytes: 1024,
   allowPrivate: true,
-  isPublic: (ip) => !ip.startsWith('127.') && ip !== '::1',
   ...overrides,
 })
 
@@ -67,13 +74,25 @@ test('a receiver that does not answer in time: no status, and the reason', async
   expect(result.durationMs).toBeLessThan(1500)
 })
 
-test('an address that is not public is refused before any connection, as a literal or behind a name', async () => {
+test('an answer that stalls after its status is cut short by the timeout: its status and first bytes, and why', async () => {
+  const result = await sendOutbound(request('/stalls', { timeoutMs: 400 }))
+  expect([result.status, result.excerpt, result.error]).toEqual([200, 'begun', 'answer cut short: not complete within 400 ms'])
+  expect(result.durationMs).toBeLessThan(1500)
+})
+
+test('an address that is not allowed is refused before any connection, as a literal or behind a name, without naming the address', async () => {
   const before = seen.length
-  const literal = await sendOutbound(request('/ok', { allowPrivate: false }))
-  expect([literal.status, literal.error, literal.address]).toEqual([null, '127.0.0.1 resolves to 127.0.0.1, which is not a public address', '127.0.0.1'])
-  const named = await sendOutbound(request('/ok', { allowPrivate: false, url: `http://localhost:${receiver.port}/ok` }))
-  expect(named.status).toBeNull()
-  expect(named.error).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), which is not a public address$/)
+  const https = (host: string) => `https://${host}:${receiver.port}/ok`
+  const literal = await sendOutbound(request('/ok', { allowPrivate: false, url: https('127.0.0.1') }))
+  expect([literal.status, literal.error, literal.address]).toEqual([null, '127.0.0.1 is not an allowed address', '127.0.0.1'])
+  const named = await sendOutbound(request('/ok', { allowPrivate: false, url: https('localhost') }))
+  expect([named.status, named.error]).toEqual([null, 'localhost does not resolve to allowed addresses only'])
+  expect(named.address).toMatch(/^(127\.0\.0\.1|::1)$/)
+  // Plain http only where private URLs are allowed; the metadata address not even then.
+  const plain = await sendOutbound(request('/ok', { allowPrivate: false }))
+  expect([plain.status, plain.error]).toEqual([null, 'http: is not allowed'])
+  const metadata = await sendOutbound(request('/ok', { url: 'http://169.254.169.254/latest/meta-data/' }))
+  expect([metadata.status, metadata.error]).toEqual([null, '169.254.169.254 is not an allowed address'])
   expect(seen.length).toBe(before)
 })
 
