@@ -53,13 +53,14 @@ const endpointOut = (row: Record<string, any>): Endpoint => ({
   enabled: row.enabled,
   disabledReason: row.disabled_reason,
   secretPrefix: row.secret_prefix,
-  // An expired previous secret is no longer shown: it signs nothing.
-  previousSecretExpiresAt: row.previous_secret_expires_at && row.previous_secret_expires_at > new Date() ? row.previous_secret_expires_at : null,
+  previousSecretExpiresAt: row.previous_secret_expires_at,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 })
 
-const COLUMNS = sql`id, url, description, event_kinds, enabled, disabled_reason, secret_prefix, previous_secret_expires_at, created_at, updated_at`
+// An expired previous secret is not shown: it signs nothing. Judged by the database's clock, as signing is.
+const COLUMNS = sql`id, url, description, event_kinds, enabled, disabled_reason, secret_prefix,
+  case when previous_secret_expires_at > now() then previous_secret_expires_at end as previous_secret_expires_at, created_at, updated_at`
 
 /** The policy URLs are checked under: the deployment's flag and DNS timeout. */
 export const urlPolicy = (): UrlPolicy => ({ allowPrivate: config.webhooks.allowPrivateUrls, dnsTimeoutMs: config.webhooks.dnsTimeoutMs })
@@ -152,7 +153,8 @@ export async function updateEndpoint(
   const columns: Record<string, unknown> = {}
   if (input.eventKinds !== undefined) columns.event_kinds = checkedKinds(area, input.eventKinds)
   if (input.description !== undefined) columns.description = checkedDescription(input.description)
-  if (input.url !== undefined) columns.url = await checkedUrl(input.url, policy)
+  // Another product's id costs no DNS lookup: the endpoint is found first.
+  if (input.url !== undefined) columns.url = await getEndpoint(productId, area, id).then(() => checkedUrl(input.url!, policy))
   if (input.enabled !== undefined) {
     columns.enabled = input.enabled
     if (input.enabled) columns.disabled_reason = null

@@ -114,11 +114,12 @@ test('the guard keeps health only for the nodes the cluster has: nodes added and
     expect(nodeBreakers(client).size).toBeLessThanOrEqual(cluster.ports.length)
   }
 
-  // A master goes silent long enough to open its breaker; its connection then ends and a new one is made to the same
-  // address, which the silent node cannot answer: the breaker it earned is kept, not reset by the new connection.
+  // A master stops answering its clients long enough to open its breaker; its connection then ends and a new one is
+  // made to the same address, whose handshake the node does not answer either: the breaker it earned is kept, not reset
+  // by the new connection. (CLIENT PAUSE ALL, not SIGSTOP: the node keeps talking to the cluster bus, so no failover.)
   const master = (await masters())[0]!
   const key = keyServedBy(master, 'reconnect')
-  cluster.silence(master)
+  await cluster.cli(master, 'CLIENT', 'PAUSE', '10000', 'ALL')
   try {
     expect(String(await client.set(key, 'x').catch((error: Error) => error))).toMatch(/timed out/)
     expect(nodeBreakers(client).get(address(master))).toBe(true)
@@ -130,7 +131,7 @@ test('the guard keeps health only for the nodes the cluster has: nodes added and
     expect(connectionTo(master)).not.toBe(before)
     expect(nodeBreakers(client).get(address(master))).toBe(true)
   } finally {
-    cluster.resume(master)
+    await cluster.cli(master, 'CLIENT', 'UNPAUSE')
   }
 }, 60_000)
 

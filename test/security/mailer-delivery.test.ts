@@ -255,8 +255,9 @@ test('MAIL_DEV_VERIFY with PLATFORM_ENV=production (or Production, prod, staging
     expect([code === 0, proc.signalCode], environment).toEqual([false, null])
     expect(await new Response(proc.stderr).text(), environment).toContain(`MAIL_DEV_VERIFY is refused when PLATFORM_ENV=${JSON.stringify(environment)}`)
   }
-  // The refusal is that combination only: production without it starts.
-  const production = await startProcess('mailer', { PLATFORM_ENV: 'production', MAIL_DEV_VERIFY: '0' }, { waitFor: '/healthz' })
+  // The refusal is that combination only: production without it (and without the other development-only switch, which
+  // the tests' environment turns on) starts.
+  const production = await startProcess('mailer', { PLATFORM_ENV: 'production', MAIL_DEV_VERIFY: '0', WEBHOOK_ALLOW_PRIVATE_URLS: '0' }, { waitFor: '/healthz' })
   expect(await production.stop()).toBe(0)
 }, 60_000)
 
