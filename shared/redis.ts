@@ -157,7 +157,6 @@ interface Route {
   wrapped?: Pick<PendingCommand, 'resolve' | 'reject'>
 }
 
-
 /** A redirect reply: `MOVED <slot> <host:port>` or `ASK <slot> <host:port>`. */
 const REDIRECT = /^(?:MOVED|ASK) \d+ (\S+)$/
 

@@ -11,10 +11,10 @@ import { badRequest, notFound, unprocessable } from '../errors'
 import { isUuid } from '../ids'
 import { open, seal } from '../secrets'
 import { ALL_KINDS, EVENT_KINDS, type WebhookArea } from './events'
+import { SECRET_PREFIX } from './signature'
 import { checkWebhookUrl, type UrlPolicy } from './url-policy'
 
-/** Standard Webhooks secrets: `whsec_` then the base64 of 32 random bytes. */
-export const SECRET_PREFIX = 'whsec_'
+/** Standard Webhooks secrets: `whsec_` (SECRET_PREFIX) then the base64 of 32 random bytes. */
 const SECRET_BYTES = 32
 /** How long a rotated-out secret still signs (beside the new one), so receivers can switch without losing events. */
 export const PREVIOUS_SECRET_HOURS = 24

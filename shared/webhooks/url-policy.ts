@@ -125,15 +125,15 @@ async function resolveWithin(host: string, policy: UrlPolicy): Promise<string[]>
 
 /** Whether a delivery may connect to `ip`: a public address, or (allowPrivate) a loopback or private one. */
 export const addressAllowed = (ip: string, allowPrivate: boolean) =>
-  !addressRefusal(classifyAddress(ip) ?? 'reserved', ip, { allowPrivate, dnsTimeoutMs: 0 })
+  !addressRefusal(classifyAddress(ip) ?? 'reserved', ip, allowPrivate)
 
 /** Why a host name is refused, whatever the cause. */
 export const nameRefusal = (host: string, policy: UrlPolicy) =>
   `its host ${host} must resolve, within ${policy.dnsTimeoutMs} ms, to ${policy.allowPrivate ? 'public or private' : 'public'} addresses only`
 
-/** Whether an address of this class may be called under the policy; the reason when it may not. */
-function addressRefusal(kind: AddressClass, address: string, policy: UrlPolicy): string | null {
-  if (kind === 'public' || (policy.allowPrivate && PRIVATE_ALLOWED.has(kind))) return null
+/** Whether an address of this class may be called (`allowPrivate`: the policy's flag); the reason when it may not. */
+function addressRefusal(kind: AddressClass, address: string, allowPrivate: boolean): string | null {
+  if (kind === 'public' || (allowPrivate && PRIVATE_ALLOWED.has(kind))) return null
   return `its host ${address} is a ${kind} address, not a public one`
 }
 
@@ -157,7 +157,7 @@ export async function checkWebhookUrl(text: string, policy: UrlPolicy): Promise<
   const host = url.hostname
   const literal = classifyAddress(host)
   if (literal) {
-    const refusal = addressRefusal(literal, host, policy)
+    const refusal = addressRefusal(literal, host, policy.allowPrivate)
     return refusal ? refused(422, refusal) : { ok: true, url: url.href }
   }
   if (isLocalhostName(host)) {
@@ -166,6 +166,6 @@ export async function checkWebhookUrl(text: string, policy: UrlPolicy): Promise<
   // One answer for every way a name fails: saying which (no answer, or the private address it names) would let any
   // tenant map the platform's own network through its resolver, search domains and hosts file.
   const addresses = await resolveWithin(host, policy)
-  const fit = addresses.length > 0 && addresses.every((address) => !addressRefusal(classifyAddress(address) ?? 'reserved', address, policy))
+  const fit = addresses.length > 0 && addresses.every((address) => addressAllowed(address, policy.allowPrivate))
   return fit ? { ok: true, url: url.href } : refused(422, nameRefusal(host, policy))
 }
