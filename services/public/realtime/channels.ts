@@ -1,5 +1,7 @@
-// Channel reads for a backend: history (window or cursor), presence roster, and status (occupancy and stream position).
+// Channel reads for a backend: history (window or cursor), archive (time range, paged), presence roster, and status
+// (occupancy and stream position).
 import { badRequest, type FieldError } from '../../../shared/errors'
+import { readArchive, type ArchiveQuery, type ArchiveResult } from '../../../shared/realtime/archive-read'
 import { channelTop, readHistory, type HistoryQuery as BrokerQuery, type HistoryResult } from '../../../shared/realtime/broker'
 import { namespaceOf } from '../../../shared/realtime/names'
 import { listPresence, presenceCount, type PresenceMember } from '../../../shared/realtime/presence'
@@ -51,6 +53,15 @@ export async function channelHistory(productId: string, channel: string, query: 
   const brokerQuery = historyQuery(query)
   const policy = await policyOf(productId, channel)
   return { channel, ...(await readHistory(productId, channel, policy.broker, brokerQuery)) }
+}
+
+/**
+ * One page of the channel's archive. A namespace that does not archive answers an empty page (as history does), except
+ * for rows it kept before its archive was removed, until they expire.
+ */
+export async function channelArchive(productId: string, channel: string, query: ArchiveQuery): Promise<ArchiveResult> {
+  const policy = await policyOf(productId, channel)
+  return readArchive(productId, channel, policy.archiveDays ?? 0, query)
 }
 
 export async function channelPresence(productId: string, channel: string): Promise<{ channel: string; members: PresenceMember[] }> {

@@ -7,10 +7,10 @@ import type { PublicScope } from '../../../shared/realtime/public-keys'
 import { jsonBody, MESSAGES_BODY_LIMIT, noBody, readBody } from '../http/body'
 import { endpoint, type Guards, ROUTE_HOOKS } from '../http/endpoint'
 import { authenticate, type KeyIdentity } from './key-auth'
-import { channelHistory, channelPresence, channelStatus } from './channels'
+import { channelArchive, channelHistory, channelPresence, channelStatus } from './channels'
 import { issueToken } from './issue'
 import { publishMessage } from './messages'
-import { ChannelPath, HistoryQuery, NoQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
+import { ArchiveQuery, ChannelPath, HistoryQuery, NoQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
 
 /** The realtime guards of a route: browser origin allowed, an `rtk_` key holding `scope`, then `read`. */
 const guards = (scope: PublicScope, read: (request: Request) => Promise<unknown>, deferIpLimit = false): Guards<KeyIdentity> =>
@@ -48,6 +48,14 @@ export const realtimeRoutes = () =>
       if (malformed.length) throw badRequest(`Invalid request: ${malformed.map((f) => `${f.path} ${f.message}`).join('; ')}`, malformed)
       const input = validateInput({ query: HistoryQuery }, { query })
       return channelHistory(key.productId, channel, input.query as HistoryQuery)
+    }), ROUTE_HOOKS)
+    // The archive is history kept longer: the same scope reads it.
+    .get('/channels/:channel/archive', endpoint(guards('history:read', noBody), ({ key, params, query }) => {
+      const channel = channelOf(params)
+      const malformed = nonIntegers(query, ['limit'])
+      if (malformed.length) throw badRequest(`Invalid request: ${malformed.map((f) => `${f.path} ${f.message}`).join('; ')}`, malformed)
+      const input = validateInput({ query: ArchiveQuery }, { query })
+      return channelArchive(key.productId, channel, input.query as ArchiveQuery)
     }), ROUTE_HOOKS)
     .get('/channels/:channel/presence', endpoint(guards('presence:read', noBody), ({ key, params, query }) => {
       const channel = channelOf(params)
