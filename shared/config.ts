@@ -230,6 +230,11 @@ function loadConfig() {
       claimIdleMs: int('ARCHIVER_CLAIM_IDLE_MS', 30_000),
       /** How often the sweeper deletes expired rows, drops expired month partitions and creates the coming ones. */
       sweepMs: int('ARCHIVER_SWEEP_MS', 3_600_000),
+      /**
+       * A pause between a batch's commit and its acknowledgement (default 0). Only for tests: it holds open the window
+       * where a killed archiver leaves committed entries pending, which the next one must not archive twice.
+       */
+      ackDelayMs: int('ARCHIVER_ACK_DELAY_MS', 0),
       /** Rows one sweeper DELETE removes (short transactions). */
       sweepBatch: int('ARCHIVER_SWEEP_BATCH', 5000),
     },

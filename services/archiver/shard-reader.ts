@@ -27,6 +27,7 @@ export interface ReaderOptions {
   consumer: string
   batch: number
   claimIdleMs: number
+  ackDelayMs: number
 }
 
 /** What the archiver has done since it started, for its logs and the tests. */
@@ -136,6 +137,7 @@ export class ShardReader {
     }
     if (gone) this.reportLost(gone, 'trimmed while pending')
     this.counts.archived += await archiveEntries(rows)
+    if (this.options.ackDelayMs > 0) await Bun.sleep(this.options.ackDelayMs)
     await redis().xack(this.key, GROUP, ...entries.map(([id]) => id))
     this.counts.read += entries.length
     return entries.length

@@ -5,52 +5,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { sql } from '../../shared/db/client'
 import { archiveEntries, ensureMonthPartition, monthPartition, sweepArchive } from '../../shared/realtime/archive'
+import { readArchive } from '../../shared/realtime/archive-read'
 import { publish } from '../../shared/realtime/broker'
 import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { redis } from '../../shared/redis'
 import { call, expectError, failingFields, ok, startProcess, type Worker } from '../helpers'
+import { archivedCount, startArchiver, until, type ArchiverProcess } from './archive-helpers'
 import { manage, pub, realtimeProduct, type RealtimeProduct } from './public-helpers'
-
-/** The archiver as a real process, its JSON log lines collected. */
-interface ArchiverProcess {
-  proc: ReturnType<typeof Bun.spawn>
-  logs(): Record<string, any>[]
-}
-
-const running = new Set<ReturnType<typeof Bun.spawn>>()
-process.once('exit', () => {
-  for (const proc of running) proc.kill('SIGKILL')
-})
-
-function startArchiver(env: Record<string, string> = {}): ArchiverProcess {
-  const proc = Bun.spawn(['bun', 'run', 'services/archiver/main.ts'], {
-    env: { ...process.env, ARCHIVER_IDLE_MS: '20', ARCHIVER_CLAIM_IDLE_MS: '1000', ARCHIVER_CONSUMER: `test-${randomUUID()}`, ...env },
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
-  running.add(proc)
-  void proc.exited.then(() => running.delete(proc))
-  let text = ''
-  void (async () => {
-    const decoder = new TextDecoder()
-    for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) text += decoder.decode(chunk, { stream: true })
-  })()
-  return { proc, logs: () => text.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line)) }
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(50)
-  }
-}
-
-const archivedCount = async (productId: string, channel: string) =>
-  Number((await sql`select count(*)::int as n from realtime_archive where product_id = ${productId} and channel = ${channel}`)[0]!.n)
 
 let worker: Worker
 let archiver: ArchiverProcess
@@ -208,6 +170,31 @@ describe('GET /channels/{channel}/archive', () => {
   })
 })
 
+describe('readArchive', () => {
+  test('a page stops at the reply byte budget (at least one entry) and the next pages carry the rest, once each', async () => {
+    const channel = `arch:${randomUUID()}`
+    const big = 'x'.repeat(1000)
+    for (let i = 1; i <= 7; i++) await publishVia(channel, { i, big })
+    await until('7 archived', async () => (await archivedCount(p.productId, channel)) === 7)
+    const seen: number[] = []
+    const sizes: number[] = []
+    let cursor: string | undefined
+    do {
+      // About two entries' worth: each is ~1 KB of data plus framing.
+      const page = await readArchive(p.productId, channel, 30, { order: 'oldest', limit: 100, cursor }, 2500)
+      sizes.push(page.entries.length)
+      seen.push(...page.entries.map((e) => e.offset))
+      cursor = page.next ?? undefined
+    } while (cursor)
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(Math.max(...sizes)).toBe(2)
+    // A budget below one entry still answers one per page.
+    const one = await readArchive(p.productId, channel, 30, { order: 'newest', limit: 100 }, 10)
+    expect(one.entries.map((e) => e.offset)).toEqual([7])
+    expect(one.next).toEqual(expect.any(String))
+  })
+})
+
 describe('the platform operation realtime_archive_read', () => {
   test('reads the same pages as the public route, with the same validation', async () => {
     const channel = `arch:${randomUUID()}`
@@ -298,13 +285,17 @@ describe('the archiver process', () => {
         publish({ productId: p.productId, channel, policy: brokerPolicy, data: JSON.stringify({ i: i + j }) })))
     }
     const consumer = `test-${randomUUID()}`
-    let first = startArchiver({ ARCHIVER_CONSUMER: consumer, ARCHIVER_BATCH: '50' })
-    await until('archiving under way', async () => (await archivedCount(p.productId, channel)) > 0, 15_000)
+    const shard = shardOf(p.productId, channel)
+    const pending = async () => Number(((await redis().xpending(fanKey(shard), 'archiver')) as [number])[0])
+    // Each batch waits a second between its commit and its acknowledgement: killed then, it leaves committed entries pending.
+    let first = startArchiver({ ARCHIVER_CONSUMER: consumer, ARCHIVER_BATCH: '50', ARCHIVER_ACK_DELAY_MS: '1000' })
+    await until('a batch committed', async () => (await archivedCount(p.productId, channel)) > 0, 15_000)
     first.proc.kill('SIGKILL')
     await first.proc.exited
     const atKill = await archivedCount(p.productId, channel)
     expect(atKill).toBeLessThan(total)
-    // The same consumer again: it reads its own pending entries first.
+    expect(await pending()).toBeGreaterThan(0) // committed, never acknowledged
+    // The same consumer again: it reads its own pending entries first (archived already: skipped by the key).
     first = startArchiver({ ARCHIVER_CONSUMER: consumer, ARCHIVER_BATCH: '50' })
     await until('archiving resumed', async () => (await archivedCount(p.productId, channel)) > atKill, 15_000)
     first.proc.kill('SIGKILL')
@@ -314,12 +305,8 @@ describe('the archiver process', () => {
     await until('all archived', async () => (await archivedCount(p.productId, channel)) === total, 30_000)
     const rows = await sql`select "offset", data from realtime_archive where product_id = ${p.productId} and channel = ${channel} order by "offset"`
     expect(rows.map((r) => Number(r.offset))).toEqual(Array.from({ length: total }, (_, i) => i + 1))
-    // Nothing is left pending in any shard's group.
-    const shard = shardOf(p.productId, channel)
-    await until('nothing pending', async () => {
-      const [count] = (await redis().xpending(fanKey(shard), 'archiver')) as [number, ...unknown[]]
-      return Number(count) === 0
-    })
+    // Nothing is left pending in the shard's group.
+    await until('nothing pending', async () => (await pending()) === 0)
   }, 90_000)
 
   test('entries trimmed from the stream before the archiver read them are counted and logged', async () => {
