@@ -114,6 +114,12 @@ try {
     ['peer: Redis XREVRANGE of the channel\'s history, same page size', async (i) =>
       ((await redis().xrevrange(hist, `${offsets[i]}-0`, '-', 'COUNT', PAGE)) as unknown[]).length],
   ]
+  if (process.env.BENCH_EXPLAIN) {
+    const plan = await sql.unsafe(`explain (analyze, buffers) select epoch, "offset", id, published_at, data from realtime_archive
+      where product_id = '${product.productId}' and channel = '${hot}' and published_at < '${points[0]!.toISOString()}'
+      order by published_at desc, epoch desc, "offset" desc limit ${PAGE}`)
+    console.log(plan.map((row) => Object.values(row)[0]).join('\n'))
+  }
   console.log(`\nArchive range read: ${READS} pages of ${PAGE} from a channel of ${HOT.toLocaleString('en')} entries, one at a time (ms)`)
   console.log('| path | p50 | p99 | mean |')
   console.log('| --- | --- | --- | --- |')

@@ -22,12 +22,33 @@ export interface ArchiveEntry {
   retentionDays: number
 }
 
+/** Month partitions this process knows exist (by name); a miss is checked, and created, once. */
+const knownPartitions = new Set<string>()
+
 /**
- * Writes entries, once each: an entry already archived (a redelivery) is skipped. Returns how many rows were new.
+ * Writes entries, once each: an entry already archived (a redelivery) is skipped. Returns how many rows were new. The
+ * month partitions the entries need are created first when missing, so an insert never fails for want of one.
  * @example await archiveEntries([{ productId, channel: 'chat:1', epoch, offset: 7, id, publishedAt: Date.now(), data: '{}', retentionDays: 30 }])
  */
-export async function archiveEntries(entries: ArchiveEntry[], sql: Sql = defaultSql): Promise<number> {
+export async function archiveEntries(entries: ArchiveEntry[], sql: Sql = defaultSql, retried = false): Promise<number> {
   if (entries.length === 0) return 0
+  for (const at of new Set(entries.map((e) => monthPartition(new Date(e.publishedAt)).from.getTime()))) {
+    const { name } = monthPartition(new Date(at))
+    if (knownPartitions.has(name)) continue
+    await ensureMonthPartition(new Date(at), sql)
+    knownPartitions.add(name)
+  }
+  try {
+    return await insertEntries(entries, sql)
+  } catch (error) {
+    // A month dropped by a sweeper (perhaps another process's) after this one learned of it: learn again, once.
+    if ((error as { code?: string }).code !== '23514' || retried) throw error
+    knownPartitions.clear()
+    return archiveEntries(entries, sql, true)
+  }
+}
+
+async function insertEntries(entries: ArchiveEntry[], sql: Sql): Promise<number> {
   // Arrays, one per column, through unnest: one statement of 9 parameters whatever the batch size.
   const result = await sql`
     insert into realtime_archive (product_id, channel, epoch, "offset", id, published_at, data, ref, retention_days)
@@ -51,10 +72,7 @@ export function monthPartition(at: Date): { name: string; from: Date; to: Date }
 
 const PARTITION_NAME = /^realtime_archive_y(\d{4})m(\d{2})$/
 
-/**
- * Creates the month partition holding `at` unless it exists. Rows the default partition took for that month (written
- * before the partition existed) move into it in the same transaction, as attaching requires.
- */
+/** Creates the month partition holding `at` unless it exists; true when it made it. */
 export async function ensureMonthPartition(at: Date, sql: Sql = defaultSql): Promise<boolean> {
   const { name, from, to } = monthPartition(at)
   return await sql.begin(async (tx) => {
@@ -62,17 +80,13 @@ export async function ensureMonthPartition(at: Date, sql: Sql = defaultSql): Pro
     await tx`select pg_advisory_xact_lock(hashtext('realtime_archive partitions'))`
     const [exists] = await tx`select 1 from pg_class where relname = ${name} and relkind = 'r'`
     if (exists) return false
-    await tx`create table ${tx(name)} (like realtime_archive including defaults including constraints)`
-    await tx`
-      with moved as (delete from realtime_archive_default where published_at >= ${from} and published_at < ${to} returning *)
-      insert into ${tx(name)} select * from moved`
     // DDL takes no bind parameters: the name matches PARTITION_NAME and the bounds are ISO texts made here.
-    await tx.unsafe(`alter table realtime_archive attach partition "${name}" for values from ('${from.toISOString()}') to ('${to.toISOString()}')`)
+    await tx.unsafe(`create table "${name}" partition of realtime_archive for values from ('${from.toISOString()}') to ('${to.toISOString()}')`)
     return true
   }) as boolean
 }
 
-/** The current month and `ahead` more: what the archiver keeps ready so rows never land in the default partition. */
+/** The current month and `ahead` more: what the archiver keeps ready, so its inserts seldom create one on demand. */
 export async function ensurePartitionsAhead(now = new Date(), ahead = 2, sql: Sql = defaultSql): Promise<string[]> {
   const made: string[] = []
   for (let i = 0; i <= ahead; i++) {
@@ -150,6 +164,7 @@ async function dropExpiredPartitions(now: Date, sql: Sql): Promise<string[]> {
     const [own] = await sql<{ days: number }[]>`select coalesce(max(retention_days), 0)::int as days from ${sql(name)}`
     if (end.getTime() > now.getTime() - own!.days * 86_400_000) continue
     await sql`drop table ${sql(name)}`
+    knownPartitions.delete(name)
     dropped.push(name)
   }
   return dropped

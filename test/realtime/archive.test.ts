@@ -257,15 +257,14 @@ describe('retention', () => {
     expect(await archivedCount(owner.productId, live)).toBe(0)
   })
 
-  test('a month partition past every retention is dropped whole; rows written before their month had a partition move into it', async () => {
+  test('a month partition is made on demand for a row that needs it, and dropped whole once past every retention', async () => {
     const owner = await realtimeProduct([{ name: 'old', history: HISTORY, archive: { retentionDays: 3650 } }])
     const channel = `old:${randomUUID()}`
     const at = new Date(Date.UTC(2015, 0, 15))
-    // Written before its month had a partition: the default partition takes it, and the partition's creation moves it.
-    await archiveEntries([{ ...row(owner, channel, 1, 0, 3650), publishedAt: at.getTime() }])
     const { name } = monthPartition(at)
-    await sql`drop table if exists ${sql(name)}`.catch(() => {})
-    expect(await ensureMonthPartition(at)).toBe(true)
+    await sql`drop table if exists ${sql(name)}`
+    expect(await archiveEntries([{ ...row(owner, channel, 1, 0, 3650), publishedAt: at.getTime() }])).toBe(1)
+    expect(await ensureMonthPartition(at)).toBe(false) // made by the insert
     expect(Number((await sql`select count(*)::int as n from ${sql(name)} where channel = ${channel}`)[0]!.n)).toBe(1)
     const result = await sweepArchive()
     expect(result.dropped).toContain(name)

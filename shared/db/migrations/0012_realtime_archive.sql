@@ -3,9 +3,10 @@
 -- time by time range (shared/realtime/archive-read.ts).
 --
 -- Partitioned by month on published_at: the archiver creates each month's partition ahead of time, and the sweeper
--- drops a month once it is past every retention, instead of deleting its rows one by one. The default partition takes
--- any row no month partition covers (an archiver behind on creating them, a far past or future clock), so an insert
--- never fails; ensureMonthPartition moves such rows into their month when it is created.
+-- drops a month once it is past every retention, instead of deleting its rows one by one. A row whose month has no
+-- partition yet (an archiver behind on creating them, a far-off clock) gets it created on demand before its insert
+-- (shared/realtime/archive.ts). No default partition: with one, PostgreSQL cannot read the months in order (Ordered
+-- Append) and stop at a page's LIMIT; it would read a channel's whole range and sort it.
 --
 -- The primary key is the entry's identity in its channel, (product, channel, epoch, offset), plus published_at, which
 -- PostgreSQL requires of a partitioned table's unique keys. A redelivered fan-out entry carries the same publish time,
@@ -31,5 +32,3 @@ create table realtime_archive (
 
 -- Reads: one channel by time range, newest or oldest first, with a (published_at, epoch, offset) cursor.
 create index realtime_archive_by_time on realtime_archive (product_id, channel, published_at, epoch, "offset");
-
-create table realtime_archive_default partition of realtime_archive default;
