@@ -163,7 +163,7 @@ async function dropExpiredPartitions(now: Date, sql: Sql): Promise<string[]> {
     if (end.getTime() > now.getTime() - longest!.days * 86_400_000) continue
     const [own] = await sql<{ days: number }[]>`select coalesce(max(retention_days), 0)::int as days from ${sql(name)}`
     if (end.getTime() > now.getTime() - own!.days * 86_400_000) continue
-    await sql`drop table ${sql(name)}`
+    await sql`drop table if exists ${sql(name)}` // another archiver may have swept it meanwhile
     knownPartitions.delete(name)
     dropped.push(name)
   }
