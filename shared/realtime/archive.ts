@@ -3,6 +3,7 @@
 // how retention changes behave: docs/realtime-data-plane.md, "Archive".
 import type { Sql } from '../db/client'
 import { sql as defaultSql } from '../db/client'
+import { namespaceOf } from './names'
 
 /** One stored publication as the archive keeps it. */
 export interface ArchiveEntry {
@@ -24,6 +25,8 @@ export interface ArchiveEntry {
 
 /** Month partitions this process knows exist (by name); a miss is checked, and created, once. */
 const knownPartitions = new Set<string>()
+/** `<productId> <namespace>` pairs this process knows are in realtime_archive_namespaces. */
+const knownNamespaces = new Set<string>()
 
 /**
  * Writes entries, once each: an entry already archived (a redelivery) is skipped. Returns how many rows were new. The
@@ -37,6 +40,15 @@ export async function archiveEntries(entries: ArchiveEntry[], sql: Sql = default
     if (knownPartitions.has(name)) continue
     await ensureMonthPartition(new Date(at), sql)
     knownPartitions.add(name)
+  }
+  const pairs = [...new Set(entries.map((e) => `${e.productId} ${namespaceOf(e.channel)}`))].filter((pair) => !knownNamespaces.has(pair))
+  if (pairs.length) {
+    // Recorded before the rows, so no row is ever there without its namespace being known to the sweeper.
+    await sql`
+      insert into realtime_archive_namespaces (product_id, namespace)
+      select * from unnest(${pairs.map((p) => p.split(' ')[0]!)}::uuid[], ${pairs.map((p) => p.split(' ')[1]!)}::text[])
+      on conflict do nothing`
+    for (const pair of pairs) knownNamespaces.add(pair)
   }
   try {
     return await insertEntries(entries, sql)
@@ -115,7 +127,8 @@ export async function sweepArchive(options: { batch?: number; now?: Date } = {},
   const now = options.now ?? new Date()
   const result: SweepResult = { deleted: 0, dropped: [] }
   result.dropped = await dropExpiredPartitions(now, sql)
-  // Namespaces that archive: their channels are one index range each.
+  // Namespaces that archive: their channels are one index range each, and `published_at < before` leaves out (prunes)
+  // every month partition newer than the cutoff, so a sweep reads only the months that can hold expired rows.
   const namespaces = await sql<{ product_id: string; name: string; archive_days: number }[]>`
     select product_id, name, archive_days from realtime_namespaces where archive_days > 0`
   for (const ns of namespaces) {
@@ -130,18 +143,22 @@ export async function sweepArchive(options: { batch?: number; now?: Date } = {},
       if (deleted.count < batch) break
     }
   }
-  // Rows of namespaces that no longer archive: by their own retention (never less than a day old).
-  for (;;) {
-    const deleted = await sql`
-      delete from realtime_archive where (product_id, channel, epoch, "offset", published_at) in (
-        select a.product_id, a.channel, a.epoch, a."offset", a.published_at from realtime_archive a
-        where a.published_at < ${new Date(now.getTime() - 86_400_000)}
-          and a.published_at < ${now}::timestamptz - make_interval(days => a.retention_days)
-          and not exists (select 1 from realtime_namespaces n where n.product_id = a.product_id
-            and n.name = split_part(a.channel, ':', 1) and n.archive_days > 0)
-        limit ${batch})`
-    result.deleted += deleted.count
-    if (deleted.count < batch) break
+  // Namespaces that no longer archive (removed or deleted): their rows by their own retention, never less than a day.
+  const idle = await sql<{ product_id: string; namespace: string }[]>`
+    select t.product_id, t.namespace from realtime_archive_namespaces t
+    where not exists (select 1 from realtime_namespaces n where n.product_id = t.product_id and n.name = t.namespace and n.archive_days > 0)`
+  for (const ns of idle) {
+    for (;;) {
+      const deleted = await sql`
+        delete from realtime_archive where (product_id, channel, epoch, "offset", published_at) in (
+          select product_id, channel, epoch, "offset", published_at from realtime_archive
+          where product_id = ${ns.product_id} and channel >= ${ns.namespace + ':'} and channel < ${ns.namespace + ';'}
+            and published_at < ${new Date(now.getTime() - 86_400_000)}
+            and published_at < ${now}::timestamptz - make_interval(days => retention_days)
+          limit ${batch})`
+      result.deleted += deleted.count
+      if (deleted.count < batch) break
+    }
   }
   return result
 }

@@ -30,5 +30,13 @@ create table realtime_archive (
   primary key (product_id, channel, epoch, "offset", published_at)
 ) partition by range (published_at);
 
+-- Every (product, namespace) that ever had a row archived: how the sweeper finds the rows of namespaces that no
+-- longer archive (removed or deleted) without scanning the archive. One row per namespace; gone with the product.
+create table realtime_archive_namespaces (
+  product_id uuid not null references products (id) on delete cascade,
+  namespace text collate "C" not null,
+  primary key (product_id, namespace)
+);
+
 -- Reads: one channel by time range, newest or oldest first, with a (published_at, epoch, offset) cursor.
 create index realtime_archive_by_time on realtime_archive (product_id, channel, published_at, epoch, "offset");
