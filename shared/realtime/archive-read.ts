@@ -175,3 +175,31 @@ function toEntry(row: Row): HistoryEntry {
   }
   return entry
 }
+
+/**
+ * The archived entries of `channel` in `epoch` after `offset`, ascending, as long as they run on without a hole: the
+ * first must be `offset + 1`, and the run stops before the first missing offset, after `limit` entries, or before the
+ * entry that would pass `maxBytes` (each counted as history counts it). For a history cursor whose entries left Redis
+ * (./archive-recovery.ts); served by the primary key (product, channel, epoch, offset).
+ */
+export async function archivedRunAfter(
+  productId: string, channel: string, archiveDays: number, epoch: string, offset: number, limit: number, maxBytes: number,
+): Promise<{ entries: HistoryEntry[]; bytes: number }> {
+  const retained = archiveDays > 0
+    ? sql`published_at >= now() - ${archiveDays * 86_400}::int * interval '1 second'`
+    : sql`published_at >= now() - make_interval(days => retention_days)`
+  const rows = await sql<(Row & { size: number })[]>`
+    select epoch, "offset", id, published_at, data, ref::text as ref,
+      coalesce(octet_length(data), octet_length(ref::text)) + octet_length(id) + ${HISTORY_ENTRY_FRAMING_BYTES + channel.length}::int as size
+    from realtime_archive
+    where product_id = ${productId} and channel = ${channel} and epoch = ${epoch} and "offset" > ${offset} and ${retained}
+    order by "offset" limit ${limit}`
+  const entries: HistoryEntry[] = []
+  let bytes = 0
+  for (const row of rows) {
+    if (Number(row.offset) !== offset + entries.length + 1 || bytes + row.size > maxBytes) break
+    bytes += row.size
+    entries.push(toEntry(row))
+  }
+  return { entries, bytes }
+}

@@ -11,10 +11,13 @@ import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { redis } from '../../shared/redis'
 import { call, expectError, failingFields, ok, startProcess, type Worker } from '../helpers'
+import { signToken } from '../../shared/realtime/tokens'
+import { startGateway, WsClient, type GatewayProcess } from '../gateway/ws-helpers'
 import { archivedCount, startArchiver, until, type ArchiverProcess } from './archive-helpers'
 import { manage, pub, realtimeProduct, type RealtimeProduct } from './public-helpers'
 
 let worker: Worker
+let gateway: GatewayProcess
 let archiver: ArchiverProcess
 let p: RealtimeProduct
 let other: RealtimeProduct
@@ -23,8 +26,9 @@ const HISTORY = { ttlSeconds: 300, size: 5 }
 const brokerPolicy = { historyTtlSeconds: HISTORY.ttlSeconds, historySize: HISTORY.size }
 
 beforeAll(async () => {
-  ;[worker, p, other] = await Promise.all([
+  ;[worker, gateway, p, other] = await Promise.all([
     startProcess('public', { TRUST_PROXY: '1', REALTIME_QUOTA_BURST: '100000' }),
+    startGateway(),
     realtimeProduct([
       { name: 'arch', history: HISTORY, archive: { retentionDays: 30 } },
       { name: 'plain', history: HISTORY },
@@ -36,7 +40,7 @@ beforeAll(async () => {
 afterAll(async () => {
   archiver.proc.kill('SIGTERM')
   await archiver.proc.exited
-  await worker.stop()
+  await Promise.all([worker.stop(), gateway.stop()])
 })
 
 const base = (product = p) => `/${product.productId}/realtime`
@@ -167,6 +171,59 @@ describe('GET /channels/{channel}/archive', () => {
     // The same cursor where it belongs reads on.
     const next = await get(`/channels/${channel}/archive?limit=5&cursor=${cursor}`)
     expect(next.body.entries.map((e: any) => e.offset)).toEqual([2, 1])
+  })
+})
+
+describe('history that outlives Redis: a cursor recovered from the archive', () => {
+  /** Publishes 1..n on a new channel of `namespace` and waits until the archiver has them all (when it archives). */
+  async function published(namespace: string, n: number) {
+    const channel = `${namespace}:${randomUUID()}`
+    let epoch = ''
+    for (let i = 1; i <= n; i++) epoch = (await publishVia(channel, { i })).epoch
+    if (namespace === 'arch') await until(`${n} archived`, async () => (await archivedCount(p.productId, channel)) === n)
+    return { channel, epoch }
+  }
+  const history = (channel: string, query: string) => get(`/channels/${channel}/history?${query}`)
+
+  test('entries trimmed from Redis come from the archive, then the rest from Redis: no gap, no repeat, same offsets and epoch', async () => {
+    const { channel, epoch } = await published('arch', 12) // Redis keeps 8..12
+    const result = await history(channel, `offset=2&epoch=${epoch}`)
+    expect(result.body).toMatchObject({ channel, offset: 12, epoch, recovered: true })
+    expect(result.body.entries.map((e: any) => [e.offset, e.epoch, e.data])).toEqual(
+      Array.from({ length: 10 }, (_, i) => [i + 3, epoch, { i: i + 3 }]))
+    // From the archive alone up to Redis' first entry, and a cursor at the top still answers nothing new.
+    expect((await history(channel, `offset=6&epoch=${epoch}`)).body.entries.map((e: any) => e.offset)).toEqual([7, 8, 9, 10, 11, 12])
+    expect((await history(channel, `offset=12&epoch=${epoch}`)).body).toMatchObject({ entries: [], recovered: true })
+  })
+
+  test('a gateway subscription resuming from a cursor whose entries left Redis replays them from the archive, then goes live', async () => {
+    const { channel, epoch } = await published('arch', 12) // Redis keeps 8..12
+    const client = await WsClient.open(gateway.wsUrl)
+    const { token } = await signToken({ productId: p.productId, apiKeyId: p.keyId, subject: 'archive-reader', channels: [{ name: channel, ops: ['subscribe'] }] })
+    expect(await client.request({ type: 'connect', token })).toMatchObject({ type: 'reply', to: 'connect' })
+    expect(await client.request({ type: 'subscribe', channel, offset: 2, epoch })).toMatchObject({ recovered: true, offset: 12, epoch })
+    await publishVia(channel, { i: 13 })
+    const got: Record<string, any>[] = []
+    const deadline = Date.now() + 5000
+    while (got.length < 11 && Date.now() < deadline) {
+      got.push(...client.publications(channel))
+      if (got.length < 11) await client.next((f) => f.type === 'publication' && f.channel === channel, 1000).then((f) => got.push(f), () => {})
+    }
+    got.push(...client.publications(channel))
+    expect(got.map((f) => [f.offset, f.data.i])).toEqual(Array.from({ length: 11 }, (_, k) => [k + 3, k + 3]))
+    client.ws.close()
+  })
+
+  test('no proof of continuity, no recovery: another epoch, a hole in the archive, a namespace that does not archive', async () => {
+    const { channel, epoch } = await published('arch', 10) // Redis keeps 6..10
+    expect((await history(channel, `offset=1&epoch=other`)).body).toMatchObject({ entries: [], recovered: false })
+    await sql`delete from realtime_archive where product_id = ${p.productId} and channel = ${channel} and "offset" = 4`
+    expect((await history(channel, `offset=1&epoch=${epoch}`)).body).toMatchObject({ entries: [], recovered: false })
+    // After the hole, the archive and Redis still join up.
+    expect((await history(channel, `offset=4&epoch=${epoch}`)).body.entries.map((e: any) => e.offset)).toEqual([5, 6, 7, 8, 9, 10])
+    const plain = await published('plain', 10)
+    await Bun.sleep(300) // the archiver passed them (and archived nothing)
+    expect((await history(plain.channel, `offset=1&epoch=${plain.epoch}`)).body).toMatchObject({ entries: [], recovered: false })
   })
 })
 

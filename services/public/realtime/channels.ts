@@ -2,7 +2,8 @@
 // (occupancy and stream position).
 import { badRequest, type FieldError } from '../../../shared/errors'
 import { readArchive, type ArchiveQuery, type ArchiveResult } from '../../../shared/realtime/archive-read'
-import { channelTop, readHistory, type HistoryQuery as BrokerQuery, type HistoryResult } from '../../../shared/realtime/broker'
+import { readHistoryWithArchive } from '../../../shared/realtime/archive-recovery'
+import { channelTop, type HistoryQuery as BrokerQuery, type HistoryResult } from '../../../shared/realtime/broker'
 import { namespaceOf } from '../../../shared/realtime/names'
 import { listPresence, presenceCount, type PresenceMember } from '../../../shared/realtime/presence'
 import { namespaceNotRegistered, presenceDisabled } from './errors'
@@ -48,11 +49,14 @@ export function historyQuery(query: HistoryQuery): BrokerQuery {
 /** The broker's history result (entries ascending, each with `data` or `ref`), named by its channel. */
 export type HistoryResponse = HistoryResult & { channel: string }
 
-/** A namespace that keeps no history answers an empty result (offset 0, epoch ''), not an error. */
+/**
+ * A namespace that keeps no history answers an empty result (offset 0, epoch ''), not an error. A cursor whose entries
+ * left Redis is recovered from the archive when the namespace archives and the archive proves continuity.
+ */
 export async function channelHistory(productId: string, channel: string, query: HistoryQuery): Promise<HistoryResponse> {
   const brokerQuery = historyQuery(query)
   const policy = await policyOf(productId, channel)
-  return { channel, ...(await readHistory(productId, channel, policy.broker, brokerQuery)) }
+  return { channel, ...(await readHistoryWithArchive(productId, channel, policy.broker, async () => policy.archiveDays ?? 0, brokerQuery)) }
 }
 
 /**
