@@ -1,5 +1,7 @@
 // Reads of the Realtime archive: one channel by time range, newest or oldest first, a page at a time with an opaque
 // cursor. The public route and the platform operation both answer through readArchive. docs/realtime-data-plane.md, "Archive".
+import Type from 'typebox'
+import { Strict } from '../catalog/schemas'
 import { config } from '../config'
 import { sql } from '../db/client'
 import { badRequest } from '../errors'
@@ -10,6 +12,15 @@ import { fnv1a32 } from './shards'
 export const ARCHIVE_LIMIT_MAX = 1000
 export const ARCHIVE_LIMIT_DEFAULT = 100
 export type ArchiveOrder = 'newest' | 'oldest'
+
+/** The query of an archive page as the public route and the operation take it (one schema for both, and for OpenAPI). */
+export const ArchiveQuerySchema = Strict({
+  from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO-8601 time with a zone; inclusive' })),
+  to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO-8601 time with a zone; exclusive (default now)' })),
+  order: Type.Optional(Type.Union([Type.Literal('newest'), Type.Literal('oldest')], { default: 'newest' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: ARCHIVE_LIMIT_MAX, default: ARCHIVE_LIMIT_DEFAULT })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: '`next` of the previous page' })),
+})
 
 export interface ArchiveQuery {
   /** Inclusive lower bound, ISO-8601 with a zone; default: as far back as retention keeps. */

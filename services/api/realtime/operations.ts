@@ -5,7 +5,7 @@ import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { HasMore, listed, pageQuery } from '../../../shared/catalog/pagination'
 import { config } from '../../../shared/config'
 import { ApiError } from '../../../shared/errors'
-import { ARCHIVE_LIMIT_MAX, readArchive } from '../../../shared/realtime/archive-read'
+import { ArchiveQuerySchema, readArchive } from '../../../shared/realtime/archive-read'
 import { ChannelName, GrantPattern, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
 import { productPolicies } from '../../../shared/realtime/policies'
 import { createGrant, deleteGrant, listGrants, type Grant } from './grants'
@@ -189,13 +189,7 @@ export const archiveRead = defineOperation({
   description: 'Entries as history answers them (data or ref, offset, epoch, id, publishedAt), from namespaces with an archive '
     + 'retention. A namespace that does not archive answers an empty page. Another product\'s channel is never visible.',
   params: Strict({ channel: ChannelName }),
-  query: Strict({
-    from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO-8601 time with a zone; inclusive' })),
-    to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO-8601 time with a zone; exclusive (default now)' })),
-    order: Type.Optional(Type.Union([Type.Literal('newest'), Type.Literal('oldest')], { default: 'newest' })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: ARCHIVE_LIMIT_MAX, default: 100 })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: '`next` of the previous page' })),
-  }),
+  query: ArchiveQuerySchema,
   response: Strict({ channel: Type.String(), entries: Type.Array(ArchiveEntrySchema), next: Type.Union([Type.String(), Type.Null()]) }),
   handler: async ({ params, query }, ctx) => {
     const productId = productOf(ctx)

@@ -10,7 +10,8 @@ import { authenticate, type KeyIdentity } from './key-auth'
 import { channelArchive, channelHistory, channelPresence, channelStatus } from './channels'
 import { issueToken } from './issue'
 import { publishMessage } from './messages'
-import { ArchiveQuery, ChannelPath, HistoryQuery, NoQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
+import { ArchiveQuerySchema, type ArchiveQuery } from '../../../shared/realtime/archive-read'
+import { ChannelPath, HistoryQuery, NoQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
 
 /** The realtime guards of a route: browser origin allowed, an `rtk_` key holding `scope`, then `read`. */
 const guards = (scope: PublicScope, read: (request: Request) => Promise<unknown>, deferIpLimit = false): Guards<KeyIdentity> =>
@@ -54,7 +55,7 @@ export const realtimeRoutes = () =>
       const channel = channelOf(params)
       const malformed = nonIntegers(query, ['limit'])
       if (malformed.length) throw badRequest(`Invalid request: ${malformed.map((f) => `${f.path} ${f.message}`).join('; ')}`, malformed)
-      const input = validateInput({ query: ArchiveQuery }, { query })
+      const input = validateInput({ query: ArchiveQuerySchema }, { query })
       return channelArchive(key.productId, channel, input.query as ArchiveQuery)
     }), ROUTE_HOOKS)
     .get('/channels/:channel/presence', endpoint(guards('presence:read', noBody), ({ key, params, query }) => {

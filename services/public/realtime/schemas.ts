@@ -2,7 +2,6 @@
 import Type from 'typebox'
 import { Strict } from '../../../shared/catalog/schemas'
 import type { FieldError } from '../../../shared/errors'
-import { ARCHIVE_LIMIT_MAX } from '../../../shared/realtime/archive-read'
 import { LAST_N_MAX } from '../../../shared/realtime/broker'
 import { ChannelName, OPS, OpName, Subject } from '../../../shared/realtime/names'
 import { TOKEN_TTL_DEFAULT, TOKEN_TTL_MAX, TOKEN_TTL_MIN } from '../../../shared/realtime/tokens'
@@ -41,16 +40,6 @@ export const HistoryQuery = Strict({
   epoch: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
 })
 export type HistoryQuery = { last_n?: number; last_ms?: number; offset?: number; epoch?: string }
-
-/** A page of a channel's archive: a time range (ISO-8601 with a zone; `from` inclusive, `to` exclusive), order, size, cursor. */
-export const ArchiveQuery = Strict({
-  from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO-8601 time with a zone; inclusive' })),
-  to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO-8601 time with a zone; exclusive' })),
-  order: Type.Optional(Type.Union([Type.Literal('newest'), Type.Literal('oldest')], { default: 'newest' })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: ARCHIVE_LIMIT_MAX, default: 100 })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: '`next` of the previous page' })),
-})
-export type ArchiveQuery = { from?: string; to?: string; order?: 'newest' | 'oldest'; limit?: number; cursor?: string }
 
 /**
  * Query values of integer fields must be written as integers: the schema conversion alone would quietly turn "2.5" into 2.
