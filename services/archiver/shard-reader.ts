@@ -94,6 +94,9 @@ export class ShardReader {
     } catch (error) {
       // The stream or its group was deleted (FLUSHALL, a Redis that lost its data): made again on the next round.
       if (String((error as { cause?: Error }).cause?.message ?? (error as Error).message).includes('NOGROUP')) this.groupReady = false
+      // What was read and not written (PostgreSQL down) is pending with this consumer: read it again first, before
+      // anything new, rather than leave it for a claim while the stream's retention runs out.
+      this.pendingFrom = '0'
       throw error
     }
   }

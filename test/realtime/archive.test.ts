@@ -3,7 +3,8 @@
 // history; retention; a namespace without archive; validation; another product's channel.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { sql } from '../../shared/db/client'
+import { config } from '../../shared/config'
+import { sql, unboundedSql } from '../../shared/db/client'
 import { archiveEntries, ensureMonthPartition, monthPartition, sweepArchive } from '../../shared/realtime/archive'
 import { readArchive } from '../../shared/realtime/archive-read'
 import { publish } from '../../shared/realtime/broker'
@@ -364,6 +365,26 @@ describe('the archiver process', () => {
     // Nothing is left pending in the shard's group.
     await until('nothing pending', async () => (await pending()) === 0)
   }, 90_000)
+
+  test('a batch PostgreSQL refuses stays pending and is archived, once, when it answers again', async () => {
+    const channel = `arch:${randomUUID()}`
+    const holder = unboundedSql()
+    const locked = await holder.reserve()
+    try {
+      // The archive locked longer than the archiver's statement deadline (DB_TIMEOUT_MS): its inserts fail.
+      await locked`begin`
+      await locked`lock table realtime_archive in access exclusive mode`
+      for (let i = 1; i <= 5; i++) await publishVia(channel, { i })
+      await Bun.sleep(config.db.timeoutMs + 1500)
+    } finally {
+      await locked`rollback`
+      locked.release()
+      await holder.end()
+    }
+    await until('5 archived', async () => (await archivedCount(p.productId, channel)) === 5)
+    const rows = await sql`select "offset" from realtime_archive where product_id = ${p.productId} and channel = ${channel} order by "offset"`
+    expect(rows.map((r) => Number(r.offset))).toEqual([1, 2, 3, 4, 5])
+  }, 30_000)
 
   test('entries trimmed from the stream before the archiver read them are counted and logged', async () => {
     archiver.proc.kill('SIGTERM')
