@@ -1,6 +1,8 @@
 // The gateway's edges (./ports.ts) as the running gateway has them: Redis for the broker, presence and the client-event
 // budget; PostgreSQL (cached) for policies, revocations and signing keys; usage flushed to PostgreSQL.
-import { publish, readHistory, subscriptionPosition } from '../shared/realtime/broker'
+import { readHistoryWithArchive } from '../shared/realtime/archive-recovery'
+import { publish, subscriptionPosition } from '../shared/realtime/broker'
+import { namespaceOf } from '../shared/realtime/names'
 import { productPolicies } from '../shared/realtime/policies'
 import { enterPresence, leavePresence, listPresence, sweepPresence } from '../shared/realtime/presence'
 import { revocations, revokedAmong } from '../shared/realtime/revocations'
@@ -13,7 +15,9 @@ export function redisBackends(): GatewayBackends {
   return {
     broker: {
       position: (productId, channel, policy) => subscriptionPosition(productId, channel, policy),
-      history: (productId, channel, policy, query, maxBytes) => readHistory(productId, channel, policy, query, maxBytes),
+      // A cursor whose entries left Redis is recovered from the archive when the namespace archives (and proves continuity).
+      history: (productId, channel, policy, query, maxBytes) => readHistoryWithArchive(productId, channel, policy,
+        async () => (await productPolicies(productId)).namespaces.get(namespaceOf(channel))?.archiveDays ?? 0, query, maxBytes),
       publish: (event) => publish(event),
     },
     events: { take: (productId) => takeProductEvent(productId) },

@@ -1,5 +1,6 @@
 // Typed configuration, read once from the environment; every variable has a working local default.
 // The README's configuration table lists the same names and defaults: keep them in step.
+import { hostname } from 'node:os'
 
 function str(name: string, fallback: string): string {
   const value = process.env[name]
@@ -170,6 +171,8 @@ function loadConfig() {
       productClientEventsPerSecond: int('REALTIME_PRODUCT_CLIENT_EVENTS_PER_SECOND', 200),
       /** Most payload bytes one history reply carries (built inside Redis, so it must stay bounded). */
       historyMaxReplyBytes: int('REALTIME_HISTORY_MAX_REPLY_BYTES', 16 * 1024 * 1024),
+      /** Most payload bytes one archive page carries (GET /channels/{channel}/archive, realtime_archive_read); at least one entry. */
+      archiveMaxReplyBytes: int('REALTIME_ARCHIVE_MAX_REPLY_BYTES', 4 * 1024 * 1024),
       /**
        * Most bytes a gateway holds for one connection that does not read fast enough; past it the connection is closed
        * with 4200 (slow consumer) and recovers through its cursor, rather than silently missing messages.
@@ -214,6 +217,26 @@ function loadConfig() {
        * those of a revoked key 4001 (besides at once on an invalidation message, and each time its subscription returns).
        */
       gatewayRevocationSweepMs: int('GATEWAY_REVOCATION_SWEEP_MS', 10_000),
+    },
+    /** The archiver (services/archiver): fan-out streams into the Realtime archive. docs/realtime-data-plane.md, "Archive". */
+    archiver: {
+      /** This archiver's consumer name in each shard's group `archiver`; stable across restarts, so it reads its own pending entries again. */
+      consumer: str('ARCHIVER_CONSUMER', `archiver-${hostname()}`),
+      /** Most entries read from one shard per round (one INSERT each). */
+      batch: int('ARCHIVER_BATCH', 1000),
+      /** Pause after a round that found nothing on any shard. */
+      idleMs: int('ARCHIVER_IDLE_MS', 200),
+      /** Entries pending this long with another consumer (one that died) are claimed (XAUTOCLAIM). */
+      claimIdleMs: int('ARCHIVER_CLAIM_IDLE_MS', 30_000),
+      /** How often the sweeper deletes expired rows, drops expired month partitions and creates the coming ones. */
+      sweepMs: int('ARCHIVER_SWEEP_MS', 3_600_000),
+      /**
+       * A pause between a batch's commit and its acknowledgement (default 0). Only for tests: it holds open the window
+       * where a killed archiver leaves committed entries pending, which the next one must not archive twice.
+       */
+      ackDelayMs: int('ARCHIVER_ACK_DELAY_MS', 0),
+      /** Rows one sweeper DELETE removes (short transactions). */
+      sweepBatch: int('ARCHIVER_SWEEP_BATCH', 5000),
     },
     analytics: {
       /** Longest an analytics query (metric query, funnel) may run; past it the request is 422 query_timeout. */

@@ -8,6 +8,7 @@
 // | ------------------------------------- | ------ | ----------------------------------------------------------------- |
 // | rt:{sN}:fan                           | stream | every publish of shard N, for the gateways (trimmed by age: MINID) |
 // | rt:{sN}:fan:n                         | string | the shard's fan-out sequence: entry `n` of the stream carries n    |
+// | rt:{sN}:fan:archived                  | string | highest `n` delivered to the archiver's group (counts trimmed gaps) |
 // | rt:{sN}:fanb:<productId>              | hash   | fan-out bytes the product appended, per time slice (budget)        |
 // | rt:{sN}:histb:<productId>             | hash   | history bytes per channel of the product; `#` = their sum          |
 // | rt:{sN}:histx:<productId>             | zset   | channel → when its history keys expire (ms), to drop it from histb |
@@ -36,6 +37,9 @@ export const fanKey = (shard: number) => `rt:${shardTag(shard)}:fan`
  * writes the number into the entry (`n`), so a reader sees a trimmed or lost entry as a jump and never skips silently.
  */
 export const fanSeqKey = (shard: number) => `rt:${shardTag(shard)}:fan:n`
+
+/** The highest fan-out sequence number delivered to the archiver's consumer group on a shard (services/archiver). */
+export const fanArchivedKey = (shard: number) => `rt:${shardTag(shard)}:fan:archived`
 
 /** Every fan-out stream key, shard 0 first. */
 export const fanKeys = (shards: number) => Array.from({ length: shards }, (_, shard) => fanKey(shard))

@@ -14,6 +14,8 @@ export interface NamespacePolicy {
   history: { ttlSeconds: number; size: number } | null
   /** What the broker needs: the stored retention and size (either 0 = no history; see keepsHistory). */
   broker: BrokerHistoryPolicy
+  /** Days the archive keeps the namespace's stored publications; 0 or absent = not archived (./archive.ts). */
+  archiveDays?: number
 }
 
 /** Everything the public routes need to know about one product's realtime configuration. */
@@ -29,7 +31,7 @@ export const policyCache = new InvalidatedCache<ProductPolicies>()
 
 async function load(productId: string): Promise<ProductPolicies> {
   const [namespaces, grants, storage] = await Promise.all([
-    sql`select name, presence, client_events, history_ttl_seconds, history_size from realtime_namespaces where product_id = ${productId}`,
+    sql`select name, presence, client_events, history_ttl_seconds, history_size, archive_days from realtime_namespaces where product_id = ${productId}`,
     sql`select pattern, ops from realtime_grants where product_id = ${productId}`,
     sql`select bucket from realtime_payload_storage where product_id = ${productId}`,
   ])
@@ -40,6 +42,7 @@ async function load(productId: string): Promise<ProductPolicies> {
         name: row.name, presence: row.presence, clientEvents: row.client_events,
         history: keepsHistory(broker) ? { ttlSeconds: broker.historyTtlSeconds, size: broker.historySize } : null,
         broker,
+        archiveDays: row.archive_days as number,
       }]
     })),
     grants: grants.map((row) => ({ pattern: row.pattern as string, ops: row.ops as Op[] })),

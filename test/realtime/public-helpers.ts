@@ -22,6 +22,7 @@ export interface NamespaceSpec {
   presence?: boolean
   clientEvents?: boolean
   history?: { ttlSeconds: number; size: number } | null
+  archive?: { retentionDays: number } | null
 }
 
 export interface RealtimeProduct {

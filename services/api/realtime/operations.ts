@@ -1,10 +1,13 @@
-// Realtime area, control plane: namespaces and their policy, grants, payload storage.
+// Realtime area, control plane: namespaces and their policy, grants, payload storage; and a channel's archive.
 import Type from 'typebox'
 import { defineOperation, productOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { HasMore, listed, pageQuery } from '../../../shared/catalog/pagination'
 import { config } from '../../../shared/config'
-import { GrantPattern, NamespaceName, OPS, OpName } from '../../../shared/realtime/names'
+import { ApiError } from '../../../shared/errors'
+import { ArchiveQuerySchema, readArchive } from '../../../shared/realtime/archive-read'
+import { ChannelName, GrantPattern, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
+import { productPolicies } from '../../../shared/realtime/policies'
 import { createGrant, deleteGrant, listGrants, type Grant } from './grants'
 import { createNamespace, deleteNamespace, getNamespace, listNamespaces, updateNamespace, type Namespace } from './namespaces'
 import { deletePayloadStorage, getPayloadStorage, provisionPayloadStorage, type PayloadStorage } from './payload-storage'
@@ -172,8 +175,37 @@ export const payloadStorageDelete = defineOperation({
   },
 })
 
+// ---- archive
+
+const ArchiveEntrySchema = Strict({
+  id: Type.String(), offset: Type.Integer(), epoch: Type.String(), publishedAt: Timestamp(),
+  data: Type.Optional(Type.Unknown({ description: 'The published JSON; absent when the entry carries ref' })),
+  ref: Type.Optional(Type.Unknown({ description: 'The payload object (bucket_key, size, content_type) of an over-cap publish' })),
+})
+
+export const archiveRead = defineOperation({
+  id: 'realtime_archive_read', method: 'GET', path: '/realtime/channels/{channel}/archive', area: 'realtime', auth: 'product',
+  summary: "Read a page of one channel's archive by time range, newest or oldest first; pass `next` as cursor for the next page",
+  description: 'Entries as history answers them (data or ref, offset, epoch, id, publishedAt), from namespaces with an archive '
+    + 'retention. A namespace that does not archive answers an empty page. Another product\'s channel is never visible.',
+  params: Strict({ channel: ChannelName }),
+  query: ArchiveQuerySchema,
+  response: Strict({ channel: Type.String(), entries: Type.Array(ArchiveEntrySchema), next: Type.Union([Type.String(), Type.Null()]) }),
+  handler: async ({ params, query }, ctx) => {
+    const productId = productOf(ctx)
+    const namespace = namespaceOf(params.channel)
+    const policy = (await productPolicies(productId)).namespaces.get(namespace)
+    if (!policy) {
+      throw new ApiError('namespace_not_registered', `Namespace "${namespace}" is not registered for this product`,
+        { fields: [{ path: '/params/channel', message: `names namespace "${namespace}", which is not registered` }] })
+    }
+    return readArchive(productId, params.channel, policy.archiveDays ?? 0, query)
+  },
+})
+
 export const realtimeOperations = [
   namespacesCreate, namespacesList, namespacesGet, namespacesUpdate, namespacesDelete,
   grantsCreate, grantsList, grantsDelete,
   payloadStorageProvision, payloadStorageGet, payloadStorageDelete,
+  archiveRead,
 ]

@@ -1,6 +1,9 @@
-// Channel reads for a backend: history (window or cursor), presence roster, and status (occupancy and stream position).
+// Channel reads for a backend: history (window or cursor), archive (time range, paged), presence roster, and status
+// (occupancy and stream position).
 import { badRequest, type FieldError } from '../../../shared/errors'
-import { channelTop, readHistory, type HistoryQuery as BrokerQuery, type HistoryResult } from '../../../shared/realtime/broker'
+import { readArchive, type ArchiveQuery, type ArchiveResult } from '../../../shared/realtime/archive-read'
+import { readHistoryWithArchive } from '../../../shared/realtime/archive-recovery'
+import { channelTop, type HistoryQuery as BrokerQuery, type HistoryResult } from '../../../shared/realtime/broker'
 import { namespaceOf } from '../../../shared/realtime/names'
 import { listPresence, presenceCount, type PresenceMember } from '../../../shared/realtime/presence'
 import { namespaceNotRegistered, presenceDisabled } from './errors'
@@ -46,11 +49,23 @@ export function historyQuery(query: HistoryQuery): BrokerQuery {
 /** The broker's history result (entries ascending, each with `data` or `ref`), named by its channel. */
 export type HistoryResponse = HistoryResult & { channel: string }
 
-/** A namespace that keeps no history answers an empty result (offset 0, epoch ''), not an error. */
+/**
+ * A namespace that keeps no history answers an empty result (offset 0, epoch ''), not an error. A cursor whose entries
+ * left Redis is recovered from the archive when the namespace archives and the archive proves continuity.
+ */
 export async function channelHistory(productId: string, channel: string, query: HistoryQuery): Promise<HistoryResponse> {
   const brokerQuery = historyQuery(query)
   const policy = await policyOf(productId, channel)
-  return { channel, ...(await readHistory(productId, channel, policy.broker, brokerQuery)) }
+  return { channel, ...(await readHistoryWithArchive(productId, channel, policy.broker, async () => policy.archiveDays ?? 0, brokerQuery)) }
+}
+
+/**
+ * One page of the channel's archive. A namespace that does not archive answers an empty page (as history does), except
+ * for rows it kept before its archive was removed, until they expire.
+ */
+export async function channelArchive(productId: string, channel: string, query: ArchiveQuery): Promise<ArchiveResult> {
+  const policy = await policyOf(productId, channel)
+  return readArchive(productId, channel, policy.archiveDays ?? 0, query)
 }
 
 export async function channelPresence(productId: string, channel: string): Promise<{ channel: string; members: PresenceMember[] }> {

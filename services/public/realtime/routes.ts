@@ -7,9 +7,10 @@ import type { PublicScope } from '../../../shared/realtime/public-keys'
 import { jsonBody, MESSAGES_BODY_LIMIT, noBody, readBody } from '../http/body'
 import { endpoint, type Guards, ROUTE_HOOKS } from '../http/endpoint'
 import { authenticate, type KeyIdentity } from './key-auth'
-import { channelHistory, channelPresence, channelStatus } from './channels'
+import { channelArchive, channelHistory, channelPresence, channelStatus } from './channels'
 import { issueToken } from './issue'
 import { publishMessage } from './messages'
+import { ArchiveQuerySchema, type ArchiveQuery } from '../../../shared/realtime/archive-read'
 import { ChannelPath, HistoryQuery, NoQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
 
 /** The realtime guards of a route: browser origin allowed, an `rtk_` key holding `scope`, then `read`. */
@@ -48,6 +49,14 @@ export const realtimeRoutes = () =>
       if (malformed.length) throw badRequest(`Invalid request: ${malformed.map((f) => `${f.path} ${f.message}`).join('; ')}`, malformed)
       const input = validateInput({ query: HistoryQuery }, { query })
       return channelHistory(key.productId, channel, input.query as HistoryQuery)
+    }), ROUTE_HOOKS)
+    // The archive is history kept longer: the same scope reads it.
+    .get('/channels/:channel/archive', endpoint(guards('history:read', noBody), ({ key, params, query }) => {
+      const channel = channelOf(params)
+      const malformed = nonIntegers(query, ['limit'])
+      if (malformed.length) throw badRequest(`Invalid request: ${malformed.map((f) => `${f.path} ${f.message}`).join('; ')}`, malformed)
+      const input = validateInput({ query: ArchiveQuerySchema }, { query })
+      return channelArchive(key.productId, channel, input.query as ArchiveQuery)
     }), ROUTE_HOOKS)
     .get('/channels/:channel/presence', endpoint(guards('presence:read', noBody), ({ key, params, query }) => {
       const channel = channelOf(params)

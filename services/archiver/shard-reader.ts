@@ -1,0 +1,154 @@
+// One shard's fan-out stream into the archive, through the consumer group `archiver`: at least once (an entry is
+// acknowledged only after its batch is committed) and idempotent (the archive's key skips a redelivered entry).
+//
+// Each round takes, in turn: entries pending with a consumer that died (XAUTOCLAIM after ARCHIVER_CLAIM_IDLE_MS), this
+// consumer's own pending entries after a restart (XREADGROUP from 0), then new entries (`>`, through archive-read.lua,
+// which counts the entries trimmed before the group read them). Reads never block: on a Redis Cluster each command goes
+// to the node holding the shard's slot through the shared cluster client, MOVED included.
+import type { ArchiveEntry } from '../../shared/realtime/archive'
+import { archiveEntries } from '../../shared/realtime/archive'
+import { fanArchivedKey, fanKey } from '../../shared/realtime/keys'
+import { namespaceOf } from '../../shared/realtime/names'
+import { productPolicies } from '../../shared/realtime/policies'
+import ARCHIVE_READ_LUA from '../../shared/realtime/lua/archive-read.lua' with { type: 'text' }
+import { redis } from '../../shared/redis'
+import { redisScript } from '../../shared/redis-script'
+import { log } from '../../shared/log'
+
+export const GROUP = 'archiver'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+type StreamEntry = [id: string, fields: string[] | null]
+
+const readNew = redisScript<[number, StreamEntry[]]>('realtime archive read', ARCHIVE_READ_LUA)
+
+export interface ReaderOptions {
+  consumer: string
+  batch: number
+  claimIdleMs: number
+  ackDelayMs: number
+}
+
+/** What the archiver has done since it started, for its logs and the tests. */
+export interface ArchiverCounts {
+  /** Entries read from the streams (archivable or not). */
+  read: number
+  /** Rows written (redeliveries of archived entries not counted). */
+  archived: number
+  /** Entries trimmed from a stream before the group received them, or while pending: never archived. */
+  lost: number
+}
+
+function fieldsOf(fields: string[]): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (let i = 0; i + 1 < fields.length; i += 2) out[fields[i]!] = fields[i + 1]!
+  return out
+}
+
+export class ShardReader {
+  /** '0' while this consumer's own pending entries (left by a previous run) are being read again; then '>'. */
+  private pendingFrom: string | null = '0'
+  private groupReady = false
+  private nextClaim = 0
+  private claimCursor = '0-0'
+
+  constructor(readonly shard: number, private readonly options: ReaderOptions, private readonly counts: ArchiverCounts) {}
+
+  private get key() {
+    return fanKey(this.shard)
+  }
+
+  /** Creates the group (reading from the stream's start: whatever is still there is archived) unless it exists. */
+  private async ensureGroup(): Promise<void> {
+    if (this.groupReady) return
+    try {
+      await redis().xgroup('CREATE', this.key, GROUP, '0', 'MKSTREAM')
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('BUSYGROUP')) throw error
+    }
+    this.groupReady = true
+  }
+
+  /** One round: archives what it read and returns how many entries that was (0: nothing new on this shard). */
+  async round(): Promise<number> {
+    await this.ensureGroup()
+    try {
+      if (Date.now() >= this.nextClaim) {
+        this.nextClaim = Date.now() + Math.max(100, this.options.claimIdleMs / 2)
+        const claimed = await this.claim()
+        if (claimed > 0) return claimed
+      }
+      if (this.pendingFrom !== null) {
+        const reply = await redis().xreadgroup('GROUP', GROUP, this.options.consumer, 'COUNT', this.options.batch, 'STREAMS', this.key, this.pendingFrom) as [string, StreamEntry[]][] | null
+        const entries = reply?.[0]?.[1] ?? []
+        if (entries.length === 0) this.pendingFrom = null
+        else {
+          this.pendingFrom = entries.at(-1)![0]
+          return await this.handle(entries)
+        }
+      }
+      const [lost, entries] = await readNew.run([this.key, fanArchivedKey(this.shard)], [GROUP, this.options.consumer, this.options.batch])
+      if (Number(lost) > 0) this.reportLost(Number(lost), 'trimmed before the archiver read them')
+      return await this.handle(entries)
+    } catch (error) {
+      // The stream or its group was deleted (FLUSHALL, a Redis that lost its data): made again on the next round.
+      if (String((error as { cause?: Error }).cause?.message ?? (error as Error).message).includes('NOGROUP')) this.groupReady = false
+      // What was read and not written (PostgreSQL down) is pending with this consumer: read it again first, before
+      // anything new, rather than leave it for a claim while the stream's retention runs out.
+      this.pendingFrom = '0'
+      throw error
+    }
+  }
+
+  /** Takes over entries another consumer left pending too long (it died); returns how many it archived. */
+  private async claim(): Promise<number> {
+    const reply = await redis().call('XAUTOCLAIM', this.key, GROUP, this.options.consumer, this.options.claimIdleMs,
+      this.claimCursor, 'COUNT', this.options.batch) as [string, StreamEntry[], string[]]
+    const [next, entries, deleted] = reply
+    this.claimCursor = next
+    if (deleted?.length) this.reportLost(deleted.length, 'trimmed while pending with a consumer that died')
+    if (next !== '0-0') this.nextClaim = 0 // more to claim: next round
+    return entries.length ? await this.handle(entries) : 0
+  }
+
+  private reportLost(count: number, why: string): void {
+    this.counts.lost += count
+    log('warn', 'archive gap: fan-out entries were never archived', { shard: this.shard, count, why, lostTotal: this.counts.lost })
+  }
+
+  /** Archives the entries of archiving namespaces among `entries`, then acknowledges them all. */
+  private async handle(entries: StreamEntry[]): Promise<number> {
+    if (entries.length === 0) return 0
+    const rows: ArchiveEntry[] = []
+    let gone = 0
+    for (const [, raw] of entries) {
+      if (!raw) {
+        gone++ // trimmed while pending: only its id is left
+        continue
+      }
+      const f = fieldsOf(raw)
+      // Stored publications only: client events and presence events carry no offset, and are never archived.
+      if (f.offset === undefined || f.epoch === undefined || !f.product || !f.channel || f.kind || (f.d === undefined && f.r === undefined)) continue
+      if (!UUID.test(f.product)) continue // not a product's entry (the tests' and benchmarks' raw ones): nothing to look up
+      const days = await this.archiveDays(f.product, f.channel)
+      if (days <= 0) continue
+      rows.push({
+        productId: f.product, channel: f.channel, epoch: f.epoch, offset: Number(f.offset), id: f.id ?? '',
+        publishedAt: Number(f.t), ...(f.d !== undefined ? { data: f.d } : { ref: f.r }), retentionDays: days,
+      })
+    }
+    if (gone) this.reportLost(gone, 'trimmed while pending')
+    this.counts.archived += await archiveEntries(rows)
+    if (this.options.ackDelayMs > 0) await Bun.sleep(this.options.ackDelayMs)
+    await redis().xack(this.key, GROUP, ...entries.map(([id]) => id))
+    this.counts.read += entries.length
+    return entries.length
+  }
+
+  /** The namespace's archive retention from the cached policy (dropped on invalidation); 0 when it does not archive. */
+  private async archiveDays(productId: string, channel: string): Promise<number> {
+    const policies = await productPolicies(productId)
+    return policies.namespaces.get(namespaceOf(channel))?.archiveDays ?? 0
+  }
+}

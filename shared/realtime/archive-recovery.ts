@@ -1,0 +1,52 @@
+// History that outlives Redis: a cursor read whose first missed entry has left the Redis history (trimmed by size or
+// age) is answered from the archive, when the namespace archives and the archive proves continuity. The Redis answer
+// stands whenever it recovers by itself, and `recovered: false` stays whenever the archive cannot prove a gapless run
+// from the cursor to what Redis still holds. docs/realtime-data-plane.md, "Archive".
+import { config } from '../config'
+import { logUnlessOutage } from '../errors'
+import { archivedRunAfter } from './archive-read'
+import { readHistory, type HistoryPolicy, type HistoryQuery, type HistoryResult } from './broker'
+
+/** Most entries one recovery takes from the archive: the most a Redis history ever holds (history size ≤ 10 000). */
+export const ARCHIVE_RECOVERY_MAX_ENTRIES = 10_000
+
+/**
+ * readHistory, and for a cursor Redis cannot serve, the archive: entries `offset + 1 ..` of the cursor's epoch from the
+ * archive, without a hole, up to an offset from which Redis recovers the rest (a second cursor read). All or nothing,
+ * within the same reply budget as history: any doubt (another epoch, a hole, a gap over the budget, the archiver not
+ * yet past the entries Redis dropped) answers Redis' own `recovered: false`. `archiveDaysOf` answers the namespace's
+ * archive retention (0: it does not archive); it is asked only when Redis alone cannot recover.
+ */
+export async function readHistoryWithArchive(
+  productId: string, channel: string, policy: HistoryPolicy, archiveDaysOf: () => Promise<number>, query: HistoryQuery,
+  maxReplyBytes = config.realtime.historyMaxReplyBytes,
+): Promise<HistoryResult> {
+  const result = await readHistory(productId, channel, policy, query, maxReplyBytes)
+  if (result.recovered || !('offset' in query)) return result
+  // Only within the epoch Redis still has: an epoch change means the offsets started again.
+  if (query.epoch !== result.epoch || query.offset >= result.offset) return result
+  try {
+    return (await fromArchive(productId, channel, policy, archiveDaysOf, query, result, maxReplyBytes)) ?? result
+  } catch (error) {
+    // The archive is what PostgreSQL adds; without it (down, slow) the answer is Redis' own, never an error.
+    logUnlessOutage('history recovery from the archive failed', error, { productId })
+    return result
+  }
+}
+
+/** The recovered answer, or null when the archive cannot prove a gapless run to what Redis holds. */
+async function fromArchive(
+  productId: string, channel: string, policy: HistoryPolicy, archiveDaysOf: () => Promise<number>,
+  query: { offset: number; epoch: string }, result: HistoryResult, maxReplyBytes: number,
+): Promise<HistoryResult | null> {
+  // Asked only now: most reads recover from Redis alone.
+  const archiveDays = await archiveDaysOf()
+  if (archiveDays <= 0) return null
+  const wanted = Math.min(result.offset - query.offset, ARCHIVE_RECOVERY_MAX_ENTRIES)
+  const run = await archivedRunAfter(productId, channel, archiveDays, query.epoch, query.offset, wanted, maxReplyBytes)
+  if (run.entries.length === 0) return null
+  const reached = query.offset + run.entries.length
+  const rest = await readHistory(productId, channel, policy, { offset: reached, epoch: query.epoch }, maxReplyBytes - run.bytes)
+  if (!rest.recovered || rest.epoch !== query.epoch) return null
+  return { entries: [...run.entries, ...rest.entries], offset: rest.offset, epoch: rest.epoch, recovered: true }
+}

@@ -1,0 +1,188 @@
+// The Realtime archive's storage (PostgreSQL, table realtime_archive, partitioned by month): writing entries, creating
+// month partitions ahead of time, and expiring rows past their retention. Reads: ./archive-read.ts. Why PostgreSQL and
+// how retention changes behave: docs/realtime-data-plane.md, "Archive".
+import type { Sql } from '../db/client'
+import { sql as defaultSql } from '../db/client'
+import { namespaceOf } from './names'
+
+/** One stored publication as the archive keeps it. */
+export interface ArchiveEntry {
+  productId: string
+  channel: string
+  epoch: string
+  offset: number
+  /** The message id. */
+  id: string
+  /** Publish time, ms (the Redis clock, as history reports it). */
+  publishedAt: number
+  /** Serialized JSON as published; exactly one of `data` and `ref`. */
+  data?: string
+  /** The payload ref as JSON text. */
+  ref?: string
+  /** The namespace's archive retention when written (1..3650). */
+  retentionDays: number
+}
+
+/** Month partitions this process knows exist (by name); a miss is checked, and created, once. */
+const knownPartitions = new Set<string>()
+/** `<productId> <namespace>` pairs this process knows are in realtime_archive_namespaces. */
+const knownNamespaces = new Set<string>()
+
+/**
+ * Writes entries, once each: an entry already archived (a redelivery) is skipped. Returns how many rows were new. The
+ * month partitions the entries need are created first when missing, so an insert never fails for want of one.
+ * @example await archiveEntries([{ productId, channel: 'chat:1', epoch, offset: 7, id, publishedAt: Date.now(), data: '{}', retentionDays: 30 }])
+ */
+export async function archiveEntries(entries: ArchiveEntry[], sql: Sql = defaultSql, retried = false): Promise<number> {
+  if (entries.length === 0) return 0
+  for (const at of new Set(entries.map((e) => monthPartition(new Date(e.publishedAt)).from.getTime()))) {
+    const { name } = monthPartition(new Date(at))
+    if (knownPartitions.has(name)) continue
+    await ensureMonthPartition(new Date(at), sql)
+    knownPartitions.add(name)
+  }
+  const pairs = [...new Set(entries.map((e) => `${e.productId} ${namespaceOf(e.channel)}`))].filter((pair) => !knownNamespaces.has(pair))
+  if (pairs.length) {
+    // Recorded before the rows, so no row is ever there without its namespace being known to the sweeper.
+    await sql`
+      insert into realtime_archive_namespaces (product_id, namespace)
+      select * from unnest(${pairs.map((p) => p.split(' ')[0]!)}::uuid[], ${pairs.map((p) => p.split(' ')[1]!)}::text[])
+      on conflict do nothing`
+    for (const pair of pairs) knownNamespaces.add(pair)
+  }
+  try {
+    return await insertEntries(entries, sql)
+  } catch (error) {
+    // A month dropped by a sweeper (perhaps another process's) after this one learned of it: learn again, once.
+    if ((error as { code?: string }).code !== '23514' || retried) throw error
+    knownPartitions.clear()
+    return archiveEntries(entries, sql, true)
+  }
+}
+
+async function insertEntries(entries: ArchiveEntry[], sql: Sql): Promise<number> {
+  // Arrays, one per column, through unnest: one statement of 9 parameters whatever the batch size.
+  const result = await sql`
+    insert into realtime_archive (product_id, channel, epoch, "offset", id, published_at, data, ref, retention_days)
+    select product_id, channel, epoch, "offset", id, published_at, data, ref::jsonb, retention_days from unnest(
+      ${entries.map((e) => e.productId)}::uuid[], ${entries.map((e) => e.channel)}::text[],
+      ${entries.map((e) => e.epoch)}::text[], ${entries.map((e) => e.offset)}::bigint[], ${entries.map((e) => e.id)}::text[],
+      ${entries.map((e) => new Date(e.publishedAt).toISOString())}::timestamptz[], ${entries.map((e) => e.data ?? null)}::text[],
+      ${entries.map((e) => e.ref ?? null)}::text[], ${entries.map((e) => e.retentionDays)}::smallint[]
+    ) as batch (product_id, channel, epoch, "offset", id, published_at, data, ref, retention_days)
+    on conflict do nothing`
+  return result.count
+}
+
+/** The month partition's table name and bounds for the month holding `at` (UTC). */
+export function monthPartition(at: Date): { name: string; from: Date; to: Date } {
+  const from = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1))
+  const to = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1))
+  const name = `realtime_archive_y${from.getUTCFullYear()}m${String(from.getUTCMonth() + 1).padStart(2, '0')}`
+  return { name, from, to }
+}
+
+const PARTITION_NAME = /^realtime_archive_y(\d{4})m(\d{2})$/
+
+/** Creates the month partition holding `at` unless it exists; true when it made it. */
+export async function ensureMonthPartition(at: Date, sql: Sql = defaultSql): Promise<boolean> {
+  const { name, from, to } = monthPartition(at)
+  return await sql.begin(async (tx) => {
+    // One creator at a time (several archivers): the lock is held to the end of the transaction.
+    await tx`select pg_advisory_xact_lock(hashtext('realtime_archive partitions'))`
+    const [exists] = await tx`select 1 from pg_class where relname = ${name} and relkind = 'r'`
+    if (exists) return false
+    // DDL takes no bind parameters: the name matches PARTITION_NAME and the bounds are ISO texts made here.
+    await tx.unsafe(`create table "${name}" partition of realtime_archive for values from ('${from.toISOString()}') to ('${to.toISOString()}')`)
+    return true
+  }) as boolean
+}
+
+/** The current month and `ahead` more: what the archiver keeps ready, so its inserts seldom create one on demand. */
+export async function ensurePartitionsAhead(now = new Date(), ahead = 2, sql: Sql = defaultSql): Promise<string[]> {
+  const made: string[] = []
+  for (let i = 0; i <= ahead; i++) {
+    const at = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + i, 1))
+    if (await ensureMonthPartition(at, sql)) made.push(monthPartition(at).name)
+  }
+  return made
+}
+
+export interface SweepResult {
+  /** Rows deleted past their retention. */
+  deleted: number
+  /** Month partitions dropped whole. */
+  dropped: string[]
+}
+
+/**
+ * Deletes rows past their retention, `batch` rows per statement (short transactions, no long locks), and drops month
+ * partitions that end before every retention that could still keep one of their rows. A row's retention is its
+ * namespace's current `archive_days` when the namespace archives (lowering it takes effect here, raising it keeps rows
+ * longer), else the retention it was written with (archive removed or namespace deleted: kept rows expire as they
+ * would have). ./archive-read.ts answers by the same rule, so a row past it is never served between sweeps.
+ */
+export async function sweepArchive(options: { batch?: number; now?: Date } = {}, sql: Sql = defaultSql): Promise<SweepResult> {
+  const batch = options.batch ?? 5000
+  const now = options.now ?? new Date()
+  const result: SweepResult = { deleted: 0, dropped: [] }
+  result.dropped = await dropExpiredPartitions(now, sql)
+  // Namespaces that archive: their channels are one index range each, and `published_at < before` leaves out (prunes)
+  // every month partition newer than the cutoff, so a sweep reads only the months that can hold expired rows.
+  const namespaces = await sql<{ product_id: string; name: string; archive_days: number }[]>`
+    select product_id, name, archive_days from realtime_namespaces where archive_days > 0`
+  for (const ns of namespaces) {
+    const before = new Date(now.getTime() - ns.archive_days * 86_400_000)
+    for (;;) {
+      const deleted = await sql`
+        delete from realtime_archive where (product_id, channel, epoch, "offset", published_at) in (
+          select product_id, channel, epoch, "offset", published_at from realtime_archive
+          where product_id = ${ns.product_id} and channel >= ${ns.name + ':'} and channel < ${ns.name + ';'}
+            and published_at < ${before} limit ${batch})`
+      result.deleted += deleted.count
+      if (deleted.count < batch) break
+    }
+  }
+  // Namespaces that no longer archive (removed or deleted): their rows by their own retention, never less than a day.
+  const idle = await sql<{ product_id: string; namespace: string }[]>`
+    select t.product_id, t.namespace from realtime_archive_namespaces t
+    where not exists (select 1 from realtime_namespaces n where n.product_id = t.product_id and n.name = t.namespace and n.archive_days > 0)`
+  for (const ns of idle) {
+    for (;;) {
+      const deleted = await sql`
+        delete from realtime_archive where (product_id, channel, epoch, "offset", published_at) in (
+          select product_id, channel, epoch, "offset", published_at from realtime_archive
+          where product_id = ${ns.product_id} and channel >= ${ns.namespace + ':'} and channel < ${ns.namespace + ';'}
+            and published_at < ${new Date(now.getTime() - 86_400_000)}
+            and published_at < ${now}::timestamptz - make_interval(days => retention_days)
+          limit ${batch})`
+      result.deleted += deleted.count
+      if (deleted.count < batch) break
+    }
+  }
+  return result
+}
+
+/**
+ * Drops each month partition that ended before `now` minus the longest retention that could still keep one of its
+ * rows: the longest `archive_days` of any namespace, and the longest retention its own rows were written with.
+ */
+async function dropExpiredPartitions(now: Date, sql: Sql): Promise<string[]> {
+  const [longest] = await sql<{ days: number }[]>`select coalesce(max(archive_days), 0)::int as days from realtime_namespaces`
+  const partitions = await sql<{ name: string }[]>`
+    select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = 'realtime_archive'::regclass`
+  const dropped: string[] = []
+  for (const { name } of partitions) {
+    const match = PARTITION_NAME.exec(name)
+    if (!match) continue
+    const end = new Date(Date.UTC(Number(match[1]), Number(match[2]), 1))
+    if (end.getTime() > now.getTime() - longest!.days * 86_400_000) continue
+    const [own] = await sql<{ days: number }[]>`select coalesce(max(retention_days), 0)::int as days from ${sql(name)}`
+    if (end.getTime() > now.getTime() - own!.days * 86_400_000) continue
+    await sql`drop table if exists ${sql(name)}` // another archiver may have swept it meanwhile
+    knownPartitions.delete(name)
+    dropped.push(name)
+  }
+  return dropped
+}
