@@ -1,6 +1,7 @@
 // The gateway's edges (./ports.ts) as the running gateway has them: Redis for the broker, presence and the client-event
 // budget; PostgreSQL (cached) for policies, revocations and signing keys; usage flushed to PostgreSQL.
 import { publish, readHistory, subscriptionPosition } from '../shared/realtime/broker'
+import { holdChannels, releaseChannels } from '../shared/realtime/occupancy'
 import { productPolicies } from '../shared/realtime/policies'
 import { enterPresence, leavePresence, listPresence, sweepPresence } from '../shared/realtime/presence'
 import { revocations, revokedAmong } from '../shared/realtime/revocations'
@@ -32,5 +33,9 @@ export function redisBackends(): GatewayBackends {
     },
     tokens: { verify: (token) => verifyToken(token) },
     usage,
+    occupancy: {
+      hold: (holder, channels, leaseMs) => holdChannels(holder, channels, leaseMs),
+      release: (holder, channels) => releaseChannels(holder, channels),
+    },
   }
 }

@@ -1,0 +1,37 @@
+// This gateway's occupancy leases: a lease on each channel it has subscribers on, taken with the first, refreshed at
+// half its lifetime, released with the last; a gateway that dies stops refreshing and its leases expire. The channel's
+// occupancy across gateways, and its webhook events, are in shared/realtime/occupancy.ts.
+import { randomUUID } from 'node:crypto'
+import { logUnlessOutage } from '../shared/errors'
+import type { ChannelWatch } from './hub'
+import { topicOf } from './hub'
+import type { Occupancy } from './ports'
+import { everyUnlessRunning } from './rounds'
+
+export class OccupancyLeases implements ChannelWatch {
+  /** This process's holder id: a restarted gateway is a new holder, and its predecessor's leases expire. */
+  readonly holder = randomUUID()
+  private readonly held = new Map<string, { productId: string; channel: string }>()
+  private readonly refresh: ReturnType<typeof setInterval>
+
+  constructor(private readonly occupancy: Occupancy, private readonly leaseMs: number) {
+    // Every held channel again, so a lease outlives its refresh period; one lost write is made good by the next round.
+    this.refresh = everyUnlessRunning(Math.max(200, leaseMs / 2), () => this.occupancy.hold(this.holder, [...this.held.values()], leaseMs)
+      .catch((error) => logUnlessOutage('occupancy refresh failed', error)))
+  }
+
+  first(productId: string, channel: string): void {
+    this.held.set(topicOf(productId, channel), { productId, channel })
+    void this.occupancy.hold(this.holder, [{ productId, channel }], this.leaseMs).catch((error) => logUnlessOutage('occupancy hold failed', error))
+  }
+
+  last(productId: string, channel: string): void {
+    this.held.delete(topicOf(productId, channel))
+    void this.occupancy.release(this.holder, [{ productId, channel }]).catch((error) => logUnlessOutage('occupancy release failed', error))
+  }
+
+  /** Refreshes stop; the leases still held are released by their subscriptions ending (a drain), or expire. */
+  stop(): void {
+    clearInterval(this.refresh)
+  }
+}
