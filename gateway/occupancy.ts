@@ -8,6 +8,9 @@ import { topicOf } from './hub'
 import type { Occupancy } from './ports'
 import { everyUnlessRunning } from './rounds'
 
+/** Leases refreshed per round trip batch. */
+const REFRESH_CHUNK = 200
+
 export class OccupancyLeases implements ChannelWatch {
   /** This process's holder id: a restarted gateway is a new holder, and its predecessor's leases expire. */
   readonly holder = randomUUID()
@@ -16,8 +19,20 @@ export class OccupancyLeases implements ChannelWatch {
 
   constructor(private readonly occupancy: Occupancy, private readonly leaseMs: number) {
     // Every held channel again, so a lease outlives its refresh period; one lost write is made good by the next round.
-    this.refresh = everyUnlessRunning(Math.max(200, leaseMs / 2), () => this.occupancy.hold(this.holder, [...this.held.values()], leaseMs)
+    this.refresh = everyUnlessRunning(Math.max(200, leaseMs / 2), () => this.refreshAll()
       .catch((error) => logUnlessOutage('occupancy refresh failed', error)))
+  }
+
+  /**
+   * In chunks, each taken from what is still held when it is sent: a channel released meanwhile is not held again
+   * after its release (its lease would linger, and its vacate come a lease later).
+   */
+  private async refreshAll(): Promise<void> {
+    const topics = [...this.held.keys()]
+    for (let i = 0; i < topics.length; i += REFRESH_CHUNK) {
+      const chunk = topics.slice(i, i + REFRESH_CHUNK).flatMap((topic) => this.held.get(topic) ?? [])
+      if (chunk.length) await this.occupancy.hold(this.holder, chunk, this.leaseMs)
+    }
   }
 
   first(productId: string, channel: string): void {

@@ -66,12 +66,22 @@ export function toHookEvent(shard: number, streamId: string, fields: string[] | 
   const sequence = Number(f.seq)
   const data: Record<string, unknown> = { channel: f.channel, namespace: namespaceOf(f.channel!) }
   if (kind === 'presence.member_added' || kind === 'presence.member_removed') data.identity = f.identity
-  if (kind === 'presence.member_added') data.info = f.info ? JSON.parse(f.info) : null
+  if (kind === 'presence.member_added') data.info = parseInfo(f.info)
   data.occurredAt = occurredAt
   data.sequence = sequence
   return {
     id: `rt_${shard}_${streamId}`, productId: f.product!, kind, channel: f.channel!,
     ...(f.identity ? { identity: f.identity } : {}), occurredAt, sequence, data,
+  }
+}
+
+/** The info as presence stored it (JSON text from a gateway); null when none, or not JSON (never thrown: it would stall the shard). */
+function parseInfo(text: string | undefined): unknown {
+  if (!text) return null
+  try {
+    return JSON.parse(text)
+  } catch {
+    return null
   }
 }
 
@@ -114,8 +124,11 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
   try {
     while (!signal.aborted) {
       try {
-        connection ??= dedicatedReader(`hooks@${shard}`, nodeOfKey(key), { autoResendUnfulfilledCommands: false })
-        await ensureGroup(key)
+        if (!connection) {
+          connection = dedicatedReader(`hooks@${shard}`, nodeOfKey(key), { autoResendUnfulfilledCommands: false })
+          // Again with every new connection: the stream and its group are gone if Redis restarted empty (NOGROUP).
+          await ensureGroup(key)
+        }
         let entries: [string, string[] | null][] = []
         if (Date.now() - claimedAt >= claimIdleMs / 2) {
           claimedAt = Date.now()
