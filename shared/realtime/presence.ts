@@ -5,6 +5,7 @@
 //   pres       hash  identity → info (the JSON text as given; the latest enter that carries info wins)
 //   presCount  hash  identity → number of live connections
 //   presExp    zset  `<len(identity)>:<identity><connectionId>` → expiry (ms, Redis clock)
+//   presGone   zset  identity → when its last connection went, while its webhook removal waits out the grace (./hooks.ts)
 // An identity is on the roster exactly while it has a live connection. Expired connections are removed at the start of
 // every script, so a dead gateway's connections fall off by expiry; live gateways refresh by entering again.
 // Scripts: ./lua/presence-*.lua.
@@ -149,7 +150,9 @@ export async function presenceCount(productId: string, channel: string): Promise
 /**
  * Takes expired connections off these channels' rosters, emitting a `leave` for each identity whose last connection
  * expired. Expiry is otherwise noticed only when some script touches the roster; a gateway sweeps the channels its
- * clients subscribe to, so the connections of a gateway that died (SIGKILL) leave within about one lifetime.
+ * clients subscribe to, so the connections of a gateway that died (SIGKILL) leave within about one lifetime. Also
+ * announces the webhook removals whose grace has ended; the webhooks process's due checks call it for the channels
+ * that need a look (./hook-events.ts), subscribed anywhere or not.
  */
 export async function sweepPresence(channels: Iterable<{ productId: string; channel: string }>, hooks = defaultHookSettings()): Promise<void> {
   const batch: [string[], (string | number)[]][] = []

@@ -1,4 +1,4 @@
--- Library that every presence script starts with (shared/realtime/presence.ts); needs now.lua, fan-budget.lua, hooks.lua and
+-- Library that every presence script starts with (shared/realtime/presence.ts); needs now.lua, fan-budget.lua and
 -- hooks.lua.
 -- KEYS: 1 pres, 2 presCount, 3 presExp, 4 the shard's fan-out stream, 5 its sequence, 6 the product's fan-out budget
 --       (fanb), 7 the shard's hooks stream, 8 its due index, 9 the product's hook budget (hookb), 10 the channel's hook
