@@ -125,9 +125,10 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
     while (!signal.aborted) {
       try {
         if (!connection) {
-          connection = dedicatedReader(`hooks@${shard}`, nodeOfKey(key), { autoResendUnfulfilledCommands: false })
-          // Again with every new connection: the stream and its group are gone if Redis restarted empty (NOGROUP).
+          // Again with every new connection: the stream and its group are gone if Redis restarted empty (NOGROUP). First,
+          // so that on a cluster the command connection has learned which node holds the shard's slot.
           await ensureGroup(key)
+          connection = dedicatedReader(`hooks@${shard}`, nodeOfKey(key), { autoResendUnfulfilledCommands: false })
         }
         let entries: [string, string[] | null][] = []
         if (Date.now() - claimedAt >= claimIdleMs / 2) {
