@@ -8,7 +8,8 @@ import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { replied, startGateway, type GatewayProcess, WsClient } from './ws-helpers'
 
-const GRACE_MS = 800
+// Long enough that a reconnect (a new socket, connect, enter) on a loaded machine stays well inside it.
+const GRACE_MS = 2000
 const LEASE_MS = 1500
 const ENV = { WEBHOOK_PRESENCE_GRACE_MS: String(GRACE_MS), GATEWAY_OCCUPANCY_LEASE_MS: String(LEASE_MS) }
 

@@ -11,7 +11,8 @@ import { checkOccupancy, holdChannels, releaseChannels } from '../../shared/real
 import { enterPresence, leavePresence } from '../../shared/realtime/presence'
 import { config } from '../../shared/config'
 
-const HOOKS: HookSettings = { graceMs: 400, retentionMs: 3_600_000, productMaxBytes: 4 * 1024 * 1024 }
+// Long enough that a loaded machine's round trips between a leave and the rejoin stay well inside it.
+const HOOKS: HookSettings = { graceMs: 1000, retentionMs: 3_600_000, productMaxBytes: 4 * 1024 * 1024 }
 const BUDGET = { fanoutRetentionMs: config.realtime.fanoutRetentionMs, fanoutMaxBytes: config.realtime.productFanoutMaxBytes }
 const fresh = () => ({ productId: randomUUID(), channel: `room:${randomUUID().slice(0, 8)}` })
 
@@ -64,15 +65,17 @@ describe('presence events', () => {
       await checkFor(where, 100)
       await enter(where, 'bob', `c${i + 2}`)
     }
+    const before = Date.now()
     await leave(where, 'bob', 'c6')
-    const leftAt = Date.now()
+    const after = Date.now()
     await checkFor(where, HOOKS.graceMs / 2)
     expect(await kinds(where)).toEqual([['presence.member_added', 'bob']])
     await checkFor(where, HOOKS.graceMs + 300)
     const events = await eventsOf(where)
     expect(events.map((e) => [e.kind, e.sequence])).toEqual([['presence.member_added', 1], ['presence.member_removed', 2]])
     // A removal happened when the last entry went, not when the grace ended.
-    expect(Math.abs(Date.parse(events[1]!.occurredAt) - leftAt)).toBeLessThan(150)
+    expect(Date.parse(events[1]!.occurredAt)).toBeGreaterThanOrEqual(before - 50) // one host: Redis' clock and ours agree
+    expect(Date.parse(events[1]!.occurredAt)).toBeLessThanOrEqual(after + 50)
     expect(events[1]!.data).toEqual({ channel: where.channel, namespace: 'room', identity: 'bob', occurredAt: events[1]!.occurredAt, sequence: 2 })
   })
 
