@@ -40,7 +40,10 @@ export interface HookEvent {
 export interface ConsumeOptions {
   /** This consumer's name in the group: stable for a process (its own pending entries are read again after a restart). */
   consumer: string
-  /** Takes a batch of one shard's events, in stream order; resolves once they are recorded. A rejection leaves them pending. */
+  /**
+   * Takes a batch of one shard's events, in stream order; resolves once they are recorded. A rejection leaves them
+   * pending (handed again a second later). Called for several shards at once, never twice at once for one shard.
+   */
   handle: (events: HookEvent[]) => Promise<void>
   signal: AbortSignal
   /** Entries per read (default 100). */
