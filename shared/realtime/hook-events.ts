@@ -58,6 +58,8 @@ export interface ConsumeOptions {
 }
 
 const BLOCK_MS = 2000
+/** How often a shard's reader drops the entries the group has acknowledged (so the stream holds the backlog only). */
+const TRIM_EVERY_MS = 5000
 
 /** A stream entry back as its event; undefined for an entry trimmed while it was pending. */
 export function toHookEvent(shard: number, streamId: string, fields: string[] | null): HookEvent | undefined {
@@ -124,6 +126,7 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
   // After a start or a failed handler, this consumer's own pending entries come first (from id 0), then new ones.
   let ownPending = true
   let claimedAt = 0
+  let trimmedAt = 0
   try {
     while (!signal.aborted) {
       try {
@@ -158,6 +161,10 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
           continue
         }
         await connection.xack(key, HOOKS_GROUP, ...entries.map(([id]) => id))
+        if (Date.now() - trimmedAt >= TRIM_EVERY_MS) {
+          trimmedAt = Date.now()
+          await trimAcknowledged(key)
+        }
       } catch (error) {
         if (signal.aborted) break
         logUnlessOutage('webhook events read failed', error, { shard })
@@ -172,6 +179,28 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
     signal.removeEventListener('abort', close)
     close()
   }
+}
+
+/**
+ * Drops the entries of a hooks stream that the group has delivered and acknowledged: everything before its oldest
+ * pending entry, or before the last one delivered when none is pending. Entries not yet delivered, or delivered and not
+ * acknowledged, stay; so while the webhooks process keeps up the stream holds its backlog only, and the age trim
+ * (REALTIME_HOOK_RETENTION_MS) bounds it while none runs. The group's position only moves forward, so a stale reading
+ * of it trims less, never more. One group reads these streams; another would need its position counted here.
+ */
+export async function trimAcknowledged(key: string): Promise<void> {
+  const groups = (await redis().xinfo('GROUPS', key)) as (string | number | null)[][]
+  const group = groups.map(pairs).find((g) => g.name === HOOKS_GROUP)
+  const delivered = group?.['last-delivered-id']
+  if (typeof delivered !== 'string' || delivered === '0-0') return
+  const [count, oldest] = (await redis().xpending(key, HOOKS_GROUP)) as [number, string | null]
+  await redis().xtrim(key, 'MINID', Number(count) > 0 && oldest ? oldest : delivered)
+}
+
+function pairs(list: (string | number | null)[]): Record<string, string | number | null> {
+  const out: Record<string, string | number | null> = {}
+  for (let i = 0; i + 1 < list.length; i += 2) out[String(list[i])] = list[i + 1]!
+  return out
 }
 
 const dueScript = redisScript<string[]>('realtime webhook checks', NOW_LUA, DUE_LUA)

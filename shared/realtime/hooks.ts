@@ -7,7 +7,7 @@ import { config } from '../config'
 export interface HookSettings {
   /** How long an identity's last presence entry, or a channel's last subscriber, must stay gone before the removal (ms). */
   graceMs: number
-  /** How long an event waits in its shard's stream for the webhooks process (ms); also the budget's window. */
+  /** Longest an event waits in its shard's stream for the webhooks process (ms; acknowledged ones go sooner); also the budget's window. */
   retentionMs: number
   /** Event bytes one product may append to one shard's stream within `retentionMs`; past it events are dropped. */
   productMaxBytes: number

@@ -25,7 +25,7 @@ beforeAll(async () => {
   // What the webhooks process does: reads every shard's hooks stream in the group and runs the due checks.
   reader = consumeHookEvents({
     consumer: `gateway-test-${randomUUID()}`, signal: reading.signal, checkDueMs: 100, claimIdleMs: 60_000,
-    hooks: { graceMs: GRACE_MS, retentionMs: 3_600_000, productMaxBytes: 4 * 1024 * 1024 },
+    hooks: { graceMs: GRACE_MS, retentionMs: 3_600_000, productMaxBytes: 16 * 1024 * 1024 },
     handle: async (batch) => void events.push(...batch.filter((e) => e.productId === product.productId)),
   })
 }, 30_000)

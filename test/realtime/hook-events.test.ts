@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { closeRedis, redis } from '../../shared/redis'
-import { consumeHookEvents, checkDueHooks, type HookEvent, toHookEvent } from '../../shared/realtime/hook-events'
+import { consumeHookEvents, checkDueHooks, type HookEvent, HOOKS_GROUP, toHookEvent, trimAcknowledged } from '../../shared/realtime/hook-events'
 import type { HookSettings } from '../../shared/realtime/hooks'
 import { channelKeys } from '../../shared/realtime/keys'
 import { checkOccupancy, holdChannels, releaseChannels } from '../../shared/realtime/occupancy'
@@ -12,7 +12,7 @@ import { enterPresence, leavePresence } from '../../shared/realtime/presence'
 import { config } from '../../shared/config'
 
 // Long enough that a loaded machine's round trips between a leave and the rejoin stay well inside it.
-const HOOKS: HookSettings = { graceMs: 1000, retentionMs: 3_600_000, productMaxBytes: 4 * 1024 * 1024 }
+const HOOKS: HookSettings = { graceMs: 1000, retentionMs: 3_600_000, productMaxBytes: 16 * 1024 * 1024 }
 const BUDGET = { fanoutRetentionMs: config.realtime.fanoutRetentionMs, fanoutMaxBytes: config.realtime.productFanoutMaxBytes }
 const fresh = () => ({ productId: randomUUID(), channel: `room:${randomUUID().slice(0, 8)}` })
 
@@ -182,4 +182,20 @@ describe('the reader', () => {
     const pending = (await redis().xpending(keys.hooks, 'webhooks', '-', '+', 1000)) as [string][]
     expect(pending.map(([id]) => id)).not.toContain(dead.seen[0]!.id.split('_')[2])
   }, 20_000)
+
+  test('acknowledged entries are trimmed away; pending and undelivered ones stay', async () => {
+    const key = `test:{hooks-trim-${randomUUID()}}:hooks`
+    await redis().xgroup('CREATE', key, HOOKS_GROUP, '0', 'MKSTREAM')
+    const ids: string[] = []
+    for (let i = 1; i <= 6; i++) ids.push((await redis().xadd(key, `${i}-0`, 'n', String(i)))!)
+    await redis().xreadgroup('GROUP', HOOKS_GROUP, 'trimmer', 'COUNT', 4, 'STREAMS', key, '>') // 1-4 delivered
+    await redis().xack(key, HOOKS_GROUP, '1-0', '2-0', '4-0') // 3 stays pending
+    await trimAcknowledged(key)
+    expect(((await redis().xrange(key, '-', '+')) as [string, string[]][]).map(([id]) => id)).toEqual(['3-0', '4-0', '5-0', '6-0'])
+    await redis().xack(key, HOOKS_GROUP, '3-0')
+    await trimAcknowledged(key)
+    // Nothing pending: everything before the last delivered goes; 5 and 6 were never delivered.
+    expect(((await redis().xrange(key, '-', '+')) as [string, string[]][]).map(([id]) => id)).toEqual(['4-0', '5-0', '6-0'])
+    await redis().del(key)
+  })
 })
