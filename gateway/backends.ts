@@ -3,6 +3,7 @@
 import { readHistoryWithArchive } from '../shared/realtime/archive-recovery'
 import { publish, subscriptionPosition } from '../shared/realtime/broker'
 import { namespaceOf } from '../shared/realtime/names'
+import { holdChannels, releaseChannels } from '../shared/realtime/occupancy'
 import { productPolicies } from '../shared/realtime/policies'
 import { enterPresence, leavePresence, listPresence, sweepPresence } from '../shared/realtime/presence'
 import { revocations, revokedAmong } from '../shared/realtime/revocations'
@@ -36,5 +37,9 @@ export function redisBackends(): GatewayBackends {
     },
     tokens: { verify: (token) => verifyToken(token) },
     usage,
+    occupancy: {
+      hold: (holder, channels, leaseMs) => holdChannels(holder, channels, leaseMs),
+      release: (holder, channels) => releaseChannels(holder, channels),
+    },
   }
 }

@@ -32,9 +32,17 @@ interface ChannelEntry<S> {
 /** The runtime topic of a (product, channel): product ids are UUIDs, so the first colon separates them. */
 export const topicOf = (productId: string, channel: string) => `${productId}:${channel}`
 
+/** Told when a channel gets its first subscriber here and when it loses its last (the gateway's occupancy leases). */
+export interface ChannelWatch {
+  first(productId: string, channel: string): void
+  last(productId: string, channel: string): void
+}
+
 export class Hub<S extends Subscriber = Subscriber> {
   private readonly channels = new Map<string, ChannelEntry<S>>()
   private readonly shardChannels = new Map<number, number>()
+
+  constructor(private readonly watch?: ChannelWatch) {}
 
   /** Adds a pending subscription; returns the channel's shard (which the caller makes sure is read). */
   subscribe(productId: string, channel: string, subscriber: S): number {
@@ -44,6 +52,7 @@ export class Hub<S extends Subscriber = Subscriber> {
       entry = { productId, channel, topic, shard: shardOf(productId, channel), pending: new Set(), live: new Set() }
       this.channels.set(topic, entry)
       this.shardChannels.set(entry.shard, (this.shardChannels.get(entry.shard) ?? 0) + 1)
+      this.watch?.first(productId, channel)
     }
     entry.pending.add(subscriber)
     return entry.shard
@@ -64,6 +73,7 @@ export class Hub<S extends Subscriber = Subscriber> {
     if (!entry || !(entry.pending.delete(subscriber) || entry.live.delete(subscriber))) return null
     if (entry.pending.size + entry.live.size > 0) return null
     this.channels.delete(topic)
+    this.watch?.last(productId, channel)
     const left = (this.shardChannels.get(entry.shard) ?? 1) - 1
     if (left > 0) {
       this.shardChannels.set(entry.shard, left)

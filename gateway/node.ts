@@ -14,6 +14,7 @@ import { Dispatcher } from './dispatch'
 import { FanoutReader } from './fanout'
 import { Hub } from './hub'
 import { gatewayLimits } from './limits'
+import { OccupancyLeases } from './occupancy'
 import type { GatewayBackends } from './ports'
 import { serveGateway } from './server'
 import { RevocationSweep, startPresenceSweep } from './sweeps'
@@ -27,7 +28,9 @@ export interface Gateway {
 
 export function startGateway(port: number, backends: GatewayBackends = redisBackends()): Gateway {
   const limit = config.realtime.gatewayMaxBufferedBytes
-  const hub = new Hub<Connection>()
+  // Occupancy leases tell Redis which channels have subscribers here (channel.occupied / vacated webhooks).
+  const leases = backends.occupancy ? new OccupancyLeases(backends.occupancy, config.realtime.gatewayOccupancyLeaseMs) : undefined
+  const hub = new Hub<Connection>(leases)
   const writer = new Writer(limit)
   const topics = new SocketTopics()
   const dispatcher = new Dispatcher(hub, topics, writer, backends.usage, limit)
@@ -73,6 +76,7 @@ export function startGateway(port: number, backends: GatewayBackends = redisBack
       await Promise.race([stopped, Bun.sleep(2000)])
       server.stop(true)
       clearInterval(presenceSweep)
+      leases?.stop()
       await reader.stop()
       await invalidations.stop()
     },

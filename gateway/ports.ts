@@ -39,6 +39,14 @@ export interface Presence {
   sweep(channels: Iterable<{ productId: string; channel: string }>): Promise<void>
 }
 
+/** Channel occupancy across gateways, by leases (shared/realtime/occupancy.ts). */
+export interface Occupancy {
+  /** `holder` has subscribers on these channels: each lease (re)starts for `leaseMs`. */
+  hold(holder: string, channels: { productId: string; channel: string }[], leaseMs: number): Promise<void>
+  /** `holder` has no subscriber left on these channels. */
+  release(holder: string, channels: { productId: string; channel: string }[]): Promise<void>
+}
+
 /** A product's namespace policies (shared/realtime/policies.ts); rejects when they cannot be read. */
 export interface PolicySource {
   policies(productId: string): Promise<{ namespaces: ReadonlyMap<string, NamespacePolicy> }>
@@ -77,4 +85,6 @@ export interface GatewayBackends {
   revocations: RevocationSource
   tokens: TokenVerifier
   usage: Usage
+  /** Absent in the unit tier: nothing is told which channels are occupied. */
+  occupancy?: Occupancy
 }

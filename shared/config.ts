@@ -217,6 +217,18 @@ function loadConfig() {
        * those of a revoked key 4001 (besides at once on an invalidation message, and each time its subscription returns).
        */
       gatewayRevocationSweepMs: int('GATEWAY_REVOCATION_SWEEP_MS', 10_000),
+      /**
+       * Webhook de-flapping (docs/webhooks.md, "Realtime events"): how long an identity's last presence entry, or a
+       * channel's last subscriber, must stay gone before `presence.member_removed` / `channel.vacated`; a return within
+       * it cancels both the removal and the new add.
+       */
+      hookGraceMs: int('WEBHOOK_PRESENCE_GRACE_MS', 5000),
+      /** Longest a webhook event waits in its shard's `rt:{sN}:hooks` stream for the webhooks process (acknowledged ones are trimmed sooner). */
+      hookRetentionMs: int('REALTIME_HOOK_RETENTION_MS', 3_600_000),
+      /** Webhook event bytes one product may append to one shard's hooks stream within that retention; past it events are dropped. */
+      productHookMaxBytes: int('REALTIME_PRODUCT_HOOK_MAX_BYTES', 16 * 1024 * 1024),
+      /** How long a gateway's claim "I have subscribers on this channel" lives unrefreshed (refreshed at half): occupancy survives no dead gateway longer. */
+      gatewayOccupancyLeaseMs: int('GATEWAY_OCCUPANCY_LEASE_MS', 30_000),
     },
     /** The archiver (services/archiver): fan-out streams into the Realtime archive. docs/realtime-data-plane.md, "Archive". */
     archiver: {

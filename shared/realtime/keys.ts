@@ -17,6 +17,13 @@
 // | rt:{sN}:pres:<productId>:<channel>    | hash   | presence: identity → info (JSON text)                              |
 // | rt:{sN}:pres:<productId>:<channel>:n  | hash   | presence: identity → number of live connections                    |
 // | rt:{sN}:pres:<productId>:<channel>:exp| zset   | presence: `<len(identity)>:<identity><connectionId>` → expiry (ms) |
+// | rt:{sN}:pres:<productId>:<channel>:gone | zset | webhooks: identity → when its last entry went, while its removal waits out the grace |
+// | rt:{sN}:occ:<productId>:<channel>     | zset   | occupancy: gateway id → when its lease on the channel expires (ms)  |
+// | rt:{sN}:occ:<productId>:<channel>:gone| string | webhooks: when the channel's last subscriber went, while `vacated` waits |
+// | rt:{sN}:hookn:<productId>:<channel>   | string | webhooks: the channel's event sequence                             |
+// | rt:{sN}:hookb:<productId>             | hash   | webhooks: event bytes the product appended, per time slice (budget) |
+// | rt:{sN}:hooks                         | stream | webhook events of shard N, read by the webhooks process (group `webhooks`) |
+// | rt:{sN}:hooks:due                     | zset   | `p:`/`o:` + `<productId>:<channel>` → when its presence/occupancy next needs a check |
 // History and meta keys expire after the namespace's retention window of idleness; presence keys 30 s after the last expiry.
 import { shardOf } from './shards'
 
@@ -44,6 +51,12 @@ export const fanArchivedKey = (shard: number) => `rt:${shardTag(shard)}:fan:arch
 /** Every fan-out stream key, shard 0 first. */
 export const fanKeys = (shards: number) => Array.from({ length: shards }, (_, shard) => fanKey(shard))
 
+/** The webhook events of one shard (docs/webhooks.md, "Realtime events"); the webhooks process reads it as group `webhooks`. */
+export const hooksKey = (shard: number) => `rt:${shardTag(shard)}:hooks`
+
+/** When each channel of a shard next needs a webhook check (an entry or lease expiring, a removal's grace ending). */
+export const hooksDueKey = (shard: number) => `rt:${shardTag(shard)}:hooks:due`
+
 export interface ChannelKeys {
   shard: number
   fan: string
@@ -55,6 +68,18 @@ export interface ChannelKeys {
   presExp: string
   /** The product's fan-out byte budget on this shard (per time slice). */
   fanBudget: string
+  /** Webhooks: identities whose last presence entry went, by when (their removal waits out the grace). */
+  presGone: string
+  /** Occupancy: gateway id → when its lease on the channel (it has subscribers there) expires. */
+  occ: string
+  /** Webhooks: when the channel's last subscriber went (its `vacated` waits out the grace). */
+  occGone: string
+  /** Webhooks: the channel's event sequence. */
+  hookSeq: string
+  /** Webhooks: the product's event bytes on this shard (per time slice). */
+  hookBudget: string
+  hooks: string
+  hooksDue: string
   /** The product's history bytes on this shard, per channel and in total (`#`). */
   histBytes: string
   /** The product's channels with history on this shard, scored by when their keys expire. */
@@ -74,6 +99,13 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
     pres: `rt:${tag}:pres:${name}`,
     presCount: `rt:${tag}:pres:${name}:n`,
     presExp: `rt:${tag}:pres:${name}:exp`,
+    presGone: `rt:${tag}:pres:${name}:gone`,
+    occ: `rt:${tag}:occ:${name}`,
+    occGone: `rt:${tag}:occ:${name}:gone`,
+    hookSeq: `rt:${tag}:hookn:${name}`,
+    hookBudget: `rt:${tag}:hookb:${productId}`,
+    hooks: hooksKey(shard),
+    hooksDue: hooksDueKey(shard),
     fanBudget: `rt:${tag}:fanb:${productId}`,
     histBytes: `rt:${tag}:histb:${productId}`,
     histExpiry: `rt:${tag}:histx:${productId}`,

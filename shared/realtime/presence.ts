@@ -5,6 +5,7 @@
 //   pres       hash  identity → info (the JSON text as given; the latest enter that carries info wins)
 //   presCount  hash  identity → number of live connections
 //   presExp    zset  `<len(identity)>:<identity><connectionId>` → expiry (ms, Redis clock)
+//   presGone   zset  identity → when its last connection went, while its webhook removal waits out the grace (./hooks.ts)
 // An identity is on the roster exactly while it has a live connection. Expired connections are removed at the start of
 // every script, so a dead gateway's connections fall off by expiry; live gateways refresh by entering again.
 // Scripts: ./lua/presence-*.lua.
@@ -12,8 +13,10 @@ import { ApiError, badRequest } from '../errors'
 import { redisScript } from '../redis-script'
 import { config } from '../config'
 import { FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
+import { defaultHookSettings, hookArgs, type HookSettings } from './hooks'
 import { channelKeys, FAN_BUDGET_SLICES } from './keys'
 import FAN_BUDGET_LUA from './lua/fan-budget.lua' with { type: 'text' }
+import HOOKS_LUA from './lua/hooks.lua' with { type: 'text' }
 import NOW_LUA from './lua/now.lua' with { type: 'text' }
 import COUNT_LUA from './lua/presence-count.lua' with { type: 'text' }
 import ENTER_LUA from './lua/presence-enter.lua' with { type: 'text' }
@@ -44,8 +47,9 @@ export interface PresenceMember {
 }
 
 // Every presence script starts with the prelude: it removes expired connections and emits joins and leaves into the
-// shard's fan-out stream in the same atomic step that changes the roster (./lua/presence-prelude.lua).
-const presenceScript = <Reply>(body: string) => redisScript<Reply>('realtime presence', NOW_LUA, FAN_BUDGET_LUA, PRELUDE_LUA, body)
+// shard's fan-out stream, and webhook events into its hooks stream (de-flapped: ./hooks.ts), in the same atomic step
+// that changes the roster (./lua/presence-prelude.lua).
+const presenceScript = <Reply>(body: string) => redisScript<Reply>('realtime presence', NOW_LUA, FAN_BUDGET_LUA, HOOKS_LUA, PRELUDE_LUA, body)
 const enterScript = presenceScript<number | [number, number]>(ENTER_LUA)
 const leaveScript = presenceScript<number>(LEAVE_LUA)
 const listScript = presenceScript<[string[], string[]]>(LIST_LUA)
@@ -60,11 +64,11 @@ export interface PresenceBudget {
 
 const defaultBudget = (): PresenceBudget => ({ fanoutRetentionMs: config.realtime.fanoutRetentionMs, fanoutMaxBytes: config.realtime.productFanoutMaxBytes })
 
-/** The six keys and the six leading arguments every presence script takes. */
-function rosterOf(productId: string, channel: string, budget = defaultBudget()): [keys: string[], args: (string | number)[]] {
+/** The eleven keys and the nine leading arguments every presence script takes. */
+function rosterOf(productId: string, channel: string, budget = defaultBudget(), hooks = defaultHookSettings()): [keys: string[], args: (string | number)[]] {
   const keys = channelKeys(productId, channel)
-  return [[keys.pres, keys.presCount, keys.presExp, keys.fan, keys.fanSeq, keys.fanBudget],
-    [productId, channel, budget.fanoutRetentionMs, budget.fanoutMaxBytes, FAN_BUDGET_SLICES, FAN_ENTRY_OVERHEAD_BYTES]]
+  return [[keys.pres, keys.presCount, keys.presExp, keys.fan, keys.fanSeq, keys.fanBudget, keys.hooks, keys.hooksDue, keys.hookBudget, keys.hookSeq, keys.presGone],
+    [productId, channel, budget.fanoutRetentionMs, budget.fanoutMaxBytes, FAN_BUDGET_SLICES, FAN_ENTRY_OVERHEAD_BYTES, ...hookArgs(hooks)]]
 }
 
 /** The zset member of one connection: length-prefixed identity, so any identity and connection id split back apart. */
@@ -88,7 +92,7 @@ export async function enterPresence(input: {
   connectionId: string
   info?: unknown
   ttlSeconds?: number
-}, budget = defaultBudget()): Promise<{ joined: boolean }> {
+}, budget = defaultBudget(), hooks = defaultHookSettings()): Promise<{ joined: boolean }> {
   requireNonEmpty(input.identity, 'identity')
   requireNonEmpty(input.connectionId, 'connectionId')
   const ttl = input.ttlSeconds ?? PRESENCE_TTL_DEFAULT_SECONDS
@@ -98,7 +102,7 @@ export async function enterPresence(input: {
   const size = Buffer.byteLength(info, 'utf8')
   if (size > PRESENCE_INFO_MAX_BYTES)
     throw new ApiError('invalid', `Presence info is ${size} bytes serialized; the limit is ${PRESENCE_INFO_MAX_BYTES}`, { limit: PRESENCE_INFO_MAX_BYTES })
-  const [keys, args] = rosterOf(input.productId, input.channel, budget)
+  const [keys, args] = rosterOf(input.productId, input.channel, budget, hooks)
   const entered = await enterScript.run(keys,
     [...args, input.identity, memberOf(input.identity, input.connectionId), info, ttl * 1000, PRESENCE_MAX_MEMBERS, PRESENCE_KEY_GRACE_MS])
   if (Array.isArray(entered)) throw fanoutBudgetExceeded(Number(entered[1]), budget.fanoutMaxBytes, budget.fanoutRetentionMs)
@@ -110,8 +114,8 @@ export async function enterPresence(input: {
  * Removes one connection; the identity leaves the roster with its last connection. Leaving twice is harmless. Never
  * refused: its `leave` is charged to the product's fan-out budget even past it.
  */
-export async function leavePresence(input: { productId: string; channel: string; identity: string; connectionId: string }, budget = defaultBudget()): Promise<void> {
-  const [keys, args] = rosterOf(input.productId, input.channel, budget)
+export async function leavePresence(input: { productId: string; channel: string; identity: string; connectionId: string }, budget = defaultBudget(), hooks = defaultHookSettings()): Promise<void> {
+  const [keys, args] = rosterOf(input.productId, input.channel, budget, hooks)
   await leaveScript.run(keys, [...args, memberOf(input.identity, input.connectionId)])
 }
 
@@ -146,13 +150,15 @@ export async function presenceCount(productId: string, channel: string): Promise
 /**
  * Takes expired connections off these channels' rosters, emitting a `leave` for each identity whose last connection
  * expired. Expiry is otherwise noticed only when some script touches the roster; a gateway sweeps the channels its
- * clients subscribe to, so the connections of a gateway that died (SIGKILL) leave within about one lifetime.
+ * clients subscribe to, so the connections of a gateway that died (SIGKILL) leave within about one lifetime. Also
+ * announces the webhook removals whose grace has ended; the webhooks process's due checks call it for the channels
+ * that need a look (./hook-events.ts), subscribed anywhere or not.
  */
-export async function sweepPresence(channels: Iterable<{ productId: string; channel: string }>): Promise<void> {
+export async function sweepPresence(channels: Iterable<{ productId: string; channel: string }>, hooks = defaultHookSettings()): Promise<void> {
   const batch: [string[], (string | number)[]][] = []
   // Sent back to back on the one connection, at most 200 awaiting at a time.
   for (const { productId, channel } of channels) {
-    batch.push(rosterOf(productId, channel))
+    batch.push(rosterOf(productId, channel, defaultBudget(), hooks))
     if (batch.length >= 200) await sweepScript.runEach(batch.splice(0))
   }
   if (batch.length) await sweepScript.runEach(batch)

@@ -77,3 +77,16 @@ test('the topic is published before pending subscribers are handed the frame, so
   hub.publish(product, 'chat:a', undefined, 'two', () => order.push('topic'))
   expect(order).toEqual(['topic', 'deliver', 'topic']) // now live: the topic only
 })
+
+test('the watch hears a channel\'s first subscriber here and its last leaving, once each (the occupancy leases)', () => {
+  const heard: string[] = []
+  const hub = new Hub<Recorder>({ first: (p, c) => heard.push(`first ${p === product} ${c}`), last: (p, c) => heard.push(`last ${p === product} ${c}`) })
+  const [x, y] = [new Recorder('x'), new Recorder('y')]
+  hub.subscribe(product, 'chat:a', x)
+  hub.subscribe(product, 'chat:a', y)
+  hub.subscribe(product, 'chat:b', x)
+  hub.unsubscribe(product, 'chat:a', x)
+  hub.unsubscribe(product, 'chat:a', y)
+  hub.unsubscribe(product, 'chat:a', y) // twice: nothing more
+  expect(heard).toEqual(['first true chat:a', 'first true chat:b', 'last true chat:a'])
+})

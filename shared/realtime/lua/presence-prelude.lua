@@ -1,8 +1,10 @@
--- Library that every presence script starts with (shared/realtime/presence.ts); needs now.lua and fan-budget.lua.
+-- Library that every presence script starts with (shared/realtime/presence.ts); needs now.lua, fan-budget.lua and
+-- hooks.lua.
 -- KEYS: 1 pres, 2 presCount, 3 presExp, 4 the shard's fan-out stream, 5 its sequence, 6 the product's fan-out budget
---       (fanb; keys.ts)
+--       (fanb), 7 the shard's hooks stream, 8 its due index, 9 the product's hook budget (hookb), 10 the channel's hook
+--       sequence (hookn), 11 presGone (keys.ts)
 -- ARGV: 1 productId, 2 channel, 3 fan-out retention (ms), 4 fan-out budget (bytes), 5 budget slices, 6 fan entry
---       overhead, then each script's own from 7
+--       overhead, 7 webhook grace (ms), 8 hooks retention (ms), 9 hook budget (bytes), then each script's own from 10
 -- Removes expired connections. Join and leave are emitted here, into the shard's fan-out stream, in the same atomic step
 -- that changes the roster: one `join` when an identity's first connection enters, one `leave` when its last one leaves
 -- or expires, however many tabs and gateways it uses. Gateways deliver them to the channel's subscribers.
@@ -20,18 +22,46 @@ local function emit(kind, identity, info)
     'kind', kind, 'identity', identity, 'info', info)
   fan_charge(KEYS[6], window, slices, now, event_cost(kind, identity, info))
 end
+-- Webhooks, once per identity (docs/webhooks.md): `presence.member_added` when its first entry appears, unless it is
+-- back within the grace of its last one going; `presence.member_removed` once its last entry has stayed gone for the
+-- grace. Between the two it waits in presGone (identity → when it went); the shard's due index says when to look again.
+local grace = tonumber(ARGV[7])
+local hooks = {stream = KEYS[7], due = KEYS[8], budget = KEYS[9], seq = KEYS[10], product = ARGV[1], channel = ARGV[2],
+  retention = tonumber(ARGV[8]), max = tonumber(ARGV[9]), slices = slices, overhead = tonumber(ARGV[6]), now = now}
+local function went(identity, at)
+  redis.call('ZADD', KEYS[11], at, identity)
+  redis.call('PEXPIRE', KEYS[11], grace + hooks.retention)
+end
+-- The roster's next check: its first entry's expiry, or the first removal's grace ending.
+local function reschedule()
+  local at
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  if first[2] then at = tonumber(first[2]) end
+  local left = redis.call('ZRANGE', KEYS[11], 0, 0, 'WITHSCORES')
+  if left[2] and (not at or tonumber(left[2]) + grace < at) then at = tonumber(left[2]) + grace end
+  hook_due(hooks, 'p:' .. ARGV[1] .. ':' .. ARGV[2], at)
+end
 local function identity_of(member)
   local colon = string.find(member, ':', 1, true)
   local len = tonumber(string.sub(member, 1, colon - 1))
   return string.sub(member, colon + 1, colon + len)
 end
-local function drop(member)
+local function drop(member, at)
   if redis.call('ZREM', KEYS[3], member) == 0 then return end
   local identity = identity_of(member)
   if redis.call('HINCRBY', KEYS[2], identity, -1) <= 0 then
     redis.call('HDEL', KEYS[2], identity)
     redis.call('HDEL', KEYS[1], identity)
     emit('leave', identity, '')
+    went(identity, at)
   end
 end
-for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do drop(member) end
+-- An expired entry left when it expired (a gateway that died: its entries count as leaves).
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES')
+for i = 1, #expired, 2 do drop(expired[i], math.floor(tonumber(expired[i + 1]))) end
+local due = redis.call('ZRANGEBYSCORE', KEYS[11], '-inf', now - grace, 'WITHSCORES')
+for i = 1, #due, 2 do
+  hook_emit(hooks, 'presence.member_removed', due[i], '', math.floor(tonumber(due[i + 1])))
+  redis.call('ZREM', KEYS[11], due[i])
+end
+reschedule()

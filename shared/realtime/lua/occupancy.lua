@@ -1,0 +1,48 @@
+-- A channel's occupancy across gateways, and its de-flapped `channel.occupied` / `channel.vacated` webhook events.
+-- Needs now.lua, fan-budget.lua and hooks.lua before it.
+-- KEYS: 1 occ (gateway id → when its lease expires), 2 occGone, 3 the shard's hooks stream, 4 its due index, 5 the
+--       product's hook budget (hookb), 6 the channel's hook sequence (hookn) (keys.ts)
+-- ARGV: 1 productId, 2 channel, 3 webhook grace (ms), 4 hooks retention (ms), 5 hook budget (bytes), 6 budget slices,
+--       7 bytes counted per event besides its fields, 8 'hold' | 'release' | 'check', 9 gateway id, 10 lease (ms)
+-- A gateway holds a lease while it has subscribers on the channel (refreshing it), and releases it with its last one;
+-- a dead gateway's lease expires, and counts as a release when it expired. The channel is occupied while any lease
+-- lives. `occupied` when the first lease appears, unless the channel is back within the grace of going empty;
+-- `vacated` once it has stayed empty for the grace. Returns 1.
+local now = now_ms()
+local grace = tonumber(ARGV[3])
+local hooks = {stream = KEYS[3], due = KEYS[4], budget = KEYS[5], seq = KEYS[6], product = ARGV[1], channel = ARGV[2],
+  retention = tonumber(ARGV[4]), max = tonumber(ARGV[5]), slices = tonumber(ARGV[6]), overhead = tonumber(ARGV[7]), now = now}
+local function went(at)
+  redis.call('SET', KEYS[2], at, 'PX', grace + hooks.retention)
+end
+local before = redis.call('ZCARD', KEYS[1])
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES')
+local last
+for i = 1, #expired, 2 do
+  redis.call('ZREM', KEYS[1], expired[i])
+  last = math.floor(tonumber(expired[i + 1]))
+end
+local empty = redis.call('ZCARD', KEYS[1]) == 0
+if before > 0 and empty then went(last) end
+if ARGV[8] == 'hold' then
+  -- Back within the grace of going empty: neither that vacated nor this occupied is announced.
+  if empty and redis.call('DEL', KEYS[2]) == 0 then hook_emit(hooks, 'channel.occupied', '', '', now) end
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[10]), ARGV[9])
+  -- Kept past the last lease's expiry long enough for a check to find that it expired.
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[10]) + hooks.retention)
+elseif ARGV[8] == 'release' then
+  if redis.call('ZREM', KEYS[1], ARGV[9]) == 1 and redis.call('ZCARD', KEYS[1]) == 0 then went(now) end
+end
+local left = redis.call('GET', KEYS[2])
+if left and tonumber(left) + grace <= now then
+  hook_emit(hooks, 'channel.vacated', '', '', tonumber(left))
+  redis.call('DEL', KEYS[2])
+  left = nil
+end
+-- The channel's next check: its first lease's expiry, or the vacate's grace ending.
+local at
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if first[2] then at = tonumber(first[2]) end
+if left and (not at or tonumber(left) + grace < at) then at = tonumber(left) + grace end
+hook_due(hooks, 'o:' .. ARGV[1] .. ':' .. ARGV[2], at)
+return 1
