@@ -157,7 +157,8 @@ export async function updateEndpoint(
   if (input.url !== undefined) columns.url = await getEndpoint(productId, area, id).then(() => checkedUrl(input.url!, policy))
   if (input.enabled !== undefined) {
     columns.enabled = input.enabled
-    if (input.enabled) columns.disabled_reason = null
+    // Enabling starts afresh: no reason shown, and the failing streak that disables an endpoint counts from zero.
+    if (input.enabled) Object.assign(columns, { disabled_reason: null, failing_since: null })
   }
   if (Object.keys(columns).length === 0) return getEndpoint(productId, area, id)
   const [row] = await sql`
@@ -193,8 +194,9 @@ export async function rotateEndpointSecret(productId: string, area: WebhookArea,
 }
 
 /**
- * The secrets an endpoint signs with now (for the delivery slice): the current one, and the previous one while its
- * overlap lasts. Texts as shown to the product (`whsec_...`).
+ * The secrets an endpoint signs with now (the webhooks process): the current one, and the previous one while its
+ * overlap lasts. Texts as shown to the product (`whsec_...`). An expired previous secret is ignored here and stays in
+ * its row, unopened, until the next rotation overwrites it: nothing reads it, so clearing it would buy nothing.
  */
 export async function endpointSecrets(id: string): Promise<string[]> {
   const [row] = await sql`
