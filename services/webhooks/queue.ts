@@ -169,8 +169,9 @@ export async function recordAttempt(
   })
 }
 
-/** 432000000 -> "5 days"; shorter spans (the tests') in seconds. */
+/** 432000000 -> "5 days", 7200000 -> "2 h"; other spans (the tests') in seconds. */
 function formatSpan(ms: number): string {
   const days = ms / 86_400_000
-  return Number.isInteger(days) ? `${days} day${days === 1 ? '' : 's'}` : `${Math.round(ms / 1000)} s`
+  if (Number.isInteger(days)) return `${days} day${days === 1 ? '' : 's'}`
+  return Number.isInteger(ms / 3_600_000) ? `${ms / 3_600_000} h` : `${ms / 1000} s`
 }
