@@ -249,6 +249,11 @@ function loadConfig() {
       /** Longest the resolution of a webhook URL's host may take at create or update; past it the URL is refused. */
       dnsTimeoutMs: int('WEBHOOK_DNS_TIMEOUT_MS', 3000),
       /**
+       * DNS servers webhook hosts are resolved through (comma-separated `ip` or `ip:port`), at create, update and every
+       * attempt alike; empty: the system resolver (hosts file included).
+       */
+      dnsServers: str('WEBHOOK_DNS_SERVERS', '').split(',').map((s) => s.trim()).filter(Boolean),
+      /**
        * Delays between a delivery's attempts (`5s,5m,30m,2h`): Svix's and Resend's schedule unless set (the tests
        * shorten it). After the last one the delivery is failed.
        */

@@ -6,6 +6,7 @@ import { describeError, log } from '../../shared/log'
 import { endpointSecrets } from '../../shared/webhooks/endpoints'
 import { sendOutbound } from '../../shared/webhooks/outbound'
 import { signedHeaders } from '../../shared/webhooks/signature'
+import { serversResolve } from '../../shared/webhooks/url-policy'
 import { claimDue, type ClaimedDelivery, describeResult, recordAttempt, releaseClaims } from './queue'
 
 /** Bytes of an answer read and kept (the attempt's excerpt); the rest is not waited for. */
@@ -17,6 +18,8 @@ export interface Deliverer {
 }
 
 const settings = () => config.webhooks
+/** Hosts resolved as at create and update: through WEBHOOK_DNS_SERVERS when set. */
+const resolve = serversResolve(config.webhooks.dnsServers, config.webhooks.dnsTimeoutMs)
 
 /** One attempt: signed with every secret in force, sent, recorded. */
 async function attempt(delivery: ClaimedDelivery): Promise<void> {
@@ -29,7 +32,7 @@ async function attempt(delivery: ClaimedDelivery): Promise<void> {
   }
   const result = await sendOutbound({
     url: delivery.url, headers, body: delivery.payload, timeoutMs: settings().timeoutMs,
-    maxResponseBytes: RESPONSE_EXCERPT_BYTES, allowPrivate: settings().allowPrivateUrls,
+    maxResponseBytes: RESPONSE_EXCERPT_BYTES, allowPrivate: settings().allowPrivateUrls, resolve,
   })
   const outcome = await recordAttempt(delivery, attemptedAt, result, settings())
   const fields = { deliveryId: delivery.id, messageId: delivery.messageId, endpointId: delivery.endpointId, attempt: delivery.attempts + 1, result: describeResult(result), ms: result.durationMs }

@@ -12,7 +12,7 @@ import { isUuid } from '../ids'
 import { open, seal } from '../secrets'
 import { ALL_KINDS, EVENT_KINDS, type WebhookArea } from './events'
 import { SECRET_PREFIX } from './signature'
-import { checkWebhookUrl, type UrlPolicy } from './url-policy'
+import { checkWebhookUrl, serversResolve, type UrlPolicy } from './url-policy'
 
 /** Standard Webhooks secrets: `whsec_` (SECRET_PREFIX) then the base64 of 32 random bytes. */
 const SECRET_BYTES = 32
@@ -63,7 +63,10 @@ const COLUMNS = sql`id, url, description, event_kinds, enabled, disabled_reason,
   case when previous_secret_expires_at > now() then previous_secret_expires_at end as previous_secret_expires_at, created_at, updated_at`
 
 /** The policy URLs are checked under: the deployment's flag and DNS timeout. */
-export const urlPolicy = (): UrlPolicy => ({ allowPrivate: config.webhooks.allowPrivateUrls, dnsTimeoutMs: config.webhooks.dnsTimeoutMs })
+export const urlPolicy = (): UrlPolicy => ({
+  allowPrivate: config.webhooks.allowPrivateUrls, dnsTimeoutMs: config.webhooks.dnsTimeoutMs,
+  resolve: serversResolve(config.webhooks.dnsServers, config.webhooks.dnsTimeoutMs),
+})
 
 /** The URL normalized, or the 400/422 naming /body/url and the rule it breaks. */
 async function checkedUrl(url: string, policy: UrlPolicy): Promise<string> {
