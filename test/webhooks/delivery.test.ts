@@ -187,7 +187,8 @@ describe('delivery', () => {
     expect(failed.state).toBe('failed')
     up = true
     const replay = ok(await call('POST', `/mail/webhooks/${hook.id}/deliveries/${failed.id}/replay`, as(owner)), 'replay').body
-    expect(replay).toMatchObject({ messageId, replayOf: failed.id, attemptCount: 0, attempts: [], payload: failed.payload })
+    // (the webhooks process may have attempted it already by the time the answer is read: no count asserted here)
+    expect(replay).toMatchObject({ messageId, replayOf: failed.id, payload: failed.payload })
     expect(replay.id).not.toBe(failed.id)
     const done = await eventually(async () => {
       const got = await delivery(owner, hook.id, replay.id)
@@ -210,7 +211,7 @@ describe('delivery', () => {
     const hook = await endpoint(owner, path, {}, 'realtime')
     await endpoint(owner, other, {}, 'realtime')
     const sent = ok(await call('POST', `/realtime/webhooks/${hook.id}/test`, as(owner)), 'send test').body
-    expect(sent).toMatchObject({ eventKind: 'webhook.test', state: 'pending', attemptCount: 0 })
+    expect(sent).toMatchObject({ eventKind: 'webhook.test', replayOf: null, payload: { type: 'webhook.test' } })
     const [request] = await eventually(() => receiver.received(path).length > 0 && receiver.received(path), 5000, 'the test event')
     expect(request!.headers['webhook-id']).toBe(sent.messageId)
     expect(verified(hook.secret, request!)).toEqual({
