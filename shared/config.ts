@@ -271,6 +271,11 @@ function loadConfig() {
       endpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', 4),
       /** Most attempts in flight to one product's endpoints together (all areas), across every webhooks process. */
       productConcurrency: int('WEBHOOK_PRODUCT_CONCURRENCY', 16),
+      /**
+       * Days a webhook message, its deliveries and their attempts are kept once none is pending (then deleted by the
+       * webhooks processes, hourly); what is still pending is kept until it is not.
+       */
+      retentionDays: int('WEBHOOK_RETENTION_DAYS', 30),
       /** An endpoint whose every attempt has failed for this long is disabled (5 days, as Svix). */
       disableAfterMs: int('WEBHOOK_DISABLE_AFTER_MS', 5 * 24 * 3_600_000),
       /** Health endpoints of the webhooks processes (reusePort: any answers). */

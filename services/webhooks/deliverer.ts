@@ -7,7 +7,7 @@ import { endpointSecrets } from '../../shared/webhooks/endpoints'
 import { sendOutbound } from '../../shared/webhooks/outbound'
 import { signedHeaders } from '../../shared/webhooks/signature'
 import { serversResolve } from '../../shared/webhooks/url-policy'
-import { claimDue, type ClaimedDelivery, describeResult, recordAttempt, releaseClaims } from './queue'
+import { claimDue, type ClaimedDelivery, deleteOldMessages, describeResult, recordAttempt, releaseClaims } from './queue'
 
 /** Bytes of an answer read and kept (the attempt's excerpt); the rest is not waited for. */
 export const RESPONSE_EXCERPT_BYTES = 1024
@@ -41,9 +41,30 @@ async function attempt(delivery: ClaimedDelivery): Promise<void> {
   else if (outcome.state === 'failed') log('info', 'webhook delivery failed: retries spent', fields)
 }
 
+/** How often a webhooks process deletes messages past WEBHOOK_RETENTION_DAYS. */
+const SWEEP_EVERY_MS = 3_600_000
+
+/** Deletes what is past retention, a batch at a time, while running. */
+async function sweep(isRunning: () => boolean): Promise<void> {
+  const retentionMs = settings().retentionDays * 86_400_000
+  let deleted = 0
+  try {
+    for (let n = -1; isRunning() && n !== 0;) deleted += n = await deleteOldMessages(retentionMs)
+    if (deleted > 0) log('info', 'webhook messages past retention deleted', { deleted, retentionDays: settings().retentionDays })
+  } catch (error) {
+    log('warn', 'webhook retention sweep failed; tried again next time', describeError(error))
+  }
+}
+
 /** Starts the loop. */
 export function startDeliverer(): Deliverer {
   let running = true
+  // The first sweep a minute after start (not with every restart of a crash loop at once), then hourly.
+  let sweeper = setTimeout(function tick() {
+    void sweep(() => running).finally(() => {
+      if (running) sweeper = setTimeout(tick, SWEEP_EVERY_MS)
+    })
+  }, 60_000)
   let wake: (() => void) | undefined
   const inFlight = new Set<Promise<void>>()
   const loop = (async () => {
@@ -91,6 +112,7 @@ export function startDeliverer(): Deliverer {
   return {
     async stop(waitMs = settings().timeoutMs + 5000) {
       running = false
+      clearTimeout(sweeper)
       wake?.()
       let timer: ReturnType<typeof setTimeout> | undefined
       const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), waitMs)))

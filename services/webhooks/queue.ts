@@ -175,3 +175,21 @@ function formatSpan(ms: number): string {
   if (Number.isInteger(days)) return `${days} day${days === 1 ? '' : 's'}`
   return Number.isInteger(ms / 3_600_000) ? `${ms / 3_600_000} h` : `${ms / 1000} s`
 }
+
+/**
+ * Deletes up to `batch` messages older than `retentionMs` none of whose deliveries is pending (their deliveries and
+ * attempts go with them). Answers how many; the caller repeats while a full batch went. Rows another process is
+ * deleting are skipped, so processes sweeping at once do not wait on each other.
+ */
+export async function deleteOldMessages(retentionMs: number, batch = 1000): Promise<number> {
+  const rows = await sql`
+    delete from webhook_messages where id in (
+      select m.id from webhook_messages m
+      where m.created_at < now() - ${retentionMs} * interval '1 millisecond'
+        and not exists (select 1 from webhook_deliveries d where d.message_id = m.id and d.state = 'pending')
+      limit ${batch}
+      for update skip locked
+    )
+    returning id`
+  return rows.length
+}
