@@ -82,14 +82,14 @@ export function startDeliverer(): Deliverer {
           }
           claimed = batch.length
           for (const delivery of batch) {
-            const running = attempt(delivery).catch((error) => {
+            const task = attempt(delivery).catch((error) => {
               // Not recorded (the database went away, the endpoint deleted): the lease runs out and it is tried again.
               log('warn', 'webhook attempt not recorded; retried when its lease ends', { deliveryId: delivery.id, ...describeError(error) })
             }).finally(() => {
-              inFlight.delete(running)
+              inFlight.delete(task)
               wake?.()
             })
-            inFlight.add(running)
+            inFlight.add(task)
           }
         } catch (error) {
           log('warn', 'webhook queue unavailable; retrying', describeError(error))

@@ -1,6 +1,7 @@
 // The webhooks process under faults, with real processes and a real receiver on loopback: an endpoint failing for
-// longer than WEBHOOK_DISABLE_AFTER_MS (shortened) is disabled and the product told why; a slow receiver holds at most
-// WEBHOOK_ENDPOINT_CONCURRENCY attempts while another tenant's events go out at once; a process SIGKILLed while the
+// longer than WEBHOOK_DISABLE_AFTER_MS (shortened) is disabled and the product told why; slow receivers hold at most
+// WEBHOOK_ENDPOINT_CONCURRENCY attempts each and WEBHOOK_PRODUCT_CONCURRENCY per product while another tenant's events
+// go out at once; a process SIGKILLed while the
 // receiver holds its request loses nothing once another runs; SIGTERM finishes and records the attempt in flight.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
@@ -13,7 +14,7 @@ const as = (owner: Owner, extra: Record<string, unknown> = {}) => ({ token: owne
 
 const ENV = {
   WEBHOOK_RETRY_SCHEDULE: Array(10).fill('300ms').join(','), WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_LEASE_MS: '3000',
-  WEBHOOK_DISABLE_AFTER_MS: '1500', WEBHOOK_ENDPOINT_CONCURRENCY: '2', WEBHOOK_POLL_MS: '50',
+  WEBHOOK_DISABLE_AFTER_MS: '1500', WEBHOOK_ENDPOINT_CONCURRENCY: '2', WEBHOOK_PRODUCT_CONCURRENCY: '3', WEBHOOK_POLL_MS: '50',
 }
 
 let receiver: Receiver
@@ -63,30 +64,36 @@ test('an endpoint failing for longer than the window is disabled, the reason sho
   expect(receiver.received(path)).toHaveLength(row!.attempts)
 })
 
-test("a slow receiver holds at most WEBHOOK_ENDPOINT_CONCURRENCY attempts; another tenant's events go out at once meanwhile", async () => {
+test("slow receivers hold at most their endpoint's and their product's share of attempts; another tenant's events go out at once", async () => {
   const slow = await newProduct()
   const polite = await newProduct()
-  const slowPath = newPath('slow')
+  const slowPaths = [newPath('slow'), newPath('slow')]
   const politePath = newPath('polite')
-  let open = 0
-  let most = 0
-  receiver.on(slowPath, async () => {
-    most = Math.max(most, ++open)
-    await Bun.sleep(1200)
-    open--
-    return new Response('ok')
-  })
-  const slowHook = await endpoint(slow, slowPath)
+  const open = new Map<string, number>()
+  const most = { total: 0, endpoint: 0 }
+  for (const path of slowPaths) {
+    receiver.on(path, async () => {
+      open.set(path, (open.get(path) ?? 0) + 1)
+      most.endpoint = Math.max(most.endpoint, open.get(path)!)
+      most.total = Math.max(most.total, [...open.values()].reduce((a, b) => a + b, 0))
+      await Bun.sleep(1200)
+      open.set(path, open.get(path)! - 1)
+      return new Response('ok')
+    })
+  }
+  const slowHooks = [await endpoint(slow, slowPaths[0]!), await endpoint(slow, slowPaths[1]!)]
   await endpoint(polite, politePath)
-  for (let i = 0; i < 6; i++) await event(slow, { i })
-  await eventually(() => open === 2, 3000, 'two slow attempts open')
+  for (let i = 0; i < 4; i++) await event(slow, { i }) // each goes to both slow endpoints
+  await eventually(() => [...open.values()].reduce((a, b) => a + b, 0) === 3, 3000, 'three slow attempts open')
   const sent = Date.now()
   await event(polite)
   const [request] = await eventually(() => receiver.received(politePath).length > 0 && receiver.received(politePath), 3000, 'the polite delivery')
-  expect(request!.at - sent).toBeLessThan(1000) // not behind the slow receiver's queue
-  await eventually(async () => (await deliveryRows(slowHook.id)).every((d) => d.state === 'succeeded'), 10_000, 'the slow ones delivered')
-  expect(most).toBe(2)
-  expect(receiver.received(slowPath)).toHaveLength(6)
+  expect(request!.at - sent).toBeLessThan(1000) // not behind the slow receivers' queue
+  for (const hook of slowHooks) {
+    await eventually(async () => (await deliveryRows(hook.id)).every((d) => d.state === 'succeeded'), 10_000, 'the slow ones delivered')
+  }
+  expect(most).toEqual({ total: 3, endpoint: 2 }) // WEBHOOK_PRODUCT_CONCURRENCY, WEBHOOK_ENDPOINT_CONCURRENCY
+  expect(slowPaths.map((path) => receiver.received(path).length)).toEqual([4, 4])
 })
 
 test('a process SIGKILLed while the receiver holds its request loses nothing: another delivers it, same webhook-id', async () => {
