@@ -32,15 +32,24 @@ export interface ClaimBounds {
 /**
  * Claims up to `limit` due deliveries of enabled endpoints, oldest first, keeping at most `perEndpoint` leased per
  * endpoint and `perProduct` per product (those already leased by any process count), so that one slow or hostile
- * receiver holds a few of the slots, never all of them. Each endpoint's due deliveries are found through its own
- * index range (webhook_deliveries_due), so a deep backlog on one endpoint costs the claim nothing more.
+ * receiver holds a few of the slots, never all of them. Only endpoints with pending deliveries are visited, and each
+ * one's due deliveries are read from its own index range (webhook_deliveries_due), so neither many idle endpoints nor
+ * a deep backlog on one endpoint makes the claim slower.
  */
 export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> {
   if (bounds.limit <= 0) return []
   const rows = await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${CLAIM_LOCK})`
     return tx`
-      with leased as (
+      with recursive pending_endpoints as (
+        -- Every endpoint with a pending delivery, by a skip scan of webhook_deliveries_due: one index descent per such
+        -- endpoint, however deep its backlog, and none for the endpoints with nothing pending (most, most of the time).
+        (select endpoint_id from webhook_deliveries where state = 'pending' order by endpoint_id limit 1)
+        union all
+        select (select d.endpoint_id from webhook_deliveries d where d.state = 'pending' and d.endpoint_id > p.endpoint_id order by d.endpoint_id limit 1)
+        from pending_endpoints p where p.endpoint_id is not null
+      ),
+      leased as (
         select endpoint_id, count(*)::int as n from webhook_deliveries
         where state = 'pending' and locked_until > now() group by endpoint_id
       ),
@@ -49,7 +58,8 @@ export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> 
       ),
       candidates as (
         select due.id, due.next_attempt_at, e.product_id
-        from webhook_endpoints e
+        from pending_endpoints p
+        join webhook_endpoints e on e.id = p.endpoint_id
         left join leased on leased.endpoint_id = e.id
         cross join lateral (
           select d.id, d.next_attempt_at from webhook_deliveries d
