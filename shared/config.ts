@@ -1,6 +1,7 @@
 // Typed configuration, read once from the environment; every variable has a working local default.
 // The README's configuration table lists the same names and defaults: keep them in step.
 import { hostname } from 'node:os'
+import { DEFAULT_RETRY_DELAYS_MS, parseRetryDelays } from './webhooks/schedule'
 
 function str(name: string, fallback: string): string {
   const value = process.env[name]
@@ -282,6 +283,38 @@ function loadConfig() {
       allowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
       /** Longest the resolution of a webhook URL's host may take at create or update; past it the URL is refused. */
       dnsTimeoutMs: int('WEBHOOK_DNS_TIMEOUT_MS', 3000),
+      /**
+       * DNS servers webhook hosts are resolved through (comma-separated `ip` or `ip:port`), at create, update and every
+       * attempt alike; empty: the system resolver (hosts file included).
+       */
+      dnsServers: str('WEBHOOK_DNS_SERVERS', '').split(',').map((s) => s.trim()).filter(Boolean),
+      /**
+       * Delays between a delivery's attempts (`5s,5m,30m,2h`): Svix's and Resend's schedule unless set (the tests
+       * shorten it). After the last one the delivery is failed.
+       */
+      retryDelaysMs: process.env.WEBHOOK_RETRY_SCHEDULE
+        ? parseRetryDelays(process.env.WEBHOOK_RETRY_SCHEDULE, 'WEBHOOK_RETRY_SCHEDULE') : DEFAULT_RETRY_DELAYS_MS,
+      /** Longest one attempt may take: resolving, connecting, sending and reading the answer. */
+      timeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000),
+      /** How long a webhooks process holds a claimed delivery; past it another process claims it again (one that died). */
+      leaseMs: int('WEBHOOK_LEASE_MS', 60_000),
+      /** How often an idle webhooks process looks for due deliveries. */
+      pollMs: int('WEBHOOK_POLL_MS', 250),
+      /** Most attempts one webhooks process runs at once. */
+      concurrency: int('WEBHOOK_CONCURRENCY', 64),
+      /** Most attempts in flight to one endpoint, across every webhooks process. */
+      endpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', 4),
+      /** Most attempts in flight to one product's endpoints together (all areas), across every webhooks process. */
+      productConcurrency: int('WEBHOOK_PRODUCT_CONCURRENCY', 16),
+      /**
+       * Days a webhook message, its deliveries and their attempts are kept once none is pending (then deleted by the
+       * webhooks processes, hourly); what is still pending is kept until it is not.
+       */
+      retentionDays: int('WEBHOOK_RETENTION_DAYS', 30),
+      /** An endpoint whose every attempt has failed for this long is disabled (5 days, as Svix). */
+      disableAfterMs: int('WEBHOOK_DISABLE_AFTER_MS', 5 * 24 * 3_600_000),
+      /** Health endpoints of the webhooks processes (reusePort: any answers). */
+      port: int('WEBHOOKS_PORT', 4500),
     },
     mail: {
       /**

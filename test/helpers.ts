@@ -141,6 +141,7 @@ const PROCESSES = {
   api: { script: 'services/api/main.ts', portVariable: 'API_PORT' },
   public: { script: 'services/public/main.ts', portVariable: 'PUBLIC_PORT' },
   mailer: { script: 'services/mailer/main.ts', portVariable: 'MAILER_PORT' },
+  webhooks: { script: 'services/webhooks/main.ts', portVariable: 'WEBHOOKS_PORT' },
 } as const
 
 /**

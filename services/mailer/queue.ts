@@ -4,6 +4,7 @@
 // whose acceptance was not recorded yet may be sent twice, with the same Message-ID (at-least-once; docs/mail.md).
 import { sql } from '../../shared/db/client'
 import type { StoredMailboxes } from '../../shared/mail/addresses'
+import { type Queryable, recordEvent } from '../../shared/webhooks/outbox'
 
 export interface ClaimedEmail {
   id: string
@@ -88,6 +89,20 @@ export async function renewLease(email: ClaimedEmail, leaseMs: number): Promise<
 
 // Every event's time is its transaction's `now()`: the same instant as the email's last_event_at.
 
+/**
+ * The webhook event of an email event (`email.<kind>`, docs/webhooks.md), recorded in the same transaction: a product's
+ * Mail endpoints hear of it if and only if it was recorded.
+ */
+function recordEmailEvent(tx: Queryable, email: ClaimedEmail, kind: EventKind, detail: string | undefined) {
+  return recordEvent(tx, {
+    productId: email.productId, area: 'mail', kind: `email.${kind}`,
+    data: {
+      emailId: email.id, from: email.fromAddress, to: email.to, subject: email.subject,
+      createdAt: email.createdAt.toISOString(), attempt: email.attempts, detail: detail ?? null,
+    },
+  })
+}
+
 export interface Finish {
   kind: Exclude<EventKind, 'sent'>
   detail?: string
@@ -113,6 +128,7 @@ export async function finish(email: ClaimedEmail, outcome: Finish): Promise<bool
     if (!held) return false
     if (outcome.kind === 'delivered' && held.last_event !== 'sent') {
       await tx`insert into email_events (email_id, kind, detail, at) values (${email.id}, 'sent', ${outcome.sentDetail ?? null}, now())`
+      await recordEmailEvent(tx, email, 'sent', outcome.sentDetail)
     }
     const next = outcome.retryInMs !== undefined ? sql`now() + ${outcome.retryInMs} * interval '1 millisecond'` : sql`next_attempt_at`
     const [row] = await tx`
@@ -122,6 +138,7 @@ export async function finish(email: ClaimedEmail, outcome: Finish): Promise<bool
       returning id`
     if (!row) return false
     await tx`insert into email_events (email_id, kind, detail, at) values (${email.id}, ${outcome.kind}, ${outcome.detail ?? null}, now())`
+    await recordEmailEvent(tx, email, outcome.kind, outcome.detail)
     for (const address of outcome.suppress ?? []) {
       await tx`
         insert into mail_suppressions (product_id, address, reason) values (${email.productId}, ${address}, ${outcome.detail ?? 'bounced'})

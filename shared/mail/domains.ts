@@ -12,6 +12,7 @@ import { lookupTxt } from './dns'
 import { isUuid } from '../ids'
 import { publishInvalidation } from '../cache/invalidation'
 import { seal } from '../secrets'
+import { recordEvent } from '../webhooks/outbox'
 
 export type DomainStatus = 'pending' | 'verified' | 'failed'
 export type RecordStatus = 'pending' | 'verified' | 'failed'
@@ -150,13 +151,27 @@ export async function verifyDomain(productId: string, id: string): Promise<Domai
     statuses = checkRecords(domain, { dkim: dkim!, spf: spf!, ownership: ownership! })
   }
   const verified = Object.values(statuses).every((s) => s === 'verified')
-  const [row] = await sql`
-    update mail_domains set record_status = ${statuses as never}::jsonb, status = ${verified ? 'verified' : 'failed'}, checked_at = now(),
-      verified_at = case when ${verified} then coalesce(verified_at, now()) else null end
-    where id = ${id} and product_id = ${productId}
-    returning ${COLUMNS}`
-  if (!row) throw notFound('Domain')
-  return domainOut(row)
+  return sql.begin(async (tx) => {
+    const [before] = await tx`select status from mail_domains where id = ${id} and product_id = ${productId} for update`
+    const [row] = await tx`
+      update mail_domains set record_status = ${statuses as never}::jsonb, status = ${verified ? 'verified' : 'failed'}, checked_at = now(),
+        verified_at = case when ${verified} then coalesce(verified_at, now()) else null end
+      where id = ${id} and product_id = ${productId}
+      returning ${COLUMNS}`
+    if (!before || !row) throw notFound('Domain')
+    const after = domainOut(row)
+    // A check that changes nothing is no event: only a change of the domain's status is.
+    if (before.status !== after.status) {
+      await recordEvent(tx, {
+        productId, area: 'mail', kind: 'domain.verification_changed',
+        data: {
+          domainId: after.id, name: after.name, status: after.status, previousStatus: before.status,
+          records: after.records.map((r) => ({ record: r.record, status: r.status })),
+        },
+      })
+    }
+    return after
+  })
 }
 
 /**

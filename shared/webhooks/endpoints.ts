@@ -12,7 +12,7 @@ import { isUuid } from '../ids'
 import { open, seal } from '../secrets'
 import { ALL_KINDS, EVENT_KINDS, type WebhookArea } from './events'
 import { SECRET_PREFIX } from './signature'
-import { checkWebhookUrl, type UrlPolicy } from './url-policy'
+import { checkWebhookUrl, serversResolve, type UrlPolicy } from './url-policy'
 
 /** Standard Webhooks secrets: `whsec_` (SECRET_PREFIX) then the base64 of 32 random bytes. */
 const SECRET_BYTES = 32
@@ -63,7 +63,10 @@ const COLUMNS = sql`id, url, description, event_kinds, enabled, disabled_reason,
   case when previous_secret_expires_at > now() then previous_secret_expires_at end as previous_secret_expires_at, created_at, updated_at`
 
 /** The policy URLs are checked under: the deployment's flag and DNS timeout. */
-export const urlPolicy = (): UrlPolicy => ({ allowPrivate: config.webhooks.allowPrivateUrls, dnsTimeoutMs: config.webhooks.dnsTimeoutMs })
+export const urlPolicy = (): UrlPolicy => ({
+  allowPrivate: config.webhooks.allowPrivateUrls, dnsTimeoutMs: config.webhooks.dnsTimeoutMs,
+  resolve: serversResolve(config.webhooks.dnsServers, config.webhooks.dnsTimeoutMs),
+})
 
 /** The URL normalized, or the 400/422 naming /body/url and the rule it breaks. */
 async function checkedUrl(url: string, policy: UrlPolicy): Promise<string> {
@@ -157,7 +160,8 @@ export async function updateEndpoint(
   if (input.url !== undefined) columns.url = await getEndpoint(productId, area, id).then(() => checkedUrl(input.url!, policy))
   if (input.enabled !== undefined) {
     columns.enabled = input.enabled
-    if (input.enabled) columns.disabled_reason = null
+    // Enabling starts afresh: no reason shown, and the failing streak that disables an endpoint counts from zero.
+    if (input.enabled) Object.assign(columns, { disabled_reason: null, failing_since: null })
   }
   if (Object.keys(columns).length === 0) return getEndpoint(productId, area, id)
   const [row] = await sql`
@@ -193,8 +197,9 @@ export async function rotateEndpointSecret(productId: string, area: WebhookArea,
 }
 
 /**
- * The secrets an endpoint signs with now (for the delivery slice): the current one, and the previous one while its
- * overlap lasts. Texts as shown to the product (`whsec_...`).
+ * The secrets an endpoint signs with now (the webhooks process): the current one, and the previous one while its
+ * overlap lasts. Texts as shown to the product (`whsec_...`). An expired previous secret is ignored here and stays in
+ * its row, unopened, until the next rotation overwrites it: nothing reads it, so clearing it would buy nothing.
  */
 export async function endpointSecrets(id: string): Promise<string[]> {
   const [row] = await sql`

@@ -18,6 +18,10 @@ export interface OutboundRequest {
   maxResponseBytes: number
   /** Whether `http:` and loopback or private addresses are allowed (WEBHOOK_ALLOW_PRIVATE_URLS: development, tests). */
   allowPrivate: boolean
+  /** Every address of a host name; the system resolver unless given (WEBHOOK_DNS_SERVERS: serversResolve). */
+  resolve?: (host: string) => Promise<string[]>
+  /** Certificate authorities trusted for `https:` instead of the runtime's (a private CA; the tests' self-signed one). */
+  ca?: string
 }
 
 export interface OutboundResult {
@@ -34,13 +38,15 @@ export interface OutboundResult {
 
 class Refusal extends Error {}
 
+const systemResolve = async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
+
 /** The addresses `host` names, every one checked; throws Refusal naming the first that is not allowed. */
 async function checkedAddresses(host: string, request: OutboundRequest, signal: AbortSignal): Promise<string[]> {
   const literal = host.startsWith('[') ? host.slice(1, -1) : host
   const addresses = isIP(literal)
     ? [literal]
     : await Promise.race([
-      lookup(literal, { all: true, verbatim: true }).then((found) => found.map((a) => a.address), () => {
+      (request.resolve ?? systemResolve)(literal).catch(() => {
         throw new Refusal(`${host} does not resolve`)
       }),
       new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Refusal('DNS lookup timed out')), { once: true })),
@@ -78,8 +84,12 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
         : reject(new Error('timeout')), { once: true })
       const outgoing = (secure ? https : http).request({
         host: address, port: url.port || (secure ? 443 : 80), path: `${url.pathname}${url.search}`, method: 'POST',
-        headers: { ...request.headers, host: url.host, 'content-length': String(Buffer.byteLength(request.body)) },
+        // One connection per attempt (no agent, no keep-alive): a pooled socket would outlive the address check that
+        // allowed it, and would be reused for whatever the name resolves to next.
+        agent: false,
+        headers: { ...request.headers, host: url.host, connection: 'close', 'content-length': String(Buffer.byteLength(request.body)) },
         ...(secure && !isIP(hostname) ? { servername: hostname } : {}),
+        ...(secure && request.ca ? { ca: request.ca } : {}),
         signal: abort.signal,
       }, (response) => {
         const chunks: Buffer[] = []

@@ -1,6 +1,6 @@
 // When a webhook delivery is attempted: at once, then after each delay of the schedule Svix and Resend use (5 s, 5 min,
 // 30 min, 2 h, 5 h, 10 h, 10 h), eight attempts in all over about 27.6 hours. parseRetryDelays reads a shorter one for
-// the tests; the setting that passes it is the delivery slice's (not wired yet: docs/webhooks.md).
+// the tests (WEBHOOK_RETRY_SCHEDULE, shared/config.ts). Imports nothing: the config module reads it.
 
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const
 

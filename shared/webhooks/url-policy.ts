@@ -1,7 +1,7 @@
 // Which URLs a webhook endpoint may name: https only, no userinfo or fragment, at most 2048 bytes, and a host that is
 // public (an IP literal outside every special-purpose range, or a name whose every address is). Checked at create and
 // update; the delivery slice must check the address again when it connects, or DNS rebinding gets past this check.
-import { lookup } from 'node:dns/promises'
+import { lookup, Resolver } from 'node:dns/promises'
 import { isIP } from 'node:net'
 
 /** Most bytes of a webhook URL, as given and as stored (normalized by the WHATWG parser). */
@@ -109,6 +109,26 @@ export const isLocalhostName = (host: string) => /(^|\.)localhost$/i.test(host.r
 const refused = (status: 400 | 422, reason: string): UrlVerdict => ({ ok: false, status, reason })
 
 const systemResolve = async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
+
+/**
+ * A resolver asking `servers` (`ip` or `ip:port`) for a host's A and AAAA records, or undefined for none given (the
+ * system resolver then). Rejects when neither family answers, as a failed lookup does.
+ */
+export function serversResolve(servers: readonly string[], timeoutMs: number): ((host: string) => Promise<string[]>) | undefined {
+  if (servers.length === 0) return undefined
+  return async (host) => {
+    const resolver = new Resolver({ timeout: timeoutMs, tries: 1 })
+    resolver.setServers([...servers])
+    try {
+      const answers = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)])
+      const found = answers.flatMap((answer) => (answer.status === 'fulfilled' ? answer.value : []))
+      if (found.length === 0) throw new Error(`${host} does not resolve`)
+      return found
+    } finally {
+      resolver.cancel()
+    }
+  }
+}
 
 /** Every address of `host`, or none when it does not resolve within the timeout. */
 async function resolveWithin(host: string, policy: UrlPolicy): Promise<string[]> {

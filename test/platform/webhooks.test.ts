@@ -191,11 +191,11 @@ test('a platform key bound to realtime only manages realtime webhooks; mail_webh
   await client.close()
 })
 
-test('MCP lists the twelve webhook tools, and a tool call creates an endpoint as REST does', async () => {
+test('MCP lists the twenty webhook tools, and a tool call creates an endpoint as REST does', async () => {
   const owner = await newProduct()
   const client = await mcpClient(owner.token, owner.productId)
   const tools = (await client.listTools()).tools.map((t) => t.name).filter((name) => name.includes('_webhooks_')).sort()
-  const verbs = ['create', 'delete', 'get', 'list', 'rotate_secret', 'update']
+  const verbs = ['create', 'delete', 'deliveries_get', 'deliveries_list', 'deliveries_replay', 'get', 'list', 'rotate_secret', 'send_test', 'update']
   expect(tools).toEqual(['mail', 'realtime'].flatMap((area) => verbs.map((verb) => `${area}_webhooks_${verb}`)))
   const made = await client.callTool({ name: 'mail_webhooks_create', arguments: { body: { url: URL_OK, eventKinds: ['email.bounced'] } } })
   expect(made.isError).toBeFalsy()
@@ -205,6 +205,8 @@ test('MCP lists the twelve webhook tools, and a tool call creates an endpoint as
   expect(got.structuredContent).toEqual(ok(await call('GET', `/mail/webhooks/${endpoint.id}`, as(owner)), 'get').body)
   const wrongArea = await client.callTool({ name: 'realtime_webhooks_get', arguments: { path: { id: endpoint.id } } })
   expect(JSON.parse((wrongArea.content as any)[0].text)).toMatchObject({ error: 'not_found', status: 404 })
+  const listed = await client.callTool({ name: 'mail_webhooks_deliveries_list', arguments: { path: { id: endpoint.id } } })
+  expect(listed.structuredContent).toEqual({ object: 'list', has_more: false, data: [] })
   await client.close()
 })
 

@@ -9,6 +9,10 @@ import {
   createEndpoint, deleteEndpoint, DESCRIPTION_MAX, type Endpoint, getEndpoint, listEndpoints, PREVIOUS_SECRET_HOURS,
   rotateEndpointSecret, updateEndpoint,
 } from '../../../shared/webhooks/endpoints'
+import {
+  type Attempt, type Delivery, type DeliveryDetail, getDelivery, listDeliveries, replayDelivery, sendTestEvent,
+} from '../../../shared/webhooks/deliveries'
+import { TEST_EVENT_KIND } from '../../../shared/webhooks/outbox'
 import { URL_MAX_BYTES } from '../../../shared/webhooks/url-policy'
 
 const Url = () => Type.String({
@@ -50,6 +54,100 @@ const out = (e: Endpoint) => ({
   ...e, createdAt: iso(e.createdAt), updatedAt: iso(e.updatedAt), previousSecretExpiresAt: e.previousSecretExpiresAt && iso(e.previousSecretExpiresAt),
 })
 
+const AttemptSchema = () => Strict({
+  attemptedAt: Timestamp(),
+  durationMs: Type.Integer({ description: 'From the start of the request to the end of the answer (or the failure), in ms' }),
+  statusCode: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status; null when no answer came (see error)' }),
+  error: Type.Union([Type.String(), Type.Null()], {
+    description: 'Why there was no status (refused address, DNS, timeout, connection), why a 3xx was not followed, or that the answer was cut short',
+  }),
+  responseExcerpt: Type.String({ description: 'The first 1 KiB of the answer' }),
+})
+
+const deliveryFields = () => ({
+  id: Uuid(),
+  messageId: Type.String({ description: 'The webhook-id header: the same on every attempt and on a replay' }),
+  eventKind: Type.String(),
+  state: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  attemptCount: Type.Integer({ description: 'Attempts made so far' }),
+  nextAttemptAt: Type.Union([Timestamp(), Type.Null()], { description: 'When the next attempt is due; null once succeeded or failed' }),
+  replayOf: Type.Union([Uuid(), Type.Null()], { description: 'The delivery this one replays' }),
+  createdAt: Timestamp(), updatedAt: Timestamp(),
+  lastAttempt: Type.Union([AttemptSchema(), Type.Null()], { description: 'The latest attempt; null before the first' }),
+})
+const DeliverySchema = () => Strict(deliveryFields())
+const DeliveryDetailSchema = () => Strict({
+  ...deliveryFields(),
+  payload: Type.Unknown({ description: 'The body sent: {type, timestamp, data}' }),
+  attempts: Type.Array(AttemptSchema(), { description: 'Every attempt, oldest first' }),
+})
+
+const attemptOut = (a: Attempt) => ({ ...a, attemptedAt: iso(a.attemptedAt) })
+const deliveryOut = (d: Delivery) => ({
+  ...d, createdAt: iso(d.createdAt), updatedAt: iso(d.updatedAt), nextAttemptAt: d.nextAttemptAt && iso(d.nextAttemptAt),
+  lastAttempt: d.lastAttempt && attemptOut(d.lastAttempt),
+})
+const detailOut = (d: DeliveryDetail) => ({ ...deliveryOut(d), payload: d.payload, attempts: d.attempts.map(attemptOut) })
+
+const DeliveryPath = Strict({
+  id: Type.String({ minLength: 1, description: 'Webhook endpoint id' }),
+  deliveryId: Type.String({ minLength: 1, description: 'Webhook delivery id' }),
+})
+
+/** The deliveries of one endpoint, listed as the area lists (Mail `{object, has_more, data}`, Realtime by member name). */
+function deliveriesListOperation(area: WebhookArea) {
+  const base = {
+    id: `${area}_webhooks_deliveries_list`, method: 'GET', path: `/${area}/webhooks/{id}/deliveries`, area, auth: 'product',
+    summary: `List the deliveries of one ${area} webhook endpoint, newest first, each with its last attempt (paginated)`,
+    params: IdPath,
+    query: Strict(pageQuery('webhook delivery')),
+  } as const
+  const list = (productId: string, id: string) => (page: Parameters<typeof listDeliveries>[3]) => listDeliveries(productId, area, id, page)
+  if (area === 'mail') {
+    return defineOperation({
+      ...base,
+      response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(DeliverySchema()) }),
+      handler: ({ params, query }, ctx) => listObject(query, list(productOf(ctx), params.id), deliveryOut),
+    })
+  }
+  return defineOperation({
+    ...base,
+    response: Strict({ deliveries: Type.Array(DeliverySchema()), has_more: HasMore() }),
+    handler: ({ params, query }, ctx) => listed('deliveries', query, list(productOf(ctx), params.id), deliveryOut),
+  })
+}
+
+/** Listing, reading, replaying deliveries and sending a test event: the four delivery operations of one area. */
+function deliveryOperations(area: WebhookArea) {
+  const common = { area, auth: 'product' } as const
+  return [
+    deliveriesListOperation(area),
+    defineOperation({
+      ...common, id: `${area}_webhooks_deliveries_get`, method: 'GET', path: `/${area}/webhooks/{id}/deliveries/{deliveryId}`,
+      summary: `Get one delivery of a ${area} webhook endpoint: its payload and every attempt`,
+      params: DeliveryPath,
+      response: DeliveryDetailSchema(),
+      handler: async ({ params }, ctx) => detailOut(await getDelivery(productOf(ctx), area, params.id, params.deliveryId)),
+    }),
+    defineOperation({
+      ...common, id: `${area}_webhooks_deliveries_replay`, method: 'POST', path: `/${area}/webhooks/{id}/deliveries/{deliveryId}/replay`,
+      summary: `Deliver a ${area} webhook message again to its endpoint: a new delivery, retried on the full schedule, same webhook-id`,
+      description: 'The endpoint must be enabled (409 otherwise). Answers the new delivery, due at once.',
+      params: DeliveryPath,
+      response: DeliveryDetailSchema(),
+      handler: async ({ params }, ctx) => detailOut(await replayDelivery(productOf(ctx), area, params.id, params.deliveryId)),
+    }),
+    defineOperation({
+      ...common, id: `${area}_webhooks_send_test`, method: 'POST', path: `/${area}/webhooks/{id}/test`,
+      summary: `Send a ${TEST_EVENT_KIND} event to one ${area} webhook endpoint, signed and retried as any event`,
+      description: 'The endpoint must be enabled (409 otherwise). Answers the delivery, due at once; list or get it to see its attempts.',
+      params: IdPath,
+      response: DeliveryDetailSchema(),
+      handler: async ({ params }, ctx) => detailOut(await sendTestEvent(productOf(ctx), area, params.id)),
+    }),
+  ]
+}
+
 /** Each area lists the way its other lists do: Mail as Resend (`{object: 'list', data}`), Realtime by member name. */
 function listOperation(area: WebhookArea, Endpoint: TSchema) {
   const base = {
@@ -71,7 +169,7 @@ function listOperation(area: WebhookArea, Endpoint: TSchema) {
   })
 }
 
-/** The six operations of one area's webhook endpoints. */
+/** The operations of one area's webhooks: six on endpoints, four on their deliveries. */
 export function webhookOperations(area: WebhookArea) {
   const fields = EndpointSchema(area)
   const Endpoint = Strict(fields)
@@ -82,7 +180,7 @@ export function webhookOperations(area: WebhookArea) {
       ...common, id: `${area}_webhooks_create`, method: 'POST', path: `/${area}/webhooks`,
       rateClass: 'expensive', // resolves the URL's host name
       summary: `Register a ${area} webhook endpoint: a URL and the event kinds it receives; its secret is answered only here`,
-      description: 'Events are signed per Standard Webhooks with the whsec_ secret. Delivery is not built yet (docs/webhooks.md).',
+      description: 'Events are signed per Standard Webhooks with the whsec_ secret and delivered by the webhooks process (docs/webhooks.md).',
       body: Strict({ url: Url(), eventKinds: EventKinds(area), description: Type.Optional(Description()), enabled: Type.Optional(Enabled()) }),
       response: WithSecret,
       handler: async ({ body }, ctx) => {
@@ -131,6 +229,7 @@ export function webhookOperations(area: WebhookArea) {
         return { ...out(endpoint), secret }
       },
     }),
+    ...deliveryOperations(area),
   ]
 }
 

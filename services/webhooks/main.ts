@@ -1,0 +1,42 @@
+// Webhooks: `bun run services/webhooks/main.ts`. Any number of them: each claims due deliveries with leases
+// (services/webhooks/queue.ts). /healthz and /readyz on WEBHOOKS_PORT (reusePort: any webhooks process answers).
+import { config } from '../../shared/config'
+import { sql } from '../../shared/db/client'
+import { noRoute, toErrorResponse } from '../../shared/errors'
+import { liveness, readiness } from '../../shared/http/health'
+import { onShutdown } from '../../shared/http/lifecycle'
+import { log } from '../../shared/log'
+import { closeRedis } from '../../shared/redis'
+import { requireSecretKey } from '../../shared/secrets'
+import { startDeliverer } from './deliverer'
+
+process.env.PROCESS_NAME ??= 'webhooks'
+requireSecretKey() // endpoint secrets are sealed: without the master key, fail now with a clear message
+// A lease shorter than an attempt would let a second process make the same attempt while the first still waits.
+if (config.webhooks.leaseMs < config.webhooks.timeoutMs + 1000) {
+  throw new Error(`WEBHOOK_LEASE_MS (${config.webhooks.leaseMs}) must exceed WEBHOOK_TIMEOUT_MS (${config.webhooks.timeoutMs}) by at least 1000`)
+}
+
+const deliverer = startDeliverer()
+const health = Bun.serve({
+  port: config.webhooks.port,
+  reusePort: true,
+  async fetch(request) {
+    const path = new URL(request.url).pathname
+    if (path === '/healthz') return Response.json(liveness())
+    if (path === '/readyz') {
+      const { status, body } = await readiness()
+      return Response.json(body, { status })
+    }
+    return toErrorResponse(noRoute(request.method, path))
+  },
+})
+log('info', 'listening', { name: 'webhooks', port: health.port })
+
+// Attempts in flight are bounded by WEBHOOK_TIMEOUT_MS: waited for, so their outcomes are recorded; then the pools close.
+onShutdown(async () => {
+  health.stop(true)
+  await deliverer.stop()
+  await sql.end({ timeout: 5 }).catch(() => {})
+  await closeRedis()
+}, config.webhooks.timeoutMs + 10_000)

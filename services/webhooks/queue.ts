@@ -1,0 +1,205 @@
+// The delivery queue is the webhook_deliveries table. A process claims due deliveries with a lease, fairly (at most
+// so many in flight per endpoint and per product, across every process), and records each attempt only while its lease
+// stands. A process that dies leaves its deliveries leased; when the lease runs out another claims them again: nothing
+// is lost, and an attempt whose outcome was not recorded is made again with the same webhook-id (at least once).
+import { sql } from '../../shared/db/client'
+import type { OutboundResult } from '../../shared/webhooks/outbound'
+import { nextRetryDelay } from '../../shared/webhooks/schedule'
+
+/** Serializes claims across processes (held for one short statement), so in-flight counts are exact, not racy. */
+const CLAIM_LOCK = 727_022
+
+export interface ClaimedDelivery {
+  id: string
+  messageId: string
+  endpointId: string
+  productId: string
+  url: string
+  /** The body, as stored: the same bytes on every attempt. */
+  payload: string
+  /** Attempts recorded before this one. */
+  attempts: number
+  leaseToken: string
+}
+
+export interface ClaimBounds {
+  limit: number
+  leaseMs: number
+  perEndpoint: number
+  perProduct: number
+}
+
+/**
+ * Claims up to `limit` due deliveries of enabled endpoints, oldest first, keeping at most `perEndpoint` leased per
+ * endpoint and `perProduct` per product (those already leased by any process count), so that one slow or hostile
+ * receiver holds a few of the slots, never all of them. Only endpoints with pending deliveries are visited, and each
+ * one's due deliveries are read from its own index range (webhook_deliveries_due), so neither many idle endpoints nor
+ * a deep backlog on one endpoint makes the claim slower.
+ */
+export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> {
+  if (bounds.limit <= 0) return []
+  const rows = await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${CLAIM_LOCK})`
+    return tx`
+      with recursive pending_endpoints as (
+        -- Every endpoint with a pending delivery, by a skip scan of webhook_deliveries_due: one index descent per such
+        -- endpoint, however deep its backlog, and none for the endpoints with nothing pending (most, most of the time).
+        (select endpoint_id from webhook_deliveries where state = 'pending' order by endpoint_id limit 1)
+        union all
+        select (select d.endpoint_id from webhook_deliveries d where d.state = 'pending' and d.endpoint_id > p.endpoint_id order by d.endpoint_id limit 1)
+        from pending_endpoints p where p.endpoint_id is not null
+      ),
+      leased as (
+        select endpoint_id, count(*)::int as n from webhook_deliveries
+        where state = 'pending' and locked_until > now() group by endpoint_id
+      ),
+      product_leased as (
+        select e.product_id, sum(l.n)::int as n from leased l join webhook_endpoints e on e.id = l.endpoint_id group by e.product_id
+      ),
+      candidates as (
+        select due.id, due.next_attempt_at, e.product_id
+        from pending_endpoints p
+        join webhook_endpoints e on e.id = p.endpoint_id
+        left join leased on leased.endpoint_id = e.id
+        cross join lateral (
+          select d.id, d.next_attempt_at from webhook_deliveries d
+          where d.endpoint_id = e.id and d.state = 'pending' and d.next_attempt_at <= now()
+            and (d.locked_until is null or d.locked_until <= now())
+          order by d.next_attempt_at
+          limit greatest(${bounds.perEndpoint} - coalesce(leased.n, 0), 0)
+          for update of d skip locked
+        ) as due
+        where e.enabled
+      ),
+      picked as (
+        select id from (
+          select c.id, c.next_attempt_at, coalesce(p.n, 0) as busy,
+            row_number() over (partition by c.product_id order by c.next_attempt_at, c.id) as rank
+          from candidates c left join product_leased p on p.product_id = c.product_id
+        ) as ranked
+        where rank <= ${bounds.perProduct} - busy
+        order by next_attempt_at
+        limit ${bounds.limit}
+      )
+      update webhook_deliveries d
+      set locked_until = now() + ${bounds.leaseMs} * interval '1 millisecond', lease_token = gen_random_uuid()
+      from picked, webhook_messages m, webhook_endpoints e
+      where d.id = picked.id and m.id = d.message_id and e.id = d.endpoint_id
+      returning d.id, d.message_id, d.endpoint_id, e.product_id, e.url, m.payload, d.attempts, d.lease_token`
+  })
+  return rows.map((row) => ({
+    id: row.id, messageId: row.message_id, endpointId: row.endpoint_id, productId: row.product_id, url: row.url,
+    payload: row.payload, attempts: row.attempts, leaseToken: row.lease_token,
+  }))
+}
+
+/** Gives back claims never attempted (the process stopped meanwhile): the next claim takes them at once. */
+export async function releaseClaims(deliveries: ClaimedDelivery[]): Promise<void> {
+  if (deliveries.length === 0) return
+  await sql`
+    update webhook_deliveries d set locked_until = null, lease_token = null
+    from unnest(${deliveries.map((d) => d.id)}::uuid[], ${deliveries.map((d) => d.leaseToken)}::uuid[]) as claimed(id, token)
+    where d.id = claimed.id and d.lease_token = claimed.token`
+}
+
+export interface AttemptPolicy {
+  /** The delays between attempts (WEBHOOK_RETRY_SCHEDULE). */
+  retryDelaysMs: readonly number[]
+  /** Failing this long without a success disables the endpoint (WEBHOOK_DISABLE_AFTER_MS). */
+  disableAfterMs: number
+}
+
+export interface AttemptOutcome {
+  state: 'succeeded' | 'pending' | 'failed'
+  /** When pending: the delay before the next attempt. */
+  retryInMs?: number
+  /** Set when this attempt disabled the endpoint: why (as the product reads it in disabledReason). */
+  disabledReason?: string
+}
+
+/** Text columns refuse NUL; an answer may carry any bytes. */
+const text = (value: string, maxBytes: number) => {
+  const clean = value.replaceAll('\u0000', '\uFFFD')
+  return Buffer.byteLength(clean) <= maxBytes ? clean : Buffer.from(clean).subarray(0, maxBytes).toString('utf8').replace(/\uFFFD$/, '')
+}
+
+/** What an attempt's result was, in a few words (for disabledReason and the logs). */
+export const describeResult = (result: OutboundResult) =>
+  result.status === null ? result.error ?? 'no answer' : `HTTP ${result.status}${result.error ? ` (${result.error})` : ''}`
+
+/** A 2xx heard to the end. An answer cut short by the timeout was not heard to the end: it is retried. */
+export const succeeded = (result: OutboundResult) => result.status !== null && result.status >= 200 && result.status < 300 && !result.error
+
+/**
+ * Records one attempt and what follows from it, in one transaction, and releases the lease: success; 410 Gone (the
+ * endpoint is disabled at once, the delivery failed); otherwise a retry after the schedule's next delay, or failed when
+ * the schedule is spent. A failure also starts or continues the endpoint's failing streak, and a streak longer than
+ * `disableAfterMs` disables it. Null (nothing written) when the lease is no longer this process's.
+ */
+export async function recordAttempt(
+  delivery: ClaimedDelivery, attemptedAt: Date, result: OutboundResult, policy: AttemptPolicy,
+): Promise<AttemptOutcome | null> {
+  return sql.begin(async (tx) => {
+    const [held] = await tx`select id from webhook_deliveries where id = ${delivery.id} and lease_token = ${delivery.leaseToken} for update`
+    if (!held) return null
+    await tx`
+      insert into webhook_attempts (delivery_id, attempted_at, duration_ms, status_code, error, response_excerpt)
+      values (${delivery.id}, ${attemptedAt}, ${result.durationMs}, ${result.status}, ${result.error ? text(result.error, 2048) : null},
+        ${text(result.excerpt, 4096)})`
+    const made = delivery.attempts + 1
+    const gone = result.status === 410
+    const retryInMs = succeeded(result) || gone ? null : nextRetryDelay(made, policy.retryDelaysMs)
+    const outcome: AttemptOutcome = succeeded(result)
+      ? { state: 'succeeded' } : retryInMs !== null ? { state: 'pending', retryInMs } : { state: 'failed' }
+    await tx`
+      update webhook_deliveries set attempts = ${made}, state = ${outcome.state}, locked_until = null, lease_token = null,
+        next_attempt_at = ${retryInMs !== null ? sql`now() + ${retryInMs} * interval '1 millisecond'` : sql`next_attempt_at`},
+        updated_at = now()
+      where id = ${delivery.id}`
+    if (outcome.state === 'succeeded') {
+      await tx`update webhook_endpoints set failing_since = null where id = ${delivery.endpointId} and failing_since is not null`
+      return outcome
+    }
+    const [endpoint] = await tx`
+      update webhook_endpoints set failing_since = coalesce(failing_since, ${attemptedAt})
+      where id = ${delivery.endpointId}
+      returning enabled, failing_since, failing_since <= now() - ${policy.disableAfterMs} * interval '1 millisecond' as overdue`
+    if (!endpoint?.enabled) return outcome
+    const reason = gone
+      ? `The endpoint answered 410 Gone at ${attemptedAt.toISOString()}: disabled at once. Enable it again to resume deliveries.`
+      : endpoint.overdue
+        ? `Every attempt since ${(endpoint.failing_since as Date).toISOString()} failed (the last: ${text(describeResult(result), 300)}): `
+          + `disabled after ${formatSpan(policy.disableAfterMs)} of failures. Enable it again to resume deliveries.`
+        : null
+    if (reason) {
+      await tx`update webhook_endpoints set enabled = false, disabled_reason = ${reason}, updated_at = now() where id = ${delivery.endpointId}`
+      outcome.disabledReason = reason
+    }
+    return outcome
+  })
+}
+
+/** 432000000 -> "5 days", 7200000 -> "2 h"; other spans (the tests') in seconds. */
+function formatSpan(ms: number): string {
+  const days = ms / 86_400_000
+  if (Number.isInteger(days)) return `${days} day${days === 1 ? '' : 's'}`
+  return Number.isInteger(ms / 3_600_000) ? `${ms / 3_600_000} h` : `${ms / 1000} s`
+}
+
+/**
+ * Deletes up to `batch` messages older than `retentionMs` none of whose deliveries is pending (their deliveries and
+ * attempts go with them). Answers how many; the caller repeats while a full batch went. Rows another process is
+ * deleting are skipped, so processes sweeping at once do not wait on each other.
+ */
+export async function deleteOldMessages(retentionMs: number, batch = 1000): Promise<number> {
+  const rows = await sql`
+    delete from webhook_messages where id in (
+      select m.id from webhook_messages m
+      where m.created_at < now() - ${retentionMs} * interval '1 millisecond'
+        and not exists (select 1 from webhook_deliveries d where d.message_id = m.id and d.state = 'pending')
+      limit ${batch}
+      for update skip locked
+    )
+    returning id`
+  return rows.length
+}
