@@ -315,6 +315,12 @@ function loadConfig() {
       disableAfterMs: int('WEBHOOK_DISABLE_AFTER_MS', 5 * 24 * 3_600_000),
       /** Health endpoints of the webhooks processes (reusePort: any answers). */
       port: int('WEBHOOKS_PORT', 4500),
+      /**
+       * This process's consumer name in the group `webhooks` that reads the Realtime events (the shards' hooks streams);
+       * stable across restarts, so it reads its own pending entries again at once. Processes sharing a name (several on
+       * one host) are safe: an event is recorded once per stream entry (its dedupe key), however often it is read.
+       */
+      consumer: str('WEBHOOKS_CONSUMER', `webhooks-${hostname()}`),
     },
     mail: {
       /**

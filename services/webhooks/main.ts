@@ -1,5 +1,6 @@
 // Webhooks: `bun run services/webhooks/main.ts`. Any number of them: each claims due deliveries with leases
-// (services/webhooks/queue.ts). /healthz and /readyz on WEBHOOKS_PORT (reusePort: any webhooks process answers).
+// (services/webhooks/queue.ts), and records the Realtime events from the shards' hooks streams (./realtime-events.ts). /healthz and /readyz
+// on WEBHOOKS_PORT (reusePort: any webhooks process answers).
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { noRoute, toErrorResponse } from '../../shared/errors'
@@ -9,6 +10,7 @@ import { log } from '../../shared/log'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { startDeliverer } from './deliverer'
+import { startRealtimeEvents } from './realtime-events'
 
 process.env.PROCESS_NAME ??= 'webhooks'
 requireSecretKey() // endpoint secrets are sealed: without the master key, fail now with a clear message
@@ -18,6 +20,7 @@ if (config.webhooks.leaseMs < config.webhooks.timeoutMs + 1000) {
 }
 
 const deliverer = startDeliverer()
+const realtimeEvents = startRealtimeEvents()
 const health = Bun.serve({
   port: config.webhooks.port,
   reusePort: true,
@@ -36,7 +39,7 @@ log('info', 'listening', { name: 'webhooks', port: health.port })
 // Attempts in flight are bounded by WEBHOOK_TIMEOUT_MS: waited for, so their outcomes are recorded; then the pools close.
 onShutdown(async () => {
   health.stop(true)
-  await deliverer.stop()
+  await Promise.all([deliverer.stop(), realtimeEvents.stop()])
   await sql.end({ timeout: 5 }).catch(() => {})
   await closeRedis()
 }, config.webhooks.timeoutMs + 10_000)
