@@ -28,3 +28,31 @@ test('finished messages past retention go with their deliveries and attempts; pe
   const orphans = await sql`select count(*)::int as n from webhook_attempts where delivery_id = any(${[old.deliveryId, oldFailed.deliveryId]}::uuid[])`
   expect(orphans[0]!.n).toBe(0)
 })
+
+test('an endpoint holding 20 000 deliveries is deleted within the database deadline, and so is its product', async () => {
+  const owner = await newProduct()
+  const endpoint = ok(await call('POST', '/mail/webhooks', {
+    token: owner.token, productId: owner.productId, body: { url: 'http://127.0.0.1:9/hook', eventKinds: ['*'], enabled: false },
+  }), 'create endpoint').body
+  const tag = crypto.randomUUID().replaceAll('-', '').slice(0, 12)
+  await sql`
+    with m as (
+      insert into webhook_messages (id, product_id, area, kind, payload)
+      select 'msg_many' || ${tag} || n, ${owner.productId}, 'mail', 'email.sent', '{}' from generate_series(1, 20000) n
+      returning id
+    )
+    insert into webhook_deliveries (message_id, endpoint_id, state) select id, ${endpoint.id}, 'succeeded' from m`
+  const started = performance.now()
+  const deleted = await call('DELETE', `/mail/webhooks/${endpoint.id}`, { token: owner.token, productId: owner.productId })
+  expect(deleted.status).toBe(200)
+  expect(performance.now() - started).toBeLessThan(2000)
+  const [left] = await sql`select count(*)::int as n from webhook_deliveries where endpoint_id = ${endpoint.id}`
+  expect(left!.n).toBe(0)
+  // The messages stay until the product goes; deleting it finds them by product (not a scan of every message).
+  const [{ ms }] = await sql.begin(async (tx) => {
+    const t = performance.now()
+    await tx`delete from products where id = ${owner.productId}`
+    return [{ ms: performance.now() - t }]
+  })
+  expect(ms).toBeLessThan(2000)
+})
