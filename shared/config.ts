@@ -306,6 +306,8 @@ function loadConfig() {
       endpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', 4),
       /** Most attempts in flight to one product's endpoints together (all areas), across every webhooks process. */
       productConcurrency: int('WEBHOOK_PRODUCT_CONCURRENCY', 16),
+      /** Most attempts in flight to one organization's products together, across every webhooks process. */
+      organizationConcurrency: int('WEBHOOK_ORGANIZATION_CONCURRENCY', 32),
       /**
        * Days a webhook message, its deliveries and their attempts are kept once none is pending (then deleted by the
        * webhooks processes, hourly); what is still pending is kept until it is not.

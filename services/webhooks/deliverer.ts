@@ -75,6 +75,7 @@ export function startDeliverer(): Deliverer {
         try {
           const batch = await claimDue({
             limit: free, leaseMs: settings().leaseMs, perEndpoint: settings().endpointConcurrency, perProduct: settings().productConcurrency,
+            perOrganization: settings().organizationConcurrency,
           })
           if (!running) {
             await releaseClaims(batch).catch((error) => log('warn', 'webhook claims not released; their leases will run out', describeError(error)))
@@ -107,7 +108,7 @@ export function startDeliverer(): Deliverer {
   })()
   log('info', 'webhooks deliverer started', {
     concurrency: settings().concurrency, perEndpoint: settings().endpointConcurrency, perProduct: settings().productConcurrency,
-    timeoutMs: settings().timeoutMs, leaseMs: settings().leaseMs, retries: settings().retryDelaysMs.length,
+    perOrganization: settings().organizationConcurrency, timeoutMs: settings().timeoutMs, leaseMs: settings().leaseMs, retries: settings().retryDelaysMs.length,
   })
   return {
     async stop(waitMs = settings().timeoutMs + 5000) {

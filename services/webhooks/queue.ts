@@ -1,7 +1,8 @@
-// The delivery queue is the webhook_deliveries table. A process claims due deliveries with a lease, fairly (at most
-// so many in flight per endpoint and per product, across every process), and records each attempt only while its lease
-// stands. A process that dies leaves its deliveries leased; when the lease runs out another claims them again: nothing
-// is lost, and an attempt whose outcome was not recorded is made again with the same webhook-id (at least once).
+// The delivery queue is the webhook_deliveries table. A process claims due deliveries with a lease, fairly (at most so
+// many in flight per endpoint, per product and per organization, across every process; the least busy first), and
+// records each attempt only while its lease stands. A process that dies leaves its deliveries leased; when the lease
+// runs out another claims them again: nothing is lost, and an attempt whose outcome was not recorded is made again
+// with the same webhook-id (at least once).
 import { sql } from '../../shared/db/client'
 import type { OutboundResult } from '../../shared/webhooks/outbound'
 import { nextRetryDelay } from '../../shared/webhooks/schedule'
@@ -27,14 +28,19 @@ export interface ClaimBounds {
   leaseMs: number
   perEndpoint: number
   perProduct: number
+  perOrganization: number
 }
 
 /**
- * Claims up to `limit` due deliveries of enabled endpoints, oldest first, keeping at most `perEndpoint` leased per
- * endpoint and `perProduct` per product (those already leased by any process count), so that one slow or hostile
- * receiver holds a few of the slots, never all of them. Only endpoints with pending deliveries are visited, and each
- * one's due deliveries are read from its own index range (webhook_deliveries_due), so neither many idle endpoints nor
- * a deep backlog on one endpoint makes the claim slower.
+ * Claims up to `limit` due deliveries of enabled endpoints, keeping at most `perEndpoint` leased per endpoint,
+ * `perProduct` per product and `perOrganization` per organization (those already leased by any process count), so that
+ * one slow or hostile receiver, product or organization holds a share of the slots, never all of them. Free slots go
+ * to the least busy first: the organization with the fewest in flight, then the product, then the endpoint, then the
+ * oldest due; so a tenant with a deep backlog takes turns with the others instead of taking every slot that frees up.
+ * Only endpoints with pending deliveries are visited, and each one's due deliveries are read from its own index range
+ * (webhook_deliveries_due), so neither many idle endpoints nor a deep backlog on one endpoint makes the claim slower.
+ * Candidates are read without row locks (claims are serialized by CLAIM_LOCK; the update checks each row is still
+ * pending and unleased), so a claim locks only the rows it takes.
  */
 export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> {
   if (bounds.limit <= 0) return []
@@ -50,16 +56,20 @@ export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> 
         from pending_endpoints p where p.endpoint_id is not null
       ),
       leased as (
-        select endpoint_id, count(*)::int as n from webhook_deliveries
-        where state = 'pending' and locked_until > now() group by endpoint_id
+        select l.endpoint_id, l.n, e.product_id, pr.organization_id
+        from (
+          select endpoint_id, count(*)::int as n from webhook_deliveries
+          where state = 'pending' and locked_until > now() group by endpoint_id
+        ) as l
+        join webhook_endpoints e on e.id = l.endpoint_id join products pr on pr.id = e.product_id
       ),
-      product_leased as (
-        select e.product_id, sum(l.n)::int as n from leased l join webhook_endpoints e on e.id = l.endpoint_id group by e.product_id
-      ),
+      product_leased as (select product_id, sum(n)::int as n from leased group by product_id),
+      organization_leased as (select organization_id, sum(n)::int as n from leased group by organization_id),
       candidates as (
-        select due.id, due.next_attempt_at, e.product_id
+        select due.id, due.next_attempt_at, e.id as endpoint_id, e.product_id, pr.organization_id, coalesce(leased.n, 0) as busy
         from pending_endpoints p
         join webhook_endpoints e on e.id = p.endpoint_id
+        join products pr on pr.id = e.product_id
         left join leased on leased.endpoint_id = e.id
         cross join lateral (
           select d.id, d.next_attempt_at from webhook_deliveries d
@@ -67,24 +77,37 @@ export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> 
             and (d.locked_until is null or d.locked_until <= now())
           order by d.next_attempt_at
           limit greatest(${bounds.perEndpoint} - coalesce(leased.n, 0), 0)
-          for update of d skip locked
         ) as due
         where e.enabled
       ),
+      -- Each candidate's load: how many would be in flight to its endpoint, product and organization once it and the
+      -- ones ranked before it are taken. Ranking by load first takes turns between tenants.
+      by_endpoint as (
+        select c.*, c.busy + row_number() over (partition by c.endpoint_id order by c.next_attempt_at, c.id) as endpoint_load
+        from candidates c
+      ),
+      by_product as (
+        select b.*, coalesce(pl.n, 0)
+          + row_number() over (partition by b.product_id order by b.endpoint_load, b.next_attempt_at, b.id) as product_load
+        from by_endpoint b left join product_leased pl on pl.product_id = b.product_id
+      ),
+      by_organization as (
+        select b.*, coalesce(ol.n, 0)
+          + row_number() over (partition by b.organization_id order by b.product_load, b.endpoint_load, b.next_attempt_at, b.id) as organization_load
+        from by_product b left join organization_leased ol on ol.organization_id = b.organization_id
+        where b.product_load <= ${bounds.perProduct}
+      ),
       picked as (
-        select id from (
-          select c.id, c.next_attempt_at, coalesce(p.n, 0) as busy,
-            row_number() over (partition by c.product_id order by c.next_attempt_at, c.id) as rank
-          from candidates c left join product_leased p on p.product_id = c.product_id
-        ) as ranked
-        where rank <= ${bounds.perProduct} - busy
-        order by next_attempt_at
+        select id from by_organization
+        where organization_load <= ${bounds.perOrganization}
+        order by organization_load, product_load, endpoint_load, next_attempt_at, id
         limit ${bounds.limit}
       )
       update webhook_deliveries d
       set locked_until = now() + ${bounds.leaseMs} * interval '1 millisecond', lease_token = gen_random_uuid()
       from picked, webhook_messages m, webhook_endpoints e
       where d.id = picked.id and m.id = d.message_id and e.id = d.endpoint_id
+        and d.state = 'pending' and (d.locked_until is null or d.locked_until <= now())
       returning d.id, d.message_id, d.endpoint_id, e.product_id, e.url, m.payload, d.attempts, d.lease_token`
   })
   return rows.map((row) => ({
