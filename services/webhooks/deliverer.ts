@@ -7,7 +7,9 @@ import { endpointSecrets } from '../../shared/webhooks/endpoints'
 import { sendOutbound } from '../../shared/webhooks/outbound'
 import { signedHeaders } from '../../shared/webhooks/signature'
 import { serversResolve } from '../../shared/webhooks/url-policy'
-import { claimDue, type ClaimedDelivery, deleteOldMessages, describeResult, recordAttempt, releaseClaims } from './queue'
+import {
+  capPendingDeliveries, claimDue, type ClaimedDelivery, deleteOldMessages, expireDisabledDeliveries, describeResult, recordAttempt, releaseClaims,
+} from './queue'
 
 /** Bytes of an answer read and kept (the attempt's excerpt); the rest is not waited for. */
 export const RESPONSE_EXCERPT_BYTES = 1024
@@ -41,15 +43,28 @@ async function attempt(delivery: ClaimedDelivery): Promise<void> {
   else if (outcome.state === 'failed') log('info', 'webhook delivery failed: retries spent', fields)
 }
 
-/** How often a webhooks process deletes messages past WEBHOOK_RETENTION_DAYS. */
+/** How often a webhooks process sweeps (WEBHOOK_RETENTION_DAYS, WEBHOOK_MAX_PENDING_PER_ENDPOINT). */
 const SWEEP_EVERY_MS = 3_600_000
 
-/** Deletes what is past retention, a batch at a time, while running. */
+/** Repeats a batch step while a full batch went and the process runs; answers how many in all. */
+async function drain(step: () => Promise<number>, isRunning: () => boolean, batch = 1000): Promise<number> {
+  let total = 0
+  for (let n = batch; isRunning() && n === batch;) total += n = await step()
+  return total
+}
+
+/**
+ * Keeps the outbox bounded: fails what waits for an endpoint disabled longer than the retention and the oldest
+ * pending deliveries beyond WEBHOOK_MAX_PENDING_PER_ENDPOINT, then deletes what is past retention.
+ */
 async function sweep(isRunning: () => boolean): Promise<void> {
   const retentionMs = settings().retentionDays * 86_400_000
-  let deleted = 0
   try {
-    for (let n = -1; isRunning() && n !== 0;) deleted += n = await deleteOldMessages(retentionMs)
+    const expired = await drain(() => expireDisabledDeliveries(retentionMs), isRunning)
+    if (expired > 0) log('info', 'webhook deliveries of endpoints disabled past retention failed', { expired, retentionDays: settings().retentionDays })
+    const capped = await drain(() => capPendingDeliveries(settings().maxPendingPerEndpoint), isRunning)
+    if (capped > 0) log('warn', 'webhook deliveries over the pending cap failed, oldest first', { capped, cap: settings().maxPendingPerEndpoint })
+    const deleted = await drain(() => deleteOldMessages(retentionMs), isRunning)
     if (deleted > 0) log('info', 'webhook messages past retention deleted', { deleted, retentionDays: settings().retentionDays })
   } catch (error) {
     log('warn', 'webhook retention sweep failed; tried again next time', describeError(error))

@@ -226,3 +226,60 @@ export async function deleteOldMessages(retentionMs: number, batch = 1000): Prom
     returning id`
   return rows.length
 }
+
+/** Why a delivery failed without its attempts being made: recorded as its last attempt, so the product sees it. */
+export const EXPIRED_DISABLED = 'not attempted: the endpoint stayed disabled longer than the retention'
+export const capReason = (cap: number) => `not attempted: more than ${cap} deliveries were pending to the endpoint; the oldest were failed`
+
+/**
+ * Fails up to `batch` pending deliveries of endpoints disabled (and left unchanged) for longer than `retentionMs`, each
+ * with an attempt saying so: what waits for an endpoint nobody enables again does not wait for ever. Answers how many.
+ */
+export async function expireDisabledDeliveries(retentionMs: number, batch = 1000): Promise<number> {
+  const rows = await sql`
+    with expired as (
+      update webhook_deliveries set state = 'failed', locked_until = null, lease_token = null, updated_at = now()
+      where id in (
+        select d.id from webhook_endpoints e join webhook_deliveries d on d.endpoint_id = e.id and d.state = 'pending'
+        where not e.enabled and e.updated_at < now() - ${retentionMs} * interval '1 millisecond'
+          and (d.locked_until is null or d.locked_until <= now())
+        limit ${batch}
+        for update of d skip locked
+      )
+      returning id
+    )
+    insert into webhook_attempts (delivery_id, attempted_at, duration_ms, error)
+    select id, now(), 0, ${EXPIRED_DISABLED} from expired
+    returning 1`
+  return rows.length
+}
+
+/**
+ * Fails up to `batch` of the oldest pending deliveries of each endpoint holding more than `cap` pending, each with an
+ * attempt saying so (they stay listed and can be replayed): one tenant's outbox does not grow without bound behind a
+ * receiver that is down. Answers how many.
+ */
+export async function capPendingDeliveries(cap: number, batch = 1000): Promise<number> {
+  const rows = await sql`
+    with crowded as (
+      select endpoint_id from webhook_deliveries where state = 'pending' group by endpoint_id having count(*) > ${cap}
+    ),
+    over as (
+      select over.id from crowded cross join lateral (
+        select d.id from webhook_deliveries d
+        where d.endpoint_id = crowded.endpoint_id and d.state = 'pending'
+        order by d.created_at desc, d.id desc
+        offset ${cap}
+      ) as over
+      limit ${batch}
+    ),
+    failed as (
+      update webhook_deliveries d set state = 'failed', locked_until = null, lease_token = null, updated_at = now()
+      from over where d.id = over.id and d.state = 'pending' and (d.locked_until is null or d.locked_until <= now())
+      returning d.id
+    )
+    insert into webhook_attempts (delivery_id, attempted_at, duration_ms, error)
+    select id, now(), 0, ${capReason(cap)} from failed
+    returning 1`
+  return rows.length
+}
