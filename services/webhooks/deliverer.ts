@@ -8,7 +8,8 @@ import { sendOutbound } from '../../shared/webhooks/outbound'
 import { signedHeaders } from '../../shared/webhooks/signature'
 import { serversResolve } from '../../shared/webhooks/url-policy'
 import {
-  capPendingDeliveries, claimDue, type ClaimedDelivery, deleteOldMessages, expireDisabledDeliveries, describeResult, recordAttempt, releaseClaims,
+  capPendingDeliveries, claimDue, type ClaimedDelivery, deleteOldMessages, describeResult, expireDisabledDeliveries,
+  MAX_UNFINISHED_CLAIMS, recordAttempt, releaseClaims, unfinishedResult,
 } from './queue'
 
 /** Bytes of an answer read and kept (the attempt's excerpt); the rest is not waited for. */
@@ -25,6 +26,12 @@ const resolve = serversResolve(config.webhooks.dnsServers, config.webhooks.dnsTi
 
 /** One attempt: signed with every secret in force, sent, recorded. */
 async function attempt(delivery: ClaimedDelivery): Promise<void> {
+  if (delivery.unfinished >= MAX_UNFINISHED_CLAIMS) {
+    // Its process stopped during each of the last attempts (killed, crashed, out of memory): not made again as is.
+    const outcome = await recordAttempt(delivery, new Date(), unfinishedResult(delivery.unfinished), settings())
+    log('warn', 'webhook attempt never completed; recorded as failed', { deliveryId: delivery.id, endpointId: delivery.endpointId, claims: delivery.unfinished, state: outcome?.state })
+    return
+  }
   const secrets = await endpointSecrets(delivery.endpointId)
   const attemptedAt = new Date()
   const headers = {

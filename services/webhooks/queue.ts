@@ -20,6 +20,8 @@ export interface ClaimedDelivery {
   payload: string
   /** Attempts recorded before this one. */
   attempts: number
+  /** Claims since the last recorded attempt before this one: attempts whose process stopped before recording them. */
+  unfinished: number
   leaseToken: string
 }
 
@@ -104,15 +106,15 @@ export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> 
         limit ${bounds.limit}
       )
       update webhook_deliveries d
-      set locked_until = now() + ${bounds.leaseMs} * interval '1 millisecond', lease_token = gen_random_uuid()
+      set locked_until = now() + ${bounds.leaseMs} * interval '1 millisecond', lease_token = gen_random_uuid(), claims = d.claims + 1
       from picked, webhook_messages m, webhook_endpoints e
       where d.id = picked.id and m.id = d.message_id and e.id = d.endpoint_id
         and d.state = 'pending' and (d.locked_until is null or d.locked_until <= now())
-      returning d.id, d.message_id, d.endpoint_id, e.product_id, e.url, m.payload, d.attempts, d.lease_token`
+      returning d.id, d.message_id, d.endpoint_id, e.product_id, e.url, m.payload, d.attempts, d.claims, d.lease_token`
   })
   return rows.map((row) => ({
     id: row.id, messageId: row.message_id, endpointId: row.endpoint_id, productId: row.product_id, url: row.url,
-    payload: row.payload, attempts: row.attempts, leaseToken: row.lease_token,
+    payload: row.payload, attempts: row.attempts, unfinished: row.claims - 1, leaseToken: row.lease_token,
   }))
 }
 
@@ -120,7 +122,7 @@ export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> 
 export async function releaseClaims(deliveries: ClaimedDelivery[]): Promise<void> {
   if (deliveries.length === 0) return
   await sql`
-    update webhook_deliveries d set locked_until = null, lease_token = null
+    update webhook_deliveries d set locked_until = null, lease_token = null, claims = greatest(d.claims - 1, 0)
     from unnest(${deliveries.map((d) => d.id)}::uuid[], ${deliveries.map((d) => d.leaseToken)}::uuid[]) as claimed(id, token)
     where d.id = claimed.id and d.lease_token = claimed.token`
 }
@@ -139,6 +141,17 @@ export interface AttemptOutcome {
   /** Set when this attempt disabled the endpoint: why (as the product reads it in disabledReason). */
   disabledReason?: string
 }
+
+/**
+ * Claims of one delivery without a recorded attempt after which the next claim records a failed attempt instead of
+ * making it: an attempt that stops its process every time (a poison delivery) then runs out its schedule.
+ */
+export const MAX_UNFINISHED_CLAIMS = 3
+
+/** The attempt recorded, not made, for a delivery claimed MAX_UNFINISHED_CLAIMS times without an outcome. */
+export const unfinishedResult = (times: number): OutboundResult => ({
+  status: null, durationMs: 0, excerpt: '', error: `not completed: the process stopped during the attempt ${times} times`,
+})
 
 /** Text columns refuse NUL; an answer may carry any bytes. */
 const text = (value: string, maxBytes: number) => {
@@ -175,7 +188,7 @@ export async function recordAttempt(
     const outcome: AttemptOutcome = succeeded(result)
       ? { state: 'succeeded' } : retryInMs !== null ? { state: 'pending', retryInMs } : { state: 'failed' }
     await tx`
-      update webhook_deliveries set attempts = ${made}, state = ${outcome.state}, locked_until = null, lease_token = null,
+      update webhook_deliveries set attempts = ${made}, state = ${outcome.state}, locked_until = null, lease_token = null, claims = 0,
         next_attempt_at = ${retryInMs !== null ? sql`now() + ${retryInMs} * interval '1 millisecond'` : sql`next_attempt_at`},
         updated_at = now()
       where id = ${delivery.id}`
