@@ -163,8 +163,11 @@ const text = (value: string, maxBytes: number) => {
 export const describeResult = (result: OutboundResult) =>
   result.status === null ? result.error ?? 'no answer' : `HTTP ${result.status}${result.error ? ` (${result.error})` : ''}`
 
-/** A 2xx heard to the end. An answer cut short by the timeout was not heard to the end: it is retried. */
-export const succeeded = (result: OutboundResult) => result.status !== null && result.status >= 200 && result.status < 300 && !result.error
+/**
+ * A 2xx, judged by its status alone (as Svix does): the receiver said it has the event, whatever its body does after
+ * (closes early, stalls past the timeout: that is recorded in the attempt's error, and not retried).
+ */
+export const succeeded = (result: OutboundResult) => result.status !== null && result.status >= 200 && result.status < 300
 
 /**
  * Records one attempt and what follows from it, in one transaction, and releases the lease: success; 410 Gone (the

@@ -88,7 +88,7 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
     const exchange = (to: string) => new Promise<{ status: number; excerpt: string; location?: string; cut?: boolean }>((resolve, reject) => {
       // The timeout ends the exchange whatever the runtime's streams do: before the answer's head, as no answer; after
-      // it, as an answer cut short (a receiver that sends its status and stalls has not been heard to the end).
+      // it, as an answer cut short (its status stands; the attempt records that the rest never came).
       let head: { status: number; chunks: Buffer[]; location?: string } | undefined
       abort.signal.addEventListener('abort', () => head
         ? resolve({ status: head.status, excerpt: Buffer.concat(head.chunks).subarray(0, request.maxResponseBytes).toString('utf8'), location: head.location, cut: true })

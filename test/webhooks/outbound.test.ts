@@ -1,6 +1,6 @@
 // One outbound webhook request against a real HTTP receiver on loopback: the answer's status and first bytes recorded,
 // no redirect followed, the exchange bounded in time and in bytes read (an answer that stalls after its status is cut
-// short, not a success), and an address that is not allowed refused before any connection, as an IP literal or behind
+// short, and says so), and an address that is not allowed refused before any connection, as an IP literal or behind
 // a name: loopback and http unless the deployment allows private URLs, the metadata address always.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Server } from 'bun'
