@@ -52,6 +52,9 @@ async function attempt(delivery: ClaimedDelivery): Promise<void> {
   else if (outcome.state === 'failed') log('info', 'webhook delivery failed: retries spent', fields)
 }
 
+/** How long a busy process waits for more slots to free up before claiming (see the loop). */
+const CLAIM_GATHER_MS = 20
+
 /** How often a webhooks process sweeps (WEBHOOK_RETENTION_DAYS, WEBHOOK_MAX_PENDING_PER_ENDPOINT). */
 const SWEEP_EVERY_MS = 3_600_000
 
@@ -93,6 +96,9 @@ export function startDeliverer(): Deliverer {
   const inFlight = new Set<Promise<void>>()
   const loop = (async () => {
     while (running) {
+      // A busy process (under a quarter of its slots free) lets a few slots free up before claiming: claims are
+      // serialized across processes, so one claim per finished attempt would make the claim lock the bottleneck.
+      if (inFlight.size > 0 && (settings().concurrency - inFlight.size) * 4 < settings().concurrency) await Bun.sleep(CLAIM_GATHER_MS)
       const free = settings().concurrency - inFlight.size
       let claimed = 0
       if (free > 0) {
