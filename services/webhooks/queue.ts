@@ -68,13 +68,14 @@ export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> 
       product_leased as (select product_id, sum(n)::int as n from leased group by product_id),
       organization_leased as (select organization_id, sum(n)::int as n from leased group by organization_id),
       candidates as (
-        select due.id, due.next_attempt_at, e.id as endpoint_id, e.product_id, pr.organization_id, coalesce(leased.n, 0) as busy
+        select due.id, due.next_attempt_at, e.product_id, pr.organization_id, coalesce(leased.n, 0) + due.k as endpoint_load
         from pending_endpoints p
         join webhook_endpoints e on e.id = p.endpoint_id
         join products pr on pr.id = e.product_id
         left join leased on leased.endpoint_id = e.id
         cross join lateral (
-          select d.id, d.next_attempt_at from webhook_deliveries d
+          -- k: its rank among the endpoint's due deliveries (read in index order, so no sort).
+          select d.id, d.next_attempt_at, row_number() over (order by d.next_attempt_at) as k from webhook_deliveries d
           where d.endpoint_id = e.id and d.state = 'pending' and d.next_attempt_at <= now()
             and (d.locked_until is null or d.locked_until <= now())
           order by d.next_attempt_at
@@ -84,14 +85,10 @@ export async function claimDue(bounds: ClaimBounds): Promise<ClaimedDelivery[]> 
       ),
       -- Each candidate's load: how many would be in flight to its endpoint, product and organization once it and the
       -- ones ranked before it are taken. Ranking by load first takes turns between tenants.
-      by_endpoint as (
-        select c.*, c.busy + row_number() over (partition by c.endpoint_id order by c.next_attempt_at, c.id) as endpoint_load
-        from candidates c
-      ),
       by_product as (
-        select b.*, coalesce(pl.n, 0)
-          + row_number() over (partition by b.product_id order by b.endpoint_load, b.next_attempt_at, b.id) as product_load
-        from by_endpoint b left join product_leased pl on pl.product_id = b.product_id
+        select c.*, coalesce(pl.n, 0)
+          + row_number() over (partition by c.product_id order by c.endpoint_load, c.next_attempt_at, c.id) as product_load
+        from candidates c left join product_leased pl on pl.product_id = c.product_id
       ),
       by_organization as (
         select b.*, coalesce(ol.n, 0)
