@@ -16,6 +16,13 @@ function int(name: string, fallback: number): number {
   return value
 }
 
+/** An integer in [min, max]: a value outside is refused at start-up, naming the bounds. */
+function atMost(name: string, fallback: number, min: number, max: number): number {
+  const value = int(name, fallback)
+  if (value < min || value > max) throw new Error(`${name} must be between ${min} and ${max}, got ${value}`)
+  return value
+}
+
 function bool(name: string, fallback: boolean): boolean {
   const raw = process.env[name]
   if (raw === undefined || raw === '') return fallback
@@ -135,6 +142,11 @@ function loadConfig() {
     realtime: {
       /** Channels hash onto this many shards (Redis Streams); fixed for a deployment's lifetime. */
       shards: int('REALTIME_SHARDS', 16),
+      /**
+       * How often a verifier re-reads the signing key set (tokens.ts). At most 30 s, what a new key's maturity assumes
+       * (KEY_SET_REFRESH_MS); more often only costs one small query (the tests' gateway that waits for it).
+       */
+      keySetRefreshMs: atMost('REALTIME_KEY_SET_REFRESH_MS', 30_000, 1000, 30_000),
       /** Publish quota per product per fixed window: only crossing burst + 2 x sustained x window is rejected. */
       quotaWindowSeconds: int('REALTIME_QUOTA_WINDOW_SECONDS', 10),
       quotaSustainedPerSecond: int('REALTIME_QUOTA_SUSTAINED', 50),
