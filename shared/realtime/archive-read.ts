@@ -1,13 +1,14 @@
 // Reads of the Realtime archive: one channel by time range, newest or oldest first, a page at a time with an opaque
 // cursor. The public route and the platform operation both answer through readArchive. docs/realtime-data-plane.md, "Archive".
+import { createHmac, timingSafeEqual } from 'node:crypto'
 import Type from 'typebox'
 import { Strict } from '../catalog/schemas'
 import { config } from '../config'
 import { sql } from '../db/client'
 import { badRequest } from '../errors'
+import { requireSecretKey } from '../secrets'
 import type { HistoryEntry, PayloadRef } from './broker'
 import { HISTORY_ENTRY_FRAMING_BYTES } from './broker'
-import { fnv1a32 } from './shards'
 
 export const ARCHIVE_LIMIT_MAX = 1000
 export const ARCHIVE_LIMIT_DEFAULT = 100
@@ -69,11 +70,30 @@ interface Position {
   offset: number
 }
 
-const scopeOf = (productId: string, channel: string, order: ArchiveOrder) => fnv1a32(`${productId}\0${channel}\0${order}`)
+/** The instants PostgreSQL's timestamptz and Date both hold: years 0001..9999. */
+const YEAR_1 = -62_135_596_800_000
+const YEAR_10000 = 253_402_300_800_000
 
-/** The cursor after `position`: base64url of JSON. Opaque to clients; it only moves within one channel's archive. */
+/** The cursor key: derived from the master key, so a cursor cannot be forged without it and never names the key. */
+const cursorKeys = new Map<Buffer, Buffer>()
+function cursorKey(master: Buffer): Buffer {
+  let key = cursorKeys.get(master)
+  if (!key) cursorKeys.set(master, key = createHmac('sha256', master).update('realtime archive cursor v2').digest())
+  return key
+}
+
+/** The MAC of a position in its scope: 16 bytes of HMAC-SHA256, base64url. */
+const macOf = (master: Buffer, productId: string, channel: string, order: ArchiveOrder, p: Position) =>
+  createHmac('sha256', cursorKey(master)).update(JSON.stringify([productId, channel, order, p.t, p.epoch, p.offset])).digest().subarray(0, 16)
+
+/**
+ * The cursor after `position`: base64url of JSON, with a MAC over the position and its product, channel and order,
+ * keyed by PLATFORM_SECRET_KEY. Opaque to clients; it only moves within one channel's archive, and any altered part
+ * (the position included) is refused.
+ */
 export function encodeCursor(productId: string, channel: string, order: ArchiveOrder, position: Position): string {
-  return Buffer.from(JSON.stringify([1, scopeOf(productId, channel, order), position.t, position.epoch, position.offset])).toString('base64url')
+  const mac = macOf(requireSecretKey().current, productId, channel, order, position).toString('base64url')
+  return Buffer.from(JSON.stringify([2, position.t, position.epoch, position.offset, mac])).toString('base64url')
 }
 
 const badCursor = (why: string) =>
@@ -88,13 +108,22 @@ export function decodeCursor(productId: string, channel: string, order: ArchiveO
   } catch {
     throw badCursor('not a cursor this API issued')
   }
-  if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 1) throw badCursor('not a cursor this API issued')
-  const [, scope, t, epoch, offset] = parsed as unknown[]
-  if (!Number.isSafeInteger(t) || typeof epoch !== 'string' || epoch.length > 64 || !Number.isSafeInteger(offset) || (offset as number) < 0) {
+  if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 2) throw badCursor('not a cursor this API issued')
+  const [, t, epoch, offset, mac] = parsed as unknown[]
+  // Checked before the MAC as well: even a cursor signed by a leaked key never reaches PostgreSQL out of range.
+  if (!Number.isSafeInteger(t) || (t as number) < YEAR_1 || (t as number) >= YEAR_10000 || typeof epoch !== 'string'
+    || epoch.length > 64 || !Number.isSafeInteger(offset) || (offset as number) < 0 || typeof mac !== 'string') {
     throw badCursor('not a cursor this API issued')
   }
-  if (scope !== scopeOf(productId, channel, order)) throw badCursor('issued for another channel or order')
-  return { t: t as number, epoch, offset: offset as number }
+  const position = { t: t as number, epoch, offset: offset as number }
+  const given = Buffer.from(mac, 'base64url')
+  // Every key of the ring verifies, so cursors stay valid across a master key rotation.
+  const valid = [...requireSecretKey().all.values()].some((master) => {
+    const expected = macOf(master, productId, channel, order, position)
+    return given.length === expected.length && timingSafeEqual(given, expected)
+  })
+  if (!valid) throw badCursor('altered, or issued for another channel or order')
+  return position
 }
 
 /** The checked query: 400 naming each bad field. */
