@@ -217,29 +217,48 @@ function toEntry(row: Row): HistoryEntry {
 }
 
 /**
- * The archived entries of `channel` in `epoch` after `offset`, ascending, as long as they run on without a hole: the
- * first must be `offset + 1`, and the run stops before the first missing offset, after `limit` entries, or before the
- * entry that would pass `maxBytes` (each counted as history counts it). For a history cursor whose entries left Redis
- * (./archive-recovery.ts); served by the primary key (product, channel, epoch, offset).
+ * The archived entries of `channel` in `epoch` with offsets `after + 1 .. upTo`, ascending, all of them or null: null
+ * when one is missing (a hole, an archiver behind), stored twice (two publish times for one offset: a Redis that lost
+ * writes and numbered again), or when together they pass `maxBytes` (each counted as history counts it). For a history
+ * cursor whose entries left Redis (./archive-recovery.ts), `upTo` being the offset before Redis' first entry; served by
+ * the primary key (product, channel, epoch, offset).
  */
 export async function archivedRunAfter(
-  productId: string, channel: string, archiveDays: number, epoch: string, offset: number, limit: number, maxBytes: number,
-): Promise<{ entries: HistoryEntry[]; bytes: number }> {
+  productId: string, channel: string, archiveDays: number, epoch: string, after: number, upTo: number, maxBytes: number,
+): Promise<{ entries: HistoryEntry[]; bytes: number } | null> {
+  const need = upTo - after
+  if (need <= 0) return null
+  const rows = await archivedRunRows(productId, channel, archiveDays, epoch, after, upTo, maxBytes)
+  // More rows than offsets in the range: an offset stored twice. Fewer: a hole. Fewer within the budget: too large.
+  if (rows.length !== need || Number(rows[0]!.held) !== need) return null
+  if (rows.some((row, i) => Number(row.offset) !== after + i + 1)) return null
+  return { entries: rows.map(toEntry), bytes: Number(rows.at(-1)!.running) }
+}
+
+/**
+ * The rows of archivedRunAfter as PostgreSQL sends them: those of the range within `maxBytes` by a running sum
+ * computed in PostgreSQL (so a run past the budget is never loaded into the worker), each with `held`, how many rows
+ * the range holds (counted up to one more than its offsets, to see a duplicate). Exported for the tests.
+ */
+export async function archivedRunRows(
+  productId: string, channel: string, archiveDays: number, epoch: string, after: number, upTo: number, maxBytes: number,
+): Promise<(Row & { held: string; running: string })[]> {
   const retained = archiveDays > 0
     ? sql`published_at >= now() - ${archiveDays * 86_400}::int * interval '1 second'`
     : sql`published_at >= now() - make_interval(days => retention_days)`
-  const rows = await sql<(Row & { size: number })[]>`
-    select epoch, "offset", id, published_at, data, ref::text as ref,
-      coalesce(octet_length(data), octet_length(ref::text)) + octet_length(id) + ${HISTORY_ENTRY_FRAMING_BYTES + channel.length}::int as size
-    from realtime_archive
-    where product_id = ${productId} and channel = ${channel} and epoch = ${epoch} and "offset" > ${offset} and ${retained}
-    order by "offset" limit ${limit}`
-  const entries: HistoryEntry[] = []
-  let bytes = 0
-  for (const row of rows) {
-    if (Number(row.offset) !== offset + entries.length + 1 || bytes + row.size > maxBytes) break
-    bytes += row.size
-    entries.push(toEntry(row))
-  }
-  return { entries, bytes }
+  return await sql<(Row & { held: string; running: string })[]>`
+    select epoch, "offset", id, published_at, data, ref, held, running from (
+      select epoch, "offset", id, published_at, data, ref::text as ref, count(*) over () as held,
+        sum(coalesce(octet_length(data), octet_length(ref::text)) + octet_length(id) + ${HISTORY_ENTRY_FRAMING_BYTES + channel.length}::int) over w as running
+      from (
+        select * from realtime_archive
+        where product_id = ${productId} and channel = ${channel} and epoch = ${epoch}
+          and "offset" > ${after} and "offset" <= ${upTo} and ${retained}
+        order by "offset", published_at
+        limit ${upTo - after + 1}
+      ) run
+      window w as (order by "offset", published_at)
+    ) counted
+    where running <= ${maxBytes}
+    order by "offset", published_at`
 }

@@ -6,9 +6,10 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { sql, unboundedSql } from '../../shared/db/client'
 import { archiveEntries, ensureMonthPartition, monthPartition, sweepArchive } from '../../shared/realtime/archive'
-import { readArchive } from '../../shared/realtime/archive-read'
+import { archivedRunRows, readArchive } from '../../shared/realtime/archive-read'
+import { readHistoryWithArchive } from '../../shared/realtime/archive-recovery'
 import { publish } from '../../shared/realtime/broker'
-import { fanKey } from '../../shared/realtime/keys'
+import { channelKeys, fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { redis } from '../../shared/redis'
 import { call, expectError, failingFields, ok, startProcess, type Worker } from '../helpers'
@@ -195,6 +196,52 @@ describe('history that outlives Redis: a cursor recovered from the archive', () 
     // From the archive alone up to Redis' first entry, and a cursor at the top still answers nothing new.
     expect((await history(channel, `offset=6&epoch=${epoch}`)).body.entries.map((e: any) => e.offset)).toEqual([7, 8, 9, 10, 11, 12])
     expect((await history(channel, `offset=12&epoch=${epoch}`)).body).toMatchObject({ entries: [], recovered: true })
+    // The archive's copies of what Redis still holds are never read: marked, they do not show.
+    await sql`update realtime_archive set data = '"archive copy"' where product_id = ${p.productId} and channel = ${channel} and "offset" >= 8`
+    expect((await history(channel, `offset=2&epoch=${epoch}`)).body.entries.map((e: any) => e.data)).toEqual(
+      Array.from({ length: 10 }, (_, i) => ({ i: i + 3 })))
+  })
+
+  test('an archiver behind Redis (entries trimmed from Redis not yet archived) does not recover', async () => {
+    const { channel, epoch } = await published('arch', 12) // Redis keeps 8..12
+    // As if the archiver had written 1..5 only when Redis dropped 6 and 7.
+    await sql`delete from realtime_archive where product_id = ${p.productId} and channel = ${channel} and "offset" >= 6`
+    expect((await history(channel, `offset=2&epoch=${epoch}`)).body).toMatchObject({ entries: [], recovered: false })
+  })
+
+  test('an offset archived twice (two publish times: a Redis that lost writes and numbered again) does not recover', async () => {
+    const { channel, epoch } = await published('arch', 10) // Redis keeps 6..10
+    const [four] = await sql`select id, published_at from realtime_archive where product_id = ${p.productId} and channel = ${channel} and "offset" = 4`
+    await archiveEntries([{ productId: p.productId, channel, epoch, offset: 4, id: randomUUID(), publishedAt: four!.published_at.getTime() + 1, data: '{"again":4}', retentionDays: 30 }])
+    expect((await history(channel, `offset=1&epoch=${epoch}`)).body).toMatchObject({ entries: [], recovered: false })
+    // Past the duplicate the run is single again.
+    expect((await history(channel, `offset=4&epoch=${epoch}`)).body).toMatchObject({ recovered: true })
+  })
+
+  test('a run past the reply budget does not recover, and PostgreSQL sends no more of it than the budget', async () => {
+    const channel = `arch:${randomUUID()}`
+    const big = 'x'.repeat(1000)
+    let epoch = ''
+    for (let i = 1; i <= 12; i++) epoch = (await publishVia(channel, { i, big })).epoch // Redis keeps 8..12
+    await until('12 archived', async () => (await archivedCount(p.productId, channel)) === 12)
+    const days = async () => 30
+    expect(await readHistoryWithArchive(p.productId, channel, brokerPolicy, days, { offset: 2, epoch }, 2500)).toMatchObject({ entries: [], recovered: false })
+    // About two entries' worth of the five the run needs leave PostgreSQL.
+    expect((await archivedRunRows(p.productId, channel, 30, epoch, 2, 7, 2500)).map((r) => Number(r.offset))).toEqual([3, 4])
+    // With the budget for all of it, the same cursor recovers.
+    expect(await readHistoryWithArchive(p.productId, channel, brokerPolicy, days, { offset: 2, epoch }, 100_000)).toMatchObject({ recovered: true })
+  })
+
+  test('a gap larger than any recovery is refused before the archive is asked', async () => {
+    const { channel, epoch } = await published('arch', 3)
+    // Redis numbered far ahead and holds only its newest entry: 19 998 entries are missing below it.
+    await redis().hset(channelKeys(p.productId, channel).meta, 'o', 20_000)
+    await publishVia(channel, { i: 20_001 })
+    await redis().xtrim(channelKeys(p.productId, channel).hist, 'MINID', '20001-0')
+    let asked = false
+    const days = async () => ((asked = true), 30)
+    expect(await readHistoryWithArchive(p.productId, channel, brokerPolicy, days, { offset: 2, epoch })).toMatchObject({ entries: [], recovered: false })
+    expect(asked).toBe(false)
   })
 
   test('a gateway subscription resuming from a cursor whose entries left Redis replays them from the archive, then goes live', async () => {
