@@ -12,7 +12,7 @@ export interface Archiver {
 }
 
 export function startArchiver(options = config.archiver, shards = config.realtime.shards): Archiver {
-  const counts: ArchiverCounts = { read: 0, archived: 0, lost: 0 }
+  const counts: ArchiverCounts = { read: 0, archived: 0, lost: 0, deadLettered: 0 }
   const readers = Array.from({ length: shards }, (_, shard) => new ShardReader(shard, options, counts))
   let running = true
   let wake: (() => void) | undefined

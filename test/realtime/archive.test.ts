@@ -9,7 +9,7 @@ import { archiveEntries, ensureMonthPartition, monthPartition, sweepArchive } fr
 import { archivedRunRows, readArchive } from '../../shared/realtime/archive-read'
 import { readHistoryWithArchive } from '../../shared/realtime/archive-recovery'
 import { publish } from '../../shared/realtime/broker'
-import { channelKeys, fanKey } from '../../shared/realtime/keys'
+import { channelKeys, fanDeadKey, fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { redis } from '../../shared/redis'
 import { call, expectError, failingFields, ok, startProcess, type Worker } from '../helpers'
@@ -431,6 +431,29 @@ describe('the archiver process', () => {
     await until('5 archived', async () => (await archivedCount(p.productId, channel)) === 5)
     const rows = await sql`select "offset" from realtime_archive where product_id = ${p.productId} and channel = ${channel} order by "offset"`
     expect(rows.map((r) => Number(r.offset))).toEqual([1, 2, 3, 4, 5])
+  }, 30_000)
+
+  test('an entry PostgreSQL refuses is dead-lettered, and the rest of its batch and shard is archived', async () => {
+    const channel = `arch:${randomUUID()}`
+    const shard = shardOf(p.productId, channel)
+    const streamId = await redis().eval(
+      // Three entries of the shard in one step, so the archiver reads them in one batch: the middle one's payload holds a
+      // NUL byte, which PostgreSQL refuses in text (22021).
+      `local ids = {}
+      for i = 1, 3 do
+        ids[i] = redis.call('XADD', KEYS[1], '*', 'channel', ARGV[1], 'product', ARGV[2], 'id', 'm' .. i, 't', ARGV[3],
+          'offset', i, 'epoch', 'poison', 'd', i == 2 and 'bad\0json' or ('{"i":' .. i .. '}'))
+      end
+      return ids[2]`, 1, fanKey(shard), channel, p.productId, Date.now()) as string
+    await until('the other two archived', async () => (await archivedCount(p.productId, channel)) === 2)
+    const rows = await sql`select "offset" from realtime_archive where product_id = ${p.productId} and channel = ${channel} order by "offset"`
+    expect(rows.map((r) => Number(r.offset))).toEqual([1, 3])
+    const letters = (await redis().lrange(fanDeadKey(shard), 0, -1)).map((l) => JSON.parse(l))
+    expect(letters.find((l) => l.streamId === streamId)).toMatchObject({ streamId, error: { code: '22021' } })
+    await until('the dead letter logged', async () => archiver.logs().find((line) => line.streamId === streamId && line.msg.startsWith('archive dead letter')))
+    // Acknowledged: the shard goes on, nothing of it stays pending.
+    await publishVia(channel, { after: true })
+    await until('a later publish archived', async () => (await archivedCount(p.productId, channel)) === 3)
   }, 30_000)
 
   test('entries trimmed from the stream before the archiver read them are counted and logged', async () => {
