@@ -9,6 +9,7 @@ import { badRequest } from '../errors'
 import { requireSecretKey } from '../secrets'
 import type { HistoryEntry, PayloadRef } from './broker'
 import { HISTORY_ENTRY_FRAMING_BYTES } from './broker'
+import { namespaceOf } from './names'
 
 export const ARCHIVE_LIMIT_MAX = 1000
 export const ARCHIVE_LIMIT_DEFAULT = 100
@@ -144,6 +145,13 @@ function checkQuery(query: ArchiveQuery): { from: Date | null; to: Date | null; 
   return { from, to, order, limit }
 }
 
+/**
+ * Rows published after the namespace was last deleted: the rows of a deleted namespace are never answered, also
+ * when a namespace of the same name is created again before the sweeper has deleted them.
+ */
+const afterPurge = (productId: string, channel: string) => sql`published_at >= coalesce((
+  select purge_before from realtime_archive_namespaces where product_id = ${productId} and namespace = ${namespaceOf(channel)}), '-infinity')`
+
 interface Row {
   epoch: string
   offset: string
@@ -182,7 +190,7 @@ export async function readArchive(
         sum(coalesce(octet_length(data), octet_length(ref::text)) + octet_length(id) + ${framing}::int) over w as running
       from (
         select * from realtime_archive
-        where product_id = ${productId} and channel = ${channel} and ${retained}
+        where product_id = ${productId} and channel = ${channel} and ${retained} and ${afterPurge(productId, channel)}
           ${from ? sql`and published_at >= ${from}` : sql``} ${to ? sql`and published_at < ${to}` : sql``}
           ${past}
         order by published_at ${direction}, epoch ${direction}, "offset" ${direction}
@@ -253,7 +261,7 @@ export async function archivedRunRows(
       from (
         select * from realtime_archive
         where product_id = ${productId} and channel = ${channel} and epoch = ${epoch}
-          and "offset" > ${after} and "offset" <= ${upTo} and ${retained}
+          and "offset" > ${after} and "offset" <= ${upTo} and ${retained} and ${afterPurge(productId, channel)}
         order by "offset", published_at
         limit ${upTo - after + 1}
       ) run

@@ -362,6 +362,70 @@ describe('retention', () => {
     expect(await archivedCount(owner.productId, live)).toBe(0)
   })
 
+  test('a deleted namespace: its archive is never answered again, a namespace created again starts empty, the sweeper deletes the rows', async () => {
+    const owner = await realtimeProduct([{ name: 'del', history: HISTORY, archive: { retentionDays: 30 } }])
+    const channel = `del:${randomUUID()}`
+    await archiveEntries([row(owner, channel, 1, 2), row(owner, channel, 2, 1)])
+    const read = () => get(`/channels/${channel}/archive?order=oldest`, owner)
+    expect((await read()).body.entries.map((e: any) => e.offset)).toEqual([1, 2])
+    const deleted = await call('DELETE', '/realtime/namespaces/del', { token: owner.token, productId: owner.productId })
+    expect([200, 204]).toContain(deleted.status)
+    expect((await read()).status).toBe(404)
+    // The same name again, archiving: the old namespace's rows are not its own.
+    await manage(owner, 'POST', '/realtime/namespaces', { name: 'del', history: HISTORY, archive: { retentionDays: 30 } })
+    await until('the namespace served again', async () => (await read()).status === 200)
+    expect((await read()).body).toEqual({ channel, entries: [], next: null })
+    await Bun.sleep(5) // a publish time after the deletion
+    await archiveEntries([{ ...row(owner, channel, 3, 0), publishedAt: Date.now() }])
+    expect((await read()).body.entries.map((e: any) => e.offset)).toEqual([3])
+    await sweepArchive()
+    const kept = await sql`select "offset" from realtime_archive where product_id = ${owner.productId} and channel = ${channel}`
+    expect(kept.map((r) => Number(r.offset))).toEqual([3])
+  })
+
+  test('the tracking row of a namespace that no longer archives goes once its last row has', async () => {
+    const owner = await realtimeProduct([{ name: 'track', history: HISTORY, archive: { retentionDays: 30 } }])
+    const channel = `track:${randomUUID()}`
+    const tracked = async () => (await sql`select 1 from realtime_archive_namespaces where product_id = ${owner.productId} and namespace = 'track'`).length
+    await archiveEntries([row(owner, channel, 1, 35, 30)])
+    expect(await tracked()).toBe(1)
+    await sweepArchive() // still archives: the row goes, the tracking row stays
+    expect(await archivedCount(owner.productId, channel)).toBe(0)
+    expect(await tracked()).toBe(1)
+    await manage(owner, 'PATCH', '/realtime/namespaces/track', { archive: null })
+    await sweepArchive()
+    expect(await tracked()).toBe(0)
+  })
+
+  test('partition DDL waits only briefly for its lock and is postponed to the next sweep; a month records its longest retention', async () => {
+    const owner = await realtimeProduct([{ name: 'ddl', history: HISTORY, archive: { retentionDays: 3650 } }])
+    const channel = `ddl:${randomUUID()}`
+    const at = new Date(Date.UTC(2014, 5, 15))
+    const { name } = monthPartition(at)
+    await sql`drop table if exists ${sql(name)}`
+    await archiveEntries([{ ...row(owner, channel, 1, 0, 3650), publishedAt: at.getTime() }, { ...row(owner, channel, 2, 0, 20), publishedAt: at.getTime() }])
+    const [recorded] = await sql`select retention_days from realtime_archive_partitions where name = ${name}`
+    expect(recorded?.retention_days).toBe(3650)
+    await sql`update realtime_archive_partitions set retention_days = 0 where name = ${name}` // past every retention
+    const holder = unboundedSql()
+    const reader = await holder.reserve()
+    try {
+      // A long reader of the archive: the DROP's ACCESS EXCLUSIVE lock would queue every other query behind it.
+      await reader`begin`
+      await reader`select count(*) from realtime_archive where product_id = ${owner.productId}`
+      const started = Date.now()
+      const blocked = await sweepArchive()
+      expect(blocked.postponed).toContain(name)
+      expect(blocked.dropped).not.toContain(name)
+      expect(Date.now() - started).toBeLessThan(config.db.timeoutMs)
+    } finally {
+      await reader`rollback`
+      reader.release()
+      await holder.end()
+    }
+    expect((await sweepArchive()).dropped).toContain(name)
+  })
+
   test('a month partition is made on demand for a row that needs it, and dropped whole once past every retention', async () => {
     const owner = await realtimeProduct([{ name: 'old', history: HISTORY, archive: { retentionDays: 3650 } }])
     const channel = `old:${randomUUID()}`
