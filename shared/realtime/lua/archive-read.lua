@@ -17,6 +17,8 @@ end
 -- the first entry read was trimmed unread). The last delivered entry still in the stream: its `n`. Else unknown (-1):
 -- this read only sets the counter, and gaps are counted from the next one.
 local function group_position()
+  -- No stream: XREADGROUP below answers NOGROUP, which makes the reader create the group again.
+  if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
   for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
     if field(group, 'name') == ARGV[1] then
       local id = field(group, 'last-delivered-id')
