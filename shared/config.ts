@@ -247,8 +247,10 @@ function loadConfig() {
     archiver: {
       /** This archiver's consumer name in each shard's group `archiver`; stable across restarts, so it reads its own pending entries again. */
       consumer: str('ARCHIVER_CONSUMER', `archiver-${hostname()}`),
-      /** Most entries read from one shard per round (one INSERT each). */
+      /** Most entries read from one shard per round. */
       batch: int('ARCHIVER_BATCH', 1000),
+      /** Most payload bytes one INSERT carries: a round's entries are written in as many statements as this takes (at least one row each). */
+      batchBytes: int('ARCHIVER_BATCH_BYTES', 4 * 1024 * 1024),
       /** Pause after a round that found nothing on any shard. */
       idleMs: int('ARCHIVER_IDLE_MS', 200),
       /** Entries pending this long with another consumer (one that died) are claimed (XAUTOCLAIM). */
