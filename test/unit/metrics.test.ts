@@ -49,3 +49,26 @@ describe('webhook attempt outcomes', () => {
     expect(outcomeOf(result(0))).toBe('other')
   })
 })
+
+describe('docs/metrics.md', () => {
+  test('names every platform_ metric the processes declare, and no other', async () => {
+    const { registry } = await import('../../shared/metrics/registry')
+    const { watchBreakers } = await import('../../shared/metrics/breakers')
+    const { observeRequest } = await import('../../shared/metrics/http')
+    const { watchGateway } = await import('../../gateway/metrics')
+    const { watchArchiver } = await import('../../services/archiver/metrics')
+    const { watchPendingDeliveries } = await import('../../services/webhooks/metrics')
+    await import('../../services/mailer/metrics')
+    // Declared as each process declares them (none is collected here: nothing is scraped).
+    watchBreakers()
+    observeRequest(undefined, 'GET', 200, 0.001)
+    watchGateway({ connections: () => 0, subscriptions: () => 0 })
+    watchArchiver({ read: 0, archived: 0, lost: 0 })
+    watchPendingDeliveries()
+    const declared = registry.getMetricsAsArray().map((metric) => (metric as unknown as { name: string }).name)
+      .filter((name) => name.startsWith('platform_') && !name.startsWith('platform_unit_')).sort()
+    const doc = await Bun.file(new URL('../../docs/metrics.md', import.meta.url)).text()
+    const documented = [...new Set([...doc.matchAll(/^\| `(platform_[a-z_]+)`/gm)].map((m) => m[1]!))].sort()
+    expect(documented).toEqual(declared)
+  })
+})
