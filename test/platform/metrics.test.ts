@@ -4,10 +4,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { startSmtpSink, type Sink } from '../../scripts/smtp-sink'
+import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { signToken } from '../../shared/realtime/tokens'
 import { recordEvent } from '../../shared/webhooks/outbox'
 import { call, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { startFaultProxy } from '../faults/proxy'
 import { type GatewayProcess, replied, startGateway, WsClient } from '../gateway/ws-helpers'
 import { startArchiver, type ArchiverProcess } from '../realtime/archive-helpers'
 import { manage, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
@@ -300,4 +302,35 @@ describe('archiver', () => {
     expect(after).toContain('# TYPE platform_archiver_gap_entries_total counter')
     expectNoTrafficLabels(settled, [product.productId, archived, plain, 'metrics-'])
   })
+})
+
+describe('breakers', () => {
+  test('PostgreSQL unreachable: its breaker shows open and one opening; reachable again: closed, the opening still counted', async () => {
+    const database = new URL(config.databaseUrl)
+    const link = await startFaultProxy({ host: database.hostname, port: Number(database.port || 5432) })
+    const target: Target = { port: await freePort() }
+    const owner = await newProduct('Metrics breakers')
+    const worker = await startProcess('api', { METRICS_PORT: String(target.port), DATABASE_URL: link.url(config.databaseUrl), DB_TIMEOUT_MS: '1000', DB_COOL_DOWN_MS: '500' })
+    try {
+      const postgres = { backend: 'postgres' }
+      const products = () => fetch(`${worker.url}/products`, { headers: { authorization: `Bearer ${owner.token}` } })
+      expect((await products()).status).toBe(200)
+      const before = await scrape(target)
+      expect(valueOf(before, 'platform_breaker_open', postgres)).toBe(0)
+      link.cut()
+      expect((await products()).status).toBe(503)
+      const during = await scrape(target)
+      expect(valueOf(during, 'platform_breaker_open', postgres)).toBe(1)
+      expect(valueOf(during, 'platform_breaker_opened_total', postgres) - valueOf(before, 'platform_breaker_opened_total', postgres)).toBe(1)
+      expect(valueOf(during, 'platform_breaker_open', { backend: 'redis' })).toBe(0)
+      await link.restore()
+      await eventually(async () => (await products()).status === 200, 10_000, 'the api serving again')
+      const after = await scrape(target)
+      expect(valueOf(after, 'platform_breaker_open', postgres)).toBe(0)
+      expect(valueOf(after, 'platform_breaker_opened_total', postgres) - valueOf(before, 'platform_breaker_opened_total', postgres)).toBe(1)
+    } finally {
+      await worker.stop()
+      await link.close()
+    }
+  }, 30_000)
 })
