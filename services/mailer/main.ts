@@ -10,12 +10,13 @@ import { serveMetrics } from '../../shared/metrics/serve'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { startMailer } from './mailer'
+import { watchQueue } from './metrics'
 import { smtpTransport } from './transport'
 
 process.env.PROCESS_NAME ??= 'mailer'
 requireSecretKey() // DKIM keys are sealed: without the master key, fail now with a clear message
 
-serveMetrics('mailer')
+if (serveMetrics('mailer')) watchQueue()
 const transport = smtpTransport(config.mail.smtpUrl, config.mail.smtpTimeoutMs)
 const mailer = startMailer(transport)
 const health = Bun.serve({

@@ -75,7 +75,8 @@ let receiver: Receiver
 let product: RealtimeProduct
 
 beforeAll(async () => {
-  sink = await startSmtpSink({ port: 0, onMessage: () => {} })
+  // An address with `later` in it is answered 451 (a temporary failure: the email waits an hour for its retry).
+  sink = await startSmtpSink({ port: 0, onMessage: () => {}, answerRecipient: (address) => (address.startsWith('later-') ? { code: 451, message: 'try later' } : undefined) })
   receiver = startReceiver()
   receiver.on('/fail', () => new Response('no', { status: 503 }))
   const target = async (): Promise<Target> => ({ port: await freePort() })
@@ -242,6 +243,20 @@ describe('mailer', () => {
     const smtp = 'platform_mailer_smtp_duration_seconds_count'
     expect(valueOf(after, smtp, { result: 'delivered' }) - valueOf(before, smtp, { result: 'delivered' })).toBe(2)
     expectNoTrafficLabels(after, [owner.productId, recipient, domain.name])
+
+    const delayed = { outcome: 'delivery_delayed', recorded: 'true' }
+    const later = `later-${randomUUID().slice(0, 8)}@example.org`
+    const queued = await pub(publicWorker, 'POST', `/${owner.productId}/mail/emails`, { key, body: { from: `hello@${domain.name}`, to: later, subject: 'Later', text: 'Hi' } })
+    expect(queued.status).toBe(200)
+    await eventually(async () => (await sql`select last_event from emails where id = ${queued.body.id}`)[0]!.last_event === 'delivery_delayed', 15_000, 'the email delayed')
+    const waiting = await scrape(mailerMetrics)
+    expect(valueOf(waiting, 'platform_mailer_attempts_total', delayed) - valueOf(after, 'platform_mailer_attempts_total', delayed)).toBe(1)
+    expect(valueOf(waiting, 'platform_mailer_emails_pending', { state: 'waiting' }) - valueOf(after, 'platform_mailer_emails_pending', { state: 'waiting' })).toBe(1)
+    const [queue] = await sql`select (count(*) filter (where next_attempt_at <= now()))::int as due, (count(*) filter (where next_attempt_at > now()))::int as waiting
+      from emails where last_event in ('queued', 'sent', 'delivery_delayed')`
+    expect([valueOf(waiting, 'platform_mailer_emails_pending', { state: 'due' }), valueOf(waiting, 'platform_mailer_emails_pending', { state: 'waiting' })])
+      .toEqual([queue!.due, queue!.waiting])
+    expectNoTrafficLabels(waiting, [later])
   })
 })
 
