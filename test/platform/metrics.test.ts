@@ -173,7 +173,7 @@ describe('gateway', () => {
     channels: channels.map((name) => ({ name, ops: ['subscribe'] })),
   })).token
 
-  test('connections and subscriptions now, upgrades, frames by type and closes by code move by exactly the traffic', async () => {
+  test('connections and subscriptions now, upgrades, frames by type, fan-out entries, deliveries and closes by code move by exactly the traffic', async () => {
     const channel = `chat:metrics-${randomUUID()}`
     const frames = (type: string) => ['platform_gateway_frames_received_total', { type }] as const
     const before = await scrape(gatewayMetrics)
@@ -182,6 +182,12 @@ describe('gateway', () => {
       replied(await client.request({ type: 'connect', token: await token([channel]) }), 'connect')
       replied(await client.request({ type: 'subscribe', channel }), 'subscribe')
       replied(await client.request({ type: 'ping' }), 'ping')
+    }
+    for (let i = 0; i < 3; i++) {
+      expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { i } } })).status).toBe(200)
+    }
+    for (const client of clients) {
+      await eventually(() => client.frames.filter((f) => f.type === 'publication' && f.channel === channel).length === 3, 5000, 'three publications')
     }
     clients[0]!.send('not json')
     expect((await clients[0]!.next((f) => f.type === 'error')).code).toBe('invalid')
@@ -200,6 +206,8 @@ describe('gateway', () => {
     expect(moved(...frames('invalid'))).toBe(1)
     expect(moved(...frames('publish'))).toBe(0)
     expect(moved('platform_gateway_closes_total', { code: '4001' })).toBe(1)
+    expect(moved('platform_gateway_fanout_entries_total', { kind: 'publication' })).toBe(3)
+    expect(moved('platform_gateway_deliveries_total', { kind: 'publication' })).toBe(6)
     expectNoTrafficLabels(during, [product.productId, channel, 'metrics-'])
 
     for (const client of clients) {
