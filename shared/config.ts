@@ -67,6 +67,23 @@ function loadConfig() {
     authRequestsPerMinute: int('AUTH_RATE_LIMIT', 20),
     logRequests: bool('LOG_REQUESTS', true),
     /**
+     * Each worker's Prometheus metrics listener (shared/metrics/serve.ts, docs/metrics.md): its own port, since the
+     * workers of a process share their service port and a scrape there would reach any one of them.
+     */
+    metrics: {
+      /** The port `/metrics` is served on; 0: no metrics listener. */
+      port: int('METRICS_PORT', 0),
+      /**
+       * Under foreman, which gives each instance its own PORT: the metrics port is PORT + this (0: not used). So
+       * `foreman start -m api=2` gives each api worker its own metrics port with one setting.
+       */
+      portOffset: int('METRICS_PORT_OFFSET', 0),
+      /** The address the metrics listener binds: loopback unless a scraper elsewhere must reach it. */
+      host: str('METRICS_HOST', '127.0.0.1'),
+      /** When set, a scrape must send `Authorization: Bearer <this>`; otherwise 401. */
+      token: str('METRICS_TOKEN', ''),
+    },
+    /**
      * Platform API requests per minute by operation class (services/api/limits.ts), per credential (a platform key, or a
      * user's login sessions together) and per organization (every credential acting on its products together). Beyond
      * either: 429 rate_limited with Retry-After, naming the class and the limit. Fixed windows in Redis across workers.

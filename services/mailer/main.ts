@@ -6,14 +6,17 @@ import { noRoute, toErrorResponse } from '../../shared/errors'
 import { liveness, readiness } from '../../shared/http/health'
 import { onShutdown } from '../../shared/http/lifecycle'
 import { log } from '../../shared/log'
+import { serveMetrics } from '../../shared/metrics/serve'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { startMailer } from './mailer'
+import { watchQueue } from './metrics'
 import { smtpTransport } from './transport'
 
 process.env.PROCESS_NAME ??= 'mailer'
 requireSecretKey() // DKIM keys are sealed: without the master key, fail now with a clear message
 
+if (serveMetrics('mailer')) watchQueue()
 const transport = smtpTransport(config.mail.smtpUrl, config.mail.smtpTimeoutMs)
 const mailer = startMailer(transport)
 const health = Bun.serve({

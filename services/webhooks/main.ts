@@ -7,9 +7,11 @@ import { noRoute, toErrorResponse } from '../../shared/errors'
 import { liveness, readiness } from '../../shared/http/health'
 import { onShutdown } from '../../shared/http/lifecycle'
 import { log } from '../../shared/log'
+import { serveMetrics } from '../../shared/metrics/serve'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { startDeliverer } from './deliverer'
+import { watchPendingDeliveries } from './metrics'
 import { startRealtimeEvents } from './realtime-events'
 
 process.env.PROCESS_NAME ??= 'webhooks'
@@ -19,6 +21,7 @@ if (config.webhooks.leaseMs < config.webhooks.timeoutMs + 1000) {
   throw new Error(`WEBHOOK_LEASE_MS (${config.webhooks.leaseMs}) must exceed WEBHOOK_TIMEOUT_MS (${config.webhooks.timeoutMs}) by at least 1000`)
 }
 
+if (serveMetrics('webhooks')) watchPendingDeliveries()
 const deliverer = startDeliverer()
 const realtimeEvents = startRealtimeEvents()
 const health = Bun.serve({
