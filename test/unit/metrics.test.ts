@@ -63,7 +63,7 @@ describe('docs/metrics.md', () => {
     watchBreakers()
     observeRequest(undefined, 'GET', 200, 0.001)
     watchGateway({ connections: () => 0, subscriptions: () => 0 })
-    watchArchiver({ read: 0, archived: 0, lost: 0 })
+    watchArchiver({ read: 0, archived: 0, lost: 0, deadLettered: 0 })
     watchPendingDeliveries()
     watchQueue()
     const declared = registry.getMetricsAsArray().map((metric) => (metric as unknown as { name: string }).name)
