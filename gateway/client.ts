@@ -16,6 +16,7 @@ import type { GatewayLimits } from './limits'
 import { type Hub, type Position, topicOf } from './hub'
 import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
 import type { GatewayBackends } from './ports'
+import { gatewayMetrics } from './metrics'
 import { merge, type Positioned } from './recovery'
 import { Rosters } from './rosters'
 import type { Transport } from './transport'
@@ -166,6 +167,7 @@ export class Connection {
     const size = typeof message === 'string' ? message.length : message.byteLength
     if (this.queued > 0 && (this.queued >= MAX_QUEUED_FRAMES || this.queuedBytes + size > MAX_QUEUED_BYTES)) {
       const parsed = parseFrame(message)
+      gatewayMetrics.frameReceived(parsed.ok ? parsed.request.type : undefined)
       this.send(encode.error(parsed.ok ? parsed.request.id : parsed.id, 'rate_limited', 'too many frames waiting to be handled; wait for replies'))
       return this.inbox
     }
@@ -187,6 +189,7 @@ export class Connection {
   private async handle(message: string | Buffer): Promise<void> {
     if (this.closed) return
     const parsed = parseFrame(message)
+    gatewayMetrics.frameReceived(parsed.ok ? parsed.request.type : undefined)
     if (!parsed.ok) return this.send(encode.error(parsed.id, 'invalid', parsed.message))
     const request = parsed.request
     try {

@@ -6,6 +6,7 @@ import type { Connection } from './client'
 import { DISCONNECTS } from './disconnect'
 import type { FanEntry } from './fanout'
 import type { Hub } from './hub'
+import { gatewayMetrics } from './metrics'
 import type { Usage } from './ports'
 import { presenceFrame, publicationFrame } from './protocol'
 
@@ -63,6 +64,9 @@ export class Dispatcher {
       const sender = entry.sender ? this.topics.connectionOf(entry.sender) : undefined
       const reached = here - (sender && this.hub.subscribes(entry.product, entry.channel, sender) ? 1 : 0)
       if (reached > 0) this.usage.count(entry.product, entry.channel, { deliveries: reached })
+      gatewayMetrics.dispatched('publication', reached)
+    } else {
+      gatewayMetrics.dispatched('presence', here)
     }
     // A client event skips its sender, live or pending.
     this.hub.publish(entry.product, entry.channel, position, frame, this.topics.publish, entry.sender)

@@ -132,6 +132,13 @@ export class Hub<S extends Subscriber = Subscriber> {
     for (const entry of this.channels.values()) yield { productId: entry.productId, channel: entry.channel }
   }
 
+  /** Subscriptions here, pending and live (a metric: O(channels), read at scrape time only). */
+  subscriptionCount(): number {
+    let count = 0
+    for (const entry of this.channels.values()) count += entry.pending.size + entry.live.size
+    return count
+  }
+
   get wantedShards(): number[] {
     return [...this.shardChannels.keys()]
   }

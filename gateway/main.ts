@@ -2,6 +2,7 @@
 import { config } from '../shared/config'
 import { sql } from '../shared/db/client'
 import { onShutdown } from '../shared/http/lifecycle'
+import { serveMetrics } from '../shared/metrics/serve'
 import { usage } from '../shared/realtime/usage'
 import { closeRedis } from '../shared/redis'
 import { requireSecretKey } from '../shared/secrets'
@@ -10,6 +11,7 @@ import { startGateway } from './node'
 process.env.PROCESS_NAME ??= 'gateway'
 requireSecretKey() // token signing keys are sealed: without the master key, fail now with a clear message
 
+serveMetrics('gateway')
 const gateway = startGateway(config.gatewayPort)
 usage.start()
 

@@ -14,6 +14,7 @@ import { Dispatcher } from './dispatch'
 import { FanoutReader } from './fanout'
 import { Hub } from './hub'
 import { gatewayLimits } from './limits'
+import { watchGateway } from './metrics'
 import { OccupancyLeases } from './occupancy'
 import type { GatewayBackends } from './ports'
 import { serveGateway } from './server'
@@ -59,6 +60,7 @@ export function startGateway(port: number, backends: GatewayBackends = redisBack
       if (message.kind === 'public_key' && message.revoked) revocationSweep.heard(message.keyId)
     },
   })
+  watchGateway({ connections: () => context.connections.size, subscriptions: () => hub.subscriptionCount() })
   let draining = false
   const server = serveGateway(port, {
     context, writer, topics, upgrades: limits.upgrades, accepting: () => !draining, invalidationsLive: invalidations.live,

@@ -10,6 +10,7 @@ import { invalidHost, parseTarget } from '../shared/http/target'
 import { describeError, log } from '../shared/log'
 import { Connection, type GatewayContext } from './client'
 import type { LocalWindows } from './limits'
+import { gatewayMetrics } from './metrics'
 import { MAX_FRAME_BYTES } from './protocol'
 import { type Socket, type SocketTopics, SocketTransport, type Writer } from './transport'
 
@@ -70,6 +71,7 @@ export function serveGateway(port: number, endpoint: Endpoint): Server<SocketTra
       backpressureLimit: 2 * config.realtime.gatewayMaxBufferedBytes + 1024 * 1024,
       closeOnBackpressureLimit: false,
       open(ws: Socket) {
+        gatewayMetrics.connectionOpened()
         topics.opened(ws, new Connection(ws.data, context, ws.data.ip))
       },
       message(ws: Socket, message) {

@@ -5,6 +5,7 @@
 import type { Server, ServerWebSocket } from 'bun'
 import type { Connection } from './client'
 import { DISCONNECTS } from './disconnect'
+import { gatewayMetrics } from './metrics'
 
 /** The socket as the client sees it: Bun's ServerWebSocket is touched only through this. */
 export interface Transport {
@@ -83,6 +84,7 @@ export class SocketTransport implements Transport {
 
   close(code: number, reason: string): void {
     this.writer.flush(this.ws)
+    gatewayMetrics.closed(code)
     this.ws.close(code, reason)
   }
 

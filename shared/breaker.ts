@@ -3,18 +3,33 @@
 // PostgreSQL (shared/db/deadline.ts) and Redis (shared/redis.ts).
 import { log } from './log'
 
+/** What shared/metrics/breakers.ts reads at scrape time, by backend (the service's first word: `postgres`, `redis`). */
+export interface BreakerCounts {
+  /** Breakers open now (a Redis Cluster has one per node, besides the client's own). */
+  open: Map<string, number>
+  /** Times a breaker opened, since the process started. */
+  opened: Map<string, number>
+}
+
+export const breakerCounts: BreakerCounts = { open: new Map(), opened: new Map() }
+
+const add = (counts: Map<string, number>, backend: string, n: number) => counts.set(backend, (counts.get(backend) ?? 0) + n)
+
 /** Plain state (the clock is a parameter), so it is unit-testable; it logs only its transitions. */
 export class Breaker {
   /** 0 while closed; else when the cool-down ends. */
   private openUntil = 0
   /** While open: until when the probe let through last may still answer before another is let through. */
   private probeUntil = 0
+  private readonly backend: string
   constructor(
     /** The service, for logs. */
     private readonly service: string,
     private readonly coolDownMs: number,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.backend = service.split(' ')[0]!
+  }
 
   /**
    * May a call go to the service now? Closed: yes. Open: no during the cool-down; after it, one call (the probe) and then
@@ -33,13 +48,20 @@ export class Breaker {
   }
 
   failed(): void {
-    if (this.openUntil === 0) log('warn', `${this.service} unreachable: refusing new work between probes`, { coolDownMs: this.coolDownMs })
+    if (this.openUntil === 0) {
+      log('warn', `${this.service} unreachable: refusing new work between probes`, { coolDownMs: this.coolDownMs })
+      add(breakerCounts.open, this.backend, 1)
+      add(breakerCounts.opened, this.backend, 1)
+    }
     this.openUntil = this.now() + this.coolDownMs
     this.probeUntil = 0
   }
 
   succeeded(): void {
-    if (this.openUntil !== 0) log('info', `${this.service} reachable again`)
+    if (this.openUntil !== 0) {
+      log('info', `${this.service} reachable again`)
+      add(breakerCounts.open, this.backend, -1)
+    }
     this.openUntil = 0
     this.probeUntil = 0
   }

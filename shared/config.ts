@@ -16,6 +16,13 @@ function int(name: string, fallback: number): number {
   return value
 }
 
+/** An integer in [min, max]: a value outside is refused at start-up, naming the bounds. */
+function atMost(name: string, fallback: number, min: number, max: number): number {
+  const value = int(name, fallback)
+  if (value < min || value > max) throw new Error(`${name} must be between ${min} and ${max}, got ${value}`)
+  return value
+}
+
 function bool(name: string, fallback: boolean): boolean {
   const raw = process.env[name]
   if (raw === undefined || raw === '') return fallback
@@ -59,6 +66,23 @@ function loadConfig() {
     /** Sign-ups and logins per client IP per minute (each costs an argon2id hash: brute force and CPU both). */
     authRequestsPerMinute: int('AUTH_RATE_LIMIT', 20),
     logRequests: bool('LOG_REQUESTS', true),
+    /**
+     * Each worker's Prometheus metrics listener (shared/metrics/serve.ts, docs/metrics.md): its own port, since the
+     * workers of a process share their service port and a scrape there would reach any one of them.
+     */
+    metrics: {
+      /** The port `/metrics` is served on; 0: no metrics listener. */
+      port: int('METRICS_PORT', 0),
+      /**
+       * Under foreman, which gives each instance its own PORT: the metrics port is PORT + this (0: not used). So
+       * `foreman start -m api=2` gives each api worker its own metrics port with one setting.
+       */
+      portOffset: int('METRICS_PORT_OFFSET', 0),
+      /** The address the metrics listener binds: loopback unless a scraper elsewhere must reach it. */
+      host: str('METRICS_HOST', '127.0.0.1'),
+      /** When set, a scrape must send `Authorization: Bearer <this>`; otherwise 401. */
+      token: str('METRICS_TOKEN', ''),
+    },
     /**
      * Platform API requests per minute by operation class (services/api/limits.ts), per credential (a platform key, or a
      * user's login sessions together) and per organization (every credential acting on its products together). Beyond
@@ -135,6 +159,11 @@ function loadConfig() {
     realtime: {
       /** Channels hash onto this many shards (Redis Streams); fixed for a deployment's lifetime. */
       shards: int('REALTIME_SHARDS', 16),
+      /**
+       * How often a verifier re-reads the signing key set (tokens.ts). At most 30 s, what a new key's maturity assumes
+       * (KEY_SET_REFRESH_MS); more often only costs one small query (the tests' gateway that waits for it).
+       */
+      keySetRefreshMs: atMost('REALTIME_KEY_SET_REFRESH_MS', 30_000, 1000, 30_000),
       /** Publish quota per product per fixed window: only crossing burst + 2 x sustained x window is rejected. */
       quotaWindowSeconds: int('REALTIME_QUOTA_WINDOW_SECONDS', 10),
       quotaSustainedPerSecond: int('REALTIME_QUOTA_SUSTAINED', 50),
@@ -235,8 +264,10 @@ function loadConfig() {
     archiver: {
       /** This archiver's consumer name in each shard's group `archiver`; stable across restarts, so it reads its own pending entries again. */
       consumer: str('ARCHIVER_CONSUMER', `archiver-${hostname()}`),
-      /** Most entries read from one shard per round (one INSERT each). */
+      /** Most entries read from one shard per round. */
       batch: int('ARCHIVER_BATCH', 1000),
+      /** Most payload bytes one INSERT carries: a round's entries are written in as many statements as this takes (at least one row each). */
+      batchBytes: int('ARCHIVER_BATCH_BYTES', 4 * 1024 * 1024),
       /** Pause after a round that found nothing on any shard. */
       idleMs: int('ARCHIVER_IDLE_MS', 200),
       /** Entries pending this long with another consumer (one that died) are claimed (XAUTOCLAIM). */

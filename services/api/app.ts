@@ -6,6 +6,7 @@ import { config } from '../../shared/config'
 import { buildOpenApi } from './openapi'
 import { noRoute, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
+import { routeLabels } from '../../shared/metrics/http'
 import { CATALOG_VERSION, operations } from './catalog'
 import { mcpEndpoint } from './mcp'
 import { restRoutes } from './rest'
@@ -14,6 +15,7 @@ export function buildApiApp() {
   const openapi = buildOpenApi(operations, config.apiUrl)
   const mcp = mcpEndpoint(operations, CATALOG_VERSION, config.apiBodyLimit)
   return new Elysia()
+    .use(routeLabels())
     .onError({ as: 'global' }, ({ code, error, request }) => {
       if (code === 'NOT_FOUND') {
         return toErrorResponse(noRoute(request.method, new URL(request.url).pathname))

@@ -2,10 +2,12 @@
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { serveApp } from '../../shared/http/serve'
+import { serveMetrics } from '../../shared/metrics/serve'
 import { closeRedis } from '../../shared/redis'
 import { buildApiApp } from './app'
 
 process.env.PROCESS_NAME ??= 'api'
+serveMetrics('api')
 serveApp({
   name: 'api',
   port: config.apiPort,

@@ -6,6 +6,7 @@ import { toErrorResponse } from '../../shared/errors'
 import { readJson } from '../../shared/http/body'
 import { clientIp } from '../../shared/http/serve'
 import { describeError, log } from '../../shared/log'
+import { labelRoute } from '../../shared/metrics/http'
 import { invoke } from './invoke'
 
 /**
@@ -23,6 +24,7 @@ export function restRoutes(operations: readonly AnyOperation[], bodyLimit: numbe
   for (const op of operations) {
     const route = elysiaPath(op.path)
     app.route(op.method, route.path, async ({ request, params: positional }) => {
+      labelRoute(request, op.id) // counted by operation, as the catalog names it (shared/metrics/http.ts)
       const params = Object.fromEntries(route.names.map((name, i) => [name, (positional as Record<string, string>)[`p${i}`]]))
       const requestId = randomUUID()
       const headers = { 'x-request-id': requestId }

@@ -12,7 +12,7 @@ export interface Archiver {
 }
 
 export function startArchiver(options = config.archiver, shards = config.realtime.shards): Archiver {
-  const counts: ArchiverCounts = { read: 0, archived: 0, lost: 0 }
+  const counts: ArchiverCounts = { read: 0, archived: 0, lost: 0, deadLettered: 0 }
   const readers = Array.from({ length: shards }, (_, shard) => new ShardReader(shard, options, counts))
   let running = true
   let wake: (() => void) | undefined
@@ -47,8 +47,13 @@ export function startArchiver(options = config.archiver, shards = config.realtim
       try {
         const made = await ensurePartitionsAhead()
         if (made.length) log('info', 'archive partitions created', { partitions: made })
+      } catch (error) {
+        // Most often its lock not had within PARTITION_DDL_LOCK_TIMEOUT: two months ahead leave time for the next sweep.
+        log('warn', 'archive partitions not created; tried again at the next sweep', describeError(error))
+      }
+      try {
         const result = await sweepArchive({ batch: options.sweepBatch })
-        if (result.deleted || result.dropped.length) log('info', 'archive swept', { deleted: result.deleted, dropped: result.dropped })
+        if (result.deleted || result.dropped.length || result.postponed.length) log('info', 'archive swept', { ...result })
       } catch (error) {
         log('warn', 'archive sweep failed; tried again at the next', describeError(error))
       }

@@ -5,9 +5,11 @@ import { listenForInvalidations } from '../../shared/cache/invalidation-listener
 import { sql } from '../../shared/db/client'
 import { onShutdown } from '../../shared/http/lifecycle'
 import { log } from '../../shared/log'
+import { serveMetrics } from '../../shared/metrics/serve'
 import { policyCache } from '../../shared/realtime/policies'
 import { closeRedis } from '../../shared/redis'
 import { startArchiver } from './archiver'
+import { watchArchiver } from './metrics'
 
 process.env.PROCESS_NAME ??= 'archiver'
 
@@ -20,6 +22,8 @@ const listener = listenForInvalidations({
   },
 })
 const archiver = startArchiver()
+// The archiver's only listener: it has no other port.
+if (serveMetrics('archiver')) watchArchiver(archiver.counts)
 log('info', 'archiver started', {})
 
 onShutdown(async () => {

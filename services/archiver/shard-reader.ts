@@ -7,7 +7,7 @@
 // to the node holding the shard's slot through the shared cluster client, MOVED included.
 import type { ArchiveEntry } from '../../shared/realtime/archive'
 import { archiveEntries } from '../../shared/realtime/archive'
-import { fanArchivedKey, fanKey } from '../../shared/realtime/keys'
+import { fanArchivedKey, fanDeadKey, fanKey } from '../../shared/realtime/keys'
 import { namespaceOf } from '../../shared/realtime/names'
 import { productPolicies } from '../../shared/realtime/policies'
 import ARCHIVE_READ_LUA from '../../shared/realtime/lua/archive-read.lua' with { type: 'text' }
@@ -26,6 +26,8 @@ const readNew = redisScript<[number, StreamEntry[]]>('realtime archive read', AR
 export interface ReaderOptions {
   consumer: string
   batch: number
+  /** Most payload bytes per INSERT (at least one row). */
+  batchBytes: number
   claimIdleMs: number
   ackDelayMs: number
 }
@@ -38,6 +40,28 @@ export interface ArchiverCounts {
   archived: number
   /** Entries trimmed from a stream before the group received them, or while pending: never archived. */
   lost: number
+  /** Entries PostgreSQL refused for their content, set aside in the shard's dead letters (keys.ts fanDeadKey). */
+  deadLettered: number
+}
+
+/** Most dead letters a shard keeps (newest first): enough to see what went wrong, never a growing list. */
+export const ARCHIVE_DEAD_LETTERS_MAX = 1000
+
+/** A row to archive and the fan-out entry it came from. */
+interface Pending {
+  streamId: string
+  raw: string[]
+  row: ArchiveEntry
+}
+
+/**
+ * Whether PostgreSQL refused the statement for what it carries (a data exception, a constraint, a program limit such
+ * as an index row too large), which no retry changes; anything else (a timeout, a lost connection) may pass later.
+ */
+function refusesData(error: unknown): boolean {
+  if (error instanceof RangeError) return true // a publish time no Date holds
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' && /^(22|23|54)/.test(code)
 }
 
 function fieldsOf(fields: string[]): Record<string, string> {
@@ -120,9 +144,9 @@ export class ShardReader {
   /** Archives the entries of archiving namespaces among `entries`, then acknowledges them all. */
   private async handle(entries: StreamEntry[]): Promise<number> {
     if (entries.length === 0) return 0
-    const rows: ArchiveEntry[] = []
+    const rows: Pending[] = []
     let gone = 0
-    for (const [, raw] of entries) {
+    for (const [streamId, raw] of entries) {
       if (!raw) {
         gone++ // trimmed while pending: only its id is left
         continue
@@ -134,16 +158,50 @@ export class ShardReader {
       const days = await this.archiveDays(f.product, f.channel)
       if (days <= 0) continue
       rows.push({
-        productId: f.product, channel: f.channel, epoch: f.epoch, offset: Number(f.offset), id: f.id ?? '',
-        publishedAt: Number(f.t), ...(f.d !== undefined ? { data: f.d } : { ref: f.r }), retentionDays: days,
+        streamId, raw,
+        row: {
+          productId: f.product, channel: f.channel, epoch: f.epoch, offset: Number(f.offset), id: f.id ?? '',
+          publishedAt: Number(f.t), ...(f.d !== undefined ? { data: f.d } : { ref: f.r }), retentionDays: days,
+        },
       })
     }
     if (gone) this.reportLost(gone, 'trimmed while pending')
-    this.counts.archived += await archiveEntries(rows)
+    for (const chunk of byBytes(rows, this.options.batchBytes)) this.counts.archived += await this.write(chunk)
     if (this.options.ackDelayMs > 0) await Bun.sleep(this.options.ackDelayMs)
     await redis().xack(this.key, GROUP, ...entries.map(([id]) => id))
     this.counts.read += entries.length
     return entries.length
+  }
+
+  /**
+   * Writes `rows` in one statement. When PostgreSQL refuses it for what it carries, the batch is halved and each half
+   * written on its own, down to the one entry it refuses, which is dead-lettered: one bad entry costs a few statements
+   * and never stops its shard. Any other failure (PostgreSQL down or slow) is thrown: the batch stays pending.
+   */
+  private async write(rows: Pending[]): Promise<number> {
+    if (rows.length === 0) return 0
+    try {
+      return await archiveEntries(rows.map((r) => r.row))
+    } catch (error) {
+      if (!refusesData(error)) throw error
+      if (rows.length === 1) {
+        await this.deadLetter(rows[0]!, error)
+        return 0
+      }
+      const half = Math.ceil(rows.length / 2)
+      return (await this.write(rows.slice(0, half))) + (await this.write(rows.slice(half)))
+    }
+  }
+
+  /** Sets aside an entry PostgreSQL refuses: logged, and kept in the shard's capped list for an operator to look at. */
+  private async deadLetter(entry: Pending, error: unknown): Promise<void> {
+    const why = { error: error instanceof Error ? error.message : String(error), code: (error as { code?: string }).code ?? null }
+    const letter = JSON.stringify({ streamId: entry.streamId, fields: entry.raw, error: why, at: new Date().toISOString() })
+    await redis().multi().lpush(fanDeadKey(this.shard), letter).ltrim(fanDeadKey(this.shard), 0, ARCHIVE_DEAD_LETTERS_MAX - 1).exec()
+    this.counts.deadLettered++
+    log('warn', 'archive dead letter: an entry PostgreSQL refuses was set aside, not archived', {
+      shard: this.shard, streamId: entry.streamId, productId: entry.row.productId, channel: entry.row.channel, offset: entry.row.offset, ...why,
+    })
   }
 
   /** The namespace's archive retention from the cached policy (dropped on invalidation); 0 when it does not archive. */
@@ -151,4 +209,23 @@ export class ShardReader {
     const policies = await productPolicies(productId)
     return policies.namespaces.get(namespaceOf(channel))?.archiveDays ?? 0
   }
+}
+
+/** `rows` in consecutive chunks of at most `maxBytes` of payload each, at least one row per chunk. */
+function byBytes(rows: Pending[], maxBytes: number): Pending[][] {
+  const chunks: Pending[][] = []
+  let chunk: Pending[] = []
+  let bytes = 0
+  for (const pending of rows) {
+    const size = (pending.row.data ?? pending.row.ref ?? '').length + pending.row.channel.length + pending.row.id.length
+    if (chunk.length > 0 && bytes + size > maxBytes) {
+      chunks.push(chunk)
+      chunk = []
+      bytes = 0
+    }
+    chunk.push(pending)
+    bytes += size
+  }
+  if (chunk.length) chunks.push(chunk)
+  return chunks
 }

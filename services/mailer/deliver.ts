@@ -9,16 +9,28 @@ import { type HeaderLine, headerLines } from '../../shared/mail/headers'
 import { signingDomain } from '../../shared/mail/sending-domain'
 import { assembleMessage, type DomainKey, type Mailboxes, mailboxesOf } from './message'
 import { classifyAccepted, classifyFailure, type Outcome, retryDelayMs } from './outcome'
-import { type ClaimedEmail, finish, renewLease, suppressedAmong } from './queue'
+import { mailerMetrics } from './metrics'
+import { type ClaimedEmail, type Finish, finish as recordFinish, renewLease, suppressedAmong } from './queue'
 import type { MailTransport } from './transport'
 
 /** Sends and classifies: the SMTP server's answer, or the failure to reach it. */
 async function attempt(transport: MailTransport, email: ClaimedEmail, mailboxes: Mailboxes, headers: HeaderLine[], key: DomainKey, recipients: string[]): Promise<Outcome> {
+  const started = performance.now()
+  let outcome: Outcome
   try {
-    return classifyAccepted(await transport.send(assembleMessage(email, mailboxes, headers, key, recipients)))
+    outcome = classifyAccepted(await transport.send(assembleMessage(email, mailboxes, headers, key, recipients)))
   } catch (error) {
-    return classifyFailure(error as Parameters<typeof classifyFailure>[0])
+    outcome = classifyFailure(error as Parameters<typeof classifyFailure>[0])
   }
+  mailerMetrics.smtp(outcome.kind, (performance.now() - started) / 1000)
+  return outcome
+}
+
+/** Records an outcome (./queue.ts) and counts it. */
+async function finish(email: ClaimedEmail, outcome: Finish): Promise<boolean> {
+  const recorded = await recordFinish(email, outcome)
+  mailerMetrics.attempt(outcome.kind, recorded)
+  return recorded
 }
 
 /** Runs one attempt over `transport` and records it. Never throws for the email's own failures; database failures propagate. */

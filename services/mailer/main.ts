@@ -2,34 +2,22 @@
 // (services/mailer/queue.ts). /healthz and /readyz on MAILER_PORT (reusePort: any mailer answers).
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
-import { noRoute, toErrorResponse } from '../../shared/errors'
-import { liveness, readiness } from '../../shared/http/health'
+import { serveHealth } from '../../shared/http/health'
 import { onShutdown } from '../../shared/http/lifecycle'
-import { log } from '../../shared/log'
+import { serveMetrics } from '../../shared/metrics/serve'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { startMailer } from './mailer'
+import { watchQueue } from './metrics'
 import { smtpTransport } from './transport'
 
 process.env.PROCESS_NAME ??= 'mailer'
 requireSecretKey() // DKIM keys are sealed: without the master key, fail now with a clear message
 
+if (serveMetrics('mailer')) watchQueue()
 const transport = smtpTransport(config.mail.smtpUrl, config.mail.smtpTimeoutMs)
 const mailer = startMailer(transport)
-const health = Bun.serve({
-  port: config.mailerPort,
-  reusePort: true,
-  async fetch(request) {
-    const path = new URL(request.url).pathname
-    if (path === '/healthz') return Response.json(liveness())
-    if (path === '/readyz') {
-      const { status, body } = await readiness()
-      return Response.json(body, { status })
-    }
-    return toErrorResponse(noRoute(request.method, path))
-  },
-})
-log('info', 'listening', { name: 'mailer', port: health.port })
+const health = serveHealth('mailer', config.mailerPort)
 
 // The mailer waits for its attempts in flight up to the SMTP timeout (mailer.stop), then a few seconds to close its
 // connections; the process-wide bound is raised to fit both.

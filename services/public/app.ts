@@ -4,6 +4,7 @@
 import { Elysia } from 'elysia'
 import { noRoute, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
+import { routeLabels } from '../../shared/metrics/http'
 import { invalidationsLive } from './invalidation'
 import { isAllowedOrigin, preflight } from './http/origin'
 import { mailRoutes } from './mail/routes'
@@ -11,6 +12,7 @@ import { realtimeRoutes } from './realtime/routes'
 
 export function buildPublicApp() {
   return new Elysia()
+    .use(routeLabels())
     .onError({ as: 'global' }, ({ code, error, request }) => {
       const response = code === 'NOT_FOUND'
         ? toErrorResponse(noRoute(request.method, new URL(request.url).pathname))

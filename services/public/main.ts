@@ -3,6 +3,7 @@ import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { serveApp } from '../../shared/http/serve'
 import { usage } from '../../shared/realtime/usage'
+import { serveMetrics } from '../../shared/metrics/serve'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { buildPublicApp } from './app'
@@ -17,6 +18,7 @@ requireSecretKey() // token signing keys are sealed: without the master key, fai
 const stopListening = listenForCacheInvalidations()
 usage.start()
 
+serveMetrics('public')
 serveApp({
   name: 'public',
   port: config.publicPort,

@@ -7,6 +7,7 @@ import { endpointSecrets } from '../../shared/webhooks/endpoints'
 import { sendOutbound } from '../../shared/webhooks/outbound'
 import { signedHeaders } from '../../shared/webhooks/signature'
 import { serversResolve } from '../../shared/webhooks/url-policy'
+import { webhookMetrics } from './metrics'
 import {
   capPendingDeliveries, claimDue, type ClaimedDelivery, deleteOldMessages, describeResult, expireDisabledDeliveries,
   MAX_UNFINISHED_CLAIMS, recordAttempt, releaseClaims, unfinishedResult,
@@ -43,6 +44,7 @@ async function attempt(delivery: ClaimedDelivery): Promise<void> {
     url: delivery.url, headers, body: delivery.payload, timeoutMs: settings().timeoutMs,
     maxResponseBytes: RESPONSE_EXCERPT_BYTES, allowPrivate: settings().allowPrivateUrls, resolve,
   })
+  webhookMetrics.attempt(result)
   const outcome = await recordAttempt(delivery, attemptedAt, result, settings())
   const fields = { deliveryId: delivery.id, messageId: delivery.messageId, endpointId: delivery.endpointId, attempt: delivery.attempts + 1, result: describeResult(result), ms: result.durationMs }
   // Why a host was refused, for the platform only: the attempt records one message for every such case.

@@ -3,13 +3,13 @@
 // on WEBHOOKS_PORT (reusePort: any webhooks process answers).
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
-import { noRoute, toErrorResponse } from '../../shared/errors'
-import { liveness, readiness } from '../../shared/http/health'
+import { serveHealth } from '../../shared/http/health'
 import { onShutdown } from '../../shared/http/lifecycle'
-import { log } from '../../shared/log'
+import { serveMetrics } from '../../shared/metrics/serve'
 import { closeRedis } from '../../shared/redis'
 import { requireSecretKey } from '../../shared/secrets'
 import { startDeliverer } from './deliverer'
+import { watchPendingDeliveries } from './metrics'
 import { startRealtimeEvents } from './realtime-events'
 
 process.env.PROCESS_NAME ??= 'webhooks'
@@ -19,22 +19,10 @@ if (config.webhooks.leaseMs < config.webhooks.timeoutMs + 1000) {
   throw new Error(`WEBHOOK_LEASE_MS (${config.webhooks.leaseMs}) must exceed WEBHOOK_TIMEOUT_MS (${config.webhooks.timeoutMs}) by at least 1000`)
 }
 
+if (serveMetrics('webhooks')) watchPendingDeliveries()
 const deliverer = startDeliverer()
 const realtimeEvents = startRealtimeEvents()
-const health = Bun.serve({
-  port: config.webhooks.port,
-  reusePort: true,
-  async fetch(request) {
-    const path = new URL(request.url).pathname
-    if (path === '/healthz') return Response.json(liveness())
-    if (path === '/readyz') {
-      const { status, body } = await readiness()
-      return Response.json(body, { status })
-    }
-    return toErrorResponse(noRoute(request.method, path))
-  },
-})
-log('info', 'listening', { name: 'webhooks', port: health.port })
+const health = serveHealth('webhooks', config.webhooks.port)
 
 // Attempts in flight are bounded by WEBHOOK_TIMEOUT_MS: waited for, so their outcomes are recorded; then the pools close.
 onShutdown(async () => {

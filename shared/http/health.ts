@@ -3,6 +3,8 @@
 import { Elysia } from 'elysia'
 import { Cluster } from 'ioredis'
 import { sql } from '../db/client'
+import { noRoute, toErrorResponse } from '../errors'
+import { log } from '../log'
 import { clusterNode, redis } from '../redis'
 
 const within = <T>(promise: Promise<T>, ms: number) =>
@@ -58,3 +60,25 @@ export const healthRoutes = (checks: ReadinessCheck[] = []) =>
       set.status = status
       return body
     })
+
+/**
+ * A worker with no other HTTP surface (mailer, webhooks): /healthz and /readyz on `port` (reusePort, so any of its
+ * workers answers), every other path 404 in the error shape.
+ */
+export function serveHealth(name: string, port: number): { stop(closeActive?: boolean): void } {
+  const server = Bun.serve({
+    port,
+    reusePort: true,
+    async fetch(request) {
+      const path = new URL(request.url).pathname
+      if (path === '/healthz') return Response.json(liveness())
+      if (path === '/readyz') {
+        const { status, body } = await readiness()
+        return Response.json(body, { status })
+      }
+      return toErrorResponse(noRoute(request.method, path))
+    },
+  })
+  log('info', 'listening', { name, port: server.port })
+  return server
+}

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../config'
 import { toErrorResponse } from '../errors'
 import { describeError, log } from '../log'
+import { observeRequest } from '../metrics/http'
 import { onShutdown } from './lifecycle'
 import { invalidHost, parseTarget, routable } from './target'
 
@@ -51,9 +52,10 @@ async function handleRequest(request: Request, peer: string, options: ServeOptio
   const started = performance.now()
   const target = parseTarget(request.url, request.headers.get('host'))
   let response: Response
+  let routed: Request | undefined
   try {
     if (!target) throw invalidHost()
-    const routed = routable(request, target)
+    routed = routable(request, target)
     clientIps.set(routed, peer)
     response = await options.app.handle(routed)
   } catch (error) {
@@ -65,11 +67,13 @@ async function handleRequest(request: Request, peer: string, options: ServeOptio
     requestId = randomUUID()
     response.headers.set('x-request-id', requestId)
   }
+  const ms = performance.now() - started
+  observeRequest(routed, request.method, response.status, ms / 1000)
   if (options.logRequests) {
     const aborted = request.signal.aborted
     log('info', 'request', {
       method: request.method, path: target?.path ?? null, status: response.status,
-      ms: Math.round((performance.now() - started) * 10) / 10, ip: peer, requestId,
+      ms: Math.round(ms * 10) / 10, ip: peer, requestId,
       ...(target ? {} : { host: request.headers.get('host'), url: request.url.slice(0, 512) }), ...(aborted ? { aborted: true } : {}),
     })
   }

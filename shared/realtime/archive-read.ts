@@ -1,13 +1,15 @@
 // Reads of the Realtime archive: one channel by time range, newest or oldest first, a page at a time with an opaque
 // cursor. The public route and the platform operation both answer through readArchive. docs/realtime-data-plane.md, "Archive".
+import { createHmac, timingSafeEqual } from 'node:crypto'
 import Type from 'typebox'
 import { Strict } from '../catalog/schemas'
 import { config } from '../config'
 import { sql } from '../db/client'
 import { badRequest } from '../errors'
+import { requireSecretKey } from '../secrets'
 import type { HistoryEntry, PayloadRef } from './broker'
 import { HISTORY_ENTRY_FRAMING_BYTES } from './broker'
-import { fnv1a32 } from './shards'
+import { namespaceOf } from './names'
 
 export const ARCHIVE_LIMIT_MAX = 1000
 export const ARCHIVE_LIMIT_DEFAULT = 100
@@ -69,11 +71,30 @@ interface Position {
   offset: number
 }
 
-const scopeOf = (productId: string, channel: string, order: ArchiveOrder) => fnv1a32(`${productId}\0${channel}\0${order}`)
+/** The instants PostgreSQL's timestamptz and Date both hold: years 0001..9999. */
+const YEAR_1 = -62_135_596_800_000
+const YEAR_10000 = 253_402_300_800_000
 
-/** The cursor after `position`: base64url of JSON. Opaque to clients; it only moves within one channel's archive. */
+/** The cursor key: derived from the master key, so a cursor cannot be forged without it and never names the key. */
+const cursorKeys = new Map<Buffer, Buffer>()
+function cursorKey(master: Buffer): Buffer {
+  let key = cursorKeys.get(master)
+  if (!key) cursorKeys.set(master, key = createHmac('sha256', master).update('realtime archive cursor v2').digest())
+  return key
+}
+
+/** The MAC of a position in its scope: 16 bytes of HMAC-SHA256, base64url. */
+const macOf = (master: Buffer, productId: string, channel: string, order: ArchiveOrder, p: Position) =>
+  createHmac('sha256', cursorKey(master)).update(JSON.stringify([productId, channel, order, p.t, p.epoch, p.offset])).digest().subarray(0, 16)
+
+/**
+ * The cursor after `position`: base64url of JSON, with a MAC over the position and its product, channel and order,
+ * keyed by PLATFORM_SECRET_KEY. Opaque to clients; it only moves within one channel's archive, and any altered part
+ * (the position included) is refused.
+ */
 export function encodeCursor(productId: string, channel: string, order: ArchiveOrder, position: Position): string {
-  return Buffer.from(JSON.stringify([1, scopeOf(productId, channel, order), position.t, position.epoch, position.offset])).toString('base64url')
+  const mac = macOf(requireSecretKey().current, productId, channel, order, position).toString('base64url')
+  return Buffer.from(JSON.stringify([2, position.t, position.epoch, position.offset, mac])).toString('base64url')
 }
 
 const badCursor = (why: string) =>
@@ -88,13 +109,22 @@ export function decodeCursor(productId: string, channel: string, order: ArchiveO
   } catch {
     throw badCursor('not a cursor this API issued')
   }
-  if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 1) throw badCursor('not a cursor this API issued')
-  const [, scope, t, epoch, offset] = parsed as unknown[]
-  if (!Number.isSafeInteger(t) || typeof epoch !== 'string' || epoch.length > 64 || !Number.isSafeInteger(offset) || (offset as number) < 0) {
+  if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 2) throw badCursor('not a cursor this API issued')
+  const [, t, epoch, offset, mac] = parsed as unknown[]
+  // Checked before the MAC as well: even a cursor signed by a leaked key never reaches PostgreSQL out of range.
+  if (!Number.isSafeInteger(t) || (t as number) < YEAR_1 || (t as number) >= YEAR_10000 || typeof epoch !== 'string'
+    || epoch.length > 64 || !Number.isSafeInteger(offset) || (offset as number) < 0 || typeof mac !== 'string') {
     throw badCursor('not a cursor this API issued')
   }
-  if (scope !== scopeOf(productId, channel, order)) throw badCursor('issued for another channel or order')
-  return { t: t as number, epoch, offset: offset as number }
+  const position = { t: t as number, epoch, offset: offset as number }
+  const given = Buffer.from(mac, 'base64url')
+  // Every key of the ring verifies, so cursors stay valid across a master key rotation.
+  const valid = [...requireSecretKey().all.values()].some((master) => {
+    const expected = macOf(master, productId, channel, order, position)
+    return given.length === expected.length && timingSafeEqual(given, expected)
+  })
+  if (!valid) throw badCursor('altered, or issued for another channel or order')
+  return position
 }
 
 /** The checked query: 400 naming each bad field. */
@@ -114,6 +144,13 @@ function checkQuery(query: ArchiveQuery): { from: Date | null; to: Date | null; 
   }
   return { from, to, order, limit }
 }
+
+/**
+ * Rows published after the namespace was last deleted: the rows of a deleted namespace are never answered, also
+ * when a namespace of the same name is created again before the sweeper has deleted them.
+ */
+const afterPurge = (productId: string, channel: string) => sql`published_at >= coalesce((
+  select purge_before from realtime_archive_namespaces where product_id = ${productId} and namespace = ${namespaceOf(channel)}), '-infinity')`
 
 interface Row {
   epoch: string
@@ -153,7 +190,7 @@ export async function readArchive(
         sum(coalesce(octet_length(data), octet_length(ref::text)) + octet_length(id) + ${framing}::int) over w as running
       from (
         select * from realtime_archive
-        where product_id = ${productId} and channel = ${channel} and ${retained}
+        where product_id = ${productId} and channel = ${channel} and ${retained} and ${afterPurge(productId, channel)}
           ${from ? sql`and published_at >= ${from}` : sql``} ${to ? sql`and published_at < ${to}` : sql``}
           ${past}
         order by published_at ${direction}, epoch ${direction}, "offset" ${direction}
@@ -188,29 +225,48 @@ function toEntry(row: Row): HistoryEntry {
 }
 
 /**
- * The archived entries of `channel` in `epoch` after `offset`, ascending, as long as they run on without a hole: the
- * first must be `offset + 1`, and the run stops before the first missing offset, after `limit` entries, or before the
- * entry that would pass `maxBytes` (each counted as history counts it). For a history cursor whose entries left Redis
- * (./archive-recovery.ts); served by the primary key (product, channel, epoch, offset).
+ * The archived entries of `channel` in `epoch` with offsets `after + 1 .. upTo`, ascending, all of them or null: null
+ * when one is missing (a hole, an archiver behind), stored twice (two publish times for one offset: a Redis that lost
+ * writes and numbered again), or when together they pass `maxBytes` (each counted as history counts it). For a history
+ * cursor whose entries left Redis (./archive-recovery.ts), `upTo` being the offset before Redis' first entry; served by
+ * the primary key (product, channel, epoch, offset).
  */
 export async function archivedRunAfter(
-  productId: string, channel: string, archiveDays: number, epoch: string, offset: number, limit: number, maxBytes: number,
-): Promise<{ entries: HistoryEntry[]; bytes: number }> {
+  productId: string, channel: string, archiveDays: number, epoch: string, after: number, upTo: number, maxBytes: number,
+): Promise<{ entries: HistoryEntry[]; bytes: number } | null> {
+  const need = upTo - after
+  if (need <= 0) return null
+  const rows = await archivedRunRows(productId, channel, archiveDays, epoch, after, upTo, maxBytes)
+  // More rows than offsets in the range: an offset stored twice. Fewer: a hole. Fewer within the budget: too large.
+  if (rows.length !== need || Number(rows[0]!.held) !== need) return null
+  if (rows.some((row, i) => Number(row.offset) !== after + i + 1)) return null
+  return { entries: rows.map(toEntry), bytes: Number(rows.at(-1)!.running) }
+}
+
+/**
+ * The rows of archivedRunAfter as PostgreSQL sends them: those of the range within `maxBytes` by a running sum
+ * computed in PostgreSQL (so a run past the budget is never loaded into the worker), each with `held`, how many rows
+ * the range holds (counted up to one more than its offsets, to see a duplicate). Exported for the tests.
+ */
+export async function archivedRunRows(
+  productId: string, channel: string, archiveDays: number, epoch: string, after: number, upTo: number, maxBytes: number,
+): Promise<(Row & { held: string; running: string })[]> {
   const retained = archiveDays > 0
     ? sql`published_at >= now() - ${archiveDays * 86_400}::int * interval '1 second'`
     : sql`published_at >= now() - make_interval(days => retention_days)`
-  const rows = await sql<(Row & { size: number })[]>`
-    select epoch, "offset", id, published_at, data, ref::text as ref,
-      coalesce(octet_length(data), octet_length(ref::text)) + octet_length(id) + ${HISTORY_ENTRY_FRAMING_BYTES + channel.length}::int as size
-    from realtime_archive
-    where product_id = ${productId} and channel = ${channel} and epoch = ${epoch} and "offset" > ${offset} and ${retained}
-    order by "offset" limit ${limit}`
-  const entries: HistoryEntry[] = []
-  let bytes = 0
-  for (const row of rows) {
-    if (Number(row.offset) !== offset + entries.length + 1 || bytes + row.size > maxBytes) break
-    bytes += row.size
-    entries.push(toEntry(row))
-  }
-  return { entries, bytes }
+  return await sql<(Row & { held: string; running: string })[]>`
+    select epoch, "offset", id, published_at, data, ref, held, running from (
+      select epoch, "offset", id, published_at, data, ref::text as ref, count(*) over () as held,
+        sum(coalesce(octet_length(data), octet_length(ref::text)) + octet_length(id) + ${HISTORY_ENTRY_FRAMING_BYTES + channel.length}::int) over w as running
+      from (
+        select * from realtime_archive
+        where product_id = ${productId} and channel = ${channel} and epoch = ${epoch}
+          and "offset" > ${after} and "offset" <= ${upTo} and ${retained} and ${afterPurge(productId, channel)}
+        order by "offset", published_at
+        limit ${upTo - after + 1}
+      ) run
+      window w as (order by "offset", published_at)
+    ) counted
+    where running <= ${maxBytes}
+    order by "offset", published_at`
 }

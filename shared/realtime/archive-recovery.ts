@@ -5,9 +5,11 @@
 import { config } from '../config'
 import { logUnlessOutage } from '../errors'
 import { archivedRunAfter } from './archive-read'
+import { redis } from '../redis'
 import { readHistory, type HistoryPolicy, type HistoryQuery, type HistoryResult } from './broker'
+import { channelKeys } from './keys'
 
-/** Most entries one recovery takes from the archive: the most a Redis history ever holds (history size ≤ 10 000). */
+/** Most entries one recovery takes from the archive (a larger gap is refused unread): the most a Redis history holds. */
 export const ARCHIVE_RECOVERY_MAX_ENTRIES = 10_000
 
 /**
@@ -39,14 +41,23 @@ async function fromArchive(
   productId: string, channel: string, policy: HistoryPolicy, archiveDaysOf: () => Promise<number>,
   query: { offset: number; epoch: string }, result: HistoryResult, maxReplyBytes: number,
 ): Promise<HistoryResult | null> {
+  // Redis' first entry first: the archive supplies only the offsets below it, and a gap larger than any recovery is
+  // refused before PostgreSQL is asked anything.
+  const first = await firstHistoryOffset(productId, channel, result.offset)
+  const upTo = first - 1
+  if (upTo <= query.offset || upTo - query.offset > ARCHIVE_RECOVERY_MAX_ENTRIES) return null
   // Asked only now: most reads recover from Redis alone.
   const archiveDays = await archiveDaysOf()
   if (archiveDays <= 0) return null
-  const wanted = Math.min(result.offset - query.offset, ARCHIVE_RECOVERY_MAX_ENTRIES)
-  const run = await archivedRunAfter(productId, channel, archiveDays, query.epoch, query.offset, wanted, maxReplyBytes)
-  if (run.entries.length === 0) return null
-  const reached = query.offset + run.entries.length
-  const rest = await readHistory(productId, channel, policy, { offset: reached, epoch: query.epoch }, maxReplyBytes - run.bytes)
+  const run = await archivedRunAfter(productId, channel, archiveDays, query.epoch, query.offset, upTo, maxReplyBytes)
+  if (!run) return null
+  const rest = await readHistory(productId, channel, policy, { offset: upTo, epoch: query.epoch }, maxReplyBytes - run.bytes)
   if (!rest.recovered || rest.epoch !== query.epoch) return null
   return { entries: [...run.entries, ...rest.entries], offset: rest.offset, epoch: rest.epoch, recovered: true }
+}
+
+/** The offset of the channel's first entry in Redis' history, or `top + 1` when its stream holds none. */
+async function firstHistoryOffset(productId: string, channel: string, top: number): Promise<number> {
+  const [head] = await redis().xrange(channelKeys(productId, channel).hist, '-', '+', 'COUNT', 1)
+  return head ? Number(head[0].split('-')[0]) : top + 1
 }

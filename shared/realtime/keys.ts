@@ -9,6 +9,7 @@
 // | rt:{sN}:fan                           | stream | every publish of shard N, for the gateways (trimmed by age: MINID) |
 // | rt:{sN}:fan:n                         | string | the shard's fan-out sequence: entry `n` of the stream carries n    |
 // | rt:{sN}:fan:archived                  | string | highest `n` delivered to the archiver's group (counts trimmed gaps) |
+// | rt:{sN}:fan:dead                      | list   | fan-out entries PostgreSQL refused to archive, newest first, capped |
 // | rt:{sN}:fanb:<productId>              | hash   | fan-out bytes the product appended, per time slice (budget)        |
 // | rt:{sN}:histb:<productId>             | hash   | history bytes per channel of the product; `#` = their sum          |
 // | rt:{sN}:histx:<productId>             | zset   | channel → when its history keys expire (ms), to drop it from histb |
@@ -47,6 +48,8 @@ export const fanSeqKey = (shard: number) => `rt:${shardTag(shard)}:fan:n`
 
 /** The highest fan-out sequence number delivered to the archiver's consumer group on a shard (services/archiver). */
 export const fanArchivedKey = (shard: number) => `rt:${shardTag(shard)}:fan:archived`
+/** The archiver's dead letters of the shard: JSON `{streamId, fields, error, at}`, newest first, at most ARCHIVE_DEAD_LETTERS_MAX. */
+export const fanDeadKey = (shard: number) => `rt:${shardTag(shard)}:fan:dead`
 
 /** Every fan-out stream key, shard 0 first. */
 export const fanKeys = (shards: number) => Array.from({ length: shards }, (_, shard) => fanKey(shard))

@@ -62,7 +62,7 @@ const SIGNING_KEY_REFRESH_MS = 60_000
  * key signs only once it is KEY_MATURE_SECONDS old, so every verifier knows a kid before any token carries it, and a
  * kid a verifier does not know is refused without asking PostgreSQL.
  */
-export const KEY_SET_REFRESH_MS = 30_000
+export const KEY_SET_REFRESH_MS = 30_000 // the longest REALTIME_KEY_SET_REFRESH_MS may be
 /**
  * 2.5 periodic re-reads (75 s): a verifier that missed the key's announcement and whose next re-read failed still has
  * a second periodic re-read, plus 15 s for clocks and a slow query, before the key signs. (Refresh + 15 s, as before,
@@ -188,13 +188,13 @@ async function currentSigningKey(sql: Sql, now: number): Promise<SigningKey> {
 
 /**
  * Re-reads the set of keys that may verify (one query, one at a time). Verifiers call it on a `signing_keys`
- * invalidation; it also runs every KEY_SET_REFRESH_MS from a process's first call on, whether that first read
+ * invalidation; it also runs every REALTIME_KEY_SET_REFRESH_MS (at most KEY_SET_REFRESH_MS) from a process's first call on, whether that first read
  * succeeded or not (a gateway started while PostgreSQL is down loads its set as soon as it is back, with no client
  * waiting for it). A failed re-read keeps the set in hand (its retirement deadlines still apply) and is tried again at
  * the next tick.
  */
 export function refreshSigningKeys(sql: Sql = defaultSql): Promise<void> {
-  keySetTimer ??= setInterval(() => void reloadSigningKeys(sql), KEY_SET_REFRESH_MS)
+  keySetTimer ??= setInterval(() => void reloadSigningKeys(sql), config.realtime.keySetRefreshMs)
   keySetTimer.unref?.()
   keySetLoad ??= (async () => {
     let rows

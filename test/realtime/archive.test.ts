@@ -6,9 +6,10 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { sql, unboundedSql } from '../../shared/db/client'
 import { archiveEntries, ensureMonthPartition, monthPartition, sweepArchive } from '../../shared/realtime/archive'
-import { readArchive } from '../../shared/realtime/archive-read'
+import { archivedRunRows, readArchive } from '../../shared/realtime/archive-read'
+import { readHistoryWithArchive } from '../../shared/realtime/archive-recovery'
 import { publish } from '../../shared/realtime/broker'
-import { fanKey } from '../../shared/realtime/keys'
+import { channelKeys, fanDeadKey, fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { redis } from '../../shared/redis'
 import { call, expectError, failingFields, ok, startProcess, type Worker } from '../helpers'
@@ -165,6 +166,10 @@ describe('GET /channels/{channel}/archive', () => {
     expect(await fields('cursor=not-a-cursor')).toEqual(['/query/cursor'])
     expect(await fields(`cursor=${cursor}&order=oldest`)).toEqual(['/query/cursor']) // issued for newest
     expect(await fields(`cursor=${cursor.slice(0, -2)}`)).toEqual(['/query/cursor']) // cut short
+    // A position altered, its signature kept: a time no timestamp holds is a 400 too, never a 500.
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown[]
+    parts[parts.findIndex((part) => typeof part === 'number' && part > 1e12)] = 9e15
+    expect(await fields(`cursor=${Buffer.from(JSON.stringify(parts)).toString('base64url')}`)).toEqual(['/query/cursor'])
     expect(await fields('extra=1')).toEqual(['/query/extra'])
     // A cursor is bound to its channel: on another one it is refused, not read as a position there.
     const elsewhere = await get(`/channels/arch:${randomUUID()}/archive?cursor=${cursor}`)
@@ -195,6 +200,52 @@ describe('history that outlives Redis: a cursor recovered from the archive', () 
     // From the archive alone up to Redis' first entry, and a cursor at the top still answers nothing new.
     expect((await history(channel, `offset=6&epoch=${epoch}`)).body.entries.map((e: any) => e.offset)).toEqual([7, 8, 9, 10, 11, 12])
     expect((await history(channel, `offset=12&epoch=${epoch}`)).body).toMatchObject({ entries: [], recovered: true })
+    // The archive's copies of what Redis still holds are never read: marked, they do not show.
+    await sql`update realtime_archive set data = '"archive copy"' where product_id = ${p.productId} and channel = ${channel} and "offset" >= 8`
+    expect((await history(channel, `offset=2&epoch=${epoch}`)).body.entries.map((e: any) => e.data)).toEqual(
+      Array.from({ length: 10 }, (_, i) => ({ i: i + 3 })))
+  })
+
+  test('an archiver behind Redis (entries trimmed from Redis not yet archived) does not recover', async () => {
+    const { channel, epoch } = await published('arch', 12) // Redis keeps 8..12
+    // As if the archiver had written 1..5 only when Redis dropped 6 and 7.
+    await sql`delete from realtime_archive where product_id = ${p.productId} and channel = ${channel} and "offset" >= 6`
+    expect((await history(channel, `offset=2&epoch=${epoch}`)).body).toMatchObject({ entries: [], recovered: false })
+  })
+
+  test('an offset archived twice (two publish times: a Redis that lost writes and numbered again) does not recover', async () => {
+    const { channel, epoch } = await published('arch', 10) // Redis keeps 6..10
+    const [four] = await sql`select id, published_at from realtime_archive where product_id = ${p.productId} and channel = ${channel} and "offset" = 4`
+    await archiveEntries([{ productId: p.productId, channel, epoch, offset: 4, id: randomUUID(), publishedAt: four!.published_at.getTime() + 1, data: '{"again":4}', retentionDays: 30 }])
+    expect((await history(channel, `offset=1&epoch=${epoch}`)).body).toMatchObject({ entries: [], recovered: false })
+    // Past the duplicate the run is single again.
+    expect((await history(channel, `offset=4&epoch=${epoch}`)).body).toMatchObject({ recovered: true })
+  })
+
+  test('a run past the reply budget does not recover, and PostgreSQL sends no more of it than the budget', async () => {
+    const channel = `arch:${randomUUID()}`
+    const big = 'x'.repeat(1000)
+    let epoch = ''
+    for (let i = 1; i <= 12; i++) epoch = (await publishVia(channel, { i, big })).epoch // Redis keeps 8..12
+    await until('12 archived', async () => (await archivedCount(p.productId, channel)) === 12)
+    const days = async () => 30
+    expect(await readHistoryWithArchive(p.productId, channel, brokerPolicy, days, { offset: 2, epoch }, 2500)).toMatchObject({ entries: [], recovered: false })
+    // About two entries' worth of the five the run needs leave PostgreSQL.
+    expect((await archivedRunRows(p.productId, channel, 30, epoch, 2, 7, 2500)).map((r) => Number(r.offset))).toEqual([3, 4])
+    // With the budget for all of it, the same cursor recovers.
+    expect(await readHistoryWithArchive(p.productId, channel, brokerPolicy, days, { offset: 2, epoch }, 100_000)).toMatchObject({ recovered: true })
+  })
+
+  test('a gap larger than any recovery is refused before the archive is asked', async () => {
+    const { channel, epoch } = await published('arch', 3)
+    // Redis numbered far ahead and holds only its newest entry: 19 998 entries are missing below it.
+    await redis().hset(channelKeys(p.productId, channel).meta, 'o', 20_000)
+    await publishVia(channel, { i: 20_001 })
+    await redis().xtrim(channelKeys(p.productId, channel).hist, 'MINID', '20001-0')
+    let asked = false
+    const days = async () => ((asked = true), 30)
+    expect(await readHistoryWithArchive(p.productId, channel, brokerPolicy, days, { offset: 2, epoch })).toMatchObject({ entries: [], recovered: false })
+    expect(asked).toBe(false)
   })
 
   test('a gateway subscription resuming from a cursor whose entries left Redis replays them from the archive, then goes live', async () => {
@@ -315,6 +366,70 @@ describe('retention', () => {
     expect(await archivedCount(owner.productId, live)).toBe(0)
   })
 
+  test('a deleted namespace: its archive is never answered again, a namespace created again starts empty, the sweeper deletes the rows', async () => {
+    const owner = await realtimeProduct([{ name: 'del', history: HISTORY, archive: { retentionDays: 30 } }])
+    const channel = `del:${randomUUID()}`
+    await archiveEntries([row(owner, channel, 1, 2), row(owner, channel, 2, 1)])
+    const read = () => get(`/channels/${channel}/archive?order=oldest`, owner)
+    expect((await read()).body.entries.map((e: any) => e.offset)).toEqual([1, 2])
+    const deleted = await call('DELETE', '/realtime/namespaces/del', { token: owner.token, productId: owner.productId })
+    expect([200, 204]).toContain(deleted.status)
+    expect((await read()).status).toBe(404)
+    // The same name again, archiving: the old namespace's rows are not its own.
+    await manage(owner, 'POST', '/realtime/namespaces', { name: 'del', history: HISTORY, archive: { retentionDays: 30 } })
+    await until('the namespace served again', async () => (await read()).status === 200)
+    expect((await read()).body).toEqual({ channel, entries: [], next: null })
+    await Bun.sleep(5) // a publish time after the deletion
+    await archiveEntries([{ ...row(owner, channel, 3, 0), publishedAt: Date.now() }])
+    expect((await read()).body.entries.map((e: any) => e.offset)).toEqual([3])
+    await sweepArchive()
+    const kept = await sql`select "offset" from realtime_archive where product_id = ${owner.productId} and channel = ${channel}`
+    expect(kept.map((r) => Number(r.offset))).toEqual([3])
+  })
+
+  test('the tracking row of a namespace that no longer archives goes once its last row has', async () => {
+    const owner = await realtimeProduct([{ name: 'track', history: HISTORY, archive: { retentionDays: 30 } }])
+    const channel = `track:${randomUUID()}`
+    const tracked = async () => (await sql`select 1 from realtime_archive_namespaces where product_id = ${owner.productId} and namespace = 'track'`).length
+    await archiveEntries([row(owner, channel, 1, 35, 30)])
+    expect(await tracked()).toBe(1)
+    await sweepArchive() // still archives: the row goes, the tracking row stays
+    expect(await archivedCount(owner.productId, channel)).toBe(0)
+    expect(await tracked()).toBe(1)
+    await manage(owner, 'PATCH', '/realtime/namespaces/track', { archive: null })
+    await sweepArchive()
+    expect(await tracked()).toBe(0)
+  })
+
+  test('partition DDL waits only briefly for its lock and is postponed to the next sweep; a month records its longest retention', async () => {
+    const owner = await realtimeProduct([{ name: 'ddl', history: HISTORY, archive: { retentionDays: 3650 } }])
+    const channel = `ddl:${randomUUID()}`
+    const at = new Date(Date.UTC(2014, 5, 15))
+    const { name } = monthPartition(at)
+    await sql`drop table if exists ${sql(name)}`
+    await archiveEntries([{ ...row(owner, channel, 1, 0, 3650), publishedAt: at.getTime() }, { ...row(owner, channel, 2, 0, 20), publishedAt: at.getTime() }])
+    const [recorded] = await sql`select retention_days from realtime_archive_partitions where name = ${name}`
+    expect(recorded?.retention_days).toBe(3650)
+    await sql`update realtime_archive_partitions set retention_days = 0 where name = ${name}` // past every retention
+    const holder = unboundedSql()
+    const reader = await holder.reserve()
+    try {
+      // A long reader of the archive: the DROP's ACCESS EXCLUSIVE lock would queue every other query behind it.
+      await reader`begin`
+      await reader`select count(*) from realtime_archive where product_id = ${owner.productId}`
+      const started = Date.now()
+      const blocked = await sweepArchive()
+      expect(blocked.postponed).toContain(name)
+      expect(blocked.dropped).not.toContain(name)
+      expect(Date.now() - started).toBeLessThan(config.db.timeoutMs)
+    } finally {
+      await reader`rollback`
+      reader.release()
+      await holder.end()
+    }
+    expect((await sweepArchive()).dropped).toContain(name)
+  })
+
   test('a month partition is made on demand for a row that needs it, and dropped whole once past every retention', async () => {
     const owner = await realtimeProduct([{ name: 'old', history: HISTORY, archive: { retentionDays: 3650 } }])
     const channel = `old:${randomUUID()}`
@@ -386,7 +501,31 @@ describe('the archiver process', () => {
     expect(rows.map((r) => Number(r.offset))).toEqual([1, 2, 3, 4, 5])
   }, 30_000)
 
+  test('an entry PostgreSQL refuses is dead-lettered, and the rest of its batch and shard is archived', async () => {
+    const channel = `arch:${randomUUID()}`
+    const shard = shardOf(p.productId, channel)
+    const streamId = await redis().eval(
+      // Three entries of the shard in one step, so the archiver reads them in one batch: the middle one's payload holds a
+      // NUL byte, which PostgreSQL refuses in text (22021).
+      `local ids = {}
+      for i = 1, 3 do
+        ids[i] = redis.call('XADD', KEYS[1], '*', 'channel', ARGV[1], 'product', ARGV[2], 'id', 'm' .. i, 't', ARGV[3],
+          'offset', i, 'epoch', 'poison', 'd', i == 2 and 'bad\0json' or ('{"i":' .. i .. '}'))
+      end
+      return ids[2]`, 1, fanKey(shard), channel, p.productId, Date.now()) as string
+    await until('the other two archived', async () => (await archivedCount(p.productId, channel)) === 2)
+    const rows = await sql`select "offset" from realtime_archive where product_id = ${p.productId} and channel = ${channel} order by "offset"`
+    expect(rows.map((r) => Number(r.offset))).toEqual([1, 3])
+    const letters = (await redis().lrange(fanDeadKey(shard), 0, -1)).map((l) => JSON.parse(l))
+    expect(letters.find((l) => l.streamId === streamId)).toMatchObject({ streamId, error: { code: '22021' } })
+    await until('the dead letter logged', async () => archiver.logs().find((line) => line.streamId === streamId && line.msg.startsWith('archive dead letter')))
+    // Acknowledged: the shard goes on, nothing of it stays pending.
+    await publishVia(channel, { after: true })
+    await until('a later publish archived', async () => (await archivedCount(p.productId, channel)) === 3)
+  }, 30_000)
+
   test('entries trimmed from the stream before the archiver read them are counted and logged', async () => {
+    // Holds on a fresh Redis as well: no count of delivered entries there yet, the group's own position is the start.
     archiver.proc.kill('SIGTERM')
     await archiver.proc.exited
     const channel = `arch:${randomUUID()}`

@@ -41,6 +41,34 @@ describe('archive cursors', () => {
   })
 })
 
+describe('archive cursors are tamper-proof', () => {
+  const cursor = encodeCursor(product, 'chat:1', 'newest', position)
+  const bad = { status: 400, fields: ['/query/cursor'] }
+  /** The cursor with the part holding `was` (a part of the position) set to `now`, the rest (its MAC) kept. */
+  const forged = (was: unknown, now: unknown) => {
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown[]
+    parts[parts.indexOf(was)] = now
+    return Buffer.from(JSON.stringify(parts)).toString('base64url')
+  }
+
+  test('an altered position with the MAC kept is a 400, not a read elsewhere', () => {
+    expect(refusal(() => decodeCursor(product, 'chat:1', 'newest', forged(position.offset, 41)))).toEqual(bad)
+    expect(refusal(() => decodeCursor(product, 'chat:1', 'newest', forged(position.t, position.t - 1)))).toEqual(bad)
+    expect(refusal(() => decodeCursor(product, 'chat:1', 'newest', forged(position.epoch, 'other')))).toEqual(bad)
+  })
+
+  test('times no timestamp holds (past year 9999, before year 1, an Invalid Date) are a 400', () => {
+    for (const t of [9e15, 253_402_300_800_000, -62_135_596_800_001, 8.64e15]) {
+      expect(refusal(() => decodeCursor(product, 'chat:1', 'newest', forged(position.t, t)))).toEqual(bad)
+    }
+    // The last millisecond of 9999 and the first of year 1 are positions a cursor can name.
+    for (const t of [253_402_300_799_999, -62_135_596_800_000]) {
+      const edge = encodeCursor(product, 'chat:1', 'newest', { ...position, t })
+      expect(decodeCursor(product, 'chat:1', 'newest', edge).t).toBe(t)
+    }
+  })
+})
+
 describe('parseZonedTime', () => {
   test('ISO-8601 times with a zone, to the millisecond', () => {
     expect(parseZonedTime('2026-11-25T12:00:00Z')?.toISOString()).toBe('2026-11-25T12:00:00.000Z')

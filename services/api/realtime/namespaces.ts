@@ -5,6 +5,7 @@ import { sql } from '../../../shared/db/client'
 import { keysetPage } from '../../../shared/db/keyset'
 import { conflict, notFound } from '../../../shared/errors'
 import { publishInvalidation } from '../../../shared/cache/invalidation'
+import { markNamespaceDeleted } from '../../../shared/realtime/archive'
 
 /** History is kept for up to `ttlSeconds` (30 days at most) and `size` entries per channel; null keeps nothing. */
 export interface HistoryPolicy {
@@ -100,9 +101,16 @@ export async function updateNamespace(productId: string, name: string, input: Pa
   return namespaceFields(row)
 }
 
-/** Deletes the namespace; its grants go with it (foreign key cascade, same statement). */
+/**
+ * Deletes the namespace; its grants go with it (foreign key cascade, same statement), and its archive is marked for
+ * deletion in the same transaction (never answered again; the archiver's sweeper deletes the rows).
+ */
 export async function deleteNamespace(productId: string, name: string): Promise<void> {
-  const [row] = await sql`delete from realtime_namespaces where product_id = ${productId} and name = ${name} returning id`
+  const row = await sql.begin(async (tx) => {
+    const [deleted] = await tx`delete from realtime_namespaces where product_id = ${productId} and name = ${name} returning id`
+    if (deleted) await markNamespaceDeleted(productId, name, tx)
+    return deleted
+  })
   if (!row) throw notFound('Namespace')
   await publishInvalidation({ kind: 'namespaces', productId })
 }

@@ -1,0 +1,39 @@
+// The gateway's metrics (docs/metrics.md): connections and subscriptions now (read at scrape time), WebSocket upgrades
+// accepted, frames received by type, fan-out entries and deliveries, and closes by code. Every label is from a fixed list: a frame type of the
+// protocol or `invalid`, a close code of shared/realtime/close-codes.ts or `other`.
+import { closeCodeOf } from '../shared/realtime/close-codes'
+import { counter, gauge } from '../shared/metrics/registry'
+import { REQUEST_TYPES } from './protocol'
+
+const connectionsAccepted = counter('gateway_connections_total', 'WebSocket connections accepted (upgrades that opened a socket)')
+const framesReceived = counter('gateway_frames_received_total', 'Client frames received, by type (`invalid`: not a frame of the protocol)', ['type'])
+const closes = counter('gateway_closes_total', 'Connections the gateway closed, by close code (4200: slow consumer)', ['code'])
+
+const dispatched = counter('gateway_fanout_entries_total',
+  'Fan-out entries handed to subscribers here, by kind (publication: a publication or client event; presence: a join or leave)', ['kind'])
+const deliveries = counter('gateway_deliveries_total',
+  'Frames handed to subscriptions here (a publication to three subscribers: three), by kind; a client event\'s sender not counted', ['kind'])
+
+const FRAME_TYPES = new Set<string>(REQUEST_TYPES)
+
+export const gatewayMetrics = {
+  connectionOpened: () => connectionsAccepted.inc(),
+  /** `type`: the frame's type when it parsed as one of the protocol's; anything else counts as `invalid`. */
+  frameReceived: (type: string | undefined) => framesReceived.inc({ type: type && FRAME_TYPES.has(type) ? type : 'invalid' }),
+  /** One fan-out entry reached `subscribers` subscriptions of this gateway. */
+  dispatched: (kind: 'publication' | 'presence', subscribers: number) => {
+    dispatched.inc({ kind })
+    deliveries.inc({ kind }, subscribers)
+  },
+  closed: (code: number) => closes.inc({ code: closeCodeOf(code) ? String(code) : 'other' }),
+}
+
+/** The gauges of one gateway node, read when scraped. */
+export function watchGateway(node: { connections: () => number; subscriptions: () => number }): void {
+  gauge('gateway_connections', 'WebSocket connections open on this gateway', [], function () {
+    this.set(node.connections())
+  })
+  gauge('gateway_subscriptions', 'Channel subscriptions on this gateway (one per connection and channel, recovering ones included)', [], function () {
+    this.set(node.subscriptions())
+  })
+}

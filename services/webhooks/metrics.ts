@@ -1,0 +1,46 @@
+// The webhooks process's metrics (docs/metrics.md): each attempt by outcome with its duration, and the deliveries
+// pending across every webhooks process (read at scrape time). `outcome` is a fixed list: the answer's status class,
+// `timeout`, or `refused` (no answer: the address refused by the URL rules, DNS failed, the connection failed).
+import { sql } from '../../shared/db/client'
+import { counter, gauge, histogram } from '../../shared/metrics/registry'
+import type { OutboundResult } from '../../shared/webhooks/outbound'
+
+/** Most pending deliveries the gauge counts: a scrape reads at most this many index entries, whatever the backlog. */
+export const PENDING_COUNT_CAP = 100_000
+
+const attempts = counter('webhook_attempts_total', 'Webhook delivery attempts by outcome: 2xx, 3xx (not followed), 4xx, 5xx, timeout, refused', ['outcome'])
+const duration = histogram('webhook_attempt_duration_seconds', 'One webhook attempt, resolving to the end of the answer, by outcome', ['outcome'],
+  [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30])
+
+/**
+ * What an attempt's result counts as. The timeout is told by sendOutbound's own words for it (shared/webhooks/outbound.ts:
+ * no answer within the timeout, or an answer cut short by it).
+ */
+export function outcomeOf(result: OutboundResult): string {
+  const timedOut = result.error !== undefined && (result.error.startsWith('no answer within') || result.error.startsWith('answer cut short'))
+  if (timedOut) return 'timeout'
+  if (result.status === null) return 'refused'
+  const kind = Math.floor(result.status / 100)
+  return kind >= 1 && kind <= 5 ? `${kind}xx` : 'other'
+}
+
+export const webhookMetrics = {
+  attempt(result: OutboundResult): void {
+    const outcome = outcomeOf(result)
+    attempts.inc({ outcome })
+    duration.observe({ outcome }, result.durationMs / 1000)
+  },
+}
+
+/** The pending-deliveries gauge: one capped count per scrape; NaN while PostgreSQL does not answer. */
+export function watchPendingDeliveries(): void {
+  gauge('webhook_deliveries_pending', `Webhook deliveries pending (due or waiting for a retry), all processes together; counted up to ${PENDING_COUNT_CAP}`, [],
+    async function () {
+      try {
+        const [row] = await sql`select count(*)::int as n from (select 1 from webhook_deliveries where state = 'pending' limit ${PENDING_COUNT_CAP}) p`
+        this.set(row!.n as number)
+      } catch {
+        this.set(Number.NaN)
+      }
+    })
+}

@@ -1,0 +1,22 @@
+// The circuit breakers of PostgreSQL and Redis (shared/breaker.ts) as metrics, read at scrape time: whether one is
+// open now, and how often one opened. `backend` is `postgres` or `redis`, nothing else.
+import { breakerCounts } from '../breaker'
+import { counter, gauge } from './registry'
+
+const BACKENDS = ['postgres', 'redis']
+const backendsOf = (counts: Map<string, number>) => new Set([...BACKENDS, ...counts.keys()])
+
+let watching = false
+
+/** Registers the two breaker metrics once; every process has both backends. */
+export function watchBreakers(): void {
+  if (watching) return
+  watching = true
+  gauge('breaker_open', 'Circuit breakers open now (calls refused between probes); on a Redis Cluster, one per node counts', ['backend'], function () {
+    for (const backend of backendsOf(breakerCounts.open)) this.set({ backend }, breakerCounts.open.get(backend) ?? 0)
+  })
+  counter('breaker_opened_total', 'Times a circuit breaker opened (the backend became unreachable)', ['backend'], function () {
+    this.reset()
+    for (const backend of backendsOf(breakerCounts.opened)) this.inc({ backend }, breakerCounts.opened.get(backend) ?? 0)
+  })
+}

@@ -1,0 +1,42 @@
+// HTTP request metrics of the api and public workers (observed by shared/http/serve.ts): requests and their duration
+// by method, route and status. `route` is bounded by construction: the catalog operation's id (set by the api's REST
+// adapter), else the Elysia route template (`/:productId/realtime/messages`), else `unmatched`; never a path as sent.
+import { Elysia } from 'elysia'
+import { counter, histogram } from './registry'
+
+const routes = new WeakMap<Request, string>()
+
+/** Names the route of a request (an operation id); the label it is counted under. */
+export function labelRoute(request: Request, route: string): void {
+  routes.set(request, route)
+}
+
+/** Labels every routed request of the app it is used in with its route template, before its handler runs. */
+export const routeLabels = () =>
+  new Elysia({ name: 'route-labels' }).onTransform({ as: 'global' }, ({ request, route }) => {
+    if (!routes.has(request)) routes.set(request, route)
+  })
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
+
+let metrics: ReturnType<typeof define> | undefined
+
+function define() {
+  const labels = ['method', 'route', 'status'] as const
+  return {
+    requests: counter('http_requests_total', 'HTTP requests answered, by method, route (operation id or route template) and status code', labels),
+    duration: histogram('http_request_duration_seconds', 'Time from a request\'s arrival to its response, by method, route and status code', labels),
+  }
+}
+
+/** Counts one answered request; `routed` is the request the app handled (the one its route was labelled on). */
+export function observeRequest(routed: Request | undefined, method: string, status: number, seconds: number): void {
+  metrics ??= define()
+  const labels = {
+    method: METHODS.has(method) ? method : 'other',
+    route: (routed && routes.get(routed)) ?? 'unmatched',
+    status: String(status),
+  }
+  metrics.requests.inc(labels)
+  metrics.duration.observe(labels, seconds)
+}

@@ -1,0 +1,48 @@
+// The process's one Prometheus registry, and the naming every platform metric follows: the `platform_` prefix, the
+// unit in the name, `_total` on counters, `_seconds` on durations. Declared through these helpers, a misnamed metric
+// fails when its module loads, not on a dashboard. docs/metrics.md lists every metric and its labels.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+
+/** Every metric of this process, as `/metrics` serves it. One per worker: each worker's numbers are its own. */
+export const registry = new Registry()
+
+// The runtime's own (CPU, memory, event loop lag, heap, handles) under the names every Node exporter uses, unprefixed,
+// so existing dashboards read them.
+collectDefaultMetrics({ register: registry })
+
+const PREFIX = 'platform_'
+
+function named(name: string, suffix: RegExp, kind: string): string {
+  if (!/^[a-z][a-z0-9_]*$/.test(name) || !suffix.test(name)) throw new Error(`metric ${name}: a ${kind} is named in snake_case ending ${suffix.source}`)
+  return PREFIX + name
+}
+
+/**
+ * A counter `platform_<name>`; `name` ends `_total`. `labelNames` must name bounded sets only (an operation, a status,
+ * an outcome), never a channel, key, product, address or URL.
+ * @example const sent = counter('mailer_attempts_total', 'Delivery attempts by outcome', ['outcome'])
+ */
+export function counter<L extends string>(name: string, help: string, labelNames: readonly L[] = [], collect?: (this: Counter<L>) => void | Promise<void>) {
+  return new Counter<L>({ name: named(name, /_total$/, 'counter'), help, labelNames, registers: [registry], ...(collect ? { collect } : {}) })
+}
+
+/** A gauge `platform_<name>` (a value now: connections, pending deliveries); `collect` sets it at scrape time. */
+export function gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = [], collect?: (this: Gauge<L>) => void | Promise<void>) {
+  return new Gauge<L>({ name: named(name, /[a-z0-9]$/, 'gauge'), help, labelNames, registers: [registry], ...(collect ? { collect } : {}) })
+}
+
+/** Request durations from 5 ms to 10 s: an HTTP route, a webhook attempt. */
+export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/** A histogram `platform_<name>` of durations; `name` ends `_seconds`. */
+export function histogram<L extends string>(name: string, help: string, labelNames: readonly L[] = [], buckets = DURATION_BUCKETS) {
+  return new Histogram<L>({ name: named(name, /_seconds$/, 'histogram'), help, labelNames, buckets, registers: [registry] })
+}
+
+/** The current value of a counter kept elsewhere (a plain number a loop already counts), read at scrape time. */
+export function counterOf(name: string, help: string, read: () => number) {
+  return counter(name, help, [], function () {
+    this.reset()
+    this.inc(read())
+  })
+}

@@ -1,0 +1,359 @@
+// Prometheus metrics of every process, scraped from real processes on their own metrics ports: after a known amount of
+// traffic each counter moved by exactly that traffic (read before and after), the gauges read what is there now, the
+// token is required when set, and no label carries a product id or channel name the traffic sent.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import { startSmtpSink, type Sink } from '../../scripts/smtp-sink'
+import { config } from '../../shared/config'
+import { sql } from '../../shared/db/client'
+import { signToken } from '../../shared/realtime/tokens'
+import { recordEvent } from '../../shared/webhooks/outbox'
+import { call, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { startFaultProxy } from '../faults/proxy'
+import { type GatewayProcess, replied, startGateway, WsClient } from '../gateway/ws-helpers'
+import { startArchiver, type ArchiverProcess } from '../realtime/archive-helpers'
+import { manage, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
+import { eventually, type Receiver, startReceiver } from '../webhooks/receiver'
+
+const TOKEN = `metrics-${randomUUID()}`
+
+/** One process's metrics port, and the token its scrapes carry (when it has one). */
+interface Target {
+  port: number
+  token?: string
+}
+
+async function scrape(target: Target): Promise<string> {
+  const response = await fetch(`http://127.0.0.1:${target.port}/metrics`, target.token ? { headers: { authorization: `Bearer ${target.token}` } } : {})
+  if (response.status !== 200) throw new Error(`scrape: ${response.status} ${await response.text()}`)
+  expect(response.headers.get('content-type')).toStartWith('text/plain; version=0.0.4')
+  return response.text()
+}
+
+/** The value of the sample `name` with exactly `labels` (0 when the series does not exist yet). */
+function valueOf(text: string, name: string, labels: Record<string, string> = {}): number {
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (!match || match[1] !== name) continue
+    const found = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]))
+    if (Object.keys(found).length === Object.keys(labels).length && Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[3])
+  }
+  return 0
+}
+
+const read = async (target: Target, name: string, labels: Record<string, string> = {}) => valueOf(await scrape(target), name, labels)
+
+/**
+ * Waits until `name`'s samples stop moving (two scrapes 300 ms apart agree): what a worker finds left in the shared
+ * database or streams at start (other files' leftovers) is done before a test reads its "before".
+ */
+async function quiet(target: Target, prefix: string): Promise<void> {
+  const lines = async () => (await scrape(target)).split('\n').filter((line) => line.startsWith(prefix)).join('\n')
+  let last = await lines()
+  for (let i = 0; i < 50; i++) {
+    await Bun.sleep(300)
+    const now = await lines()
+    if (now === last) return
+    last = now
+  }
+  throw new Error(`${prefix} kept moving`)
+}
+
+/** Every process's metrics, and what the traffic sent that must never appear in them. */
+function expectNoTrafficLabels(text: string, secrets: string[]) {
+  for (const secret of secrets) expect(text).not.toContain(secret)
+}
+
+let api: Worker, apiMetrics: Target
+let publicWorker: Worker, publicMetrics: Target
+let gateway: GatewayProcess, gatewayMetrics: Target
+let mailer: Worker, mailerMetrics: Target
+let webhooks: Worker, webhooksMetrics: Target
+let archiver: ArchiverProcess, archiverMetrics: Target
+let sink: Sink
+let receiver: Receiver
+let product: RealtimeProduct
+
+beforeAll(async () => {
+  // An address with `later` in it is answered 451 (a temporary failure: the email waits an hour for its retry).
+  sink = await startSmtpSink({ port: 0, onMessage: () => {}, answerRecipient: (address) => (address.startsWith('later-') ? { code: 451, message: 'try later' } : undefined) })
+  receiver = startReceiver()
+  receiver.on('/fail', () => new Response('no', { status: 503 }))
+  const target = async (): Promise<Target> => ({ port: await freePort() })
+  apiMetrics = { ...(await target()), token: TOKEN }
+  publicMetrics = await target()
+  gatewayMetrics = await target()
+  mailerMetrics = await target()
+  webhooksMetrics = await target()
+  archiverMetrics = await target()
+  const env = (target: Target) => ({ METRICS_PORT: String(target.port), ...(target.token ? { METRICS_TOKEN: target.token } : {}) })
+  ;[api, publicWorker, gateway, mailer, webhooks, product] = await Promise.all([
+    startProcess('api', env(apiMetrics)),
+    startProcess('public', { ...env(publicMetrics), TRUST_PROXY: '1', MAIL_SEND_RATE_PER_SECOND: '1000' }),
+    startGateway(env(gatewayMetrics)),
+    // A failed attempt is retried an hour later, never within this file: the counts read are this file's attempts only.
+    startProcess('mailer', { ...env(mailerMetrics), SMTP_URL: `smtp://127.0.0.1:${sink.port}`, MAILER_POLL_MS: '50', MAIL_RETRY_BASE_MS: '3600000' }),
+    startProcess('webhooks', { ...env(webhooksMetrics), WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_LEASE_MS: '5000', WEBHOOK_POLL_MS: '50' }),
+    realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }, { name: 'arch', history: { ttlSeconds: 300, size: 100 }, archive: { retentionDays: 30 } }]),
+  ])
+  archiver = startArchiver({ ...env(archiverMetrics), ARCHIVER_CLAIM_IDLE_MS: '3600000' })
+  // The archiver has no other port: it is up once its metrics answer.
+  await eventually(() => scrape(archiverMetrics).then(() => true, () => false), 15_000, 'the archiver\'s metrics')
+}, 60_000)
+
+afterAll(async () => {
+  archiver?.proc.kill('SIGTERM')
+  await Promise.all([api?.stop(), publicWorker?.stop(), gateway?.stop(), mailer?.stop(), webhooks?.stop(), archiver?.proc.exited])
+  await sink?.close()
+  receiver?.stop()
+})
+
+describe('serving', () => {
+  test('with METRICS_TOKEN set a scrape needs it: 401 without it or with another, 200 with it', async () => {
+    const url = `http://127.0.0.1:${apiMetrics.port}/metrics`
+    const without = await fetch(url)
+    expect([without.status, without.headers.get('www-authenticate')]).toEqual([401, 'Bearer'])
+    expect((await fetch(url, { headers: { authorization: `Bearer ${TOKEN}x` } })).status).toBe(401)
+    expect((await fetch(url, { headers: { authorization: TOKEN } })).status).toBe(401)
+    expect((await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200)
+  })
+
+  test('every process serves its own metrics on its own port, default process metrics included; the service port has none', async () => {
+    for (const target of [apiMetrics, publicMetrics, gatewayMetrics, mailerMetrics, webhooksMetrics, archiverMetrics]) {
+      const text = await scrape(target)
+      expect(text).toContain('# TYPE process_cpu_seconds_total counter')
+      expect(text).toContain('# TYPE platform_breaker_open gauge')
+      expect(valueOf(text, 'platform_breaker_open', { backend: 'postgres' })).toBe(0)
+      expect(valueOf(text, 'platform_breaker_open', { backend: 'redis' })).toBe(0)
+    }
+    expect((await fetch(`${api.url}/metrics`)).status).toBe(404)
+    expect((await fetch(`http://127.0.0.1:${publicMetrics.port}/other`)).status).toBe(404)
+  })
+})
+
+describe('api and public', () => {
+  test('requests are counted by operation id or route template and status, with their durations; no product id or channel in a label', async () => {
+    const owner = await newProduct('Metrics')
+    const list = { method: 'GET', route: 'organization_products_list', status: '200' }
+    const get = { method: 'GET', route: 'organization_products_get', status: '200' }
+    const unmatched = { method: 'GET', route: 'unmatched', status: '404' }
+    const before = await scrape(apiMetrics)
+    const headers = { authorization: `Bearer ${owner.token}` }
+    for (let i = 0; i < 3; i++) expect((await fetch(`${api.url}/products`, { headers })).status).toBe(200)
+    for (let i = 0; i < 2; i++) expect((await fetch(`${api.url}/products/${owner.productId}`, { headers })).status).toBe(200)
+    expect((await fetch(`${api.url}/no/such/${owner.productId}`)).status).toBe(404)
+    const after = await scrape(apiMetrics)
+    expect(valueOf(after, 'platform_http_requests_total', list) - valueOf(before, 'platform_http_requests_total', list)).toBe(3)
+    expect(valueOf(after, 'platform_http_requests_total', get) - valueOf(before, 'platform_http_requests_total', get)).toBe(2)
+    expect(valueOf(after, 'platform_http_requests_total', unmatched) - valueOf(before, 'platform_http_requests_total', unmatched)).toBe(1)
+    const count = 'platform_http_request_duration_seconds_count'
+    expect(valueOf(after, count, get) - valueOf(before, count, get)).toBe(2)
+    expect(valueOf(after, 'platform_http_request_duration_seconds_bucket', { ...get, le: '+Inf' }) - valueOf(before, 'platform_http_request_duration_seconds_bucket', { ...get, le: '+Inf' })).toBe(2)
+    expectNoTrafficLabels(after, [owner.productId])
+
+    const channel = `chat:metrics-${randomUUID()}`
+    const published = { method: 'POST', route: '/:productId/realtime/messages', status: '200' }
+    const refused = { method: 'POST', route: '/:productId/realtime/messages', status: '401' }
+    const publicBefore = await scrape(publicMetrics)
+    for (let i = 0; i < 4; i++) {
+      const answer = await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { i } } })
+      expect(answer.status).toBe(200)
+    }
+    expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: 'rtk_nope', body: { channel, data: 1 } })).status).toBe(401)
+    const publicAfter = await scrape(publicMetrics)
+    expect(valueOf(publicAfter, 'platform_http_requests_total', published) - valueOf(publicBefore, 'platform_http_requests_total', published)).toBe(4)
+    expect(valueOf(publicAfter, 'platform_http_requests_total', refused) - valueOf(publicBefore, 'platform_http_requests_total', refused)).toBe(1)
+    expectNoTrafficLabels(publicAfter, [product.productId, channel, 'metrics-'])
+  })
+})
+
+describe('gateway', () => {
+  const token = async (channels: string[]) => (await signToken({
+    productId: product.productId, apiKeyId: product.keyId, subject: `user-${randomUUID().slice(0, 8)}`,
+    channels: channels.map((name) => ({ name, ops: ['subscribe'] })),
+  })).token
+
+  test('connections and subscriptions now, upgrades, frames by type, fan-out entries, deliveries and closes by code move by exactly the traffic', async () => {
+    const channel = `chat:metrics-${randomUUID()}`
+    const frames = (type: string) => ['platform_gateway_frames_received_total', { type }] as const
+    const before = await scrape(gatewayMetrics)
+    const clients = [await WsClient.open(gateway.wsUrl), await WsClient.open(gateway.wsUrl)]
+    for (const client of clients) {
+      replied(await client.request({ type: 'connect', token: await token([channel]) }), 'connect')
+      replied(await client.request({ type: 'subscribe', channel }), 'subscribe')
+      replied(await client.request({ type: 'ping' }), 'ping')
+    }
+    for (let i = 0; i < 3; i++) {
+      expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { i } } })).status).toBe(200)
+    }
+    for (const client of clients) {
+      await eventually(() => client.frames.filter((f) => f.type === 'publication' && f.channel === channel).length === 3, 5000, 'three publications')
+    }
+    clients[0]!.send('not json')
+    expect((await clients[0]!.next((f) => f.type === 'error')).code).toBe('invalid')
+    const refused = await WsClient.open(gateway.wsUrl)
+    refused.send({ type: 'connect', id: 1, token: 'not.a.token' })
+    expect((await refused.closed).code).toBe(4001)
+
+    const during = await scrape(gatewayMetrics)
+    const moved = (name: string, labels: Record<string, string> = {}) => valueOf(during, name, labels) - valueOf(before, name, labels)
+    expect(moved('platform_gateway_connections_total')).toBe(3)
+    expect(moved('platform_gateway_connections')).toBe(2)
+    expect(moved('platform_gateway_subscriptions')).toBe(2)
+    expect(moved(...frames('connect'))).toBe(3)
+    expect(moved(...frames('subscribe'))).toBe(2)
+    expect(moved(...frames('ping'))).toBe(2)
+    expect(moved(...frames('invalid'))).toBe(1)
+    expect(moved(...frames('publish'))).toBe(0)
+    expect(moved('platform_gateway_closes_total', { code: '4001' })).toBe(1)
+    expect(moved('platform_gateway_fanout_entries_total', { kind: 'publication' })).toBe(3)
+    expect(moved('platform_gateway_deliveries_total', { kind: 'publication' })).toBe(6)
+    expectNoTrafficLabels(during, [product.productId, channel, 'metrics-'])
+
+    for (const client of clients) {
+      client.close()
+      await client.closed
+    }
+    await eventually(async () => (await read(gatewayMetrics, 'platform_gateway_connections')) === valueOf(before, 'platform_gateway_connections'), 5000, 'connections back')
+    const after = await scrape(gatewayMetrics)
+    expect(valueOf(after, 'platform_gateway_subscriptions')).toBe(valueOf(before, 'platform_gateway_subscriptions'))
+    // Closed by the clients: no close code of the gateway's own.
+    expect(valueOf(after, 'platform_gateway_closes_total', { code: '4001' }) - valueOf(before, 'platform_gateway_closes_total', { code: '4001' })).toBe(1)
+  })
+})
+
+describe('mailer', () => {
+  test('attempts are counted by recorded outcome, with the SMTP conversations\' durations; no address in a label', async () => {
+    const owner = await newProduct('Metrics mail')
+    const domain = await manage(owner, 'POST', '/mail/domains', { name: `m${randomUUID().slice(0, 8)}.example.com` })
+    const key = (await manage(owner, 'POST', '/mail/api-keys', { name: 'sender', scope: 'full_access' })).key as string
+    await quiet(mailerMetrics, 'platform_mailer_attempts_total')
+    const delivered = { outcome: 'delivered', recorded: 'true' }
+    const before = await scrape(mailerMetrics)
+    const recipient = `metrics-${randomUUID().slice(0, 8)}@example.org`
+    const ids: string[] = []
+    for (let i = 0; i < 2; i++) {
+      const sent = await pub(publicWorker, 'POST', `/${owner.productId}/mail/emails`, {
+        key, body: { from: `hello@${domain.name}`, to: recipient, subject: 'Metrics', text: 'Hello' },
+      })
+      expect(sent.status).toBe(200)
+      ids.push(sent.body.id)
+    }
+    await eventually(async () => {
+      const rows = await sql`select count(*)::int as n from emails where id = any(${ids}) and last_event = 'delivered'`
+      return rows[0]!.n === 2
+    }, 15_000, 'both emails delivered')
+    const after = await eventually(async () => {
+      const text = await scrape(mailerMetrics)
+      return valueOf(text, 'platform_mailer_attempts_total', delivered) - valueOf(before, 'platform_mailer_attempts_total', delivered) >= 2 ? text : null
+    }, 5000, 'the attempts counted')
+    expect(valueOf(after, 'platform_mailer_attempts_total', delivered) - valueOf(before, 'platform_mailer_attempts_total', delivered)).toBe(2)
+    const smtp = 'platform_mailer_smtp_duration_seconds_count'
+    expect(valueOf(after, smtp, { result: 'delivered' }) - valueOf(before, smtp, { result: 'delivered' })).toBe(2)
+    expectNoTrafficLabels(after, [owner.productId, recipient, domain.name])
+
+    const delayed = { outcome: 'delivery_delayed', recorded: 'true' }
+    const later = `later-${randomUUID().slice(0, 8)}@example.org`
+    const queued = await pub(publicWorker, 'POST', `/${owner.productId}/mail/emails`, { key, body: { from: `hello@${domain.name}`, to: later, subject: 'Later', text: 'Hi' } })
+    expect(queued.status).toBe(200)
+    await eventually(async () => (await sql`select last_event from emails where id = ${queued.body.id}`)[0]!.last_event === 'delivery_delayed', 15_000, 'the email delayed')
+    const waiting = await scrape(mailerMetrics)
+    expect(valueOf(waiting, 'platform_mailer_attempts_total', delayed) - valueOf(after, 'platform_mailer_attempts_total', delayed)).toBe(1)
+    expect(valueOf(waiting, 'platform_mailer_emails_pending', { state: 'waiting' }) - valueOf(after, 'platform_mailer_emails_pending', { state: 'waiting' })).toBe(1)
+    const [queue] = await sql`select (count(*) filter (where next_attempt_at <= now()))::int as due, (count(*) filter (where next_attempt_at > now()))::int as waiting
+      from emails where last_event in ('queued', 'sent', 'delivery_delayed')`
+    expect([valueOf(waiting, 'platform_mailer_emails_pending', { state: 'due' }), valueOf(waiting, 'platform_mailer_emails_pending', { state: 'waiting' })])
+      .toEqual([queue!.due, queue!.waiting])
+    expectNoTrafficLabels(waiting, [later])
+  })
+})
+
+describe('webhooks', () => {
+  test('attempts by outcome with their durations, and the pending deliveries as PostgreSQL counts them', async () => {
+    const owner = await newProduct('Metrics webhooks')
+    const create = async (path: string) => ok(await call('POST', '/mail/webhooks', {
+      token: owner.token, productId: owner.productId, body: { url: receiver.url(path), eventKinds: ['*'] },
+    }), 'create endpoint').body
+    const good = await create('/ok')
+    const failing = await create('/fail')
+    await quiet(webhooksMetrics, 'platform_webhook_attempts_total')
+    const before = await scrape(webhooksMetrics)
+    // Three events, each delivered to both endpoints: three 2xx, three 5xx (each retried in an hour: pending).
+    for (let i = 0; i < 3; i++) {
+      await sql.begin((tx) => recordEvent(tx, { productId: owner.productId, area: 'mail', kind: 'email.bounced', data: { emailId: randomUUID() } }))
+    }
+    const attempted = async () => {
+      const [row] = await sql`select count(*)::int as n from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id
+        where d.endpoint_id in (${good.id}, ${failing.id})`
+      return row!.n as number
+    }
+    await eventually(async () => (await attempted()) === 6, 15_000, 'six attempts recorded')
+    const after = await scrape(webhooksMetrics)
+    const moved = (name: string, labels: Record<string, string>) => valueOf(after, name, labels) - valueOf(before, name, labels)
+    expect(moved('platform_webhook_attempts_total', { outcome: '2xx' })).toBe(3)
+    expect(moved('platform_webhook_attempts_total', { outcome: '5xx' })).toBe(3)
+    expect(moved('platform_webhook_attempts_total', { outcome: 'timeout' })).toBe(0)
+    expect(moved('platform_webhook_attempt_duration_seconds_count', { outcome: '2xx' })).toBe(3)
+    const [pending] = await sql`select count(*)::int as n from webhook_deliveries where state = 'pending'`
+    expect(valueOf(after, 'platform_webhook_deliveries_pending')).toBe(pending!.n)
+    expect(pending!.n).toBeGreaterThanOrEqual(3)
+    expectNoTrafficLabels(after, [owner.productId, good.id, receiver.url('/ok')])
+  })
+})
+
+describe('archiver', () => {
+  test('entries read and archived move by exactly the publications sent, archived only for an archiving namespace', async () => {
+    await quiet(archiverMetrics, 'platform_archiver_entries_read_total')
+    const before = await scrape(archiverMetrics)
+    const archived = `arch:metrics-${randomUUID()}`
+    const plain = `chat:metrics-${randomUUID()}`
+    for (const [channel, n] of [[archived, 3], [plain, 2]] as const) {
+      for (let i = 0; i < n; i++) {
+        expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { i } } })).status).toBe(200)
+      }
+    }
+    const after = await eventually(async () => {
+      const text = await scrape(archiverMetrics)
+      return valueOf(text, 'platform_archiver_entries_read_total') - valueOf(before, 'platform_archiver_entries_read_total') >= 5 ? text : null
+    }, 15_000, 'five entries read')
+    await quiet(archiverMetrics, 'platform_archiver_entries')
+    const settled = await scrape(archiverMetrics)
+    const moved = (name: string) => valueOf(settled, name) - valueOf(before, name)
+    expect(moved('platform_archiver_entries_read_total')).toBe(5)
+    expect(moved('platform_archiver_entries_archived_total')).toBe(3)
+    expect(moved('platform_archiver_gap_entries_total')).toBe(0)
+    expect(after).toContain('# TYPE platform_archiver_gap_entries_total counter')
+    expectNoTrafficLabels(settled, [product.productId, archived, plain, 'metrics-'])
+  })
+})
+
+describe('breakers', () => {
+  test('PostgreSQL unreachable: its breaker shows open and one opening; reachable again: closed, the opening still counted', async () => {
+    const database = new URL(config.databaseUrl)
+    const link = await startFaultProxy({ host: database.hostname, port: Number(database.port || 5432) })
+    const target: Target = { port: await freePort() }
+    const owner = await newProduct('Metrics breakers')
+    const worker = await startProcess('api', { METRICS_PORT: String(target.port), DATABASE_URL: link.url(config.databaseUrl), DB_TIMEOUT_MS: '1000', DB_COOL_DOWN_MS: '500' })
+    try {
+      const postgres = { backend: 'postgres' }
+      const products = () => fetch(`${worker.url}/products`, { headers: { authorization: `Bearer ${owner.token}` } })
+      expect((await products()).status).toBe(200)
+      const before = await scrape(target)
+      expect(valueOf(before, 'platform_breaker_open', postgres)).toBe(0)
+      link.cut()
+      expect((await products()).status).toBe(503)
+      const during = await scrape(target)
+      expect(valueOf(during, 'platform_breaker_open', postgres)).toBe(1)
+      expect(valueOf(during, 'platform_breaker_opened_total', postgres) - valueOf(before, 'platform_breaker_opened_total', postgres)).toBe(1)
+      expect(valueOf(during, 'platform_breaker_open', { backend: 'redis' })).toBe(0)
+      await link.restore()
+      await eventually(async () => (await products()).status === 200, 10_000, 'the api serving again')
+      const after = await scrape(target)
+      expect(valueOf(after, 'platform_breaker_open', postgres)).toBe(0)
+      expect(valueOf(after, 'platform_breaker_opened_total', postgres) - valueOf(before, 'platform_breaker_opened_total', postgres)).toBe(1)
+    } finally {
+      await worker.stop()
+      await link.close()
+    }
+  }, 30_000)
+})

@@ -1,0 +1,17 @@
+// A setting with bounds is refused at start-up outside them, naming the variable and the bounds: a gateway that re-read
+// its signing keys less often than every 30 s would verify tokens of a key it may not know yet (KEY_MATURE_SECONDS).
+import { expect, test } from 'bun:test'
+
+async function loadWith(env: Record<string, string>) {
+  const proc = Bun.spawn(['bun', '-e', "await import('./shared/config')"], { env: { ...process.env, ...env }, stderr: 'pipe', stdout: 'ignore' })
+  return { code: await proc.exited, stderr: await new Response(proc.stderr).text() }
+}
+
+test('REALTIME_KEY_SET_REFRESH_MS: 1000 to 30 000 ms; beyond, the process refuses to start', async () => {
+  for (const value of ['60000', '999']) {
+    const { code, stderr } = await loadWith({ REALTIME_KEY_SET_REFRESH_MS: value })
+    expect(code).not.toBe(0)
+    expect(stderr).toContain(`REALTIME_KEY_SET_REFRESH_MS must be between 1000 and 30000, got ${value}`)
+  }
+  expect((await loadWith({ REALTIME_KEY_SET_REFRESH_MS: '30000' })).code).toBe(0)
+})

@@ -1,0 +1,75 @@
+// The metrics plumbing as pure functions: which port a worker serves on, the token check, the naming rules a metric
+// is declared under, and what a webhook attempt counts as.
+import { describe, expect, test } from 'bun:test'
+import { counter, histogram } from '../../shared/metrics/registry'
+import { bearerMatches, metricsPort } from '../../shared/metrics/serve'
+import { outcomeOf } from '../../services/webhooks/metrics'
+
+const settings = (port: number, portOffset = 0) => ({ port, portOffset, host: '127.0.0.1', token: '' })
+
+describe('metricsPort', () => {
+  test('METRICS_PORT as given, 0 for none; under foreman PORT + METRICS_PORT_OFFSET, one port per instance', () => {
+    expect(metricsPort(settings(0))).toBe(0)
+    expect(metricsPort(settings(9100))).toBe(9100)
+    expect(metricsPort(settings(9100, 10_000), '5001')).toBe(15_001)
+    expect(metricsPort(settings(9100, 10_000), undefined)).toBe(9100)
+    expect(() => metricsPort(settings(0, 65_000), '5000')).toThrow('is not a port')
+  })
+})
+
+describe('bearerMatches', () => {
+  test('only `Bearer <token>` exactly', () => {
+    expect(bearerMatches('Bearer s3cret', 's3cret')).toBe(true)
+    for (const header of [null, '', 's3cret', 'Bearer s3cre', 'Bearer s3cret ', 'bearer s3cret', 'Basic s3cret']) {
+      expect(bearerMatches(header, 's3cret')).toBe(false)
+    }
+  })
+})
+
+describe('naming', () => {
+  test('a counter ends _total, a histogram _seconds, all in snake_case; declared under the platform_ prefix', () => {
+    expect(() => counter('unit_things', 'x')).toThrow('ending _total')
+    expect(() => histogram('unit_wait_ms', 'x')).toThrow('ending _seconds')
+    expect(() => counter('Unit_things_total', 'x')).toThrow('snake_case')
+    expect((counter('unit_things_total', 'x') as unknown as { name: string }).name).toBe('platform_unit_things_total')
+  })
+})
+
+describe('webhook attempt outcomes', () => {
+  const result = (status: number | null, error?: string) => ({ status, durationMs: 5, excerpt: '', ...(error ? { error } : {}) })
+  test('status classes, timeouts (no answer, or an answer cut short) and refusals', () => {
+    expect(outcomeOf(result(204))).toBe('2xx')
+    expect(outcomeOf(result(302, 'redirect not followed'))).toBe('3xx')
+    expect(outcomeOf(result(410))).toBe('4xx')
+    expect(outcomeOf(result(503))).toBe('5xx')
+    expect(outcomeOf(result(null, 'no answer within 15000 ms'))).toBe('timeout')
+    expect(outcomeOf(result(200, 'answer cut short: not complete within 15000 ms'))).toBe('timeout')
+    expect(outcomeOf(result(null, '10.0.0.1 is a private address'))).toBe('refused')
+    expect(outcomeOf(result(null, 'connect ECONNREFUSED 127.0.0.1:9'))).toBe('refused')
+    expect(outcomeOf(result(0))).toBe('other')
+  })
+})
+
+describe('docs/metrics.md', () => {
+  test('names every platform_ metric the processes declare, and no other', async () => {
+    const { registry } = await import('../../shared/metrics/registry')
+    const { watchBreakers } = await import('../../shared/metrics/breakers')
+    const { observeRequest } = await import('../../shared/metrics/http')
+    const { watchGateway } = await import('../../gateway/metrics')
+    const { watchArchiver } = await import('../../services/archiver/metrics')
+    const { watchPendingDeliveries } = await import('../../services/webhooks/metrics')
+    const { watchQueue } = await import('../../services/mailer/metrics')
+    // Declared as each process declares them (none is collected here: nothing is scraped).
+    watchBreakers()
+    observeRequest(undefined, 'GET', 200, 0.001)
+    watchGateway({ connections: () => 0, subscriptions: () => 0 })
+    watchArchiver({ read: 0, archived: 0, lost: 0, deadLettered: 0 })
+    watchPendingDeliveries()
+    watchQueue()
+    const declared = registry.getMetricsAsArray().map((metric) => (metric as unknown as { name: string }).name)
+      .filter((name) => name.startsWith('platform_') && !name.startsWith('platform_unit_')).sort()
+    const doc = await Bun.file(new URL('../../docs/metrics.md', import.meta.url)).text()
+    const documented = [...new Set([...doc.matchAll(/^\| `(platform_[a-z_]+)`/gm)].map((m) => m[1]!))].sort()
+    expect(documented).toEqual(declared)
+  })
+})
