@@ -337,6 +337,13 @@ function loadConfig() {
       endpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', 4),
       /** Most attempts in flight to one product's endpoints together (all areas), across every webhooks process. */
       productConcurrency: int('WEBHOOK_PRODUCT_CONCURRENCY', 16),
+      /** Most attempts in flight to one organization's products together, across every webhooks process. */
+      organizationConcurrency: int('WEBHOOK_ORGANIZATION_CONCURRENCY', 32),
+      /**
+       * Most deliveries pending to one endpoint: past it the hourly sweep fails the oldest (listed, replayable), so one
+       * tenant's outbox stays bounded (this, plus an hour of its events) behind a receiver that is down.
+       */
+      maxPendingPerEndpoint: int('WEBHOOK_MAX_PENDING_PER_ENDPOINT', 10_000),
       /**
        * Days a webhook message, its deliveries and their attempts are kept once none is pending (then deleted by the
        * webhooks processes, hourly); what is still pending is kept until it is not.

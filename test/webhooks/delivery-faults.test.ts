@@ -130,3 +130,27 @@ test('SIGTERM finishes the attempt in flight and records it before the process e
   expect(await webhooks.stop('SIGTERM')).toBe(0)
   expect([...await deliveryRows(hook.id)]).toEqual([{ id: expect.any(String), state: 'succeeded', attempts: 1, recorded: 1 }])
 })
+
+test('a delivery claimed three times without an outcome (its process stopped each time) is recorded as a failed attempt, then retried', async () => {
+  const owner = await newProduct()
+  const path = newPath('poison')
+  receiver.on(path, () => new Response('ok'))
+  const hook = await endpoint(owner, path)
+  ok(await call('PATCH', `/mail/webhooks/${hook.id}`, as(owner, { body: { enabled: false } })), 'disable')
+  // As three processes that each claimed it and died would leave it: claimed three times, nothing recorded.
+  const id = `msg_poison${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`
+  await sql`insert into webhook_messages (id, product_id, area, kind, payload) values (${id}, ${owner.productId}, 'mail', 'email.failed', '{}')`
+  await sql`insert into webhook_deliveries (message_id, endpoint_id, claims) values (${id}, ${hook.id}, 3)`
+  webhooks = await startProcess('webhooks', ENV, { logs: true }) // the previous test stopped the process
+  ok(await call('PATCH', `/mail/webhooks/${hook.id}`, as(owner, { body: { enabled: true } })), 'enable')
+  await eventually(async () => (await deliveryRows(hook.id))[0]?.state === 'succeeded', 5000, 'delivered on the retry')
+  const attempts = await sql`
+    select a.status_code, a.error from webhook_attempts a join webhook_deliveries d on d.id = a.delivery_id
+    where d.endpoint_id = ${hook.id} order by a.id`
+  expect([...attempts]).toEqual([
+    { status_code: null, error: 'not completed: the process stopped during the attempt 3 times' },
+    { status_code: 200, error: null },
+  ])
+  expect(receiver.received(path)).toHaveLength(1)
+  expect((await sql`select claims from webhook_deliveries where endpoint_id = ${hook.id}`)[0]!.claims).toBe(0)
+})
