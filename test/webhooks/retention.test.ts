@@ -44,19 +44,19 @@ test('an endpoint holding 20 000 deliveries is deleted within the database deadl
       returning id
     )
     insert into webhook_deliveries (message_id, endpoint_id, state) select id, ${endpoint.id}, 'succeeded' from m`
-  const started = performance.now()
+  // Answered 200, not 503: the delete's statements finished within the API's statement deadline (DB_TIMEOUT_MS, 2 s),
+  // which a scan of every delivery per deleted row exceeded. The deadline is the database's, not a wall clock here.
   const deleted = await call('DELETE', `/mail/webhooks/${endpoint.id}`, { token: owner.token, productId: owner.productId })
   expect(deleted.status).toBe(200)
-  expect(performance.now() - started).toBeLessThan(2000)
   const [left] = await sql`select count(*)::int as n from webhook_deliveries where endpoint_id = ${endpoint.id}`
   expect(left!.n).toBe(0)
   // The messages stay until the product goes; deleting it finds them by product (not a scan of every message).
-  const [{ ms }] = await sql.begin(async (tx) => {
-    const t = performance.now()
+  await sql.begin(async (tx) => {
+    await tx`set local statement_timeout = 2000`
     await tx`delete from products where id = ${owner.productId}`
-    return [{ ms: performance.now() - t }]
   })
-  expect(ms).toBeLessThan(2000)
+  const [gone] = await sql`select count(*)::int as n from webhook_messages where product_id = ${owner.productId}`
+  expect(gone!.n).toBe(0)
 })
 
 /** An endpoint of a new product with `n` pending deliveries created a second apart, the oldest first. */
