@@ -4,6 +4,10 @@ import { describe, expect, test } from 'bun:test'
 import { counter, histogram } from '../../shared/metrics/registry'
 import { bearerMatches, metricsPort } from '../../shared/metrics/serve'
 import { outcomeOf } from '../../services/webhooks/metrics'
+import { queryOutcome } from '../../services/api/analytics/metrics'
+import { lagOf } from '../../gateway/fanout'
+import { postgresErrorKind, redisErrorKind } from '../../shared/backend-errors'
+import { ApiError } from '../../shared/errors'
 
 const settings = (port: number, portOffset = 0) => ({ port, portOffset, host: '127.0.0.1', token: '' })
 
@@ -50,6 +54,46 @@ describe('webhook attempt outcomes', () => {
   })
 })
 
+describe('backend error kinds', () => {
+  test('PostgreSQL: a cancelled statement is a timeout, the server\'s own trouble other, a statement\'s own error nothing', () => {
+    const pg = (code: string) => Object.assign(new Error('x'), { code })
+    expect(postgresErrorKind(pg('57014'))).toBe('timeout')
+    for (const code of ['53300', '53200', '57P01', '55P03', '58030', 'XX000']) expect(postgresErrorKind(pg(code))).toBe('other')
+    for (const code of ['23505', '22012', '42P01', '40001']) expect(postgresErrorKind(pg(code))).toBeNull()
+    expect(postgresErrorKind(new ApiError('unavailable', 'x'))).toBeNull()
+    expect(postgresErrorKind(new Error('x'))).toBeNull()
+  })
+
+  test('Redis: a timeout, an unreachable server, the server saying it cannot serve; a plain error reply nothing', () => {
+    expect(redisErrorKind(new Error('Command timed out'), true)).toBe('timeout')
+    expect(redisErrorKind(new Error('Connection is closed.'), true)).toBe('unavailable')
+    expect(redisErrorKind(new Error('OOM command not allowed when used memory > \'maxmemory\'.'), false)).toBe('other')
+    expect(redisErrorKind(new Error('LOADING Redis is loading the dataset in memory'), false)).toBe('other')
+    expect(redisErrorKind(new Error('NOSCRIPT No matching script'), false)).toBeNull()
+    expect(redisErrorKind(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'), false)).toBeNull()
+  })
+})
+
+describe('fan-out lag', () => {
+  const entry = (t: number) => ({ shard: 3, channel: 'c', product: 'p', id: '1-0', t })
+  test('entries: the shard\'s counter past the cursor; seconds: the oldest unread entry\'s age; caught up, both 0', () => {
+    expect(lagOf({ id: '5-0', n: 10 }, 10, undefined, 9_000)).toEqual({ entries: 0, seconds: 0 })
+    expect(lagOf({ id: '5-0', n: 10 }, 14, entry(6_500), 9_000)).toEqual({ entries: 4, seconds: 2.5 })
+    // A clock step back never makes it negative; a cursor of an entry without a number knows no count.
+    expect(lagOf({ id: '5-0', n: 10 }, 11, entry(9_100), 9_000)).toEqual({ entries: 1, seconds: 0 })
+    expect(lagOf({ id: '5-0', n: undefined }, 11, entry(8_000), 9_000).entries).toBeNaN()
+  })
+})
+
+describe('analytics query outcomes', () => {
+  test('its statement timeout, a 4xx, anything else', () => {
+    expect(queryOutcome(new ApiError('query_timeout', 'x'))).toBe('timeout')
+    expect(queryOutcome(new ApiError('unprocessable', 'x'))).toBe('refused')
+    expect(queryOutcome(new ApiError('unavailable', 'x'))).toBe('error')
+    expect(queryOutcome(new Error('boom'))).toBe('error')
+  })
+})
+
 describe('docs/metrics.md', () => {
   test('names every platform_ metric the processes declare, and no other', async () => {
     const { registry } = await import('../../shared/metrics/registry')
@@ -62,7 +106,8 @@ describe('docs/metrics.md', () => {
     // Declared as each process declares them (none is collected here: nothing is scraped).
     watchBreakers()
     observeRequest(undefined, 'GET', 200, 0.001)
-    watchGateway({ connections: () => 0, subscriptions: () => 0 })
+    await import('../../services/api/analytics/metrics')
+    watchGateway({ connections: () => 0, subscriptions: () => 0, fanoutLag: async () => new Map() })
     watchArchiver({ read: 0, archived: 0, lost: 0, deadLettered: 0 })
     watchPendingDeliveries()
     watchQueue()
