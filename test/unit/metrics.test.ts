@@ -94,8 +94,14 @@ describe('analytics query outcomes', () => {
   })
 })
 
-describe('docs/metrics.md', () => {
-  test('names every platform_ metric the processes declare, and no other', async () => {
+let declaring: Promise<Map<string, string>> | undefined
+
+/**
+ * Every metric the processes declare, by name and type (`counter`, `gauge`, `histogram`), the runtime's defaults
+ * included: declared as each process declares them, once (none is collected here: nothing is scraped).
+ */
+function declaredMetrics(): Promise<Map<string, string>> {
+  return (declaring ??= (async () => {
     const { registry } = await import('../../shared/metrics/registry')
     const { watchBreakers } = await import('../../shared/metrics/breakers')
     const { observeRequest } = await import('../../shared/metrics/http')
@@ -103,7 +109,6 @@ describe('docs/metrics.md', () => {
     const { watchArchiver } = await import('../../services/archiver/metrics')
     const { watchPendingDeliveries } = await import('../../services/webhooks/metrics')
     const { watchQueue } = await import('../../services/mailer/metrics')
-    // Declared as each process declares them (none is collected here: nothing is scraped).
     watchBreakers()
     observeRequest(undefined, 'GET', 200, 0.001)
     await import('../../services/api/analytics/metrics')
@@ -111,10 +116,70 @@ describe('docs/metrics.md', () => {
     watchArchiver({ read: 0, archived: 0, lost: 0, deadLettered: 0 })
     watchPendingDeliveries()
     watchQueue()
-    const declared = registry.getMetricsAsArray().map((metric) => (metric as unknown as { name: string }).name)
-      .filter((name) => name.startsWith('platform_') && !name.startsWith('platform_unit_')).sort()
+    const metrics = registry.getMetricsAsArray() as unknown as { name: string; type: string }[]
+    return new Map(metrics.filter(({ name }) => !name.startsWith('platform_unit_')).map(({ name, type }) => [name, type]))
+  })())
+}
+
+/**
+ * The metric names a PromQL expression reads: every identifier of the platform's or the runtime's, a histogram's
+ * `_bucket`, `_sum` and `_count` series named by their histogram (an unknown name is returned as written).
+ */
+function metricsIn(expr: string, declared: Map<string, string>): string[] {
+  return [...expr.matchAll(/\b((?:platform|process|nodejs)_[a-z0-9_]+)/g)].map(([, name]) => {
+    const base = name!.replace(/_(bucket|sum|count)$/, '')
+    return base !== name && declared.get(base) === 'histogram' ? base : name!
+  })
+}
+
+describe('docs/metrics.md', () => {
+  test('names every platform_ metric the processes declare, and no other', async () => {
+    const declared = [...(await declaredMetrics()).keys()].filter((name) => name.startsWith('platform_')).sort()
     const doc = await Bun.file(new URL('../../docs/metrics.md', import.meta.url)).text()
     const documented = [...new Set([...doc.matchAll(/^\| `(platform_[a-z_]+)`/gm)].map((m) => m[1]!))].sort()
     expect(documented).toEqual(declared)
+  })
+})
+
+interface Panel {
+  id: number
+  type: string
+  title: string
+  targets?: { expr: string }[]
+  panels?: Panel[]
+}
+
+describe('docs/grafana-dashboard.json', () => {
+  test('every panel\'s expressions read metrics the processes declare; every graph has one; ids are unique', async () => {
+    const declared = await declaredMetrics()
+    const dashboard = await Bun.file(new URL('../../docs/grafana-dashboard.json', import.meta.url)).json() as { panels: Panel[] }
+    const panels = dashboard.panels.flatMap((panel) => [panel, ...(panel.panels ?? [])])
+    const graphs = panels.filter((panel) => panel.type !== 'row')
+    expect(graphs.length).toBeGreaterThan(20)
+    expect(new Set(panels.map((panel) => panel.id)).size).toBe(panels.length)
+    const used = new Set<string>()
+    for (const panel of graphs) {
+      expect([panel.title, panel.targets?.length ?? 0]).not.toEqual([panel.title, 0])
+      for (const { expr } of panel.targets!) {
+        const names = metricsIn(expr, declared)
+        expect([panel.title, expr, names.length > 0]).toEqual([panel.title, expr, true])
+        for (const name of names) {
+          expect([panel.title, name, declared.has(name)]).toEqual([panel.title, name, true])
+          used.add(name)
+        }
+      }
+    }
+    // The areas the dashboard is for, each drawn.
+    for (const name of ['platform_http_requests_total', 'platform_http_request_duration_seconds', 'platform_gateway_fanout_lag_seconds',
+      'platform_mailer_attempts_total', 'platform_webhook_deliveries_pending', 'platform_archiver_gap_entries_total', 'platform_breaker_open']) {
+      expect(used).toContain(name)
+    }
+  })
+
+  test('a name no process declares is caught', async () => {
+    const declared = await declaredMetrics()
+    expect(metricsIn('rate(platform_http_request_duration_seconds_bucket[5m])', declared)).toEqual(['platform_http_request_duration_seconds'])
+    expect(metricsIn('sum(platform_http_requests_count) / nodejs_heap_size_used_bytes', declared)).toEqual(['platform_http_requests_count', 'nodejs_heap_size_used_bytes'])
+    expect(declared.has('platform_http_requests_count')).toBe(false)
   })
 })
