@@ -183,3 +183,36 @@ describe('docs/grafana-dashboard.json', () => {
     expect(declared.has('platform_http_requests_count')).toBe(false)
   })
 })
+
+interface Rule {
+  alert: string
+  expr: string
+  for: string
+  labels: { severity: string }
+  annotations: { summary: string; runbook_url: string }
+}
+
+describe('docs/alerts.rules.yml and docs/alerts.md', () => {
+  test('every rule reads metrics the processes declare, and has a `for`, a severity and its section in the page, with the same values', async () => {
+    const declared = await declaredMetrics()
+    const file = Bun.YAML.parse(await Bun.file(new URL('../../docs/alerts.rules.yml', import.meta.url)).text()) as { groups: { rules: Rule[] }[] }
+    const rules = file.groups.flatMap((group) => group.rules)
+    const page = await Bun.file(new URL('../../docs/alerts.md', import.meta.url)).text()
+    const sections = new Map(page.split(/^### /m).slice(1).map((section) => [section.slice(0, section.indexOf('\n')), section]))
+    expect([...sections.keys()].sort()).toEqual(rules.map((rule) => rule.alert).sort())
+    for (const rule of rules) {
+      expect([rule.alert, /^\d+[smh]$/.test(rule.for), ['critical', 'warning', 'info'].includes(rule.labels.severity)]).toEqual([rule.alert, true, true])
+      expect(rule.annotations.runbook_url).toBe(`docs/alerts.md#${rule.alert.toLowerCase()}`)
+      expect(sections.get(rule.alert)).toContain(`\`for: ${rule.for}\`, \`severity: ${rule.labels.severity}\``)
+      const names = metricsIn(rule.expr, declared)
+      if (rule.alert !== 'PlatformMetricsDown') expect([rule.alert, names.length > 0]).toEqual([rule.alert, true])
+      for (const name of names) expect([rule.alert, name, declared.has(name)]).toEqual([rule.alert, name, true])
+    }
+    // The alerts the platform's failure modes need, each set.
+    const watched = new Set(rules.flatMap((rule) => metricsIn(rule.expr, declared)))
+    for (const name of ['platform_breaker_open', 'platform_http_requests_total', 'platform_archiver_gap_entries_total', 'platform_archiver_dead_lettered_entries_total',
+      'platform_webhook_deliveries_pending', 'platform_mailer_emails_pending', 'platform_gateway_fanout_lag_seconds']) {
+      expect(watched).toContain(name)
+    }
+  })
+})
