@@ -1,6 +1,8 @@
 // The gateway's metrics (docs/metrics.md): connections and subscriptions now (read at scrape time), WebSocket upgrades
-// accepted, frames received by type, fan-out entries and deliveries, and closes by code. Every label is from a fixed list: a frame type of the
-// protocol or `invalid`, a close code of shared/realtime/close-codes.ts or `other`.
+// accepted, frames received by type, fan-out entries and deliveries, closes by code, and the fan-out read lag per shard.
+// Every label is from a fixed list: a frame type of the protocol or `invalid`, a close code of
+// shared/realtime/close-codes.ts or `other`, a shard number (below REALTIME_SHARDS).
+import type { FanoutLag } from './fanout'
 import { closeCodeOf } from '../shared/realtime/close-codes'
 import { counter, gauge } from '../shared/metrics/registry'
 import { REQUEST_TYPES } from './protocol'
@@ -29,11 +31,22 @@ export const gatewayMetrics = {
 }
 
 /** The gauges of one gateway node, read when scraped. */
-export function watchGateway(node: { connections: () => number; subscriptions: () => number }): void {
+export function watchGateway(node: { connections: () => number; subscriptions: () => number; fanoutLag: () => Promise<Map<number, FanoutLag>> }): void {
   gauge('gateway_connections', 'WebSocket connections open on this gateway', [], function () {
     this.set(node.connections())
   })
   gauge('gateway_subscriptions', 'Channel subscriptions on this gateway (one per connection and channel, recovering ones included)', [], function () {
     this.set(node.subscriptions())
+  })
+  // Both from one read per shard at scrape time (gateway/fanout.ts lag()): only the shards this gateway reads now.
+  let lags: Promise<Map<number, FanoutLag>> | undefined
+  const readLags = () => (lags ??= node.fanoutLag().finally(() => setTimeout(() => (lags = undefined), 0)))
+  gauge('gateway_fanout_lag_entries', 'Fan-out entries written to a shard\'s stream past the last this gateway read, by shard', ['shard'], async function () {
+    this.reset()
+    for (const [shard, lag] of await readLags()) this.set({ shard: String(shard) }, lag.entries)
+  })
+  gauge('gateway_fanout_lag_seconds', 'Age of the oldest fan-out entry of a shard this gateway has not read yet (0: none unread), by shard', ['shard'], async function () {
+    this.reset()
+    for (const [shard, lag] of await readLags()) this.set({ shard: String(shard) }, lag.seconds)
   })
 }

@@ -1,5 +1,7 @@
 // The circuit breakers of PostgreSQL and Redis (shared/breaker.ts) as metrics, read at scrape time: whether one is
-// open now, and how often one opened. `backend` is `postgres` or `redis`, nothing else.
+// open now, and how often one opened; and the backends' failures by kind (shared/backend-errors.ts). `backend` is
+// `postgres` or `redis`, nothing else.
+import { BACKEND_ERROR_KINDS, backendErrorCounts } from '../backend-errors'
 import { breakerCounts } from '../breaker'
 import { counter, gauge } from './registry'
 
@@ -18,5 +20,11 @@ export function watchBreakers(): void {
   counter('breaker_opened_total', 'Times a circuit breaker opened (the backend became unreachable)', ['backend'], function () {
     this.reset()
     for (const backend of backendsOf(breakerCounts.opened)) this.inc({ backend }, breakerCounts.opened.get(backend) ?? 0)
+  })
+  counter('backend_errors_total', 'PostgreSQL statements and Redis commands failed by the backend, by kind: timeout, unavailable (unreachable), other (it answered it cannot serve)', ['backend', 'kind'], function () {
+    this.reset()
+    for (const backend of BACKENDS) {
+      for (const kind of BACKEND_ERROR_KINDS) this.inc({ backend, kind }, backendErrorCounts.get(`${backend}:${kind}`) ?? 0)
+    }
   })
 }
