@@ -18,7 +18,7 @@ type Op = 'hold' | 'release' | 'check'
 function call(op: Op, productId: string, channel: string, holder: string, leaseMs: number, hooks: HookSettings) {
   const keys = channelKeys(productId, channel)
   const [graceMs, retentionMs, maxBytes] = hookArgs(hooks)
-  return [[keys.occ, keys.occGone, keys.hooks, keys.hooksDue, keys.hookBudget, keys.hookSeq],
+  return [[keys.occ, keys.occGone, keys.hooks, keys.hooksDue, keys.hookBudget, keys.occMuted, keys.hookDropped],
     [productId, channel, graceMs!, retentionMs!, maxBytes!, FAN_BUDGET_SLICES, FAN_ENTRY_OVERHEAD_BYTES, op, holder, leaseMs]] as const
 }
 
@@ -44,6 +44,11 @@ export async function releaseChannels(holder: string, channels: Iterable<Held>, 
 /** Expired leases count as released, and a vacate whose grace ended is announced (the due checks of ./hook-events.ts). */
 export async function checkOccupancy(channels: Iterable<Held>, hooks = defaultHookSettings()): Promise<void> {
   await each('check', '', channels, 0, hooks)
+}
+
+/** checkOccupancy for one channel: the due checks run each channel on its own, so one failure stays its own. */
+export async function checkOccupancyOne(where: Held, hooks = defaultHookSettings()): Promise<void> {
+  await occupancyScript.run(...call('check', where.productId, where.channel, '', 0, hooks))
 }
 
 async function each(op: Op, holder: string, channels: Iterable<Held>, leaseMs: number, hooks: HookSettings): Promise<void> {
