@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { closeRedis, redis } from '../../shared/redis'
-import { consumeHookEvents, checkDueHooks, type HookEvent, HOOKS_GROUP, toHookEvent, trimAcknowledged } from '../../shared/realtime/hook-events'
+import { consumeHookEvents, checkDueHooks, dropIdleConsumers, type HookEvent, HOOKS_GROUP, toHookEvent, trimAcknowledged } from '../../shared/realtime/hook-events'
 import type { HookSettings } from '../../shared/realtime/hooks'
 import { channelKeys, hooksDueKey } from '../../shared/realtime/keys'
 import { dueMember } from '../../shared/realtime/hooks'
@@ -311,6 +311,21 @@ describe('the reader', () => {
     await trimAcknowledged(key)
     // Nothing pending: everything before the last delivered goes; 5 and 6 were never delivered.
     expect(((await redis().xrange(key, '-', '+')) as [string, string[]][]).map(([id]) => id)).toEqual(['4-0', '5-0', '6-0'])
+    await redis().del(key)
+  })
+
+  test('consumers idle long with nothing pending leave the group; one with pending entries and the caller stay', async () => {
+    const key = `test:{hooks-consumers-${randomUUID()}}:hooks`
+    await redis().xgroup('CREATE', key, HOOKS_GROUP, '0', 'MKSTREAM')
+    await redis().xadd(key, '1-0', 'n', '1')
+    await redis().xreadgroup('GROUP', HOOKS_GROUP, 'holding', 'COUNT', 1, 'STREAMS', key, '>') // 1-0 pending with it
+    await redis().xgroup('CREATECONSUMER', key, HOOKS_GROUP, 'gone')
+    await redis().xgroup('CREATECONSUMER', key, HOOKS_GROUP, 'me')
+    await Bun.sleep(20)
+    expect(await dropIdleConsumers(key, 'me', 10)).toBe(1)
+    const names = ((await redis().xinfo('CONSUMERS', key, HOOKS_GROUP)) as string[][]).map((c) => c[1])
+    expect(names.sort()).toEqual(['holding', 'me'])
+    expect(await dropIdleConsumers(key, 'me')).toBe(0) // none idle for an hour
     await redis().del(key)
   })
 })
