@@ -104,3 +104,15 @@ test('an entry no script writes (a foreign product id, an unknown kind) is dropp
   await eventually(() => received(channel).length >= 1, 10_000, 'the good event')
   expect(received(channel).map((e) => e.type)).toEqual(['channel.vacated'])
 })
+
+test('a batch of a product with no realtime endpoint and one with: only the wanted events are recorded', async () => {
+  const channel = `chat:mixed-${randomUUID().slice(0, 8)}`
+  const event = (productId: string, n: number): HookEvent => ({
+    id: `rt_0_${Date.now()}-${n}-${randomUUID().slice(0, 4)}`, productId, kind: 'channel.occupied', channel,
+    occurredAt: new Date().toISOString(), sequence: n, data: { channel, namespace: 'chat', occurredAt: new Date().toISOString(), sequence: n },
+  })
+  const other = randomUUID() // no endpoint (no product, even): nothing recorded, nothing thrown
+  await recordHookEvents([event(other, 1), event(product.productId, 2), event(other, 3)])
+  const rows = await sql`select product_id from webhook_messages where payload like ${`%${channel}%`}`
+  expect(rows.map((r) => r.product_id)).toEqual([product.productId])
+})
