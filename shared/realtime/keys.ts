@@ -16,12 +16,12 @@
 // | rt:{sN}:histx:<productId>             | zset   | channel → when its history keys expire (ms), to drop it from histb |
 // | rt:{sN}:hist:<productId>:<channel>    | stream | history entries; stream id `<offset>-0`; fields t, i, d or r       |
 // | rt:{sN}:meta:<productId>:<channel>    | hash   | `e` = epoch, `o` = top offset, `b` = bytes charged (entries + channel) |
-// | rt:{sN}:pres:<productId>:<channel>    | hash   | presence: identity → info (JSON text)                              |
+// | rt:{sN}:presi:<productId>:<channel>   | hash   | presence: identity → info (JSON text)                              |
 // | rt:{sN}:presn:<productId>:<channel>   | hash   | presence: identity → number of live connections                    |
 // | rt:{sN}:presx:<productId>:<channel>   | zset   | presence: `<len(identity)>:<identity><connectionId>` → expiry (ms) |
 // | rt:{sN}:presgone:<productId>:<channel>| zset   | webhooks: identity → when its last entry went, while its removal waits out the grace |
 // | rt:{sN}:presh:<productId>:<channel>   | hash   | webhooks: identity → `a`/`d` (add announced / dropped) `:` its latest entry's expiry (ms) |
-// | rt:{sN}:occ:<productId>:<channel>     | zset   | occupancy: gateway id → when its lease on the channel expires (ms)  |
+// | rt:{sN}:occl:<productId>:<channel>    | zset   | occupancy: gateway id → when its lease on the channel expires (ms)  |
 // | rt:{sN}:occgone:<productId>:<channel> | string | webhooks: when the channel's last subscriber went, while `vacated` waits |
 // | rt:{sN}:occmute:<productId>:<channel> | string | webhooks: exists while the channel's `occupied` was dropped (so is its `vacated`) |
 // | rt:{sN}:hookb:<productId>             | hash   | webhooks: event bytes the product appended, per time slice (budget) |
@@ -29,8 +29,9 @@
 // | rt:{sN}:hooks                         | stream | webhook events of shard N, read by the webhooks process (group `webhooks`) |
 // | rt:{sN}:hooks:due                     | zset   | `p:`/`o:` + `<productId>:<channel>` → when its presence/occupancy next needs a check |
 // History and meta keys expire after the namespace's retention window of idleness; presence keys 30 s after the last expiry.
-// The suffixed presence layout of before (`pres:<p>:<ch>:n`, `:exp`, `:gone`, `occ:<p>:<ch>:gone`, `hookn:`) is read
-// by nothing: a Redis still holding it loses that short-lived presence state once (docs/realtime-data-plane.md).
+// The layout of before (`pres:<p>:<ch>` and its `:n`, `:exp`, `:gone`, `occ:<p>:<ch>` and its `:gone`, `hookn:`) is read
+// by nothing (renamed whole, so no old key is mistaken for a new one): a Redis still holding it loses that short-lived
+// presence and occupancy state once (docs/realtime-data-plane.md, "Layout change").
 import { shardOf } from './shards'
 
 /**
@@ -106,12 +107,12 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
     fanSeq: fanSeqKey(shard),
     hist: `rt:${tag}:hist:${name}`,
     meta: `rt:${tag}:meta:${name}`,
-    pres: `rt:${tag}:pres:${name}`,
+    pres: `rt:${tag}:presi:${name}`,
     presCount: `rt:${tag}:presn:${name}`,
     presExp: `rt:${tag}:presx:${name}`,
     presGone: `rt:${tag}:presgone:${name}`,
     presHook: `rt:${tag}:presh:${name}`,
-    occ: `rt:${tag}:occ:${name}`,
+    occ: `rt:${tag}:occl:${name}`,
     occGone: `rt:${tag}:occgone:${name}`,
     occMuted: `rt:${tag}:occmute:${name}`,
     hookBudget: `rt:${tag}:hookb:${productId}`,
