@@ -53,9 +53,13 @@ export async function checkOccupancyOne(where: Held, hooks = defaultHookSettings
 
 async function each(op: Op, holder: string, channels: Iterable<Held>, leaseMs: number, hooks: HookSettings): Promise<void> {
   const batch: ReturnType<typeof call>[] = []
+  // A batch that fails does not keep the later ones from running; the first failure is thrown at the end.
+  let failure: { error: unknown } | undefined
+  const send = (calls: typeof batch) => occupancyScript.runEach(calls).then(() => undefined, (error: unknown) => void (failure ??= { error }))
   for (const { productId, channel } of channels) {
     batch.push(call(op, productId, channel, holder, leaseMs, hooks))
-    if (batch.length >= 200) await occupancyScript.runEach(batch.splice(0))
+    if (batch.length >= 200) await send(batch.splice(0))
   }
-  if (batch.length) await occupancyScript.runEach(batch)
+  if (batch.length) await send(batch)
+  if (failure) throw failure.error
 }

@@ -157,12 +157,17 @@ export async function presenceCount(productId: string, channel: string): Promise
  */
 export async function sweepPresence(channels: Iterable<{ productId: string; channel: string }>, hooks = defaultHookSettings()): Promise<void> {
   const batch: [string[], (string | number)[]][] = []
-  // Sent back to back on the one connection, at most 200 awaiting at a time.
+  // Sent back to back on the one connection, at most 200 awaiting at a time. A batch that fails does not keep the
+  // later ones from running (one broken roster would stall the sweep of every channel after it); the first failure is
+  // thrown at the end.
+  let failure: { error: unknown } | undefined
+  const send = (calls: typeof batch) => sweepScript.runEach(calls).then(() => undefined, (error: unknown) => void (failure ??= { error }))
   for (const { productId, channel } of channels) {
     batch.push(rosterOf(productId, channel, defaultBudget(), hooks))
-    if (batch.length >= 200) await sweepScript.runEach(batch.splice(0))
+    if (batch.length >= 200) await send(batch.splice(0))
   }
-  if (batch.length) await sweepScript.runEach(batch)
+  if (batch.length) await send(batch)
+  if (failure) throw failure.error
 }
 
 /** sweepPresence for one channel: the due checks run each channel on its own, so one failure stays its own. */

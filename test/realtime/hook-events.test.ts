@@ -10,7 +10,7 @@ import { channelKeys, hooksDueKey } from '../../shared/realtime/keys'
 import { dueMember } from '../../shared/realtime/hooks'
 import { shardOf } from '../../shared/realtime/shards'
 import { checkOccupancy, holdChannels, releaseChannels } from '../../shared/realtime/occupancy'
-import { enterPresence, leavePresence } from '../../shared/realtime/presence'
+import { enterPresence, leavePresence, sweepPresence } from '../../shared/realtime/presence'
 import { config } from '../../shared/config'
 
 // Long enough that a loaded machine's round trips between a leave and the rejoin stay well inside it.
@@ -201,6 +201,20 @@ describe('channels apart', () => {
     expect(retry).toBeGreaterThan(Date.now() + 30_000)
     await redis().del(keys.presExp)
     await redis().zrem(hooksDueKey(keys.shard), dueMember('p', poisoned.productId, poisoned.channel))
+  })
+})
+
+describe('sweeps go on past a broken roster', () => {
+  test('a gateway\'s sweep whose first batch fails still sweeps the later batches, and then reports the failure', async () => {
+    const broken = fresh()
+    await redis().set(channelKeys(broken.productId, broken.channel).presExp, 'not a sorted set', 'PX', 60_000)
+    const target = fresh()
+    await enter(target, 'lee', 'c1', { ttlSeconds: 1 })
+    await Bun.sleep(1100)
+    const channels = [broken, ...Array.from({ length: 219 }, fresh), target] // the target in the second batch of 200
+    expect(await sweepPresence(channels, HOOKS).then(() => 'swept', () => 'failed')).toBe('failed')
+    expect(await redis().zcard(channelKeys(target.productId, target.channel).presExp)).toBe(0)
+    await redis().del(channelKeys(broken.productId, broken.channel).presExp)
   })
 })
 
