@@ -255,7 +255,10 @@ function loadConfig() {
       hookGraceMs: int('WEBHOOK_PRESENCE_GRACE_MS', 5000),
       /** Longest a webhook event waits in its shard's `rt:{sN}:hooks` stream for the webhooks process (acknowledged ones are trimmed sooner). */
       hookRetentionMs: int('REALTIME_HOOK_RETENTION_MS', 3_600_000),
-      /** Webhook event bytes one product may append to one shard's hooks stream within that retention; past it events are dropped. */
+      /**
+       * Webhook event bytes one product may append to one shard's hooks stream within that retention; past it adds are
+       * dropped (and later their removals), never a removal or vacate whose add went out.
+       */
       productHookMaxBytes: int('REALTIME_PRODUCT_HOOK_MAX_BYTES', 16 * 1024 * 1024),
       /** How long a gateway's claim "I have subscribers on this channel" lives unrefreshed (refreshed at half): occupancy survives no dead gateway longer. */
       gatewayOccupancyLeaseMs: int('GATEWAY_OCCUPANCY_LEASE_MS', 30_000),
