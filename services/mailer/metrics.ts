@@ -6,11 +6,16 @@ import type { Finish } from './queue'
 
 const attempts = counter('mailer_attempts_total',
   'Delivery attempts by the outcome recorded: delivered, delivery_delayed, bounced, failed, suppressed (no recipient left)', ['outcome', 'recorded'])
-const smtp = histogram('mailer_smtp_duration_seconds', 'One SMTP conversation (connect to the server\'s answer or failure), by the kind of answer', ['result'])
+// Up to 60 s: past MAILER_SMTP_TIMEOUT_MS (30 s by default), so the conversations that time out land in a bucket of their own.
+const SMTP_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 45, 60]
+const smtp = histogram('mailer_smtp_duration_seconds', 'One SMTP conversation (connect to the server\'s answer or failure), by the kind of answer', ['result'], SMTP_BUCKETS)
 
 export const mailerMetrics = {
-  /** `recorded`: false when the lease had passed to another mailer, which attempts the email again. */
-  attempt: (outcome: Finish['kind'], recorded: boolean) => attempts.inc({ outcome, recorded: String(recorded) }),
+  /**
+   * `recorded`: false when the lease had passed to another mailer, which attempts the email again; `error` when
+   * recording it failed (PostgreSQL away): the lease lapses and the email is attempted again.
+   */
+  attempt: (outcome: Finish['kind'], recorded: boolean | 'error') => attempts.inc({ outcome, recorded: String(recorded) }),
   smtp: (result: 'delivered' | 'temporary' | 'bounced' | 'failed', seconds: number) => smtp.observe({ result }, seconds),
 }
 
