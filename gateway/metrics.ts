@@ -5,7 +5,8 @@ import { closeCodeOf } from '../shared/realtime/close-codes'
 import { counter, gauge } from '../shared/metrics/registry'
 import { REQUEST_TYPES } from './protocol'
 
-const connectionsAccepted = counter('gateway_connections_total', 'WebSocket connections accepted (upgrades that opened a socket)')
+// `_open` and `_accepted_total`: a gauge `x` and a counter `x_total` would be one OpenMetrics family.
+const connectionsAccepted = counter('gateway_connections_accepted_total', 'WebSocket connections accepted (upgrades that opened a socket)')
 const framesReceived = counter('gateway_frames_received_total', 'Client frames received, by type (`invalid`: not a frame of the protocol)', ['type'])
 const closes = counter('gateway_closes_total', 'Connections the gateway closed, by close code (4200: slow consumer)', ['code'])
 
@@ -28,12 +29,17 @@ export const gatewayMetrics = {
   closed: (code: number) => closes.inc({ code: closeCodeOf(code) ? String(code) : 'other' }),
 }
 
-/** The gauges of one gateway node, read when scraped. */
-export function watchGateway(node: { connections: () => number; subscriptions: () => number }): void {
-  gauge('gateway_connections', 'WebSocket connections open on this gateway', [], function () {
-    this.set(node.connections())
-  })
-  gauge('gateway_subscriptions', 'Channel subscriptions on this gateway (one per connection and channel, recovering ones included)', [], function () {
-    this.set(node.subscriptions())
-  })
+/** What the gauges read when scraped: the gateway node of this process (0 until one is watched). */
+let node: { connections: () => number; subscriptions: () => number } = { connections: () => 0, subscriptions: () => 0 }
+
+gauge('gateway_connections_open', 'WebSocket connections open on this gateway', [], function () {
+  this.set(node.connections())
+})
+gauge('gateway_subscriptions', 'Channel subscriptions on this gateway (one per connection and channel, recovering ones included)', [], function () {
+  this.set(node.subscriptions())
+})
+
+/** The gauges read this gateway node from now on (the metrics are declared once: a second call only swaps the node). */
+export function watchGateway(watched: typeof node): void {
+  node = watched
 }
