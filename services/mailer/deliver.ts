@@ -26,11 +26,14 @@ async function attempt(transport: MailTransport, email: ClaimedEmail, mailboxes:
   return outcome
 }
 
-/** Records an outcome (./queue.ts) and counts it, also when recording fails (`recorded="error"`): the attempt was made. */
-async function finish(email: ClaimedEmail, outcome: Finish): Promise<boolean> {
+/**
+ * Records an outcome (./queue.ts) and counts it, also when recording fails (`recorded="error"`): the attempt was made.
+ * `record` is a parameter for the unit test of that count.
+ */
+export async function finish(email: ClaimedEmail, outcome: Finish, record = recordFinish): Promise<boolean> {
   let recorded: boolean | 'error' = 'error'
   try {
-    recorded = await recordFinish(email, outcome)
+    recorded = await record(email, outcome)
     return recorded
   } finally {
     mailerMetrics.attempt(outcome.kind, recorded)

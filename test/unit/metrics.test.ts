@@ -166,3 +166,18 @@ describe('histogram buckets', () => {
     expect(http).toContain('le="30"')
   })
 })
+
+describe('mail attempts', () => {
+  test('an attempt whose outcome could not be recorded is counted all the same, recorded="error"', async () => {
+    const { registry } = await import('../../shared/metrics/registry')
+    const { finish } = await import('../../services/mailer/deliver')
+    const count = async (recorded: string) => (await registry.getSingleMetric('platform_mailer_attempts_total')!.get()).values
+      .find((v) => v.labels.outcome === 'failed' && v.labels.recorded === recorded)?.value ?? 0
+    const email = { id: 'e1' } as Parameters<typeof finish>[0]
+    const before = { error: await count('error'), true: await count('true') }
+    await expect(finish(email, { kind: 'failed', detail: 'x' }, async () => { throw new Error('database away') })).rejects.toThrow('database away')
+    expect(await finish(email, { kind: 'failed', detail: 'x' }, async () => true)).toBe(true)
+    expect(await count('error') - before.error).toBe(1)
+    expect(await count('true') - before.true).toBe(1)
+  })
+})
