@@ -65,7 +65,7 @@ function idAfter(a: string, b: string): boolean {
 }
 
 /** Where the reader stands on one shard: the last stream id read and the sequence number it carried. */
-interface Cursor {
+export interface Cursor {
   id: string
   /** Undefined only after an entry written without a number (older writers): the next one is taken as it comes. */
   n: number | undefined
@@ -86,6 +86,22 @@ interface NodeReader {
   looping: boolean
   /** Stopped, or closed itself: its loop ends, even if the reader as a whole is started again meanwhile. */
   closed: boolean
+}
+
+/** How far a reader stands behind one shard's stream (docs/metrics.md, `platform_gateway_fanout_lag_*`). */
+export interface FanoutLag {
+  /** Entries written to the shard past the last one read (the shard's sequence counter past the cursor's number). */
+  entries: number
+  /** Age of the oldest entry not read yet, by the Redis clock that stamped it; 0 when every entry is read. */
+  seconds: number
+}
+
+/** The lag of a cursor, given the shard's counter, the entry after the cursor (if any) and the Redis clock now. */
+export function lagOf(cursor: Cursor, counter: number, next: FanEntry | undefined, redisNowMs: number): FanoutLag {
+  return {
+    entries: cursor.n === undefined ? NaN : Math.max(0, counter - cursor.n),
+    seconds: next?.t === undefined ? 0 : Math.max(0, redisNowMs - next.t) / 1000,
+  }
 }
 
 export class FanoutReader {
@@ -141,6 +157,26 @@ export class FanoutReader {
 
   get readingShards(): number[] {
     return [...this.cursors.keys()]
+  }
+
+  /**
+   * Every shard read now and how far behind it this reader is: one MULTI per shard (the entry after the cursor, the
+   * sequence counter, the Redis clock), at scrape time only. A shard Redis does not answer for is NaN.
+   */
+  async lag(): Promise<Map<number, FanoutLag>> {
+    const lags = new Map<number, FanoutLag>()
+    await Promise.all([...this.cursors].map(async ([shard, cursor]) => {
+      try {
+        const replies = await redis().multi().xrange(fanKey(shard), `(${cursor.id}`, '+', 'COUNT', 1).get(fanSeqKey(shard)).time().exec()
+        if (!replies || replies.some(([error]) => error)) throw new Error('fan-out lag read failed')
+        const [next] = replies[0]![1] as [string, string[]][]
+        const [seconds, micros] = replies[2]![1] as [string, string]
+        lags.set(shard, lagOf(cursor, Number(replies[1]![1] ?? 0), next && toEntry(shard, next[1]), Number(seconds) * 1000 + Number(micros) / 1000))
+      } catch {
+        lags.set(shard, { entries: NaN, seconds: NaN })
+      }
+    }))
+    return lags
   }
 
   start(): void {

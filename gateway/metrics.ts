@@ -1,6 +1,8 @@
 // The gateway's metrics (docs/metrics.md): connections and subscriptions now (read at scrape time), WebSocket upgrades
-// accepted, frames received by type, fan-out entries and deliveries, and closes by code. Every label is from a fixed list: a frame type of the
-// protocol or `invalid`, a close code of shared/realtime/close-codes.ts or `other`.
+// accepted, frames received by type, fan-out entries and deliveries, closes by code, and the fan-out read lag per shard.
+// Every label is from a fixed list: a frame type of the protocol or `invalid`, a close code of
+// shared/realtime/close-codes.ts or `other`, a shard number (below REALTIME_SHARDS).
+import type { FanoutLag } from './fanout'
 import { closeCodeOf } from '../shared/realtime/close-codes'
 import { counter, gauge } from '../shared/metrics/registry'
 import { REQUEST_TYPES } from './protocol'
@@ -29,8 +31,13 @@ export const gatewayMetrics = {
   closed: (code: number) => closes.inc({ code: closeCodeOf(code) ? String(code) : 'other' }),
 }
 
-/** What the gauges read when scraped: the gateway node of this process (0 until one is watched). */
-let node: { connections: () => number; subscriptions: () => number } = { connections: () => 0, subscriptions: () => 0 }
+/** What the gauges read when scraped: the gateway node of this process (nothing until one is watched). */
+interface WatchedNode {
+  connections: () => number
+  subscriptions: () => number
+  fanoutLag: () => Promise<Map<number, FanoutLag>>
+}
+let node: WatchedNode = { connections: () => 0, subscriptions: () => 0, fanoutLag: async () => new Map() }
 
 gauge('gateway_connections_open', 'WebSocket connections open on this gateway', [], function () {
   this.set(node.connections())
@@ -38,8 +45,19 @@ gauge('gateway_connections_open', 'WebSocket connections open on this gateway', 
 gauge('gateway_subscriptions', 'Channel subscriptions on this gateway (one per connection and channel, recovering ones included)', [], function () {
   this.set(node.subscriptions())
 })
+// Both from one read per shard at scrape time (gateway/fanout.ts lag()): only the shards this gateway reads now.
+let lags: Promise<Map<number, FanoutLag>> | undefined
+const readLags = () => (lags ??= node.fanoutLag().finally(() => setTimeout(() => (lags = undefined), 0)))
+gauge('gateway_fanout_lag_entries', 'Fan-out entries written to a shard\'s stream past the last this gateway read, by shard', ['shard'], async function () {
+  this.reset()
+  for (const [shard, lag] of await readLags()) this.set({ shard: String(shard) }, lag.entries)
+})
+gauge('gateway_fanout_lag_seconds', 'Age of the oldest fan-out entry of a shard this gateway has not read yet (0: none unread), by shard', ['shard'], async function () {
+  this.reset()
+  for (const [shard, lag] of await readLags()) this.set({ shard: String(shard) }, lag.seconds)
+})
 
 /** The gauges read this gateway node from now on (the metrics are declared once: a second call only swaps the node). */
-export function watchGateway(watched: typeof node): void {
+export function watchGateway(watched: WatchedNode): void {
   node = watched
 }

@@ -60,7 +60,7 @@ export function startGateway(port: number, backends: GatewayBackends = redisBack
       if (message.kind === 'public_key' && message.revoked) revocationSweep.heard(message.keyId)
     },
   })
-  watchGateway({ connections: () => context.connections.size, subscriptions: () => hub.subscriptionCount() })
+  watchGateway({ connections: () => context.connections.size, subscriptions: () => hub.subscriptionCount(), fanoutLag: () => reader.lag() })
   let draining = false
   const server = serveGateway(port, {
     context, writer, topics, upgrades: limits.upgrades, accepting: () => !draining, invalidationsLive: invalidations.live,

@@ -19,20 +19,30 @@ export class OccupancyLeases implements ChannelWatch {
 
   constructor(private readonly occupancy: Occupancy, private readonly leaseMs: number) {
     // Every held channel again, so a lease outlives its refresh period; one lost write is made good by the next round.
-    this.refresh = everyUnlessRunning(Math.max(200, leaseMs / 2), () => this.refreshAll()
-      .catch((error) => logUnlessOutage('occupancy refresh failed', error)))
+    this.refresh = everyUnlessRunning(Math.max(200, leaseMs / 2), () => this.refreshAll())
   }
 
   /**
    * In chunks, each taken from what is still held when it is sent: a channel released meanwhile is not held again
-   * after its release (its lease would linger, and its vacate come a lease later).
+   * after its release (its lease would linger, and its vacate come a lease later). A chunk that fails does not stop
+   * the round: every other chunk's leases are still refreshed (else a Redis hiccup longer than a lease would vacate and
+   * re-occupy every channel after the failing one). One log per round.
    */
   private async refreshAll(): Promise<void> {
     const topics = [...this.held.keys()]
+    let failed = 0
+    let lastError: unknown
     for (let i = 0; i < topics.length; i += REFRESH_CHUNK) {
       const chunk = topics.slice(i, i + REFRESH_CHUNK).flatMap((topic) => this.held.get(topic) ?? [])
-      if (chunk.length) await this.occupancy.hold(this.holder, chunk, this.leaseMs)
+      if (!chunk.length) continue
+      try {
+        await this.occupancy.hold(this.holder, chunk, this.leaseMs)
+      } catch (error) {
+        failed += chunk.length
+        lastError = error
+      }
     }
+    if (failed) logUnlessOutage('occupancy refresh failed', lastError, { channels: failed, of: topics.length })
   }
 
   first(productId: string, channel: string): void {

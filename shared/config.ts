@@ -255,7 +255,10 @@ function loadConfig() {
       hookGraceMs: int('WEBHOOK_PRESENCE_GRACE_MS', 5000),
       /** Longest a webhook event waits in its shard's `rt:{sN}:hooks` stream for the webhooks process (acknowledged ones are trimmed sooner). */
       hookRetentionMs: int('REALTIME_HOOK_RETENTION_MS', 3_600_000),
-      /** Webhook event bytes one product may append to one shard's hooks stream within that retention; past it events are dropped. */
+      /**
+       * Webhook event bytes one product may append to one shard's hooks stream within that retention; past it adds are
+       * dropped (and later their removals), never a removal or vacate whose add went out.
+       */
       productHookMaxBytes: int('REALTIME_PRODUCT_HOOK_MAX_BYTES', 16 * 1024 * 1024),
       /** How long a gateway's claim "I have subscribers on this channel" lives unrefreshed (refreshed at half): occupancy survives no dead gateway longer. */
       gatewayOccupancyLeaseMs: int('GATEWAY_OCCUPANCY_LEASE_MS', 30_000),
@@ -337,6 +340,13 @@ function loadConfig() {
       endpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', 4),
       /** Most attempts in flight to one product's endpoints together (all areas), across every webhooks process. */
       productConcurrency: int('WEBHOOK_PRODUCT_CONCURRENCY', 16),
+      /** Most attempts in flight to one organization's products together, across every webhooks process. */
+      organizationConcurrency: int('WEBHOOK_ORGANIZATION_CONCURRENCY', 32),
+      /**
+       * Most deliveries pending to one endpoint: past it the hourly sweep fails the oldest (listed, replayable), so one
+       * tenant's outbox stays bounded (this, plus an hour of its events) behind a receiver that is down.
+       */
+      maxPendingPerEndpoint: int('WEBHOOK_MAX_PENDING_PER_ENDPOINT', 10_000),
       /**
        * Days a webhook message, its deliveries and their attempts are kept once none is pending (then deleted by the
        * webhooks processes, hourly); what is still pending is kept until it is not.

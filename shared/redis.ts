@@ -7,6 +7,7 @@
 // half a second of Redis's return, and the first command after the cool-down closes the breaker. On a Redis Cluster
 // each node has its own breaker and its own dead-link healing, so a node that is down costs only the slots it serves.
 import Redis, { Cluster, type RedisOptions } from 'ioredis'
+import { countBackendError, redisErrorKind } from './backend-errors'
 import { Breaker } from './breaker'
 import { config } from './config'
 import { backendUnreachable } from './errors'
@@ -117,6 +118,8 @@ function judge(health: ServerHealth, error?: Error): void {
     health.breaker.succeeded()
     return
   }
+  const kind = redisErrorKind(error, backendUnreachable(error))
+  if (kind) countBackendError('redis', kind)
   if (!/timed out/i.test(error.message)) {
     health.timeoutsInARow = 0
     // An error reply is an answer: it closes the breaker as a success would. (Else a probe answered NOSCRIPT by a

@@ -8,6 +8,7 @@ import { badRequest, forbidden, notFound } from '../../shared/errors'
 import { hitWindow, tooMany } from '../../shared/fixed-window'
 import { isUuid } from '../../shared/ids'
 import { authenticate } from './accounts/authenticate'
+import { timedQuery } from './analytics/metrics'
 import { isMember, productAccess } from './accounts/products'
 import { limitCredential, limitOrganization, withOrganizationSlot } from './limits'
 
@@ -42,7 +43,7 @@ export async function invoke(op: AnyOperation, raw: RawInput, caller: CallerHead
   if (organizationId) await limitOrganization(op, organizationId)
   const ctx: Context = { principal, productId: product?.productId ?? null, requestId: caller.requestId }
   if (organizationId && product && rateClassOf(op) === 'analytics') {
-    return withOrganizationSlot(organizationId, () => op.handler(input as never, ctx))
+    return withOrganizationSlot(organizationId, () => timedQuery(op.id, async () => op.handler(input as never, ctx)))
   }
   return op.handler(input as never, ctx)
 }

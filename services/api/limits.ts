@@ -4,6 +4,7 @@ import { rateClassOf, type AnyOperation, type Principal } from '../../shared/cat
 import { config } from '../../shared/config'
 import { limitCredentialRate, limitOrganizationRate } from '../../shared/platform-rates'
 import { Slots } from './slots'
+import { countRefusal } from './analytics/metrics'
 import { tooManyQueries } from './analytics/semantic/plan'
 
 /**
@@ -27,7 +28,10 @@ const organizationSlots = new Slots()
 const workerSlots = new Slots()
 const WORKER = 'worker'
 
-const busy = (message: string, limit: number, scope: 'organization' | 'worker') => tooManyQueries(message, { limit, scope, retryAfter: 1 })
+const busy = (message: string, limit: number, scope: 'organization' | 'worker') => {
+  countRefusal(scope)
+  return tooManyQueries(message, { limit, scope, retryAfter: 1 })
+}
 
 /**
  * Runs an analytics operation in one of its organization's slots on this worker and one of the worker's; with none

@@ -8,7 +8,10 @@ import { sendOutbound } from '../../shared/webhooks/outbound'
 import { signedHeaders } from '../../shared/webhooks/signature'
 import { serversResolve } from '../../shared/webhooks/url-policy'
 import { webhookMetrics } from './metrics'
-import { claimDue, type ClaimedDelivery, deleteOldMessages, describeResult, recordAttempt, releaseClaims } from './queue'
+import {
+  capPendingDeliveries, claimDue, type ClaimedDelivery, deleteOldMessages, describeResult, expireDisabledDeliveries,
+  MAX_UNFINISHED_CLAIMS, recordAttempt, releaseClaims, unfinishedResult,
+} from './queue'
 
 /** Bytes of an answer read and kept (the attempt's excerpt); the rest is not waited for. */
 export const RESPONSE_EXCERPT_BYTES = 1024
@@ -24,6 +27,12 @@ const resolve = serversResolve(config.webhooks.dnsServers, config.webhooks.dnsTi
 
 /** One attempt: signed with every secret in force, sent, recorded. */
 async function attempt(delivery: ClaimedDelivery): Promise<void> {
+  if (delivery.unfinished >= MAX_UNFINISHED_CLAIMS) {
+    // Its process stopped during each of the last attempts (killed, crashed, out of memory): not made again as is.
+    const outcome = await recordAttempt(delivery, new Date(), unfinishedResult(delivery.unfinished), settings())
+    log('warn', 'webhook attempt never completed; recorded as failed', { deliveryId: delivery.id, endpointId: delivery.endpointId, claims: delivery.unfinished, state: outcome?.state })
+    return
+  }
   const secrets = await endpointSecrets(delivery.endpointId)
   const attemptedAt = new Date()
   const headers = {
@@ -38,20 +47,38 @@ async function attempt(delivery: ClaimedDelivery): Promise<void> {
   webhookMetrics.attempt(result)
   const outcome = await recordAttempt(delivery, attemptedAt, result, settings())
   const fields = { deliveryId: delivery.id, messageId: delivery.messageId, endpointId: delivery.endpointId, attempt: delivery.attempts + 1, result: describeResult(result), ms: result.durationMs }
+  // Why a host was refused, for the platform only: the attempt records one message for every such case.
+  if (result.detail) log('info', 'webhook host refused', { ...fields, detail: result.detail })
   if (!outcome) log('warn', 'webhook attempt made after its lease was taken over; not recorded', fields)
   else if (outcome.disabledReason) log('warn', 'webhook endpoint disabled', { ...fields, productId: delivery.productId, reason: outcome.disabledReason })
   else if (outcome.state === 'failed') log('info', 'webhook delivery failed: retries spent', fields)
 }
 
-/** How often a webhooks process deletes messages past WEBHOOK_RETENTION_DAYS. */
+/** How long a busy process waits for more slots to free up before claiming (see the loop). */
+const CLAIM_GATHER_MS = 20
+
+/** How often a webhooks process sweeps (WEBHOOK_RETENTION_DAYS, WEBHOOK_MAX_PENDING_PER_ENDPOINT). */
 const SWEEP_EVERY_MS = 3_600_000
 
-/** Deletes what is past retention, a batch at a time, while running. */
+/** Repeats a batch step while a full batch went and the process runs; answers how many in all. */
+async function drain(step: () => Promise<number>, isRunning: () => boolean, batch = 1000): Promise<number> {
+  let total = 0
+  for (let n = batch; isRunning() && n === batch;) total += n = await step()
+  return total
+}
+
+/**
+ * Keeps the outbox bounded: fails what waits for an endpoint disabled longer than the retention and the oldest
+ * pending deliveries beyond WEBHOOK_MAX_PENDING_PER_ENDPOINT, then deletes what is past retention.
+ */
 async function sweep(isRunning: () => boolean): Promise<void> {
   const retentionMs = settings().retentionDays * 86_400_000
-  let deleted = 0
   try {
-    for (let n = -1; isRunning() && n !== 0;) deleted += n = await deleteOldMessages(retentionMs)
+    const expired = await drain(() => expireDisabledDeliveries(retentionMs), isRunning)
+    if (expired > 0) log('info', 'webhook deliveries of endpoints disabled past retention failed', { expired, retentionDays: settings().retentionDays })
+    const capped = await drain(() => capPendingDeliveries(settings().maxPendingPerEndpoint), isRunning)
+    if (capped > 0) log('warn', 'webhook deliveries over the pending cap failed, oldest first', { capped, cap: settings().maxPendingPerEndpoint })
+    const deleted = await drain(() => deleteOldMessages(retentionMs), isRunning)
     if (deleted > 0) log('info', 'webhook messages past retention deleted', { deleted, retentionDays: settings().retentionDays })
   } catch (error) {
     log('warn', 'webhook retention sweep failed; tried again next time', describeError(error))
@@ -71,12 +98,16 @@ export function startDeliverer(): Deliverer {
   const inFlight = new Set<Promise<void>>()
   const loop = (async () => {
     while (running) {
+      // A busy process (under a quarter of its slots free) lets a few slots free up before claiming: claims are
+      // serialized across processes, so one claim per finished attempt would make the claim lock the bottleneck.
+      if (inFlight.size > 0 && (settings().concurrency - inFlight.size) * 4 < settings().concurrency) await Bun.sleep(CLAIM_GATHER_MS)
       const free = settings().concurrency - inFlight.size
       let claimed = 0
       if (free > 0) {
         try {
           const batch = await claimDue({
             limit: free, leaseMs: settings().leaseMs, perEndpoint: settings().endpointConcurrency, perProduct: settings().productConcurrency,
+            perOrganization: settings().organizationConcurrency,
           })
           if (!running) {
             await releaseClaims(batch).catch((error) => log('warn', 'webhook claims not released; their leases will run out', describeError(error)))
@@ -109,7 +140,7 @@ export function startDeliverer(): Deliverer {
   })()
   log('info', 'webhooks deliverer started', {
     concurrency: settings().concurrency, perEndpoint: settings().endpointConcurrency, perProduct: settings().productConcurrency,
-    timeoutMs: settings().timeoutMs, leaseMs: settings().leaseMs, retries: settings().retryDelaysMs.length,
+    perOrganization: settings().organizationConcurrency, timeoutMs: settings().timeoutMs, leaseMs: settings().leaseMs, retries: settings().retryDelaysMs.length,
   })
   return {
     async stop(waitMs = settings().timeoutMs + 5000) {

@@ -6,21 +6,33 @@ import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { consumeHookEvents, type HookEvent } from '../../shared/realtime/hook-events'
 import { log } from '../../shared/log'
-import { EVENT_KINDS } from '../../shared/webhooks/events'
+import { ALL_KINDS, EVENT_KINDS } from '../../shared/webhooks/events'
 import { recordEvent } from '../../shared/webhooks/outbox'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const KINDS: readonly string[] = EVENT_KINDS.realtime
 
-/** Records one shard's batch: for each event, a message and its deliveries when an endpoint wants it (else nothing). */
+/**
+ * Records one shard's batch: for each event, a message and its deliveries when an endpoint wants it (else nothing).
+ * Most events are of products with no realtime endpoint: one query per batch finds the products and kinds that have
+ * one, and only their events cost a statement each (none at all, no transaction, when the batch has none).
+ */
 export async function recordHookEvents(events: HookEvent[]): Promise<void> {
+  const valid = events.filter((event) => {
+    // An entry no script of ours writes would fail its batch at every read, stalling the shard: dropped, and said.
+    if (UUID.test(event.productId) && KINDS.includes(event.kind)) return true
+    log('warn', 'realtime webhook event dropped: not one the scripts write', { id: event.id, kind: String(event.kind).slice(0, 64) })
+    return false
+  })
+  if (!valid.length) return
   await sql.begin(async (tx) => {
-    for (const event of events) {
-      // An entry no script of ours writes would fail its batch at every read, stalling the shard: dropped, and said.
-      if (!UUID.test(event.productId) || !KINDS.includes(event.kind)) {
-        log('warn', 'realtime webhook event dropped: not one the scripts write', { id: event.id, kind: String(event.kind).slice(0, 64) })
-        continue
-      }
+    const products = [...new Set(valid.map((event) => event.productId))]
+    const endpoints = await tx<{ product_id: string; event_kinds: string[] }[]>`
+      select product_id, event_kinds from webhook_endpoints where area = 'realtime' and enabled and product_id in ${tx(products)}`
+    const wanted = new Set(endpoints.flatMap((e) => e.event_kinds.map((kind) => `${e.product_id}/${kind}`)))
+    for (const event of valid) {
+      const product = event.productId.toLowerCase() // as PostgreSQL answers a uuid
+      if (!wanted.has(`${product}/${event.kind}`) && !wanted.has(`${product}/${ALL_KINDS}`)) continue
       await recordEvent(tx, { productId: event.productId, area: 'realtime', kind: event.kind, data: event.data, dedupeKey: event.id })
     }
   })

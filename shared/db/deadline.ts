@@ -7,6 +7,7 @@
 // own as soon as one statement succeeds after the cool-down.
 import type postgres from 'postgres'
 import { type ApiError, isConnectionFailure, unavailable } from '../errors'
+import { countBackendError, postgresErrorKind } from '../backend-errors'
 import { Breaker } from '../breaker'
 
 type Sql = postgres.Sql
@@ -107,8 +108,11 @@ function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () =>
 /** Rejects `query` at the deadline and reports its outcome to the breaker (through the query's own, untranslated `then`). */
 function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool: PoolState): void {
   pool.waiting.add(query)
+  let timedOut = false
   const timer = setTimeout(() => {
     // Not a verdict on the server: a busy pool queues statements too. Only connection errors open the breaker.
+    timedOut = true
+    countBackendError('postgres', 'timeout')
     const sent = query.state !== null
     query.reject(databaseUnavailable(sent ? 'no answer within the deadline' : 'no connection within the deadline'))
     if (!sent) defuse(query)
@@ -125,7 +129,11 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
     },
     (error) => {
       settled()
-      if (isConnectionFailure(error)) pool.connectionFailed()
+      const connection = isConnectionFailure(error)
+      // One count per statement: a late failure of one already answered at its deadline is not counted again.
+      const kind = connection ? 'unavailable' : postgresErrorKind(error)
+      if (kind && !timedOut) countBackendError('postgres', kind)
+      if (connection) pool.connectionFailed()
     },
   )
 }

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../config'
 import { toErrorResponse } from '../errors'
 import { describeError, log } from '../log'
-import { observeRequest } from '../metrics/http'
+import { observeRequest, refusalCode } from '../metrics/http'
 import { onShutdown } from './lifecycle'
 import { invalidHost, parseTarget, routable } from './target'
 
@@ -68,7 +68,7 @@ async function handleRequest(request: Request, peer: string, options: ServeOptio
     response.headers.set('x-request-id', requestId)
   }
   const ms = performance.now() - started
-  observeRequest(routed, request.method, response.status, ms / 1000)
+  observeRequest(routed, request.method, response.status, ms / 1000, await refusalCode(response))
   if (options.logRequests) {
     const aborted = request.signal.aborted
     log('info', 'request', {

@@ -2,6 +2,7 @@
 // by method, route and status. `route` is bounded by construction: the catalog operation's id (set by the api's REST
 // adapter), else the Elysia route template (`/:productId/realtime/messages`), else `unmatched`; never a path as sent.
 import { Elysia } from 'elysia'
+import { ERRORS } from '../error-catalog'
 import { counter, histogram } from './registry'
 
 const routes = new WeakMap<Request, string>()
@@ -26,11 +27,15 @@ function define() {
   return {
     requests: counter('http_requests_total', 'HTTP requests answered, by method, route (operation id or route template) and status code', labels),
     duration: histogram('http_request_duration_seconds', 'Time from a request\'s arrival to its response, by method, route and status code', labels),
+    refusals: counter('http_refusals_total', 'Requests answered with an error body, by route and error code of the catalog (shared/error-catalog.ts)', ['route', 'code']),
   }
 }
 
-/** Counts one answered request; `routed` is the request the app handled (the one its route was labelled on). */
-export function observeRequest(routed: Request | undefined, method: string, status: number, seconds: number): void {
+/**
+ * Counts one answered request; `routed` is the request the app handled (the one its route was labelled on), `code` the
+ * catalog error code it was refused with, if any.
+ */
+export function observeRequest(routed: Request | undefined, method: string, status: number, seconds: number, code?: string): void {
   metrics ??= define()
   const labels = {
     method: METHODS.has(method) ? method : 'other',
@@ -39,4 +44,21 @@ export function observeRequest(routed: Request | undefined, method: string, stat
   }
   metrics.requests.inc(labels)
   metrics.duration.observe(labels, seconds)
+  if (code) metrics.refusals.inc({ route: labels.route, code })
+}
+
+/**
+ * The catalog error code a response answers with (its body's `error`), or `other` for an error status without one;
+ * undefined below 400. Read from a copy of the body: a plugin (CORS) may have rebuilt the response the app made, so
+ * nothing kept on that object survives. Error bodies are a few hundred bytes.
+ */
+export async function refusalCode(response: Response): Promise<string | undefined> {
+  if (response.status < 400) return undefined
+  if (!response.headers.get('content-type')?.startsWith('application/json')) return 'other'
+  try {
+    const code = ((await response.clone().json()) as { error?: unknown } | null)?.error
+    return typeof code === 'string' && Object.hasOwn(ERRORS, code) ? code : 'other'
+  } catch {
+    return 'other'
+  }
 }

@@ -11,11 +11,12 @@ import { redisScript } from '../redis-script'
 import { dedicatedReader, nodeOfKey, redis, refreshClusterSlots } from '../redis'
 import { defaultHookSettings, type HookSettings, parseDueMember, type RealtimeHookKind } from './hooks'
 import { hooksDueKey, hooksKey } from './keys'
+import DROP_CONSUMER_LUA from './lua/hooks-drop-consumer.lua' with { type: 'text' }
 import DUE_LUA from './lua/hooks-due.lua' with { type: 'text' }
 import NOW_LUA from './lua/now.lua' with { type: 'text' }
 import { namespaceOf } from './names'
-import { checkOccupancy } from './occupancy'
-import { sweepPresence } from './presence'
+import { checkOccupancyOne } from './occupancy'
+import { sweepPresenceOne } from './presence'
 
 /** The consumer group every webhooks process reads the hooks streams with. */
 export const HOOKS_GROUP = 'webhooks'
@@ -31,7 +32,10 @@ export interface HookEvent {
   identity?: string
   /** When it happened (ISO 8601, Redis clock): a removal's is when the last entry went, not when its grace ended. */
   occurredAt: string
-  /** The channel's event sequence (presence and occupancy together): orders a channel's events at the receiver. */
+  /**
+   * Orders a channel's events (presence and occupancy together) at the receiver: increasing per channel, not
+   * contiguous. The stream entry's id `<ms>-<n>` read as ms * 1000 + n (./lua/hooks.lua keeps n below 1000).
+   */
   sequence: number
   /** The webhook payload's `data` (docs/webhooks.md). */
   data: Record<string, unknown>
@@ -61,14 +65,30 @@ const BLOCK_MS = 2000
 /** How often a shard's reader drops the entries the group has acknowledged (so the stream holds the backlog only). */
 const TRIM_EVERY_MS = 5000
 
-/** A stream entry back as its event; undefined for an entry trimmed while it was pending. */
+const KINDS: readonly string[] = ['channel.occupied', 'channel.vacated', 'presence.member_added', 'presence.member_removed'] satisfies RealtimeHookKind[]
+/** Latest time an event may carry (ms): year 9999, the last ISO 8601 can write in four digits. */
+const MAX_TIME_MS = 253_402_300_799_999
+
+/** An entry's sequence: its stream id's ms * 1000 + n; an entry written before that (with a `seq` field) keeps its own. */
+function sequenceOf(streamId: string, seq: string | undefined): number | undefined {
+  if (seq !== undefined) return /^\d{1,15}$/.test(seq) ? Number(seq) : undefined
+  const match = /^(\d{1,13})-(\d{1,3})$/.exec(streamId)
+  return match ? Number(match[1]) * 1000 + Number(match[2]) : undefined
+}
+
+/**
+ * A stream entry back as its event; undefined for an entry trimmed while it was pending, or one no script of ours
+ * writes (a bad time, kind or id): the reader acknowledges those, since throwing would stall the shard.
+ */
 export function toHookEvent(shard: number, streamId: string, fields: string[] | null): HookEvent | undefined {
   if (!fields) return undefined
   const f: Record<string, string> = {}
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!
   const kind = f.kind as RealtimeHookKind
-  const occurredAt = new Date(Number(f.t)).toISOString()
-  const sequence = Number(f.seq)
+  const t = Number(f.t)
+  const sequence = sequenceOf(streamId, f.seq)
+  if (!KINDS.includes(kind) || !f.channel || !f.product || f.t === '' || !Number.isInteger(t) || t < 0 || t > MAX_TIME_MS || sequence === undefined) return undefined
+  const occurredAt = new Date(t).toISOString()
   const data: Record<string, unknown> = { channel: f.channel, namespace: namespaceOf(f.channel!) }
   if (kind === 'presence.member_added' || kind === 'presence.member_removed') data.identity = f.identity
   if (kind === 'presence.member_added') data.info = parseInfo(f.info)
@@ -126,6 +146,8 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
   // After a start or a failed handler, this consumer's own pending entries come first (from id 0), then new ones.
   let ownPending = true
   let claimedAt = 0
+  // Where the next XAUTOCLAIM resumes: past what the last one scanned, back to the start once it answers 0-0.
+  let claimFrom = '0-0'
   let trimmedAt = 0
   try {
     while (!signal.aborted) {
@@ -137,9 +159,10 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
           connection = dedicatedReader(`hooks@${shard}`, nodeOfKey(key), { autoResendUnfulfilledCommands: false })
         }
         let entries: [string, string[] | null][] = []
-        if (Date.now() - claimedAt >= claimIdleMs / 2) {
+        if (claimFrom !== '0-0' || Date.now() - claimedAt >= claimIdleMs / 2) {
           claimedAt = Date.now()
-          const [, claimed, deleted] = (await connection.xautoclaim(key, HOOKS_GROUP, consumer, claimIdleMs, '0-0', 'COUNT', count)) as [string, [string, string[]][], string[]]
+          const [next, claimed, deleted] = (await connection.xautoclaim(key, HOOKS_GROUP, consumer, claimIdleMs, claimFrom, 'COUNT', count)) as [string, [string, string[]][], string[]]
+          claimFrom = next
           if (deleted?.length) await connection.xack(key, HOOKS_GROUP, ...deleted)
           entries = claimed
         }
@@ -151,7 +174,11 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
           if (ownPending && !entries.length) ownPending = false
         }
         if (!entries.length) continue
-        const events = entries.flatMap(([id, fields]) => toHookEvent(shard, id, fields) ?? [])
+        const events = entries.flatMap(([id, fields]) => {
+          const event = toHookEvent(shard, id, fields)
+          if (!event && fields) log('warn', 'realtime webhook event skipped: not one the scripts write', { shard, id })
+          return event ?? []
+        })
         try {
           if (events.length) await options.handle(events)
         } catch (error) {
@@ -164,6 +191,7 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
         if (Date.now() - trimmedAt >= TRIM_EVERY_MS) {
           trimmedAt = Date.now()
           await trimAcknowledged(key)
+          await dropIdleConsumers(key, consumer)
         }
       } catch (error) {
         if (signal.aborted) break
@@ -197,29 +225,53 @@ export async function trimAcknowledged(key: string): Promise<void> {
   await redis().xtrim(key, 'MINID', Number(count) > 0 && oldest ? oldest : delivered)
 }
 
+/** A consumer of the group idle this long with nothing pending is gone (a process renamed or replaced); 1 h. */
+export const CONSUMER_IDLE_MS = 3_600_000
+
+/**
+ * Deletes the group's consumers that have nothing pending and have not read for `idleMs` (never `keep`, the caller):
+ * names of processes that are gone would otherwise accumulate in the group for ever. A live consumer deleted by mistake
+ * loses nothing (it had nothing pending) and is created again by its next read.
+ */
+export async function dropIdleConsumers(key: string, keep: string, idleMs = CONSUMER_IDLE_MS): Promise<number> {
+  const consumers = ((await redis().xinfo('CONSUMERS', key, HOOKS_GROUP)) as (string | number | null)[][]).map(pairs)
+  let dropped = 0
+  for (const c of consumers) {
+    if (c.name === keep || Number(c.pending) > 0 || Number(c.idle) < idleMs) continue
+    dropped += await dropConsumerScript.run([key], [HOOKS_GROUP, String(c.name)])
+  }
+  return dropped
+}
+
 function pairs(list: (string | number | null)[]): Record<string, string | number | null> {
   const out: Record<string, string | number | null> = {}
   for (let i = 0; i + 1 < list.length; i += 2) out[String(list[i])] = list[i + 1]!
   return out
 }
 
+const dropConsumerScript = redisScript<number>('realtime webhook consumers', DROP_CONSUMER_LUA)
 const dueScript = redisScript<string[]>('realtime webhook checks', NOW_LUA, DUE_LUA)
+
+/** How long a channel whose check failed waits before it is checked again (ms): it never holds up the others. */
+export const DUE_RETRY_MS = 60_000
 
 /**
  * One round of a shard's due checks: expired presence entries and occupancy leases leave, and removals and vacates
  * whose grace ended are announced. Safe to run anywhere at once: each channel's check is one script that acts only on
- * what is still due. Returns how many channels were checked.
+ * what is still due. Each channel's check stands alone: one that fails (its keys broken) is looked at again
+ * DUE_RETRY_MS later, and the others of the round go on. Returns how many channels were checked.
  */
 export async function checkDueHooks(shard: number, hooks = defaultHookSettings(), limit = 500): Promise<number> {
-  const due = await dueScript.run([hooksDueKey(shard)], [limit])
-  const presence: { productId: string; channel: string }[] = []
-  const occupancy: { productId: string; channel: string }[] = []
-  for (const member of due) {
+  const key = hooksDueKey(shard)
+  const due = await dueScript.run([key], [limit])
+  const checks = due.map((member) => {
     const parsed = parseDueMember(member)
-    if (parsed) (parsed.what === 'p' ? presence : occupancy).push(parsed)
-    else await redis().zrem(hooksDueKey(shard), member)
-  }
-  await Promise.all([presence.length && sweepPresence(presence, hooks), occupancy.length && checkOccupancy(occupancy, hooks)])
+    if (!parsed) return redis().zrem(key, member)
+    return parsed.what === 'p' ? sweepPresenceOne(parsed, hooks) : checkOccupancyOne(parsed, hooks)
+  })
+  const failed = (await Promise.allSettled(checks)).flatMap((result, i) => (result.status === 'rejected' ? [due[i]!] : []))
+  // XX: a member a concurrent check has just cleared stays cleared.
+  if (failed.length) await redis().zadd(key, 'XX', ...failed.flatMap((member) => [Date.now() + DUE_RETRY_MS, member]))
   return due.length
 }
 

@@ -9,7 +9,10 @@ export interface HookSettings {
   graceMs: number
   /** Longest an event waits in its shard's stream for the webhooks process (ms; acknowledged ones go sooner); also the budget's window. */
   retentionMs: number
-  /** Event bytes one product may append to one shard's stream within `retentionMs`; past it events are dropped. */
+  /**
+   * Event bytes one product may append to one shard's stream within `retentionMs`; past it adds are dropped (and their
+   * removals with them), while a removal or vacate whose add was announced is appended regardless.
+   */
   productMaxBytes: number
 }
 

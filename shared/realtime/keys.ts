@@ -3,6 +3,8 @@
 // Each key carries a hash tag naming its shard (`{s12}`), so all keys of one shard sit on one Redis node (and one Redis
 // Cluster slot): one Lua script can then touch a channel's history, metadata and its shard's fan-out stream atomically.
 // `productId` is a UUID (no colon), so `<productId>:<channel>` is unambiguous even though channel names contain colons.
+// A channel's name is therefore always the key's end: a per-channel key's type goes before it (`presn:`), never after it
+// as a suffix (`pres:<p>:X:n` would be the roster of channel `X:n`).
 //
 // | key                                   | type   | holds                                                             |
 // | ------------------------------------- | ------ | ----------------------------------------------------------------- |
@@ -15,17 +17,22 @@
 // | rt:{sN}:histx:<productId>             | zset   | channel → when its history keys expire (ms), to drop it from histb |
 // | rt:{sN}:hist:<productId>:<channel>    | stream | history entries; stream id `<offset>-0`; fields t, i, d or r       |
 // | rt:{sN}:meta:<productId>:<channel>    | hash   | `e` = epoch, `o` = top offset, `b` = bytes charged (entries + channel) |
-// | rt:{sN}:pres:<productId>:<channel>    | hash   | presence: identity → info (JSON text)                              |
-// | rt:{sN}:pres:<productId>:<channel>:n  | hash   | presence: identity → number of live connections                    |
-// | rt:{sN}:pres:<productId>:<channel>:exp| zset   | presence: `<len(identity)>:<identity><connectionId>` → expiry (ms) |
-// | rt:{sN}:pres:<productId>:<channel>:gone | zset | webhooks: identity → when its last entry went, while its removal waits out the grace |
-// | rt:{sN}:occ:<productId>:<channel>     | zset   | occupancy: gateway id → when its lease on the channel expires (ms)  |
-// | rt:{sN}:occ:<productId>:<channel>:gone| string | webhooks: when the channel's last subscriber went, while `vacated` waits |
-// | rt:{sN}:hookn:<productId>:<channel>   | string | webhooks: the channel's event sequence                             |
+// | rt:{sN}:presi:<productId>:<channel>   | hash   | presence: identity → info (JSON text)                              |
+// | rt:{sN}:presn:<productId>:<channel>   | hash   | presence: identity → number of live connections                    |
+// | rt:{sN}:presx:<productId>:<channel>   | zset   | presence: `<len(identity)>:<identity><connectionId>` → expiry (ms) |
+// | rt:{sN}:presgone:<productId>:<channel>| zset   | webhooks: identity → when its last entry went, while its removal waits out the grace |
+// | rt:{sN}:presh:<productId>:<channel>   | hash   | webhooks: identity → `a`/`d` (add announced / dropped) `:` its latest entry's expiry (ms) |
+// | rt:{sN}:occl:<productId>:<channel>    | zset   | occupancy: gateway id → when its lease on the channel expires (ms)  |
+// | rt:{sN}:occgone:<productId>:<channel> | string | webhooks: when the channel's last subscriber went, while `vacated` waits |
+// | rt:{sN}:occmute:<productId>:<channel> | string | webhooks: exists while the channel's `occupied` was dropped (so is its `vacated`) |
 // | rt:{sN}:hookb:<productId>             | hash   | webhooks: event bytes the product appended, per time slice (budget) |
+// | rt:{sN}:hookd:<productId>             | string | webhooks: events of the product dropped by the budget (counts for the retention) |
 // | rt:{sN}:hooks                         | stream | webhook events of shard N, read by the webhooks process (group `webhooks`) |
 // | rt:{sN}:hooks:due                     | zset   | `p:`/`o:` + `<productId>:<channel>` → when its presence/occupancy next needs a check |
 // History and meta keys expire after the namespace's retention window of idleness; presence keys 30 s after the last expiry.
+// The layout of before (`pres:<p>:<ch>` and its `:n`, `:exp`, `:gone`, `occ:<p>:<ch>` and its `:gone`, `hookn:`) is read
+// by nothing (renamed whole, so no old key is mistaken for a new one): a Redis still holding it loses that short-lived
+// presence and occupancy state once (docs/realtime-data-plane.md, "Layout change").
 import { shardOf } from './shards'
 
 /**
@@ -73,14 +80,18 @@ export interface ChannelKeys {
   fanBudget: string
   /** Webhooks: identities whose last presence entry went, by when (their removal waits out the grace). */
   presGone: string
+  /** Webhooks: identity → whether its add was announced, and its latest entry's expiry (outlives the roster). */
+  presHook: string
   /** Occupancy: gateway id → when its lease on the channel (it has subscribers there) expires. */
   occ: string
   /** Webhooks: when the channel's last subscriber went (its `vacated` waits out the grace). */
   occGone: string
-  /** Webhooks: the channel's event sequence. */
-  hookSeq: string
+  /** Webhooks: exists while the channel's `occupied` was dropped by the budget (its `vacated` is then dropped too). */
+  occMuted: string
   /** Webhooks: the product's event bytes on this shard (per time slice). */
   hookBudget: string
+  /** Webhooks: how many of the product's events on this shard the budget dropped (within the retention). */
+  hookDropped: string
   hooks: string
   hooksDue: string
   /** The product's history bytes on this shard, per channel and in total (`#`). */
@@ -99,14 +110,16 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
     fanSeq: fanSeqKey(shard),
     hist: `rt:${tag}:hist:${name}`,
     meta: `rt:${tag}:meta:${name}`,
-    pres: `rt:${tag}:pres:${name}`,
-    presCount: `rt:${tag}:pres:${name}:n`,
-    presExp: `rt:${tag}:pres:${name}:exp`,
-    presGone: `rt:${tag}:pres:${name}:gone`,
-    occ: `rt:${tag}:occ:${name}`,
-    occGone: `rt:${tag}:occ:${name}:gone`,
-    hookSeq: `rt:${tag}:hookn:${name}`,
+    pres: `rt:${tag}:presi:${name}`,
+    presCount: `rt:${tag}:presn:${name}`,
+    presExp: `rt:${tag}:presx:${name}`,
+    presGone: `rt:${tag}:presgone:${name}`,
+    presHook: `rt:${tag}:presh:${name}`,
+    occ: `rt:${tag}:occl:${name}`,
+    occGone: `rt:${tag}:occgone:${name}`,
+    occMuted: `rt:${tag}:occmute:${name}`,
     hookBudget: `rt:${tag}:hookb:${productId}`,
+    hookDropped: `rt:${tag}:hookd:${productId}`,
     hooks: hooksKey(shard),
     hooksDue: hooksDueKey(shard),
     fanBudget: `rt:${tag}:fanb:${productId}`,

@@ -18,7 +18,7 @@ type Op = 'hold' | 'release' | 'check'
 function call(op: Op, productId: string, channel: string, holder: string, leaseMs: number, hooks: HookSettings) {
   const keys = channelKeys(productId, channel)
   const [graceMs, retentionMs, maxBytes] = hookArgs(hooks)
-  return [[keys.occ, keys.occGone, keys.hooks, keys.hooksDue, keys.hookBudget, keys.hookSeq],
+  return [[keys.occ, keys.occGone, keys.hooks, keys.hooksDue, keys.hookBudget, keys.occMuted, keys.hookDropped],
     [productId, channel, graceMs!, retentionMs!, maxBytes!, FAN_BUDGET_SLICES, FAN_ENTRY_OVERHEAD_BYTES, op, holder, leaseMs]] as const
 }
 
@@ -46,11 +46,20 @@ export async function checkOccupancy(channels: Iterable<Held>, hooks = defaultHo
   await each('check', '', channels, 0, hooks)
 }
 
+/** checkOccupancy for one channel: the due checks run each channel on its own, so one failure stays its own. */
+export async function checkOccupancyOne(where: Held, hooks = defaultHookSettings()): Promise<void> {
+  await occupancyScript.run(...call('check', where.productId, where.channel, '', 0, hooks))
+}
+
 async function each(op: Op, holder: string, channels: Iterable<Held>, leaseMs: number, hooks: HookSettings): Promise<void> {
   const batch: ReturnType<typeof call>[] = []
+  // A batch that fails does not keep the later ones from running; the first failure is thrown at the end.
+  let failure: { error: unknown } | undefined
+  const send = (calls: typeof batch) => occupancyScript.runEach(calls).then(() => undefined, (error: unknown) => void (failure ??= { error }))
   for (const { productId, channel } of channels) {
     batch.push(call(op, productId, channel, holder, leaseMs, hooks))
-    if (batch.length >= 200) await occupancyScript.runEach(batch.splice(0))
+    if (batch.length >= 200) await send(batch.splice(0))
   }
-  if (batch.length) await occupancyScript.runEach(batch)
+  if (batch.length) await send(batch)
+  if (failure) throw failure.error
 }

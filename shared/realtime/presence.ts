@@ -6,6 +6,7 @@
 //   presCount  hash  identity → number of live connections
 //   presExp    zset  `<len(identity)>:<identity><connectionId>` → expiry (ms, Redis clock)
 //   presGone   zset  identity → when its last connection went, while its webhook removal waits out the grace (./hooks.ts)
+//   presHook   hash  identity → whether its webhook add was announced, and its latest entry's expiry (outlives the roster)
 // An identity is on the roster exactly while it has a live connection. Expired connections are removed at the start of
 // every script, so a dead gateway's connections fall off by expiry; live gateways refresh by entering again.
 // Scripts: ./lua/presence-*.lua.
@@ -64,10 +65,10 @@ export interface PresenceBudget {
 
 const defaultBudget = (): PresenceBudget => ({ fanoutRetentionMs: config.realtime.fanoutRetentionMs, fanoutMaxBytes: config.realtime.productFanoutMaxBytes })
 
-/** The eleven keys and the nine leading arguments every presence script takes. */
+/** The twelve keys and the nine leading arguments every presence script takes. */
 function rosterOf(productId: string, channel: string, budget = defaultBudget(), hooks = defaultHookSettings()): [keys: string[], args: (string | number)[]] {
   const keys = channelKeys(productId, channel)
-  return [[keys.pres, keys.presCount, keys.presExp, keys.fan, keys.fanSeq, keys.fanBudget, keys.hooks, keys.hooksDue, keys.hookBudget, keys.hookSeq, keys.presGone],
+  return [[keys.pres, keys.presCount, keys.presExp, keys.fan, keys.fanSeq, keys.fanBudget, keys.hooks, keys.hooksDue, keys.hookBudget, keys.presGone, keys.presHook, keys.hookDropped],
     [productId, channel, budget.fanoutRetentionMs, budget.fanoutMaxBytes, FAN_BUDGET_SLICES, FAN_ENTRY_OVERHEAD_BYTES, ...hookArgs(hooks)]]
 }
 
@@ -156,10 +157,20 @@ export async function presenceCount(productId: string, channel: string): Promise
  */
 export async function sweepPresence(channels: Iterable<{ productId: string; channel: string }>, hooks = defaultHookSettings()): Promise<void> {
   const batch: [string[], (string | number)[]][] = []
-  // Sent back to back on the one connection, at most 200 awaiting at a time.
+  // Sent back to back on the one connection, at most 200 awaiting at a time. A batch that fails does not keep the
+  // later ones from running (one broken roster would stall the sweep of every channel after it); the first failure is
+  // thrown at the end.
+  let failure: { error: unknown } | undefined
+  const send = (calls: typeof batch) => sweepScript.runEach(calls).then(() => undefined, (error: unknown) => void (failure ??= { error }))
   for (const { productId, channel } of channels) {
     batch.push(rosterOf(productId, channel, defaultBudget(), hooks))
-    if (batch.length >= 200) await sweepScript.runEach(batch.splice(0))
+    if (batch.length >= 200) await send(batch.splice(0))
   }
-  if (batch.length) await sweepScript.runEach(batch)
+  if (batch.length) await send(batch)
+  if (failure) throw failure.error
+}
+
+/** sweepPresence for one channel: the due checks run each channel on its own, so one failure stays its own. */
+export async function sweepPresenceOne(where: { productId: string; channel: string }, hooks = defaultHookSettings()): Promise<void> {
+  await sweepScript.run(...rosterOf(where.productId, where.channel, defaultBudget(), hooks))
 }

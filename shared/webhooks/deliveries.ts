@@ -65,6 +65,18 @@ const deliveryOut = (row: Record<string, any>): Delivery => ({
 
 const deliveryNotFound = () => notFound('Webhook delivery')
 
+/**
+ * An endpoint deleted while a delivery to it is added: its delete holds the row, so the foreign key check fails (23503)
+ * once the delete commits. The endpoint is gone: 404, as if it had gone a moment before.
+ */
+async function endpointStillThere<T>(adding: Promise<T>): Promise<T> {
+  try {
+    return await adding
+  } catch (error) {
+    throw (error as { code?: string } | null)?.code === '23503' ? notFound('Webhook endpoint') : error
+  }
+}
+
 /** The endpoint's deliveries, newest first; 404 when the endpoint is not the product's in this area. */
 export async function listDeliveries(productId: string, area: WebhookArea, endpointId: string, page: PageRequest): Promise<Delivery[]> {
   await getEndpoint(productId, area, endpointId)
@@ -100,10 +112,10 @@ async function enabledEndpoint(productId: string, area: WebhookArea, endpointId:
 export async function replayDelivery(productId: string, area: WebhookArea, endpointId: string, deliveryId: string): Promise<DeliveryDetail> {
   await enabledEndpoint(productId, area, endpointId)
   if (!isUuid(deliveryId)) throw deliveryNotFound()
-  const [row] = await sql`
+  const [row] = await endpointStillThere(sql`
     insert into webhook_deliveries (message_id, endpoint_id, replay_of)
     select message_id, endpoint_id, id from webhook_deliveries where id = ${deliveryId} and endpoint_id = ${endpointId}
-    returning id`
+    returning id`.execute())
   if (!row) throw deliveryNotFound()
   return getDelivery(productId, area, endpointId, row.id)
 }
@@ -111,8 +123,8 @@ export async function replayDelivery(productId: string, area: WebhookArea, endpo
 /** A `webhook.test` event to this endpoint only, delivered as any other (signed, retried, recorded). */
 export async function sendTestEvent(productId: string, area: WebhookArea, endpointId: string): Promise<DeliveryDetail> {
   await enabledEndpoint(productId, area, endpointId)
-  const { deliveryId } = await sql.begin((tx) => recordTestEvent(tx, productId, area, endpointId, {
+  const { deliveryId } = await endpointStillThere(sql.begin((tx) => recordTestEvent(tx, productId, area, endpointId, {
     endpointId, message: 'A test event, sent on request: nothing happened.',
-  }))
+  })))
   return getDelivery(productId, area, endpointId, deliveryId)
 }

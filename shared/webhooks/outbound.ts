@@ -32,33 +32,45 @@ export interface OutboundResult {
   excerpt: string
   /** Why there is no status, why a 3xx was not followed, or that the answer was cut short by the timeout. */
   error?: string
-  /** The address connected to (or refused). */
+  /** The address connected to (or refused): for the platform's own use, never recorded nor shown to the tenant. */
   address?: string
+  /**
+   * Why a host name was refused, for the platform's logs only (`error` then says the same thing for every such case,
+   * so that a tenant cannot tell a name that does not resolve from one that resolves to an internal address).
+   */
+  detail?: string
 }
 
-class Refusal extends Error {}
+class Refusal extends Error {
+  constructor(message: string, readonly detail?: string, readonly address?: string) {
+    super(message)
+  }
+}
 
 const systemResolve = async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
 
-/** The addresses `host` names, every one checked; throws Refusal naming the first that is not allowed. */
+/**
+ * The addresses `host` names, every one checked; throws a Refusal when any is not allowed. For a name, one message
+ * whatever went wrong (no answer, no address, a refused one): telling them apart would let a tenant probe the
+ * platform's internal DNS (a name of its own, CNAMEd to an internal name). The difference is in `detail`, for logs.
+ */
 async function checkedAddresses(host: string, request: OutboundRequest, signal: AbortSignal): Promise<string[]> {
   const literal = host.startsWith('[') ? host.slice(1, -1) : host
-  const addresses = isIP(literal)
-    ? [literal]
-    : await Promise.race([
-      (request.resolve ?? systemResolve)(literal).catch(() => {
-        throw new Refusal(`${host} does not resolve`)
-      }),
-      new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Refusal('DNS lookup timed out')), { once: true })),
-    ])
-  if (addresses.length === 0) throw new Refusal(`${host} resolves to no address`)
-  // The URL policy's classes, checked again here, at connect time. Which address was refused stays in the result's
-  // `address` (for the platform's logs), not in the message a tenant may be shown.
-  const refused = addresses.find((ip) => !addressAllowed(ip, request.allowPrivate))
-  if (refused) {
-    const why = isIP(literal) ? `${host} is not an allowed address` : `${host} does not resolve to allowed addresses only`
-    throw Object.assign(new Refusal(why), { address: refused })
+  if (isIP(literal)) {
+    if (!addressAllowed(literal, request.allowPrivate)) throw new Refusal(`${host} is not an allowed address`, 'a refused address', literal)
+    return [literal]
   }
+  const refusal = (detail: string, address?: string) => new Refusal(`${host} does not resolve to allowed addresses only`, detail, address)
+  const addresses = await Promise.race([
+    (request.resolve ?? systemResolve)(literal).catch(() => {
+      throw refusal('does not resolve')
+    }),
+    new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(refusal('DNS lookup timed out')), { once: true })),
+  ])
+  if (addresses.length === 0) throw refusal('resolves to no address')
+  // The URL policy's classes, checked again here, at connect time.
+  const refused = addresses.find((ip) => !addressAllowed(ip, request.allowPrivate))
+  if (refused) throw refusal('resolves to a refused address', refused)
   return addresses
 }
 
@@ -71,19 +83,18 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
   try {
     const url = new URL(request.url)
     if (url.protocol !== 'https:' && !(request.allowPrivate && url.protocol === 'http:')) throw new Refusal(`${url.protocol} is not allowed`)
-    const [first] = await checkedAddresses(url.hostname, request, abort.signal)
-    address = first
+    const addresses = await checkedAddresses(url.hostname, request, abort.signal)
     const secure = url.protocol === 'https:'
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
-    const answer = await new Promise<{ status: number; excerpt: string; location?: string; cut?: boolean }>((resolve, reject) => {
+    const exchange = (to: string) => new Promise<{ status: number; excerpt: string; location?: string; cut?: boolean }>((resolve, reject) => {
       // The timeout ends the exchange whatever the runtime's streams do: before the answer's head, as no answer; after
-      // it, as an answer cut short (a receiver that sends its status and stalls has not been heard to the end).
+      // it, as an answer cut short (its status stands; the attempt records that the rest never came).
       let head: { status: number; chunks: Buffer[]; location?: string } | undefined
       abort.signal.addEventListener('abort', () => head
         ? resolve({ status: head.status, excerpt: Buffer.concat(head.chunks).subarray(0, request.maxResponseBytes).toString('utf8'), location: head.location, cut: true })
         : reject(new Error('timeout')), { once: true })
       const outgoing = (secure ? https : http).request({
-        host: address, port: url.port || (secure ? 443 : 80), path: `${url.pathname}${url.search}`, method: 'POST',
+        host: to, port: url.port || (secure ? 443 : 80), path: `${url.pathname}${url.search}`, method: 'POST',
         // One connection per attempt (no agent, no keep-alive): a pooled socket would outlive the address check that
         // allowed it, and would be reused for whatever the name resolves to next.
         agent: false,
@@ -113,6 +124,18 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
       outgoing.on('error', reject)
       outgoing.end(request.body)
     })
+    // Each checked address in turn, within the one timeout: a host with one dead address still answers on another.
+    let answer: Awaited<ReturnType<typeof exchange>> | undefined
+    for (const [i, to] of addresses.entries()) {
+      address = to
+      try {
+        answer = await exchange(to)
+        break
+      } catch (error) {
+        if (abort.signal.aborted || i === addresses.length - 1) throw error
+      }
+    }
+    if (!answer) throw new Error('no address')
     const redirected = answer.status >= 300 && answer.status < 400
     const error = answer.cut
       ? `answer cut short: not complete within ${request.timeoutMs} ms`
@@ -120,7 +143,11 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
     return { status: answer.status, durationMs: elapsed(), excerpt: answer.excerpt, address, ...(error ? { error } : {}) }
   } catch (error) {
     const message = abort.signal.aborted ? `no answer within ${request.timeoutMs} ms` : error instanceof Error ? error.message : String(error)
-    return { status: null, durationMs: elapsed(), excerpt: '', error: message, address: (error as { address?: string }).address ?? address }
+    const refusal = error instanceof Refusal ? error : undefined
+    return {
+      status: null, durationMs: elapsed(), excerpt: '', error: message, address: refusal?.address ?? address,
+      ...(refusal?.detail ? { detail: refusal.detail } : {}),
+    }
   } finally {
     clearTimeout(timer)
   }

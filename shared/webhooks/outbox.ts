@@ -44,10 +44,14 @@ export const payloadText = (kind: string, createdAt: Date, data: unknown) =>
 export async function recordEvent(tx: Queryable, event: RecordedEvent): Promise<string | undefined> {
   const kinds: readonly string[] = EVENT_KINDS[event.area]
   if (!kinds.includes(event.kind)) throw new Error(`${event.kind} is not a ${event.area} webhook event kind`)
+  // `for key share`: an endpoint deleted after this read cannot fail the insert's foreign key check (and with it the
+  // caller's transaction, say the mailer's, which would then do its change again): its delete waits for the caller's
+  // commit, or, committed first, leaves the endpoint out.
   return insertMessage(tx, event, tx`
     select e.id from webhook_endpoints e
     where e.product_id = ${event.productId} and e.area = ${event.area} and e.enabled
-      and (${event.kind} = any(e.event_kinds) or ${ALL_KINDS} = any(e.event_kinds))`)
+      and (${event.kind} = any(e.event_kinds) or ${ALL_KINDS} = any(e.event_kinds))
+    for key share of e`)
 }
 
 /** A `webhook.test` message delivered to one endpoint only (the API's send-test operation). */

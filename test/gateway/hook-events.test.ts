@@ -62,23 +62,35 @@ describe('presence webhooks through the gateway', () => {
     replied(await tab2.request({ type: 'presence.enter', channel }), 'enter')
     tab1.close()
     await expectEvents(channel, [['presence.member_added', 'ext:alice']])
-    expect(events.find((e) => e.channel === channel)!.data).toMatchObject({ identity: 'ext:alice', info: { name: 'Alice' }, namespace: 'chat', sequence: 1 })
+    expect(events.find((e) => e.channel === channel)!.data).toMatchObject({ identity: 'ext:alice', info: { name: 'Alice' }, namespace: 'chat', sequence: expect.any(Number) })
     replied(await tab2.request({ type: 'presence.leave', channel }), 'leave')
     await expectEvents(channel, [['presence.member_added', 'ext:alice'], ['presence.member_removed', 'ext:alice']])
     tab2.close()
   }, 20_000)
 
   test('flapping (a reconnect within the grace, on another gateway) gives one added and, at the end, one removed', async () => {
-    const channel = room()
-    let tab = await as(a, 'bob', channel, ['presence'])
-    replied(await tab.request({ type: 'presence.enter', channel }), 'enter')
-    for (let i = 0; i < 3; i++) {
-      tab.close()
-      await tab.closed
-      await Bun.sleep(100)
-      tab = await as(i % 2 ? a : b, 'bob', channel, ['presence'])
+    // A reconnect is flapping only while it comes within the grace: measured from before the close to the enter's reply
+    // (so the gap the gateways saw was shorter). A round with a slower one (a loaded machine) is a real absence, so it
+    // runs again on a fresh channel rather than assert what the grace does not promise.
+    let channel = room()
+    let tab: WsClient | undefined
+    for (let attempt = 0, inGrace = false; !inGrace && attempt < 4; attempt++) {
+      tab?.close()
+      channel = room()
+      inGrace = true
+      tab = await as(a, 'bob', channel, ['presence'])
       replied(await tab.request({ type: 'presence.enter', channel }), 'enter')
+      for (let i = 0; i < 3; i++) {
+        const closing = Date.now()
+        tab.close()
+        await tab.closed
+        await Bun.sleep(100)
+        tab = await as(i % 2 ? a : b, 'bob', channel, ['presence'])
+        replied(await tab.request({ type: 'presence.enter', channel }), 'enter')
+        if (Date.now() - closing >= GRACE_MS) inGrace = false
+      }
     }
+    tab = tab!
     await expectEvents(channel, [['presence.member_added', 'ext:bob']])
     tab.close()
     await expectEvents(channel, [['presence.member_added', 'ext:bob'], ['presence.member_removed', 'ext:bob']])
@@ -116,7 +128,9 @@ describe('occupancy webhooks through the gateway', () => {
     expect(kinds.length).toBe(4)
     expect(kinds.slice(0, 2)).toEqual([['channel.occupied', null], ['presence.member_added', 'ext:erin']])
     expect(kinds.slice(2).sort()).toEqual([['channel.vacated', null], ['presence.member_removed', 'ext:erin']])
+    // Increasing per channel (not contiguous): the order the receiver sorts by.
     const sequences = events.filter((e) => e.channel === channel).map((e) => e.sequence)
-    expect(sequences).toEqual([1, 2, 3, 4])
+    expect(sequences).toEqual([...sequences].sort((x, y) => x - y))
+    expect(new Set(sequences).size).toBe(4)
   }, 30_000)
 })

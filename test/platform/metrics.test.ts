@@ -4,8 +4,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { startSmtpSink, type Sink } from '../../scripts/smtp-sink'
+import postgres from 'postgres'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
+import { withDeadlines } from '../../shared/db/deadline'
+import { watchBreakers } from '../../shared/metrics/breakers'
+import { registry } from '../../shared/metrics/registry'
+import { shardOf } from '../../shared/realtime/shards'
+import { commandConnection } from '../../shared/redis'
 import { signToken } from '../../shared/realtime/tokens'
 import { recordEvent } from '../../shared/webhooks/outbox'
 import { call, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
@@ -208,6 +214,54 @@ describe('api and public', () => {
     expect(valueOf(publicAfter, 'platform_http_requests_total', refused) - valueOf(publicBefore, 'platform_http_requests_total', refused)).toBe(1)
     expectNoTrafficLabels(publicAfter, [product.productId, channel, 'metrics-'])
   })
+
+  test('refusals are counted by route and error code, and nothing else is; no product id or channel in a label', async () => {
+    const channel = `chat:metrics-${randomUUID()}`
+    const route = '/:productId/realtime/messages'
+    const refusal = (labels: Record<string, string>) => ['platform_http_refusals_total', labels] as const
+    const before = await scrape(publicMetrics)
+    for (let i = 0; i < 2; i++) {
+      expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: 'rtk_nope', body: { channel, data: 1 } })).status).toBe(401)
+    }
+    const unregistered = await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel: `nope:metrics-${randomUUID()}`, data: 1 } })
+    expect([unregistered.status, unregistered.body.error]).toEqual([404, 'namespace_not_registered'])
+    expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: 1 } })).status).toBe(200)
+    expect((await fetch(`${publicWorker.url}/no/such/${product.productId}`)).status).toBe(404)
+    const after = await scrape(publicMetrics)
+    const moved = (name: string, labels: Record<string, string>) => valueOf(after, name, labels) - valueOf(before, name, labels)
+    expect(moved(...refusal({ route, code: 'invalid_api_key' }))).toBe(2)
+    expect(moved(...refusal({ route, code: 'namespace_not_registered' }))).toBe(1)
+    expect(moved(...refusal({ route: 'unmatched', code: 'not_found' }))).toBe(1)
+    const total = (text: string) => text.split('\n').filter((line) => line.startsWith('platform_http_refusals_total{'))
+      .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0)
+    expect(total(after) - total(before)).toBe(4)
+    expectNoTrafficLabels(after, [product.productId, channel, 'metrics-'])
+
+    const owner = await newProduct('Metrics refusals')
+    const apiBefore = await scrape(apiMetrics)
+    expect((await fetch(`${api.url}/products/${owner.productId}`)).status).toBe(401)
+    const apiAfter = await scrape(apiMetrics)
+    expect(valueOf(apiAfter, 'platform_http_refusals_total', { route: 'organization_products_get', code: 'unauthorized' })
+      - valueOf(apiBefore, 'platform_http_refusals_total', { route: 'organization_products_get', code: 'unauthorized' })).toBe(1)
+  })
+
+  test('analytics queries are timed by operation id and outcome; none refused for want of a slot', async () => {
+    const owner = await newProduct('Metrics analytics')
+    const headers = { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json', 'x-product-id': owner.productId }
+    const query = (body: unknown) => fetch(`${api.url}/analytics/query`, { method: 'POST', headers, body: JSON.stringify(body) })
+    const ok = { operation: 'analytics_metric_query', outcome: 'ok' }
+    const count = 'platform_analytics_query_duration_seconds_count'
+    const before = await scrape(apiMetrics)
+    for (let i = 0; i < 3; i++) expect((await query({ entity: 'events', metrics: ['count'], range: { from: '-1d' } })).status).toBe(200)
+    const after = await scrape(apiMetrics)
+    expect(valueOf(after, count, ok) - valueOf(before, count, ok)).toBe(3)
+    expect(valueOf(after, 'platform_analytics_query_duration_seconds_bucket', { ...ok, le: '+Inf' }) - valueOf(before, 'platform_analytics_query_duration_seconds_bucket', { ...ok, le: '+Inf' })).toBe(3)
+    for (const scope of ['organization', 'worker']) {
+      expect(valueOf(after, 'platform_analytics_queries_refused_total', { scope })).toBe(valueOf(before, 'platform_analytics_queries_refused_total', { scope }))
+    }
+    expect(after).toContain('# TYPE platform_analytics_queries_refused_total counter')
+    expectNoTrafficLabels(after, [owner.productId])
+  })
 })
 
 describe('gateway', () => {
@@ -252,6 +306,10 @@ describe('gateway', () => {
     expect(moved('platform_gateway_fanout_entries_total', { kind: 'publication' })).toBe(3)
     expect(moved('platform_gateway_deliveries_total', { kind: 'publication' })).toBe(6)
     expectNoTrafficLabels(during, [product.productId, channel, 'metrics-'])
+    // Every publication delivered: the shard the channel is on is read, and nothing of it is left unread.
+    const shard = String(shardOf(product.productId, channel))
+    expect(during).toContain(`platform_gateway_fanout_lag_entries{shard="${shard}"} 0`)
+    expect(during).toContain(`platform_gateway_fanout_lag_seconds{shard="${shard}"} 0`)
 
     for (const client of clients) {
       client.close()
@@ -402,4 +460,64 @@ describe('breakers', () => {
       await link.close()
     }
   }, 30_000)
+})
+
+describe('backend errors', () => {
+  // In this process, on pools and connections of its own through a fault proxy: each failure is made on purpose, once.
+  const errors = async (labels: Record<string, string>) => valueOf(await registry.metrics(), 'platform_backend_errors_total', labels)
+
+  test('PostgreSQL: a statement past its deadline and one cancelled by statement_timeout are timeouts, an unreachable server unavailable; a statement\'s own error and a refusal by the open breaker are not counted', async () => {
+    watchBreakers()
+    const database = new URL(config.databaseUrl)
+    const link = await startFaultProxy({ host: database.hostname, port: Number(database.port || 5432) })
+    const pool = withDeadlines(postgres(link.url(config.databaseUrl), { max: 1, onnotice: () => {} }), { timeoutMs: 400, coolDownMs: 60_000 })
+    try {
+      await pool`select 1`
+      const kinds = ['timeout', 'unavailable', 'other']
+      const before = await Promise.all(kinds.map((kind) => errors({ backend: 'postgres', kind })))
+      const moved = async () => (await Promise.all(kinds.map((kind) => errors({ backend: 'postgres', kind })))).map((n, i) => n - before[i]!)
+      await expect(pool`select 1 / 0`).rejects.toThrow('division by zero')
+      await expect(pool.begin(async (tx) => {
+        await tx`set local statement_timeout = 50`
+        await tx`select pg_sleep(1)`
+      })).rejects.toThrow('statement timeout')
+      expect(await moved()).toEqual([1, 0, 0])
+      await expect(pool`select pg_sleep(0.8)`).rejects.toThrow('no answer within the deadline')
+      await Bun.sleep(600) // its late answer is not counted again
+      expect(await moved()).toEqual([2, 0, 0])
+      link.cut()
+      await Bun.sleep(200) // the pool has seen its connection close: the next statement finds the server refusing
+      // Through the query's own `then`, as application code awaits it: the platform's 503 message.
+      const failure = (query: Promise<unknown>) => query.then(() => 'answered', (error: Error) => error.message)
+      expect(await failure(pool`select 1`)).toContain('The database is unavailable (cannot connect)')
+      expect(await failure(pool`select 1`)).toContain('recent connection failure')
+      expect(await moved()).toEqual([2, 1, 0])
+    } finally {
+      await pool.end({ timeout: 0 }).catch(() => {})
+      await link.close()
+    }
+  }, 20_000)
+
+  test('Redis: a command past its timeout is a timeout; an error reply and a refusal by the open breaker are not counted', async () => {
+    watchBreakers()
+    const server = new URL(config.redisUrl)
+    const link = await startFaultProxy({ host: server.hostname, port: Number(server.port || 6379) })
+    const client = commandConnection('metrics-errors', link.url(config.redisUrl))
+    try {
+      const key = `metrics:errors:${randomUUID()}`
+      await client.set(key, 'text', 'EX', 60)
+      const kinds = ['timeout', 'unavailable', 'other']
+      const before = await Promise.all(kinds.map((kind) => errors({ backend: 'redis', kind })))
+      const moved = async () => (await Promise.all(kinds.map((kind) => errors({ backend: 'redis', kind })))).map((n, i) => n - before[i]!)
+      await expect(client.hget(key, 'field')).rejects.toThrow('WRONGTYPE')
+      expect(await moved()).toEqual([0, 0, 0])
+      link.stall()
+      await expect(client.get(key)).rejects.toThrow('Command timed out')
+      await expect(client.get(key)).rejects.toThrow('Connection is closed.')
+      expect(await moved()).toEqual([1, 0, 0])
+    } finally {
+      client.disconnect()
+      await link.close()
+    }
+  }, 20_000)
 })

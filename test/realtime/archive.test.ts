@@ -573,4 +573,20 @@ describe('the archiver process', () => {
     const gap = await until('the gap logged', async () => archiver.logs().find((line) => line.msg === 'archive gap: fan-out entries were never archived' && line.shard === shard))
     expect(gap.count).toBeGreaterThanOrEqual(2)
   }, 30_000)
+
+  test("a shard whose sequence restarted (its counter lost, the archiver's count kept) still counts what was trimmed unread", async () => {
+    archiver.proc.kill('SIGTERM')
+    await archiver.proc.exited
+    const channel = `arch:${randomUUID()}`
+    const shard = shardOf(p.productId, channel)
+    await redis().set(fanArchivedKey(shard), 1e12) // far above any number the shard's counter will give
+    await publish({ productId: p.productId, channel, policy: brokerPolicy, data: '1' })
+    await publish({ productId: p.productId, channel, policy: brokerPolicy, data: '2' })
+    await redis().xtrim(fanKey(shard), 'MAXLEN', 0)
+    await publish({ productId: p.productId, channel, policy: brokerPolicy, data: '3' })
+    archiver = startArchiver()
+    await until('the third archived', async () => (await archivedCount(p.productId, channel)) === 1)
+    const gap = await until('the gap logged', async () => archiver.logs().find((line) => line.msg === 'archive gap: fan-out entries were never archived' && line.shard === shard))
+    expect(gap.count).toBeGreaterThanOrEqual(2)
+  }, 30_000)
 })

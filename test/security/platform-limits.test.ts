@@ -108,6 +108,7 @@ async function ok(owner: Owner, method: string, path: string, body?: unknown) {
 
 describe('the catalog declares the limits', () => {
   const WEBHOOK_LOOKUPS = ['realtime', 'mail'].flatMap((area) => [`${area}_webhooks_create`, `${area}_webhooks_update`])
+  const WEBHOOK_SENDS = ['realtime', 'mail'].flatMap((area) => [`${area}_webhooks_deliveries_replay`, `${area}_webhooks_send_test`])
 
   test('every operation has a rate class in OpenAPI: GET reads, other methods writes, the costly ones marked', async () => {
     const openapi = (await call('GET', '/openapi.json')).body
@@ -118,7 +119,7 @@ describe('the catalog declares the limits', () => {
         expect(op.responses['429'].content['application/json'].schema.$ref).toBe('#/components/schemas/Error')
         if (!['mail_domain_create', 'mail_domain_verify', 'realtime_payload-storage_provision', 'analytics_metric_query',
           'analytics_funnel_run', 'analytics_insight_run', 'organization_auth_signup', 'organization_auth_login',
-          ...WEBHOOK_LOOKUPS].includes(op.operationId)) {
+          ...WEBHOOK_LOOKUPS, ...WEBHOOK_SENDS].includes(op.operationId)) {
           expect([op.operationId, op['x-rate-class']]).toEqual([op.operationId, method === 'get' ? 'read' : 'write'])
         }
       }
@@ -127,6 +128,7 @@ describe('the catalog declares the limits', () => {
     expect(['mail_domain_create', 'mail_domain_verify', 'realtime_payload-storage_provision'].map((id) => classes.get(id))).toEqual(['expensive', 'expensive', 'expensive'])
     expect(['analytics_metric_query', 'analytics_funnel_run', 'analytics_insight_run'].map((id) => classes.get(id))).toEqual(['analytics', 'analytics', 'analytics'])
     expect(WEBHOOK_LOOKUPS.map((id) => classes.get(id))).toEqual(WEBHOOK_LOOKUPS.map(() => 'expensive')) // a DNS lookup of the URL's host
+    expect(WEBHOOK_SENDS.map((id) => classes.get(id))).toEqual(WEBHOOK_SENDS.map(() => 'expensive')) // an outbound request, more to keep
     expect([classes.get('organization_auth_signup'), classes.get('organization_auth_login')]).toEqual(['address', 'address'])
   })
 

@@ -5,6 +5,10 @@ import { counter, histogram } from '../../shared/metrics/registry'
 import { cached } from '../../shared/metrics/cached'
 import { bearerMatches, checkMetricsSettings, isLoopback, metricsPort } from '../../shared/metrics/serve'
 import { outcomeOf } from '../../services/webhooks/metrics'
+import { queryOutcome } from '../../services/api/analytics/metrics'
+import { lagOf } from '../../gateway/fanout'
+import { postgresErrorKind, redisErrorKind } from '../../shared/backend-errors'
+import { ApiError } from '../../shared/errors'
 
 const settings = (port: number, portOffset = 0) => ({ port, portOffset, host: '127.0.0.1', token: '' })
 
@@ -99,6 +103,46 @@ describe('webhook attempt outcomes', () => {
   })
 })
 
+describe('backend error kinds', () => {
+  test('PostgreSQL: a cancelled statement is a timeout, the server\'s own trouble other, a statement\'s own error nothing', () => {
+    const pg = (code: string) => Object.assign(new Error('x'), { code })
+    expect(postgresErrorKind(pg('57014'))).toBe('timeout')
+    for (const code of ['53300', '53200', '57P01', '55P03', '58030', 'XX000']) expect(postgresErrorKind(pg(code))).toBe('other')
+    for (const code of ['23505', '22012', '42P01', '40001']) expect(postgresErrorKind(pg(code))).toBeNull()
+    expect(postgresErrorKind(new ApiError('unavailable', 'x'))).toBeNull()
+    expect(postgresErrorKind(new Error('x'))).toBeNull()
+  })
+
+  test('Redis: a timeout, an unreachable server, the server saying it cannot serve; a plain error reply nothing', () => {
+    expect(redisErrorKind(new Error('Command timed out'), true)).toBe('timeout')
+    expect(redisErrorKind(new Error('Connection is closed.'), true)).toBe('unavailable')
+    expect(redisErrorKind(new Error('OOM command not allowed when used memory > \'maxmemory\'.'), false)).toBe('other')
+    expect(redisErrorKind(new Error('LOADING Redis is loading the dataset in memory'), false)).toBe('other')
+    expect(redisErrorKind(new Error('NOSCRIPT No matching script'), false)).toBeNull()
+    expect(redisErrorKind(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'), false)).toBeNull()
+  })
+})
+
+describe('fan-out lag', () => {
+  const entry = (t: number) => ({ shard: 3, channel: 'c', product: 'p', id: '1-0', t })
+  test('entries: the shard\'s counter past the cursor; seconds: the oldest unread entry\'s age; caught up, both 0', () => {
+    expect(lagOf({ id: '5-0', n: 10 }, 10, undefined, 9_000)).toEqual({ entries: 0, seconds: 0 })
+    expect(lagOf({ id: '5-0', n: 10 }, 14, entry(6_500), 9_000)).toEqual({ entries: 4, seconds: 2.5 })
+    // A clock step back never makes it negative; a cursor of an entry without a number knows no count.
+    expect(lagOf({ id: '5-0', n: 10 }, 11, entry(9_100), 9_000)).toEqual({ entries: 1, seconds: 0 })
+    expect(lagOf({ id: '5-0', n: undefined }, 11, entry(8_000), 9_000).entries).toBeNaN()
+  })
+})
+
+describe('analytics query outcomes', () => {
+  test('its statement timeout, a 4xx, anything else', () => {
+    expect(queryOutcome(new ApiError('query_timeout', 'x'))).toBe('timeout')
+    expect(queryOutcome(new ApiError('unprocessable', 'x'))).toBe('refused')
+    expect(queryOutcome(new ApiError('unavailable', 'x'))).toBe('error')
+    expect(queryOutcome(new Error('boom'))).toBe('error')
+  })
+})
+
 const ROOT = new URL('../../', import.meta.url).pathname
 
 /** Every process's metrics module (`metrics.ts` anywhere in the code), imported: a new one is covered without a line here. */
@@ -108,23 +152,130 @@ async function importMetricsModules(): Promise<string[]> {
   return paths
 }
 
-describe('docs/metrics.md', () => {
-  test('names every platform_ metric the processes declare, and no other', async () => {
+let declaring: Promise<Map<string, string>> | undefined
+
+/**
+ * Every metric the processes declare, by name and type (`counter`, `gauge`, `histogram`), the runtime's defaults
+ * included: declared as each process declares them, once (none is collected here: nothing is scraped).
+ */
+function declaredMetrics(): Promise<Map<string, string>> {
+  return (declaring ??= (async () => {
     const { registry } = await import('../../shared/metrics/registry')
     const { watchBreakers } = await import('../../shared/metrics/breakers')
     const { observeRequest } = await import('../../shared/metrics/http')
+    const { watchGateway } = await import('../../gateway/metrics')
+    const { watchArchiver } = await import('../../services/archiver/metrics')
+    const { watchPendingDeliveries } = await import('../../services/webhooks/metrics')
+    const { watchQueue } = await import('../../services/mailer/metrics')
     const modules = await importMetricsModules()
-    expect(modules).toEqual(expect.arrayContaining(['gateway/metrics.ts', 'services/archiver/metrics.ts', 'services/mailer/metrics.ts', 'services/webhooks/metrics.ts']))
-    // Declared as each process declares them (none is collected here: nothing is scraped).
+    expect(modules).toEqual(expect.arrayContaining(['gateway/metrics.ts', 'services/api/analytics/metrics.ts', 'services/archiver/metrics.ts',
+      'services/mailer/metrics.ts', 'services/webhooks/metrics.ts']))
     watchBreakers()
     observeRequest(undefined, 'GET', 200, 0.001)
-    const all = registry.getMetricsAsArray().map((metric) => (metric as unknown as { name: string }).name)
-    const declared = all.filter((name) => name.startsWith('platform_') && !name.startsWith('platform_unit_')).sort()
+    watchGateway({ connections: () => 0, subscriptions: () => 0, fanoutLag: async () => new Map() })
+    watchArchiver({ read: 0, archived: 0, lost: 0, deadLettered: 0 })
+    watchPendingDeliveries()
+    watchQueue()
+    const metrics = registry.getMetricsAsArray() as unknown as { name: string; type: string }[]
+    return new Map(metrics.filter(({ name }) => !name.startsWith('platform_unit_')).map(({ name, type }) => [name, type]))
+  })())
+}
+
+/**
+ * The metric names a PromQL expression reads: every identifier of the platform's or the runtime's, a histogram's
+ * `_bucket`, `_sum` and `_count` series named by their histogram (an unknown name is returned as written).
+ */
+function metricsIn(expr: string, declared: Map<string, string>): string[] {
+  return [...expr.matchAll(/\b((?:platform|process|nodejs)_[a-z0-9_]+)/g)].map(([, name]) => {
+    const base = name!.replace(/_(bucket|sum|count)$/, '')
+    return base !== name && declared.get(base) === 'histogram' ? base : name!
+  })
+}
+
+describe('docs/metrics.md', () => {
+  test('names every platform_ metric the processes declare, and no other', async () => {
+    const declared = [...(await declaredMetrics()).keys()].filter((name) => name.startsWith('platform_')).sort()
     const doc = await Bun.file(new URL('../../docs/metrics.md', import.meta.url)).text()
     const documented = [...new Set([...doc.matchAll(/^\| `(platform_[a-z_]+)`/gm)].map((m) => m[1]!))].sort()
     expect(documented).toEqual(declared)
     // A gauge `x` and a counter `x_total` would be one OpenMetrics family (prom-client's own nodejs_active_* do it; ours not).
     expect(declared.filter((name) => declared.includes(`${name}_total`))).toEqual([])
+  })
+})
+
+interface Panel {
+  id: number
+  type: string
+  title: string
+  targets?: { expr: string }[]
+  panels?: Panel[]
+}
+
+describe('docs/grafana-dashboard.json', () => {
+  test('every panel\'s expressions read metrics the processes declare; every graph has one; ids are unique', async () => {
+    const declared = await declaredMetrics()
+    const dashboard = await Bun.file(new URL('../../docs/grafana-dashboard.json', import.meta.url)).json() as { panels: Panel[] }
+    const panels = dashboard.panels.flatMap((panel) => [panel, ...(panel.panels ?? [])])
+    const graphs = panels.filter((panel) => panel.type !== 'row')
+    expect(graphs.length).toBeGreaterThan(20)
+    expect(new Set(panels.map((panel) => panel.id)).size).toBe(panels.length)
+    const used = new Set<string>()
+    for (const panel of graphs) {
+      expect([panel.title, panel.targets?.length ?? 0]).not.toEqual([panel.title, 0])
+      for (const { expr } of panel.targets!) {
+        const names = metricsIn(expr, declared)
+        expect([panel.title, expr, names.length > 0]).toEqual([panel.title, expr, true])
+        for (const name of names) {
+          expect([panel.title, name, declared.has(name)]).toEqual([panel.title, name, true])
+          used.add(name)
+        }
+      }
+    }
+    // The areas the dashboard is for, each drawn.
+    for (const name of ['platform_http_requests_total', 'platform_http_request_duration_seconds', 'platform_gateway_fanout_lag_seconds',
+      'platform_mailer_attempts_total', 'platform_webhook_deliveries_pending', 'platform_archiver_gap_entries_total', 'platform_breaker_open']) {
+      expect(used).toContain(name)
+    }
+  })
+
+  test('a name no process declares is caught', async () => {
+    const declared = await declaredMetrics()
+    expect(metricsIn('rate(platform_http_request_duration_seconds_bucket[5m])', declared)).toEqual(['platform_http_request_duration_seconds'])
+    expect(metricsIn('sum(platform_http_requests_count) / nodejs_heap_size_used_bytes', declared)).toEqual(['platform_http_requests_count', 'nodejs_heap_size_used_bytes'])
+    expect(declared.has('platform_http_requests_count')).toBe(false)
+  })
+})
+
+interface Rule {
+  alert: string
+  expr: string
+  for: string
+  labels: { severity: string }
+  annotations: { summary: string; runbook_url: string }
+}
+
+describe('docs/alerts.rules.yml and docs/alerts.md', () => {
+  test('every rule reads metrics the processes declare, and has a `for`, a severity and its section in the page, with the same values', async () => {
+    const declared = await declaredMetrics()
+    const file = Bun.YAML.parse(await Bun.file(new URL('../../docs/alerts.rules.yml', import.meta.url)).text()) as { groups: { rules: Rule[] }[] }
+    const rules = file.groups.flatMap((group) => group.rules)
+    const page = await Bun.file(new URL('../../docs/alerts.md', import.meta.url)).text()
+    const sections = new Map(page.split(/^### /m).slice(1).map((section) => [section.slice(0, section.indexOf('\n')), section]))
+    expect([...sections.keys()].sort()).toEqual(rules.map((rule) => rule.alert).sort())
+    for (const rule of rules) {
+      expect([rule.alert, /^\d+[smh]$/.test(rule.for), ['critical', 'warning', 'info'].includes(rule.labels.severity)]).toEqual([rule.alert, true, true])
+      expect(rule.annotations.runbook_url).toBe(`docs/alerts.md#${rule.alert.toLowerCase()}`)
+      expect(sections.get(rule.alert)).toContain(`\`for: ${rule.for}\`, \`severity: ${rule.labels.severity}\``)
+      const names = metricsIn(rule.expr, declared)
+      if (rule.alert !== 'PlatformMetricsDown') expect([rule.alert, names.length > 0]).toEqual([rule.alert, true])
+      for (const name of names) expect([rule.alert, name, declared.has(name)]).toEqual([rule.alert, name, true])
+    }
+    // The alerts the platform's failure modes need, each set.
+    const watched = new Set(rules.flatMap((rule) => metricsIn(rule.expr, declared)))
+    for (const name of ['platform_breaker_open', 'platform_http_requests_total', 'platform_archiver_gap_entries_total', 'platform_archiver_dead_lettered_entries_total',
+      'platform_webhook_deliveries_pending', 'platform_mailer_emails_pending', 'platform_gateway_fanout_lag_seconds']) {
+      expect(watched).toContain(name)
+    }
   })
 })
 
@@ -136,8 +287,8 @@ describe('watching', () => {
     const { watchPendingDeliveries } = await import('../../services/webhooks/metrics')
     const { watchQueue } = await import('../../services/mailer/metrics')
     const value = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]!.value
-    watchGateway({ connections: () => 1, subscriptions: () => 1 })
-    watchGateway({ connections: () => 3, subscriptions: () => 5 })
+    watchGateway({ connections: () => 1, subscriptions: () => 1, fanoutLag: async () => new Map() })
+    watchGateway({ connections: () => 3, subscriptions: () => 5, fanoutLag: async () => new Map() })
     watchArchiver({ read: 1, archived: 0, lost: 0, deadLettered: 0 })
     watchArchiver({ read: 7, archived: 0, lost: 0, deadLettered: 0 })
     for (let i = 0; i < 2; i++) {

@@ -30,3 +30,11 @@ test('due index members split back into what, product and channel, colons in the
   expect(parseDueMember('q:whatever:x')).toBeNull()
   expect(parseDueMember('p-nothing')).toBeNull()
 })
+
+test('an entry no script writes (a bad time, kind or id) is no event, never a throw (it would stall the shard); the sequence is the stream id', () => {
+  const entry = (t: string, kind = 'channel.vacated') => ['product', product, 'channel', 'chat:x', 'kind', kind, 'identity', '', 't', t, 'info', '']
+  for (const t of ['NaN', 'abc', '', '1e30', '-5', '1.5']) expect(toHookEvent(0, '1764082800123-4', entry(t))).toBeUndefined()
+  expect(toHookEvent(0, '1764082800123-4', entry('0', 'channel.exploded'))).toBeUndefined()
+  expect(toHookEvent(0, 'not-an-id', entry('0'))).toBeUndefined()
+  expect(toHookEvent(0, '1764082800123-4', entry('1764082800120'))!.sequence).toBe(1_764_082_800_123_004)
+})

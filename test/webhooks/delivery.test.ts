@@ -145,6 +145,24 @@ describe('delivery', () => {
     expect(row!.failing_since).toBeNull() // the success ended the failing streak
   })
 
+  test('a 2xx is a success by its status alone: one whose body stalls past the timeout is not retried', async () => {
+    const owner = await newProduct()
+    const path = newPath('stalls')
+    receiver.on(path, () => new Response(new ReadableStream({ async start(controller) {
+      controller.enqueue(new TextEncoder().encode('taken'))
+      await Bun.sleep(TIMEOUT_MS + 700)
+      controller.close()
+    } })))
+    const hook = await endpoint(owner, path)
+    await bounced(owner)
+    const done = await settled(owner, hook.id)
+    expect(done.state).toBe('succeeded')
+    expect(done.attempts.map((a: any) => [a.statusCode, a.responseExcerpt, a.error])).toEqual([
+      [200, 'taken', `answer cut short: not complete within ${TIMEOUT_MS} ms`],
+    ])
+    expect(receiver.received(path)).toHaveLength(1)
+  })
+
   test('410 Gone disables the endpoint at once, with the reason shown; later events do not go to it', async () => {
     const owner = await newProduct()
     const path = newPath('gone')

@@ -1,6 +1,6 @@
 // One outbound webhook request against a real HTTP receiver on loopback: the answer's status and first bytes recorded,
 // no redirect followed, the exchange bounded in time and in bytes read (an answer that stalls after its status is cut
-// short, not a success), and an address that is not allowed refused before any connection, as an IP literal or behind
+// short, and says so), and an address that is not allowed refused before any connection, as an IP literal or behind
 // a name: loopback and http unless the deployment allows private URLs, the metadata address always.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Server } from 'bun'
@@ -96,7 +96,22 @@ test('an address that is not allowed is refused before any connection, as a lite
   expect(seen.length).toBe(before)
 })
 
-test('a name that does not resolve: no status, and the reason', async () => {
+test('a name that does not resolve: no status, and the same reason as a refused one (the difference only in detail, for logs)', async () => {
   const result = await sendOutbound(request('/ok', { url: 'http://no-such-host.invalid/hook' }))
-  expect([result.status, result.error]).toEqual([null, 'no-such-host.invalid does not resolve'])
+  expect([result.status, result.error, result.detail]).toEqual([null, 'no-such-host.invalid does not resolve to allowed addresses only', 'does not resolve'])
+  const none = await sendOutbound(request('/ok', { url: 'http://empty.test/hook', resolve: async () => [] }))
+  expect([none.status, none.error, none.detail]).toEqual([null, 'empty.test does not resolve to allowed addresses only', 'resolves to no address'])
+  const refused = await sendOutbound(request('/ok', { url: 'http://internal.test/hook', allowPrivate: false, resolve: async () => ['10.0.0.1'] }))
+  expect([refused.error, refused.detail]).toEqual(['http: is not allowed', undefined])
+  const internal = await sendOutbound(request('/ok', { url: 'https://internal.test/hook', allowPrivate: false, resolve: async () => ['10.0.0.1'] }))
+  expect([internal.status, internal.error, internal.detail]).toEqual([null, 'internal.test does not resolve to allowed addresses only', 'resolves to a refused address'])
+})
+
+test('each checked address is tried in turn: a name whose first address refuses connections is reached on the next', async () => {
+  const before = seen.length
+  // Nothing listens on 127.0.0.2 (the receiver is bound to 127.0.0.1 only): that connection is refused.
+  const url = `http://two.test:${receiver.port}/ok`
+  const result = await sendOutbound(request('/ok', { url, resolve: async () => ['127.0.0.2', '127.0.0.1'] }))
+  expect([result.status, result.excerpt, result.address]).toEqual([200, 'received', '127.0.0.1'])
+  expect(seen.slice(before).map((r) => r.host)).toEqual([`two.test:${receiver.port}`])
 })

@@ -55,9 +55,18 @@ test('in production a URL whose name resolves to 127.0.0.1 is refused 422 naming
 })
 
 test('a name rebound to 127.0.0.1 after create is refused when the webhooks process connects, and nothing is connected to', async () => {
+  // A listener where the rebound name points: it must never see a connection.
+  const connections: string[] = []
+  const listener = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: {
+    open(socket) {
+      connections.push(socket.remoteAddress)
+      socket.end()
+    },
+    data() {},
+  } })
   dns.records.set('rebind.test', ['93.184.216.34'])
   const owner = await newProduct()
-  const created = await create(owner, 'https://rebind.test/hook')
+  const created = await create(owner, `https://rebind.test:${listener.port}/hook`)
   expect(created.status).toBe(200)
   dns.records.set('rebind.test', ['127.0.0.1'])
   await sql.begin((tx) => recordEvent(tx, { productId: owner.productId, area: 'mail', kind: 'email.sent', data: {} }))
@@ -67,5 +76,7 @@ test('a name rebound to 127.0.0.1 after create is refused when the webhooks proc
       where d.endpoint_id = ${created.body.id} order by a.id`
     return rows.length === 2 && rows
   }, 8000, 'two attempts')
+  listener.stop(true)
+  expect(connections).toEqual([])
   expect([...attempts]).toEqual(Array(2).fill({ status_code: null, error: 'rebind.test does not resolve to allowed addresses only' }))
 })

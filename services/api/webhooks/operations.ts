@@ -135,6 +135,7 @@ function deliveryOperations(area: WebhookArea) {
       description: 'The endpoint must be enabled (409 otherwise). Answers the new delivery, due at once.',
       params: DeliveryPath,
       response: DeliveryDetailSchema(),
+      rateClass: 'expensive', // an outbound request to the tenant's URL, and a delivery more to keep
       handler: async ({ params }, ctx) => detailOut(await replayDelivery(productOf(ctx), area, params.id, params.deliveryId)),
     }),
     defineOperation({
@@ -143,6 +144,7 @@ function deliveryOperations(area: WebhookArea) {
       description: 'The endpoint must be enabled (409 otherwise). Answers the delivery, due at once; list or get it to see its attempts.',
       params: IdPath,
       response: DeliveryDetailSchema(),
+      rateClass: 'expensive', // an outbound request to the tenant's URL, and a message more to keep
       handler: async ({ params }, ctx) => detailOut(await sendTestEvent(productOf(ctx), area, params.id)),
     }),
   ]

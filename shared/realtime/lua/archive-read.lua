@@ -40,6 +40,9 @@ local lost = 0
 for _, entry in ipairs(entries) do
   local n = tonumber(field(entry[2], 'n'))
   if n then
+    -- Numbers only grow while the shard's counter lives: a smaller one means it restarted (its key lost while this
+    -- one stayed), so gaps count from its start.
+    if last >= 0 and n <= last then last = 0 end
     if last >= 0 and n > last + 1 then lost = lost + n - last - 1 end
     if n > last then last = n end
   end

@@ -1,19 +1,21 @@
 -- A channel's occupancy across gateways, and its de-flapped `channel.occupied` / `channel.vacated` webhook events.
 -- Needs now.lua, fan-budget.lua and hooks.lua before it.
 -- KEYS: 1 occ (gateway id → when its lease expires), 2 occGone, 3 the shard's hooks stream, 4 its due index, 5 the
---       product's hook budget (hookb), 6 the channel's hook sequence (hookn) (keys.ts)
+--       product's hook budget (hookb), 6 occMuted, 7 the product's dropped-event counter (hookd) (keys.ts)
 -- ARGV: 1 productId, 2 channel, 3 webhook grace (ms), 4 hooks retention (ms), 5 hook budget (bytes), 6 budget slices,
 --       7 bytes counted per event besides its fields, 8 'hold' | 'release' | 'check', 9 gateway id, 10 lease (ms)
 -- A gateway holds a lease while it has subscribers on the channel (refreshing it), and releases it with its last one;
 -- a dead gateway's lease expires, and counts as a release when it expired. The channel is occupied while any lease
 -- lives. `occupied` when the first lease appears, unless the channel is back within the grace of going empty;
--- `vacated` once it has stayed empty for the grace. Returns 1.
+-- `vacated` once it has stayed empty for the grace. occMuted exists while the channel's `occupied` was dropped by the
+-- budget: its `vacated` is dropped too; any other `vacated` is never dropped. Returns 1.
 local now = now_ms()
 local grace = tonumber(ARGV[3])
-local hooks = {stream = KEYS[3], due = KEYS[4], budget = KEYS[5], seq = KEYS[6], product = ARGV[1], channel = ARGV[2],
+local hooks = {stream = KEYS[3], due = KEYS[4], budget = KEYS[5], dropped = KEYS[7], product = ARGV[1], channel = ARGV[2],
   retention = tonumber(ARGV[4]), max = tonumber(ARGV[5]), slices = tonumber(ARGV[6]), overhead = tonumber(ARGV[7]), now = now}
 local function went(at)
   redis.call('SET', KEYS[2], at, 'PX', grace + hooks.retention)
+  hook_keep(KEYS[6], now + grace + hooks.retention)
 end
 local before = redis.call('ZCARD', KEYS[1])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES')
@@ -26,16 +28,21 @@ local empty = redis.call('ZCARD', KEYS[1]) == 0
 if before > 0 and empty then went(last) end
 if ARGV[8] == 'hold' then
   -- Back within the grace of going empty: neither that vacated nor this occupied is announced.
-  if empty and redis.call('DEL', KEYS[2]) == 0 then hook_emit(hooks, 'channel.occupied', '', '', now) end
+  if empty and redis.call('DEL', KEYS[2]) == 0 then
+    if hook_emit(hooks, 'channel.occupied', '', '', now, false) then redis.call('DEL', KEYS[6])
+    else redis.call('SET', KEYS[6], 1) end
+  end
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[10]), ARGV[9])
   -- Kept past the last lease's expiry long enough for a check to find that it expired.
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[10]) + hooks.retention)
+  hook_keep(KEYS[6], now + tonumber(ARGV[10]) + hooks.retention)
 elseif ARGV[8] == 'release' then
   if redis.call('ZREM', KEYS[1], ARGV[9]) == 1 and redis.call('ZCARD', KEYS[1]) == 0 then went(now) end
 end
 local left = redis.call('GET', KEYS[2])
 if left and tonumber(left) + grace <= now then
-  hook_emit(hooks, 'channel.vacated', '', '', tonumber(left))
+  if redis.call('DEL', KEYS[6]) == 1 then hook_drop(hooks)
+  else hook_emit(hooks, 'channel.vacated', '', '', tonumber(left), true) end
   redis.call('DEL', KEYS[2])
   left = nil
 end

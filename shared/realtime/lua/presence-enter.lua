@@ -16,16 +16,20 @@ if redis.call('ZADD', KEYS[3], now + tonumber(ARGV[13]), ARGV[11]) == 1 then red
 if ARGV[12] ~= '' then redis.call('HSET', KEYS[1], identity, ARGV[12]) else redis.call('HSETNX', KEYS[1], identity, 'null') end
 -- The roster's keys outlive its longest-lived connection by a grace period, so an abandoned channel leaves nothing
 -- behind, yet the gateways' sweeps still find the expired connections there and emit their leaves.
-local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-local at = math.floor(tonumber(last[2])) + tonumber(ARGV[15])
-for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], at) end
-if present then
-  reschedule()
-  return 1
+local last = math.floor(tonumber(redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')[2]))
+for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], last + tonumber(ARGV[15])) end
+local state, expires = hook_state(identity)
+expires = math.max(expires, now + tonumber(ARGV[13]))
+local joined
+if not present then
+  joined = redis.call('HGET', KEYS[1], identity)
+  emit('join', identity, joined)
+  -- Back within the grace of its last entry going: neither that removal nor this add is announced (its state stays).
+  if redis.call('ZREM', KEYS[10], identity) == 0 then
+    state = hook_emit(hooks, 'presence.member_added', identity, joined, now, false) and 'a' or 'd'
+  end
 end
-local joined = redis.call('HGET', KEYS[1], identity)
-emit('join', identity, joined)
--- Back within the grace of its last entry going: neither that removal nor this add is announced.
-if redis.call('ZREM', KEYS[11], identity) == 0 then hook_emit(hooks, 'presence.member_added', identity, joined, now) end
+redis.call('HSET', KEYS[11], identity, (state or 'a') .. ':' .. expires)
+hook_keep(KEYS[11], last + grace + hooks.retention)
 reschedule()
-return 2
+return present and 1 or 2

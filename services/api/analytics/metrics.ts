@@ -1,0 +1,35 @@
+// The analytics queries' metrics (docs/metrics.md): how long each query operation runs once it holds its slot, by
+// catalog operation id and outcome, and the queries refused for want of a slot, by scope. Every label is an operation
+// id of the catalog or a fixed word: never a product, insight or dashboard id.
+import { ApiError } from '../../../shared/errors'
+import { counter, DURATION_BUCKETS, histogram } from '../../../shared/metrics/registry'
+
+/** Past 10 s: ANALYTICS_QUERY_TIMEOUT_MS (10 s by default) may be raised. */
+const QUERY_BUCKETS = [...DURATION_BUCKETS, 30, 60]
+
+const durations = histogram('analytics_query_duration_seconds',
+  'Analytics operations run in a slot, by operation id and outcome (ok, timeout: its statement timeout, refused: a 4xx, error)',
+  ['operation', 'outcome'], QUERY_BUCKETS)
+const refused = counter('analytics_queries_refused_total', 'Analytics operations refused with too_many_queries, by scope (organization, worker)', ['scope'])
+
+/** What became of one run: `refused` for an answer the caller can act on (4xx), `error` for anything else. */
+export function queryOutcome(error: unknown): 'timeout' | 'refused' | 'error' {
+  if (error instanceof ApiError && error.code === 'query_timeout') return 'timeout'
+  return error instanceof ApiError && error.status < 500 ? 'refused' : 'error'
+}
+
+/** Runs one analytics operation (`operation`: its catalog id), timing it under its outcome. */
+export async function timedQuery<T>(operation: string, run: () => Promise<T>): Promise<T> {
+  const started = performance.now()
+  let outcome = 'ok'
+  try {
+    return await run()
+  } catch (error) {
+    outcome = queryOutcome(error)
+    throw error
+  } finally {
+    durations.observe({ operation, outcome }, (performance.now() - started) / 1000)
+  }
+}
+
+export const countRefusal = (scope: 'organization' | 'worker') => refused.inc({ scope })
