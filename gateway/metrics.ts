@@ -7,7 +7,8 @@ import { closeCodeOf } from '../shared/realtime/close-codes'
 import { counter, gauge } from '../shared/metrics/registry'
 import { REQUEST_TYPES } from './protocol'
 
-const connectionsAccepted = counter('gateway_connections_total', 'WebSocket connections accepted (upgrades that opened a socket)')
+// `_open` and `_accepted_total`: a gauge `x` and a counter `x_total` would be one OpenMetrics family.
+const connectionsAccepted = counter('gateway_connections_accepted_total', 'WebSocket connections accepted (upgrades that opened a socket)')
 const framesReceived = counter('gateway_frames_received_total', 'Client frames received, by type (`invalid`: not a frame of the protocol)', ['type'])
 const closes = counter('gateway_closes_total', 'Connections the gateway closed, by close code (4200: slow consumer)', ['code'])
 
@@ -30,23 +31,33 @@ export const gatewayMetrics = {
   closed: (code: number) => closes.inc({ code: closeCodeOf(code) ? String(code) : 'other' }),
 }
 
-/** The gauges of one gateway node, read when scraped. */
-export function watchGateway(node: { connections: () => number; subscriptions: () => number; fanoutLag: () => Promise<Map<number, FanoutLag>> }): void {
-  gauge('gateway_connections', 'WebSocket connections open on this gateway', [], function () {
-    this.set(node.connections())
-  })
-  gauge('gateway_subscriptions', 'Channel subscriptions on this gateway (one per connection and channel, recovering ones included)', [], function () {
-    this.set(node.subscriptions())
-  })
-  // Both from one read per shard at scrape time (gateway/fanout.ts lag()): only the shards this gateway reads now.
-  let lags: Promise<Map<number, FanoutLag>> | undefined
-  const readLags = () => (lags ??= node.fanoutLag().finally(() => setTimeout(() => (lags = undefined), 0)))
-  gauge('gateway_fanout_lag_entries', 'Fan-out entries written to a shard\'s stream past the last this gateway read, by shard', ['shard'], async function () {
-    this.reset()
-    for (const [shard, lag] of await readLags()) this.set({ shard: String(shard) }, lag.entries)
-  })
-  gauge('gateway_fanout_lag_seconds', 'Age of the oldest fan-out entry of a shard this gateway has not read yet (0: none unread), by shard', ['shard'], async function () {
-    this.reset()
-    for (const [shard, lag] of await readLags()) this.set({ shard: String(shard) }, lag.seconds)
-  })
+/** What the gauges read when scraped: the gateway node of this process (nothing until one is watched). */
+interface WatchedNode {
+  connections: () => number
+  subscriptions: () => number
+  fanoutLag: () => Promise<Map<number, FanoutLag>>
+}
+let node: WatchedNode = { connections: () => 0, subscriptions: () => 0, fanoutLag: async () => new Map() }
+
+gauge('gateway_connections_open', 'WebSocket connections open on this gateway', [], function () {
+  this.set(node.connections())
+})
+gauge('gateway_subscriptions', 'Channel subscriptions on this gateway (one per connection and channel, recovering ones included)', [], function () {
+  this.set(node.subscriptions())
+})
+// Both from one read per shard at scrape time (gateway/fanout.ts lag()): only the shards this gateway reads now.
+let lags: Promise<Map<number, FanoutLag>> | undefined
+const readLags = () => (lags ??= node.fanoutLag().finally(() => setTimeout(() => (lags = undefined), 0)))
+gauge('gateway_fanout_lag_entries', 'Fan-out entries written to a shard\'s stream past the last this gateway read, by shard', ['shard'], async function () {
+  this.reset()
+  for (const [shard, lag] of await readLags()) this.set({ shard: String(shard) }, lag.entries)
+})
+gauge('gateway_fanout_lag_seconds', 'Age of the oldest fan-out entry of a shard this gateway has not read yet (0: none unread), by shard', ['shard'], async function () {
+  this.reset()
+  for (const [shard, lag] of await readLags()) this.set({ shard: String(shard) }, lag.seconds)
+})
+
+/** The gauges read this gateway node from now on (the metrics are declared once: a second call only swaps the node). */
+export function watchGateway(watched: WatchedNode): void {
+  node = watched
 }

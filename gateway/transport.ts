@@ -69,6 +69,7 @@ export class Writer {
 export class SocketTransport implements Transport {
   private ws!: Socket
   connection: Connection | undefined
+  private closing = false
 
   /** `ip`: the client's address (gateway/limits.ts counts `connect` frames by it). */
   constructor(private readonly writer: Writer, readonly ip = '127.0.0.1') {}
@@ -83,6 +84,10 @@ export class SocketTransport implements Transport {
   }
 
   close(code: number, reason: string): void {
+    // Set before the flush: the flush may find the socket past the limit and close it 4200 from inside this call; the
+    // close under way wins, so a socket is closed, and counted, once.
+    if (this.closing) return
+    this.closing = true
     this.writer.flush(this.ws)
     gatewayMetrics.closed(code)
     this.ws.close(code, reason)

@@ -5,9 +5,9 @@ import { log } from './log'
 
 /** What shared/metrics/breakers.ts reads at scrape time, by backend (the service's first word: `postgres`, `redis`). */
 export interface BreakerCounts {
-  /** Breakers open now (a Redis Cluster has one per node, besides the client's own). */
+  /** Breakers open now and not disposed (a Redis Cluster has one per node, besides the client's own). */
   open: Map<string, number>
-  /** Times a breaker opened, since the process started. */
+  /** Breaker openings since the process started: each breaker's own (pools, cluster nodes), so one outage counts several. */
   opened: Map<string, number>
 }
 
@@ -21,6 +21,8 @@ export class Breaker {
   private openUntil = 0
   /** While open: until when the probe let through last may still answer before another is let through. */
   private probeUntil = 0
+  /** Set by dispose(): the breaker no longer counts in breakerCounts, whatever it is told after. */
+  private disposed = false
   private readonly backend: string
   constructor(
     /** The service, for logs. */
@@ -50,8 +52,10 @@ export class Breaker {
   failed(): void {
     if (this.openUntil === 0) {
       log('warn', `${this.service} unreachable: refusing new work between probes`, { coolDownMs: this.coolDownMs })
-      add(breakerCounts.open, this.backend, 1)
-      add(breakerCounts.opened, this.backend, 1)
+      if (!this.disposed) {
+        add(breakerCounts.open, this.backend, 1)
+        add(breakerCounts.opened, this.backend, 1)
+      }
     }
     this.openUntil = this.now() + this.coolDownMs
     this.probeUntil = 0
@@ -60,10 +64,20 @@ export class Breaker {
   succeeded(): void {
     if (this.openUntil !== 0) {
       log('info', `${this.service} reachable again`)
-      add(breakerCounts.open, this.backend, -1)
+      if (!this.disposed) add(breakerCounts.open, this.backend, -1)
     }
     this.openUntil = 0
     this.probeUntil = 0
+  }
+
+  /**
+   * The breaker is dropped (a Redis Cluster node gone after a failover): it takes back its open count, since no success
+   * will ever close it, and counts nothing after (a command still in flight may report to it).
+   */
+  dispose(): void {
+    if (this.disposed) return
+    this.disposed = true
+    if (this.openUntil !== 0) add(breakerCounts.open, this.backend, -1)
   }
 
   /** Whole seconds until the next probe may be let through (at least 1): the Retry-After of a refusal. */

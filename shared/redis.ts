@@ -249,7 +249,11 @@ function guardClusterNodes(cluster: Cluster): void {
   const forgetGone = () => {
     const present = new Set(cluster.nodes('all').map(nodeAddress))
     for (const owners of new Set(cluster.slots)) for (const node of owners ?? []) present.add(node) // one array per range
-    for (const node of nodes.keys()) if (!present.has(node)) nodes.delete(node)
+    for (const [node, health] of nodes) {
+      if (present.has(node)) continue
+      health.breaker.dispose() // else an open one would count in platform_breaker_open forever
+      nodes.delete(node)
+    }
   }
   cluster.on('-node', forgetGone)
   cluster.on('refresh', forgetGone)

@@ -141,7 +141,11 @@ export class ShardReader {
     log('warn', 'archive gap: fan-out entries were never archived', { shard: this.shard, count, why, lostTotal: this.counts.lost })
   }
 
-  /** Archives the entries of archiving namespaces among `entries`, then acknowledges them all. */
+  /**
+   * Archives the entries of archiving namespaces among `entries`, then acknowledges them all, with the dead letters in
+   * the same transaction (the dead-letter list shares the stream's slot). Counted only once acknowledged: a batch that
+   * fails part-way is read again, and its gaps and dead letters would count (and be set aside) twice.
+   */
   private async handle(entries: StreamEntry[]): Promise<number> {
     if (entries.length === 0) return 0
     const rows: Pending[] = []
@@ -165,43 +169,46 @@ export class ShardReader {
         },
       })
     }
-    if (gone) this.reportLost(gone, 'trimmed while pending')
-    for (const chunk of byBytes(rows, this.options.batchBytes)) this.counts.archived += await this.write(chunk)
+    const letters: DeadLetter[] = []
+    // Rows already archived are skipped by the archive's key when the batch is read again: counting them here is exact.
+    for (const chunk of byBytes(rows, this.options.batchBytes)) this.counts.archived += await this.write(chunk, letters)
     if (this.options.ackDelayMs > 0) await Bun.sleep(this.options.ackDelayMs)
-    await redis().xack(this.key, GROUP, ...entries.map(([id]) => id))
+    const ack = redis().multi()
+    if (letters.length) ack.lpush(fanDeadKey(this.shard), ...letters.map((l) => l.letter)).ltrim(fanDeadKey(this.shard), 0, ARCHIVE_DEAD_LETTERS_MAX - 1)
+    ack.xack(this.key, GROUP, ...entries.map(([id]) => id))
+    const replies = await ack.exec()
+    const failure = replies?.find(([error]) => error)?.[0]
+    if (!replies || failure) throw failure ?? new Error('archive acknowledgement aborted')
     this.counts.read += entries.length
+    if (gone) this.reportLost(gone, 'trimmed while pending')
+    for (const { entry, why } of letters) {
+      this.counts.deadLettered++
+      log('warn', 'archive dead letter: an entry PostgreSQL refuses was set aside, not archived', {
+        shard: this.shard, streamId: entry.streamId, productId: entry.row.productId, channel: entry.row.channel, offset: entry.row.offset, ...why,
+      })
+    }
     return entries.length
   }
 
   /**
    * Writes `rows` in one statement. When PostgreSQL refuses it for what it carries, the batch is halved and each half
    * written on its own, down to the one entry it refuses, which is dead-lettered: one bad entry costs a few statements
-   * and never stops its shard. Any other failure (PostgreSQL down or slow) is thrown: the batch stays pending.
+   * and never stops its shard (its letter goes to `letters`, set aside with the batch's acknowledgement). Any other
+   * failure (PostgreSQL down or slow) is thrown: the batch stays pending.
    */
-  private async write(rows: Pending[]): Promise<number> {
+  private async write(rows: Pending[], letters: DeadLetter[]): Promise<number> {
     if (rows.length === 0) return 0
     try {
       return await archiveEntries(rows.map((r) => r.row))
     } catch (error) {
       if (!refusesData(error)) throw error
       if (rows.length === 1) {
-        await this.deadLetter(rows[0]!, error)
+        letters.push(deadLetter(rows[0]!, error))
         return 0
       }
       const half = Math.ceil(rows.length / 2)
-      return (await this.write(rows.slice(0, half))) + (await this.write(rows.slice(half)))
+      return (await this.write(rows.slice(0, half), letters)) + (await this.write(rows.slice(half), letters))
     }
-  }
-
-  /** Sets aside an entry PostgreSQL refuses: logged, and kept in the shard's capped list for an operator to look at. */
-  private async deadLetter(entry: Pending, error: unknown): Promise<void> {
-    const why = { error: error instanceof Error ? error.message : String(error), code: (error as { code?: string }).code ?? null }
-    const letter = JSON.stringify({ streamId: entry.streamId, fields: entry.raw, error: why, at: new Date().toISOString() })
-    await redis().multi().lpush(fanDeadKey(this.shard), letter).ltrim(fanDeadKey(this.shard), 0, ARCHIVE_DEAD_LETTERS_MAX - 1).exec()
-    this.counts.deadLettered++
-    log('warn', 'archive dead letter: an entry PostgreSQL refuses was set aside, not archived', {
-      shard: this.shard, streamId: entry.streamId, productId: entry.row.productId, channel: entry.row.channel, offset: entry.row.offset, ...why,
-    })
   }
 
   /** The namespace's archive retention from the cached policy (dropped on invalidation); 0 when it does not archive. */
@@ -209,6 +216,18 @@ export class ShardReader {
     const policies = await productPolicies(productId)
     return policies.namespaces.get(namespaceOf(channel))?.archiveDays ?? 0
   }
+}
+
+/** An entry PostgreSQL refuses, as the shard's capped dead-letter list keeps it for an operator to look at. */
+interface DeadLetter {
+  entry: Pending
+  why: { error: string; code: string | null }
+  letter: string
+}
+
+function deadLetter(entry: Pending, error: unknown): DeadLetter {
+  const why = { error: error instanceof Error ? error.message : String(error), code: (error as { code?: string }).code ?? null }
+  return { entry, why, letter: JSON.stringify({ streamId: entry.streamId, fields: entry.raw, error: why, at: new Date().toISOString() }) }
 }
 
 /** `rows` in consecutive chunks of at most `maxBytes` of payload each, at least one row per chunk. */

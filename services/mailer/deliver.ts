@@ -26,11 +26,18 @@ async function attempt(transport: MailTransport, email: ClaimedEmail, mailboxes:
   return outcome
 }
 
-/** Records an outcome (./queue.ts) and counts it. */
-async function finish(email: ClaimedEmail, outcome: Finish): Promise<boolean> {
-  const recorded = await recordFinish(email, outcome)
-  mailerMetrics.attempt(outcome.kind, recorded)
-  return recorded
+/**
+ * Records an outcome (./queue.ts) and counts it, also when recording fails (`recorded="error"`): the attempt was made.
+ * `record` is a parameter for the unit test of that count.
+ */
+export async function finish(email: ClaimedEmail, outcome: Finish, record = recordFinish): Promise<boolean> {
+  let recorded: boolean | 'error' = 'error'
+  try {
+    recorded = await record(email, outcome)
+    return recorded
+  } finally {
+    mailerMetrics.attempt(outcome.kind, recorded)
+  }
 }
 
 /** Runs one attempt over `transport` and records it. Never throws for the email's own failures; database failures propagate. */

@@ -2,6 +2,7 @@
 // pending across every webhooks process (read at scrape time). `outcome` is a fixed list: the answer's status class,
 // `timeout`, or `refused` (no answer: the address refused by the URL rules, DNS failed, the connection failed).
 import { sql } from '../../shared/db/client'
+import { cached } from '../../shared/metrics/cached'
 import { counter, gauge, histogram } from '../../shared/metrics/registry'
 import type { OutboundResult } from '../../shared/webhooks/outbound'
 
@@ -32,15 +33,26 @@ export const webhookMetrics = {
   },
 }
 
-/** The pending-deliveries gauge: one capped count per scrape; NaN while PostgreSQL does not answer. */
+/** One capped count, kept 5 s and one query at a time (shared/metrics/cached.ts). */
+const countPending = cached(async () => {
+  const [row] = await sql`select count(*)::int as n from (select 1 from webhook_deliveries where state = 'pending' limit ${PENDING_COUNT_CAP}) p`
+  return row!.n as number
+})
+
+let watching = false
+
+// Declared once, when the module loads; it reports only in a process that watches the deliveries (webhooks).
+gauge('webhook_deliveries_pending', `Webhook deliveries pending (due or waiting for a retry), all processes together; counted up to ${PENDING_COUNT_CAP}`, [],
+  async function () {
+    if (!watching) return
+    try {
+      this.set(await countPending())
+    } catch {
+      this.set(Number.NaN)
+    }
+  })
+
+/** Reports the pending-deliveries gauge from now on; NaN while PostgreSQL does not answer. Calling it again changes nothing. */
 export function watchPendingDeliveries(): void {
-  gauge('webhook_deliveries_pending', `Webhook deliveries pending (due or waiting for a retry), all processes together; counted up to ${PENDING_COUNT_CAP}`, [],
-    async function () {
-      try {
-        const [row] = await sql`select count(*)::int as n from (select 1 from webhook_deliveries where state = 'pending' limit ${PENDING_COUNT_CAP}) p`
-        this.set(row!.n as number)
-      } catch {
-        this.set(Number.NaN)
-      }
-    })
+  watching = true
 }

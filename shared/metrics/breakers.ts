@@ -17,7 +17,7 @@ export function watchBreakers(): void {
   gauge('breaker_open', 'Circuit breakers open now (calls refused between probes); on a Redis Cluster, one per node counts', ['backend'], function () {
     for (const backend of backendsOf(breakerCounts.open)) this.set({ backend }, breakerCounts.open.get(backend) ?? 0)
   })
-  counter('breaker_opened_total', 'Times a circuit breaker opened (the backend became unreachable)', ['backend'], function () {
+  counter('breaker_opened_total', 'Circuit breaker openings (the backend became unreachable), each breaker its own: one outage counts once per pool and cluster node it reaches', ['backend'], function () {
     this.reset()
     for (const backend of backendsOf(breakerCounts.opened)) this.inc({ backend }, breakerCounts.opened.get(backend) ?? 0)
   })

@@ -31,8 +31,8 @@ export function gauge<L extends string>(name: string, help: string, labelNames: 
   return new Gauge<L>({ name: named(name, /[a-z0-9]$/, 'gauge'), help, labelNames, registers: [registry], ...(collect ? { collect } : {}) })
 }
 
-/** Request durations from 5 ms to 10 s: an HTTP route, a webhook attempt. */
-export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** Request durations from 5 ms to 30 s: an HTTP route (up to the longest deadlines a request may wait on). */
+export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30]
 
 /** A histogram `platform_<name>` of durations; `name` ends `_seconds`. */
 export function histogram<L extends string>(name: string, help: string, labelNames: readonly L[] = [], buckets = DURATION_BUCKETS) {

@@ -27,18 +27,39 @@ export function bearerMatches(header: string | null, token: string): boolean {
   return timingSafeEqual(digest(presented), digest(token))
 }
 
+/** Whether `host` is a loopback address (or name): a listener only this machine reaches. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '')
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\./.test(h)
+}
+
+/**
+ * Refuses a metrics listener reachable from other hosts without a token: METRICS_HOST other than loopback needs
+ * METRICS_TOKEN. The metrics say what the platform does and how much; exposing them must be a decision, not a default.
+ */
+export function checkMetricsSettings(settings: { host: string; token: string } = config.metrics): void {
+  if (!isLoopback(settings.host) && !settings.token) {
+    throw new Error(`METRICS_HOST ${settings.host} is not loopback: set METRICS_TOKEN (scrapers then send it as a bearer token), or bind 127.0.0.1`)
+  }
+}
+
 const problem = (status: number, error: string, message: string, headers: Record<string, string> = {}) =>
   Response.json({ error, message }, { status, headers })
 
 /**
  * Starts the listener when a metrics port is configured (and the breaker gauges with it); returns it, or undefined.
- * A port already taken fails the process at start, as any listener would: two workers given the same METRICS_PORT.
+ * A port already taken fails the process at start, as any listener would: two workers given the same METRICS_PORT;
+ * so does a METRICS_HOST other than loopback without METRICS_TOKEN (checkMetricsSettings).
  */
 export function serveMetrics(processName: string): Server<undefined> | undefined {
   const port = metricsPort()
   if (port === 0) return undefined
+  checkMetricsSettings()
   watchBreakers()
   const token = config.metrics.token
+  // Concurrent scrapes share one collection (its scrape-time queries included) instead of running one each.
+  let collecting: Promise<string> | undefined
+  const collect = () => (collecting ??= registry.metrics().finally(() => (collecting = undefined)))
   const server = Bun.serve({
     hostname: config.metrics.host,
     port,
@@ -49,7 +70,7 @@ export function serveMetrics(processName: string): Server<undefined> | undefined
       if (token && !bearerMatches(request.headers.get('authorization'), token)) {
         return problem(401, 'unauthorized', 'Send Authorization: Bearer <METRICS_TOKEN>', { 'www-authenticate': 'Bearer' })
       }
-      return new Response(await registry.metrics(), { headers: { 'content-type': registry.contentType } })
+      return new Response(await collect(), { headers: { 'content-type': registry.contentType } })
     },
   })
   log('info', 'metrics listening', { name: processName, host: config.metrics.host, port: server.port })

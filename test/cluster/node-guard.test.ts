@@ -5,6 +5,7 @@
 // to a node whose breaker is open fails the command cleanly, without an unhandled rejection.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Cluster } from 'ioredis'
+import { breakerCounts } from '../../shared/breaker'
 import { commandConnection, keySlot, nodeBreakers } from '../../shared/redis'
 import { RedisCluster } from './redis-cluster'
 
@@ -184,3 +185,32 @@ test('a write that timed out on a master whose slot then moved is never run else
   expect(await client.set(key, 'later')).toBe('OK')
   expect(await cluster.cli(target!, 'GET', key)).toBe('later\n')
 }, 20_000)
+
+test('a master dropped from the cluster after a failover while its breaker is open takes its open count with it: platform_breaker_open counts the open breakers of the nodes there are', async () => {
+  // Besides this client's node breakers, the count holds those of any other Redis client of the process (other files'
+  // under a whole-suite run): what is not this client's must not change.
+  const others = () => (breakerCounts.open.get('redis') ?? 0) - [...nodeBreakers(client).values()].filter(Boolean).length
+  const othersBefore = others()
+  const master = (await masters())[0]!
+  const replica = (await replicaOf(master))!
+  const key = keyServedBy(master, 'dropped-open')
+  await cluster.cli(master, 'CLIENT', 'PAUSE', '10000', 'ALL')
+  try {
+    // Timed out, or refused at once when the test before left this node's breaker open.
+    expect(String(await client.set(key, 'x').catch((error: Error) => error))).toMatch(/timed out|Connection is closed/)
+    expect(nodeBreakers(client).get(address(master))).toBe(true)
+    await cluster.cli(replica, 'CLUSTER', 'FAILOVER', 'TAKEOVER')
+    await cluster.untilServedBy(keySlot(key), replica)
+  } finally {
+    await cluster.cli(master, 'CLIENT', 'UNPAUSE')
+  }
+  // Nothing was sent to it since: still open, or already forgotten (the client may read the new slot map first).
+  expect(nodeBreakers(client).get(address(master))).not.toBe(false)
+  await cluster.removeNode(master)
+  await until(async () => {
+    await refresh()
+    return !nodeBreakers(client).has(address(master))
+  }, 10_000)
+  expect(others()).toBe(othersBefore)
+  expect(await client.set(key, 'y')).toBe('OK')
+}, 40_000)

@@ -10,6 +10,7 @@ import { archivedRunRows, readArchive } from '../../shared/realtime/archive-read
 import { readHistoryWithArchive } from '../../shared/realtime/archive-recovery'
 import { publish } from '../../shared/realtime/broker'
 import { channelKeys, fanArchivedKey, fanDeadKey, fanKey } from '../../shared/realtime/keys'
+import { ShardReader, type ArchiverCounts } from '../../services/archiver/shard-reader'
 import { shardOf } from '../../shared/realtime/shards'
 import { redis } from '../../shared/redis'
 import { call, expectError, failingFields, ok, startProcess, type Worker } from '../helpers'
@@ -522,6 +523,38 @@ describe('the archiver process', () => {
     // Acknowledged: the shard goes on, nothing of it stays pending.
     await publishVia(channel, { after: true })
     await until('a later publish archived', async () => (await archivedCount(p.productId, channel)) === 3)
+  }, 30_000)
+
+  test('a batch read again after a failure part-way counts and dead-letters its refused entry once', async () => {
+    // A shard past REALTIME_SHARDS: no running archiver reads or claims it, only this reader.
+    const shard = config.realtime.shards + 7
+    await redis().del(fanKey(shard), fanDeadKey(shard), fanArchivedKey(shard))
+    const channel = `arch:${randomUUID()}`
+    const add = (offset: number, d: string) => redis().xadd(fanKey(shard), '*', 'channel', channel, 'product', p.productId,
+      'id', `m${offset}`, 't', String(Date.now()), 'offset', String(offset), 'epoch', 'retry', 'd', d)
+    const bad = await add(1, 'bad\0json') // refused by PostgreSQL in text (22021)
+    await add(2, '{"i":2}')
+    const counts: ArchiverCounts = { read: 0, archived: 0, lost: 0, deadLettered: 0 }
+    const reader = new ShardReader(shard, { consumer: `retry-${randomUUID()}`, batch: 10, batchBytes: 1_000_000, claimIdleMs: 60_000, ackDelayMs: 0 }, counts)
+    // The refused entry is set aside, then the good one's write fails once (PostgreSQL lost): the batch stays pending.
+    const internals = reader as unknown as { write: (rows: { streamId: string }[], ...rest: unknown[]) => Promise<number> }
+    const write = internals.write.bind(reader)
+    let failed = false
+    internals.write = async (rows, ...rest) => {
+      if (!failed && rows.length === 1 && rows[0]!.streamId !== bad) {
+        failed = true
+        throw new Error('connection lost')
+      }
+      return await write(rows, ...rest)
+    }
+    await expect(reader.round()).rejects.toThrow('connection lost')
+    expect(await reader.round()).toBe(2) // read again from its pending entries, and acknowledged
+    expect(await archivedCount(p.productId, channel)).toBe(1)
+    const letters = (await redis().lrange(fanDeadKey(shard), 0, -1)).map((l) => JSON.parse(l))
+    expect(letters.map((l) => l.streamId)).toEqual([bad])
+    expect(counts).toEqual({ read: 2, archived: 1, lost: 0, deadLettered: 1 })
+    expect(Number(((await redis().xpending(fanKey(shard), 'archiver')) as [number])[0])).toBe(0)
+    await redis().del(fanKey(shard), fanDeadKey(shard), fanArchivedKey(shard))
   }, 30_000)
 
   test('entries trimmed from the stream before the archiver read them are counted and logged', async () => {

@@ -1,6 +1,6 @@
 // The backing-service breaker's state machine, on a clock the test moves.
 import { expect, test } from 'bun:test'
-import { Breaker } from '../../shared/breaker'
+import { Breaker, breakerCounts } from '../../shared/breaker'
 import { isConnectionFailure } from '../../shared/errors'
 
 test('closed lets everything through; a failure opens it for the cool-down, then one probe at a time passes', () => {
@@ -29,4 +29,23 @@ test('only connection-level failures count, not failing statements', () => {
   expect(isConnectionFailure(Object.assign(new Error('timeout'), { code: 'CONNECT_TIMEOUT' }))).toBe(true)
   expect(isConnectionFailure(Object.assign(new Error('duplicate key'), { code: '23505' }))).toBe(false)
   expect(isConnectionFailure(new Error('no code'))).toBe(false)
+})
+
+test('a breaker dropped while open (a cluster node gone) takes back its open count, and counts nothing after', () => {
+  const open = () => breakerCounts.open.get('disposal') ?? 0
+  const kept = new Breaker('disposal kept', 1000)
+  const gone = new Breaker('disposal gone', 1000)
+  kept.failed()
+  gone.failed()
+  expect(open()).toBe(2)
+  expect(breakerCounts.opened.get('disposal')).toBe(2)
+  gone.dispose()
+  expect(open()).toBe(1)
+  gone.succeeded() // a command still in flight reporting to it
+  gone.failed()
+  gone.dispose()
+  expect(open()).toBe(1)
+  kept.succeeded()
+  expect(open()).toBe(0)
+  expect(breakerCounts.opened.get('disposal')).toBe(2)
 })

@@ -5,6 +5,7 @@ import { expect, test } from 'bun:test'
 import type { Server } from 'bun'
 import type { Connection } from '../../gateway/client'
 import { type Socket, SocketTopics, SocketTransport, Writer } from '../../gateway/transport'
+import { registry } from '../../shared/metrics/registry'
 
 const LIMIT = 100
 
@@ -118,4 +119,49 @@ test('a topic publish skips the sender of a client event when it is subscribed; 
   expect(topics.connectionOf('sender')).toBe(sender.connection)
   topics.closed(sender.socket as unknown as Socket)
   expect(topics.connectionOf('sender')).toBeUndefined()
+})
+
+/** platform_gateway_closes_total by code, all codes together under `all`. */
+async function closesByCode(): Promise<Record<string, number>> {
+  const metric = registry.getSingleMetric('platform_gateway_closes_total')
+  const values = metric ? (await metric.get()).values : []
+  const counts: Record<string, number> = { all: 0 }
+  for (const { labels, value } of values) {
+    counts[String(labels.code)] = value
+    counts.all! += value
+  }
+  return counts
+}
+
+test('a close whose last frames take the socket past the limit closes it once, counted once under its own code', async () => {
+  const { server, writer, topics } = gateway()
+  const transport = new SocketTransport(writer)
+  const socket = new RecordingSocket(transport, server)
+  const closeCalls: number[] = []
+  const close = socket.close.bind(socket)
+  socket.close = (code, reason) => {
+    closeCalls.push(code)
+    close(code, reason)
+  }
+  // As Connection.disconnect does: close the transport (the slow-consumer check may call back in here while it flushes).
+  let closed = false
+  const connection = {
+    id: 'closing',
+    disconnect: (reason: { code: number; reason: string }) => {
+      if (closed) return
+      transport.close(reason.code, reason.reason)
+      closed = true
+    },
+  } as unknown as Connection
+  topics.opened(socket as unknown as Socket, connection)
+  const before = await closesByCode()
+  writer.startBatch()
+  transport.send('a frame queued before the close')
+  socket.buffered = LIMIT // the flush finds it over the limit
+  connection.disconnect({ code: 4001, reason: 'invalid token', reconnect: false } as never)
+  writer.endBatch()
+  const after = await closesByCode()
+  expect(closeCalls).toEqual([4001])
+  expect(after.all! - before.all!).toBe(1)
+  expect((after['4001'] ?? 0) - (before['4001'] ?? 0)).toBe(1)
 })
