@@ -18,9 +18,8 @@ const duration = histogram('webhook_attempt_duration_seconds', 'One webhook atte
  * no answer within the timeout, or an answer cut short by it).
  */
 export function outcomeOf(result: OutboundResult): string {
-  const timedOut = result.error !== undefined && (result.error.startsWith('no answer within') || result.error.startsWith('answer cut short'))
-  if (timedOut) return 'timeout'
-  if (result.status === null) return 'refused'
+  // Judged by the status when there is one, as the delivery is: a 2xx whose body was cut short is a success.
+  if (result.status === null) return result.error?.startsWith('no answer within') ? 'timeout' : 'refused'
   const kind = Math.floor(result.status / 100)
   return kind >= 1 && kind <= 5 ? `${kind}xx` : 'other'
 }

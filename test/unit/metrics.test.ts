@@ -90,13 +90,14 @@ describe('naming', () => {
 
 describe('webhook attempt outcomes', () => {
   const result = (status: number | null, error?: string) => ({ status, durationMs: 5, excerpt: '', ...(error ? { error } : {}) })
-  test('status classes, timeouts (no answer, or an answer cut short) and refusals', () => {
+  test('status classes (an answer cut short by its status, as the delivery judges it), timeouts and refusals', () => {
     expect(outcomeOf(result(204))).toBe('2xx')
     expect(outcomeOf(result(302, 'redirect not followed'))).toBe('3xx')
     expect(outcomeOf(result(410))).toBe('4xx')
     expect(outcomeOf(result(503))).toBe('5xx')
     expect(outcomeOf(result(null, 'no answer within 15000 ms'))).toBe('timeout')
-    expect(outcomeOf(result(200, 'answer cut short: not complete within 15000 ms'))).toBe('timeout')
+    expect(outcomeOf(result(200, 'answer cut short: not complete within 15000 ms'))).toBe('2xx')
+    expect(outcomeOf(result(500, 'answer cut short: not complete within 15000 ms'))).toBe('5xx')
     expect(outcomeOf(result(null, '10.0.0.1 is a private address'))).toBe('refused')
     expect(outcomeOf(result(null, 'connect ECONNREFUSED 127.0.0.1:9'))).toBe('refused')
     expect(outcomeOf(result(0))).toBe('other')
