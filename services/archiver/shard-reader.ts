@@ -14,10 +14,10 @@ import ARCHIVE_READ_LUA from '../../shared/realtime/lua/archive-read.lua' with {
 import { redis } from '../../shared/redis'
 import { redisScript } from '../../shared/redis-script'
 import { log } from '../../shared/log'
+import { isUuid } from '../../shared/ids'
 
 export const GROUP = 'archiver'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 type StreamEntry = [id: string, fields: string[] | null]
 
@@ -158,7 +158,7 @@ export class ShardReader {
       const f = fieldsOf(raw)
       // Stored publications only: client events and presence events carry no offset, and are never archived.
       if (f.offset === undefined || f.epoch === undefined || !f.product || !f.channel || f.kind || (f.d === undefined && f.r === undefined)) continue
-      if (!UUID.test(f.product)) continue // not a product's entry (the tests' and benchmarks' raw ones): nothing to look up
+      if (!isUuid(f.product)) continue // not a product's entry (the tests' and benchmarks' raw ones): nothing to look up
       const days = await this.archiveDays(f.product, f.channel)
       if (days <= 0) continue
       rows.push({

@@ -8,8 +8,8 @@ import { consumeHookEvents, type HookEvent } from '../../shared/realtime/hook-ev
 import { log } from '../../shared/log'
 import { ALL_KINDS, EVENT_KINDS } from '../../shared/webhooks/events'
 import { recordEvent } from '../../shared/webhooks/outbox'
+import { isUuid } from '../../shared/ids'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const KINDS: readonly string[] = EVENT_KINDS.realtime
 
 /**
@@ -20,7 +20,7 @@ const KINDS: readonly string[] = EVENT_KINDS.realtime
 export async function recordHookEvents(events: HookEvent[]): Promise<void> {
   const valid = events.filter((event) => {
     // An entry no script of ours writes would fail its batch at every read, stalling the shard: dropped, and said.
-    if (UUID.test(event.productId) && KINDS.includes(event.kind)) return true
+    if (isUuid(event.productId) && KINDS.includes(event.kind)) return true
     log('warn', 'realtime webhook event dropped: not one the scripts write', { id: event.id, kind: String(event.kind).slice(0, 64) })
     return false
   })
