@@ -203,6 +203,8 @@ required_packages() {
     { command -v redis-server >/dev/null && command -v redis-cli >/dev/null; } || echo redis-server
   fi
   if [[ ${1:-} == foreman ]]; then command -v foreman >/dev/null || echo ruby-foreman; fi
+  # The console's browser tests drive Debian's Chromium (test/console); playwright-core never downloads a browser.
+  if [[ ${1:-} == test ]]; then command -v chromium >/dev/null || echo chromium; fi
 }
 
 APT_UPDATED=0
