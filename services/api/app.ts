@@ -8,6 +8,7 @@ import { noRoute, toErrorResponse } from '../../shared/errors'
 import { healthRoutes } from '../../shared/http/health'
 import { routeLabels } from '../../shared/metrics/http'
 import { CATALOG_VERSION, operations } from './catalog'
+import { consoleRoutes } from './console/serve'
 import { mcpEndpoint } from './mcp'
 import { restRoutes } from './rest'
 
@@ -26,6 +27,7 @@ export function buildApiApp() {
     .use(cors({ credentials: false, exposeHeaders: ['x-request-id'] }))
     .use(healthRoutes())
     .get('/openapi.json', () => openapi)
+    .use(consoleRoutes())
     .all('/mcp', ({ request }) => mcp(request), { parse: 'none' })
     .use(restRoutes(operations, config.apiBodyLimit))
 }

@@ -1,0 +1,29 @@
+import { api, describe } from '../api'
+import { h, replace } from '../dom'
+import { go } from '../router'
+
+/** Sign in with the platform login; the session token stays in memory (api.token). */
+export function signInView(root: HTMLElement): void {
+  const error = h('p', { class: 'error', role: 'alert' })
+  const email = h('input', { name: 'email', type: 'email', autocomplete: 'username', required: true, maxlength: 254 })
+  const password = h('input', { name: 'password', type: 'password', autocomplete: 'current-password', required: true, maxlength: 256 })
+  const form = h('form', { class: 'card signin', 'data-testid': 'signin' },
+    h('h1', {}, 'Sign in'),
+    h('label', {}, 'Email', email),
+    h('label', {}, 'Password', password),
+    h('button', { type: 'submit' }, 'Sign in'),
+    error,
+  )
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault()
+    replace(error)
+    try {
+      const session = await api.run<{ token: string }>('organization_auth_login', { body: { email: email.value, password: password.value } })
+      api.token = session.token
+      go('#/products')
+    } catch (failure) {
+      replace(error, describe(failure))
+    }
+  })
+  replace(root, form)
+}

@@ -1,0 +1,69 @@
+// A real Chromium (Debian's package, /usr/bin/chromium, installed by scripts/test) driven by playwright-core, for the
+// console's tests: one browser per test file, a fresh context (no shared storage) per test.
+import { afterAll, beforeAll, expect } from 'bun:test'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+// Without the background-networking flags Chromium keeps trying hosts this machine cannot reach (docs/setup.md).
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage']
+
+export const SCREENSHOTS = join(import.meta.dir, '../../docs/screenshots')
+
+export interface ConsolePage {
+  page: Page
+  /** Every console error, page error and Content-Security-Policy report the page raised so far. */
+  problems: string[]
+}
+
+/** Launches Chromium before the file's tests and closes it after; `open()` gives a fresh page on the console. */
+export function useBrowser(apiUrl: () => string) {
+  let browser: Browser
+  const contexts: BrowserContext[] = []
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true })
+  })
+  afterAll(async () => {
+    await browser?.close()
+  })
+  return {
+    async open(hash = ''): Promise<ConsolePage> {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 860 } })
+      contexts.push(context)
+      const page = await context.newPage()
+      const problems: string[] = []
+      page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`))
+      page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
+      await page.goto(`${apiUrl()}/console${hash}`)
+      return { page, problems }
+    },
+  }
+}
+
+/** Signs in through the form, as a person would, and waits for the product list. */
+export async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.fill('[data-testid=signin] input[name=email]', email)
+  await page.fill('[data-testid=signin] input[name=password]', password)
+  await page.click('[data-testid=signin] button[type=submit]')
+  await page.waitForSelector('[data-testid=products]')
+}
+
+/** Signs in and opens one product's area. */
+export async function openArea(page: Page, user: { email: string; password: string }, productId: string, area: string): Promise<void> {
+  await signIn(page, user.email, user.password)
+  await page.click(`[data-product-id="${productId}"]`)
+  if (area !== 'analytics') await page.click(`.topbar nav a[href$="/${area}"]`)
+  await page.waitForSelector(`.content[data-area="${area}"]`)
+}
+
+/** The README's picture of a view, written by the test that checks the view (docs/console.md, "Screenshots"). */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true })
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) })
+}
+
+export function expectNoProblems(console: ConsolePage): void {
+  expect(console.problems).toEqual([])
+}
