@@ -25,6 +25,15 @@ async function text(path: string, type: string): Promise<Asset> {
   return { body, type, etag: etagOf(body) }
 }
 
+// One stylesheet: the frame's, then each area's own (app/views/<area>/area.css), so areas never edit one shared file.
+async function styles(): Promise<Asset> {
+  const areas: string[] = []
+  for await (const file of new Bun.Glob('app/views/*/area.css').scan({ cwd: here, absolute: true })) areas.push(file)
+  const files = [join(here, 'console.css'), ...areas.sort()]
+  const body = (await Promise.all(files.map((file) => Bun.file(file).text()))).join('\n')
+  return { body, type: 'text/css; charset=utf-8', etag: etagOf(body) }
+}
+
 // Built once per process, on first use: tests that never open the console never pay for the bundle.
 let assets: Promise<Map<string, Asset>> | undefined
 function loadAssets(): Promise<Map<string, Asset>> {
@@ -33,7 +42,7 @@ function loadAssets(): Promise<Map<string, Asset>> {
     return new Map<string, Asset>([
       ['index.html', await text(join(here, 'index.html'), 'text/html; charset=utf-8')],
       ['app.js', { body: script, type: 'text/javascript; charset=utf-8', etag: etagOf(script) }],
-      ['console.css', await text(join(here, 'console.css'), 'text/css; charset=utf-8')],
+      ['console.css', await styles()],
       ['uplot.css', await text(require.resolve('uplot/dist/uPlot.min.css'), 'text/css; charset=utf-8')],
     ])
   })().catch((error) => {
