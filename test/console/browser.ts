@@ -10,7 +10,9 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage']
 
-export const SCREENSHOTS = join(import.meta.dir, '../../docs/screenshots')
+// The README's pictures (docs/screenshots) are rewritten only when asked (UPDATE_SCREENSHOTS=1 scripts/test test/console),
+// so a plain run leaves git clean; otherwise they go to .data/screenshots to be looked at.
+export const SCREENSHOTS = join(import.meta.dir, '../..', process.env.UPDATE_SCREENSHOTS === '1' ? 'docs/screenshots' : '.data/screenshots')
 
 export interface ConsolePage {
   page: Page
