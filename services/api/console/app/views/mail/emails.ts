@@ -41,7 +41,7 @@ export async function emailsView(root: HTMLElement, productId: string): Promise<
       } else if (page.data.length) {
         shown = page.data
         replace(body, table(shown, [
-          ['Sent', (e) => when(e.created_at)],
+          ['Created', (e) => when(e.created_at)],
           ['Subject', (e) => h('a', { href: areaHref(productId, 'mail', 'emails', e.id), class: 'subject', 'data-email-id': e.id }, e.subject || '(no subject)')],
           ['To', (e) => e.to.join(', ')],
           ['From', (e) => e.from],
