@@ -266,3 +266,29 @@ describe('email log', () => {
     expectNoProblems(console)
   })
 })
+
+describe('errors', () => {
+  test("the API's refusals are shown as it words them: a bad domain name names its field; another product's email is not found", async () => {
+    const { owner } = await sendingProduct('Mail console errors')
+    const stranger = await sendingProduct('Mail console stranger')
+    const { key } = await platform(stranger.owner, 'POST', '/mail/api-keys', { name: 'theirs', scope: 'full_access' })
+    const theirs = await send(stranger.owner, key, { from: `hi@${stranger.domain.name}`, to: 'ann@example.org', subject: 'private', text: 'hi' })
+    const console = await browser.open()
+    const { page } = console
+    await openArea(page, owner, owner.productId, 'mail')
+    await page.waitForSelector('[data-domain-id]')
+    await page.fill('[data-testid=domain-create] input[name=name]', 'not a domain')
+    await page.click('[data-testid=domain-create] button[type=submit]')
+    await page.waitForSelector('[data-testid=domain-create] .error:not(:empty)')
+    expect(await page.textContent('[data-testid=domain-create] .error')).toContain('/body/name')
+    expect(await page.$$eval('[data-domain-id]', (cards) => cards.length)).toBe(1)
+
+    await page.evaluate((hash) => { location.hash = hash }, `#/p/${owner.productId}/mail/emails/${theirs}`)
+    await page.waitForSelector('.mail-view .error')
+    expect(await page.textContent('.mail-view .error')).toMatch(/not found/i)
+    expect(await page.textContent('body')).not.toContain('private')
+    // The only problems the page saw are the browser's own notes of the two refused requests.
+    expect(console.problems).toHaveLength(2)
+    for (const problem of console.problems) expect(problem).toMatch(/Failed to load resource: the server responded with a status of (400|404)/)
+  })
+})
