@@ -1,7 +1,21 @@
+// Mail: sending domains with their DNS records, sending API keys, and the email log with each email's events.
+//   #/p/{id}/mail[/domains[/{domainId}]]   #/p/{id}/mail/keys   #/p/{id}/mail/emails[/{emailId}]
 import { h, replace } from '../../dom'
+import { areaHref } from '../../router'
 import type { AreaView } from '../area'
+import { domainsView, domainView } from './domains'
+import { emailsView, emailView } from './emails'
+import { keysView } from './keys'
 
-/** Mail: not drawn yet. */
-export const mailView: AreaView = ({ root }) => {
-  replace(root, h('p', { class: 'muted' }, 'Mail'))
+const TABS: [string, string][] = [['domains', 'Domains'], ['keys', 'API keys'], ['emails', 'Email log']]
+
+export const mailView: AreaView = async ({ root, productId, rest }) => {
+  const [tab = 'domains', id] = rest
+  const view = h('div', { class: 'mail-view' })
+  replace(root, h('nav', { class: 'tabs', 'aria-label': 'Mail' }, TABS.map(([name, title]) =>
+    h('a', { href: areaHref(productId, 'mail', name), class: name === tab ? 'active' : '', 'aria-current': name === tab ? 'page' : null }, title))), view)
+  if (tab === 'domains') return id ? domainView(view, productId, id) : domainsView(view, productId)
+  if (tab === 'keys') return keysView(view)
+  if (tab === 'emails') return id ? emailView(view, productId, id) : emailsView(view, productId)
+  replace(view, h('p', { class: 'error' }, `No Mail view ${tab}`))
 }

@@ -1,0 +1,89 @@
+// Small pieces the Mail views share: a state badge, a long value a reader can select and copy, and a list read whole.
+import { api } from '../../api'
+import { h } from '../../dom'
+
+const GOOD = new Set(['verified', 'delivered', 'sent', 'opened', 'clicked'])
+const BAD = new Set(['failed', 'bounced', 'complained', 'suppressed'])
+
+/** A state (a domain's, a record's, an email's last event) as a coloured word: good, bad, or still on its way. */
+export function badge(state: string): HTMLElement {
+  const tone = GOOD.has(state) ? 'good' : BAD.has(state) ? 'bad' : 'waiting'
+  return h('span', { class: `badge ${tone}`, 'data-state': state }, state)
+}
+
+/**
+ * A value people paste elsewhere (a DNS record, a key's secret): selectable as one block, with a Copy button. Without
+ * clipboard access (an insecure origin, a denied permission) the button selects the text, so Ctrl+C still works.
+ */
+export function copyable(value: string, attributes: Record<string, string> = {}): HTMLElement {
+  const text = h('code', { class: 'copyable-value', ...attributes }, value)
+  const button = h('button', { type: 'button', class: 'secondary small', title: 'Copy to the clipboard' }, 'Copy')
+  button.addEventListener('click', async () => {
+    const range = document.createRange()
+    range.selectNodeContents(text)
+    getSelection()?.removeAllRanges()
+    getSelection()?.addRange(range)
+    try {
+      await navigator.clipboard.writeText(value)
+      button.textContent = 'Copied'
+    } catch {
+      button.textContent = 'Selected: press Ctrl+C'
+    }
+    setTimeout(() => { button.textContent = 'Copy' }, 2000)
+  })
+  return h('span', { class: 'copyable' }, text, button)
+}
+
+interface Page<T> { has_more: boolean; data: T[] }
+
+/** Every item of a paginated list operation (limit/after pages), for lists a product keeps short (domains, keys). */
+export async function readAll<T extends { id: string }>(operationId: string): Promise<T[]> {
+  const items: T[] = []
+  for (let after: string | undefined; ;) {
+    const page = await api.run<Page<T>>(operationId, { query: { limit: 100, after } })
+    items.push(...page.data)
+    if (!page.has_more || !page.data.length) return items
+    after = page.data.at(-1)!.id
+  }
+}
+
+/** A button that runs `action` once at a time: disabled, and labelled `busy`, while it runs. */
+export function actionButton(label: string, busy: string, action: () => Promise<void>, attributes: Record<string, string> = {}): HTMLButtonElement {
+  const button = h('button', { type: 'button', ...attributes }, label)
+  button.addEventListener('click', async () => {
+    button.disabled = true
+    button.textContent = busy
+    try {
+      await action()
+    } finally {
+      button.disabled = false
+      button.textContent = label
+    }
+  })
+  return button
+}
+
+/**
+ * A destructive button that asks first: the first click turns it into "Confirm …", the second runs `action`.
+ * No window.confirm(): a page dialog blocks the tab and cannot be styled.
+ */
+export function confirmButton(label: string, action: () => Promise<void>, attributes: Record<string, string> = {}): HTMLButtonElement {
+  const button = h('button', { type: 'button', class: 'danger small', ...attributes }, label)
+  let armed = false
+  button.addEventListener('click', async () => {
+    if (!armed) {
+      armed = true
+      button.textContent = `Confirm ${label.toLowerCase()}`
+      return
+    }
+    button.disabled = true
+    try {
+      await action()
+    } finally {
+      armed = false
+      button.disabled = false
+      button.textContent = label
+    }
+  })
+  return button
+}
