@@ -58,6 +58,15 @@ export function formatBucket(iso: string, bucket: string | null, timeZone: strin
   return bucket === 'hour' ? `${date} ${parts.hour}:${parts.minute}` : date
 }
 
+const AXIS_FORMATS: Record<string, Intl.DateTimeFormatOptions> = {
+  hour: { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' },
+  day: { month: 'short', day: 'numeric' },
+  week: { month: 'short', day: 'numeric' },
+  month: { month: 'short', year: 'numeric' },
+}
+const axisLabel = (seconds: number, bucket: string | null, timeZone: string) =>
+  new Intl.DateTimeFormat('en-US', { ...AXIS_FORMATS[bucket ?? 'day'], timeZone }).format(new Date(seconds * 1000))
+
 /** Draws an insight's run into `root` (which the tile sizes); returns what to destroy later. */
 export function drawInsight(root: HTMLElement, run: InsightRun, types: MetricTypes): Drawn {
   if (run.kind === 'funnel') {
@@ -99,6 +108,7 @@ function timeSeries(root: HTMLElement, result: MetricResult, types: MetricTypes)
     }
   }
   const lines = [...series.values()]
+  const xs = buckets.map((bucket) => Date.parse(bucket) / 1000)
   const chart = h('div', { class: 'chart', 'data-chart': 'lines' })
   const legend = h('ul', { class: 'legend' }, lines.map((line, i) => {
     const additive = ['count', 'sum'].includes(types.get(line.metric) ?? 'count')
@@ -121,12 +131,17 @@ function timeSeries(root: HTMLElement, result: MetricResult, types: MetricTypes)
     legend: { show: false },
     tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), result.timezone),
     scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), max > 0 ? max * 1.1 : 1] } },
-    axes: [axis(), axis()],
+    axes: [{
+      ...axis(),
+      // A tick per bucket while they fit; each labelled as its bucket reads in the query's zone (Nov 2, not 12am).
+      ...(xs.length <= 16 ? { splits: () => xs } : {}),
+      values: (_u, splits) => splits.map((split) => axisLabel(split, result.bucket, result.timezone)),
+    }, axis()],
     series: [{}, ...lines.map((line, i) => ({
       label: line.label || line.metric, stroke: color(i), width: 2,
       points: { show: buckets.length <= 40, size: 5, fill: color(i) },
     }))],
-  }, [buckets.map((bucket) => Date.parse(bucket) / 1000), ...lines.map((line) => line.values)], chart)
+  }, [xs, ...lines.map((line) => line.values)], chart)
   return follow(chart, plot)
 }
 
