@@ -240,7 +240,11 @@ describe('a dashboard', () => {
     await openDashboard(console, notes.id, 0)
     await page.click('[data-action=edit]')
     await as('PATCH', `/analytics/dashboards/${notes.id}`, { name: 'Notes (renamed elsewhere)' })
-    await drag(page, `[data-tile-id="${notes.tiles[0].id}"] .resize-handle`, 2, 0)
+    // The keyboard edits as the pointer does: Shift+arrows resize, a cell at a time.
+    await page.focus(`[data-tile-id="${notes.tiles[0].id}"] .tile-head`)
+    await page.keyboard.press('Shift+ArrowRight')
+    await page.keyboard.press('Shift+ArrowRight')
+    expect(await page.getAttribute(`[data-tile-id="${notes.tiles[0].id}"]`, 'data-w')).toBe('6')
     await page.click('[data-action=save]')
     await page.waitForSelector('[data-testid=dashboard-error]:not(:empty)')
     expect(await page.textContent('[data-testid=dashboard-error]')).toMatch(/changed since it was drawn/)

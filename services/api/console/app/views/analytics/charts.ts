@@ -224,10 +224,15 @@ function size(element: HTMLElement): { width: number; height: number } {
 
 /** Keeps the canvas the size of its tile as the tile is resized. */
 function follow(element: HTMLElement, plot: uPlot): Drawn {
+  // Resized on the next frame, not inside the observer's callback, so a resize never loops within one frame.
+  let frame = 0
   const observer = new ResizeObserver(() => {
-    const next = size(element)
-    if (next.width !== plot.width || next.height !== plot.height) plot.setSize(next)
+    cancelAnimationFrame(frame)
+    frame = requestAnimationFrame(() => {
+      const next = size(element)
+      if (next.width !== plot.width || next.height !== plot.height) plot.setSize(next)
+    })
   })
   observer.observe(element)
-  return { destroy() { observer.disconnect(); plot.destroy() } }
+  return { destroy() { cancelAnimationFrame(frame); observer.disconnect(); plot.destroy() } }
 }

@@ -59,6 +59,8 @@ async function metricTypes(): Promise<MetricTypes> {
   return new Map(catalog.entities.flatMap((entity) => entity.metrics.map((metric) => [metric.name, metric.type] as [string, string])))
 }
 
+const ARROWS: Record<string, [number, number]> = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] }
+
 class DashboardPage {
   private runner: Runner = createRunner()
   private drawn: Drawn[] = []
@@ -120,7 +122,7 @@ class DashboardPage {
   private tileElement(tile: Tile): HTMLElement {
     const title = h('h3', { class: 'tile-title' }, tile.title ?? (tile.type === 'text' ? '' : '…'))
     const element = h('article', { class: `tile tile-${tile.type}`, 'data-tile-id': tile.id, 'data-type': tile.type },
-      h('header', { class: `tile-head${tile.title === null && tile.type === 'text' ? ' untitled' : ''}`, title: 'Drag to move (in edit mode)' }, title),
+      h('header', { class: `tile-head${tile.title === null && tile.type === 'text' ? ' untitled' : ''}`, title: 'In edit mode: drag, or arrows, to move; Shift+arrows to resize' }, title),
       h('div', { class: 'tile-body' }),
       h('span', { class: 'resize-handle', title: 'Drag to resize', 'aria-hidden': 'true' }))
     if (tile.type === 'insight' && tile.title === null && tile.insight_id) {
@@ -185,6 +187,11 @@ class DashboardPage {
 
   private setEditing(editing: boolean): void {
     this.editing = editing
+    for (const element of this.tileElements.values()) {
+      const head = element.querySelector('.tile-head')!
+      if (editing) head.setAttribute('tabindex', '0')
+      else head.removeAttribute('tabindex')
+    }
     this.grid.classList.toggle('editing', editing)
     this.status.textContent = ''
     this.drawActions()
@@ -210,6 +217,19 @@ class DashboardPage {
       [element.querySelector<HTMLElement>('.tile-head')!, moved],
       [element.querySelector<HTMLElement>('.resize-handle')!, resized],
     ]
+    // The keyboard does what the pointer does, a cell at a time: arrows move, Shift+arrows resize.
+    const head = handles[0]![0]
+    head.addEventListener('keydown', (event) => {
+      const step = ARROWS[event.key]
+      if (!this.editing || !step) return
+      event.preventDefault()
+      const others = [...this.layouts].filter(([id]) => id !== tileId).map(([, layout]) => layout)
+      const candidate = (event.shiftKey ? resized : moved)(this.layouts.get(tileId)!, step[0], step[1])
+      if (!isFree(candidate, others)) return
+      this.layouts.set(tileId, candidate)
+      this.place(element, candidate)
+      this.fitGrid()
+    })
     for (const [handle, change] of handles) {
       handle.addEventListener('pointerdown', (down) => {
         if (!this.editing || down.button !== 0) return

@@ -1,6 +1,6 @@
 // Analytics: the product's dashboards (list, one drawn on its grid, edited, its history) and the semantic catalog.
 // Routes: #/p/{id}/analytics (dashboards), …/analytics/dashboards/{idOrSlug}, …/analytics/catalog.
-import { api } from '../../api'
+import { api, describe } from '../../api'
 import { h, replace, table, when } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView } from '../area'
@@ -18,9 +18,14 @@ export const analyticsView: AreaView = async ({ root, productId, rest }) => {
       h('a', { href: areaHref(productId, 'analytics'), class: tab === 'dashboards' ? 'active' : '' }, 'Dashboards'),
       h('a', { href: areaHref(productId, 'analytics', 'catalog'), class: tab === 'catalog' ? 'active' : '' }, 'Catalog')),
     content)
-  if (section === 'catalog') return catalogView(content)
-  if (section === 'dashboards' && id) return dashboardView(content, productId, id)
-  return dashboardList(content, productId)
+  try {
+    if (section === 'catalog') return await catalogView(content)
+    if (section === 'dashboards' && id) return await dashboardView(content, productId, id)
+    return await dashboardList(content, productId)
+  } catch (failure) {
+    // Under the tabs, so the reader can go elsewhere in the area (a dashboard deleted meanwhile is a 404 here).
+    replace(content, h('p', { class: 'error', role: 'alert' }, describe(failure)))
+  }
 }
 
 async function dashboardList(root: HTMLElement, productId: string): Promise<void> {
