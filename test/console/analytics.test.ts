@@ -220,6 +220,7 @@ describe('a dashboard', () => {
     // History: the save is version 2; restoring version 1 redraws the stored layout and the API answers it too.
     await page.waitForSelector('[data-testid=versions] tr[data-version="2"]')
     expect(await page.textContent('[data-testid=versions] tr[data-version="1"] td:nth-child(2)')).toBe('create')
+    expect(await page.textContent('[data-testid=versions] tr[data-version="2"] td:nth-child(4)')).toBe(owner.email) // who saved, by name
     await page.click('[data-testid=versions] tr[data-version="1"] [data-action=restore]')
     await page.waitForSelector('[data-testid=versions] tr[data-version="3"]')
     await page.waitForFunction((id) => document.querySelector<HTMLElement>(`[data-tile-id="${id}"]`)?.dataset.y === '4', tileIds.text)

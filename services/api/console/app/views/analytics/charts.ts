@@ -39,6 +39,8 @@ export type MetricTypes = Map<string, string>
 /** What a drawn chart holds on to: destroyed when its tile is redrawn or the view is left. */
 export interface Drawn { destroy(): void }
 
+// A tile is no place for ten thousand rows (the API's most): the table shows the first ones and says so.
+const MAX_TABLE_ROWS = 500
 const COLORS = ['#3a5bd9', '#e8710a', '#12a150', '#c5221f', '#8e44ad', '#00838f', '#b08800', '#5f6368']
 const color = (index: number) => COLORS[index % COLORS.length]!
 
@@ -104,7 +106,7 @@ function timeSeries(root: HTMLElement, result: MetricResult, types: MetricTypes)
         series.set(key, line)
       }
       const value = row[metric]
-      line.values[index.get(String(row.bucket))!] = typeof value === 'number' ? value : value === null ? null : Number(value)
+      line.values[index.get(String(row.bucket))!] = value === null || value === undefined ? null : Number(value)
     }
   }
   const lines = [...series.values()]
@@ -170,7 +172,8 @@ function breakdown(root: HTMLElement, result: MetricResult): Drawn {
     cursor: { show: false },
     scales: { x: { time: false, range: [-0.5, Math.max(labels.length, 1) - 0.5] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
     axes: [
-      { ...axis(), splits: () => labels.map((_, i) => i), values: (_u, splits) => splits.map((split) => labels[split] ?? ''), grid: { show: false } },
+      // At most about 24 labels, every n-th bar's when there are more bars.
+      { ...axis(), splits: () => labels.map((_, i) => i).filter((i) => i % Math.ceil(labels.length / 24) === 0), values: (_u, splits) => splits.map((split) => labels[split] ?? ''), grid: { show: false } },
       axis(),
     ],
     series: [{}, { label: metric, fill: `${color(0)}cc`, stroke: color(0), paths: uPlot.paths.bars!({ size: [0.6, 80] }), points: { show: false } }],
@@ -209,11 +212,13 @@ function swatch(index: number): HTMLElement {
 
 /** The numbers behind a chart: open by default for a breakdown (a few rows), folded for a long time series. */
 function dataTable(headers: string[], rows: { key: string; cells: string[] }[], truncated: boolean, open = false): HTMLElement {
+  const shown = rows.slice(0, MAX_TABLE_ROWS)
   return h('details', { class: 'data', open },
     h('summary', {}, `Data (${rows.length} rows${truncated ? ', truncated by the API' : ''})`),
     h('table', { class: 'data-table' },
       h('thead', {}, h('tr', {}, headers.map((header) => h('th', {}, header)))),
-      h('tbody', {}, rows.map((row) => h('tr', { 'data-key': row.key }, row.cells.map((cell) => h('td', {}, cell)))))))
+      h('tbody', {}, shown.map((row) => h('tr', { 'data-key': row.key }, row.cells.map((cell) => h('td', {}, cell)))))),
+    rows.length > shown.length ? h('p', { class: 'muted' }, `The first ${shown.length} rows; run the insight through the API for all ${rows.length}.`) : null)
 }
 
 const axis = (): uPlot.Axis => ({ stroke: '#687083', grid: { stroke: '#eef0f4', width: 1 }, ticks: { stroke: '#dfe3ea', width: 1 }, font: '11px system-ui, sans-serif' })

@@ -5,6 +5,7 @@ import { api, describe } from '../../api'
 import { h, replace, when } from '../../dom'
 import { areaHref } from '../../router'
 import type { Cleanup } from '../area'
+import { authorOf, memberEmails } from './authors'
 import { drawInsight, type Drawn, type MetricTypes } from './charts'
 import { gridArea, isFree, type Layout, moved, resized, rowsUsed, sameLayout } from './grid'
 import { renderMarkdown } from './markdown'
@@ -74,6 +75,7 @@ class DashboardPage {
   private readonly status = h('p', { class: 'error', role: 'alert', 'data-testid': 'dashboard-error' })
   private readonly history = h('section', { class: 'card history', 'data-testid': 'versions' })
   private readonly insightNames = new Map<string, Promise<string | undefined>>()
+  private authors: Promise<Map<string, string>> | undefined
 
   constructor(private root: HTMLElement, private productId: string, private dashboard: Dashboard, private types: MetricTypes) {}
 
@@ -299,17 +301,19 @@ class DashboardPage {
     if (after === undefined) replace(this.history, h('h2', {}, 'Version history'), h('p', { class: 'muted' }, 'Loading versions…'))
     let page: { versions: Version[]; has_more: boolean }
     try {
+      this.authors ??= memberEmails(this.productId)
       page = await api.run('analytics_dashboard_versions_list', { path: dashboardPath(this.dashboard.id), query: { limit: 20, after } })
     } catch (error) {
       replace(this.history, h('h2', {}, 'Version history'), h('p', { class: 'error', role: 'alert' }, describe(error)))
       return
     }
+    const emails = await this.authors!
     if (this.stopped) return
     const rows = page.versions.map((version) => h('tr', { 'data-version': version.version },
       h('td', {}, h('strong', {}, `v${version.version}`)),
       h('td', {}, version.reason),
       h('td', {}, when(version.created_at)),
-      h('td', { class: 'muted' }, version.created_by ?? '—'),
+      h('td', { class: 'muted', title: version.created_by ?? '' }, authorOf(emails, version.created_by)),
       h('td', {}, `${version.definition.tiles.length} tiles`),
       h('td', {}, after === undefined && version === page.versions[0]
         ? h('span', { class: 'muted' }, 'current')
