@@ -113,7 +113,9 @@ class DashboardPage {
     this.clearCharts()
     this.layouts = new Map(this.dashboard.tiles.map((tile) => [tile.id, { ...tile.layout }]))
     this.tileElements.clear()
-    const tiles = this.dashboard.tiles.map((tile) => this.tileElement(tile))
+    // In reading order (top to bottom, then left to right): the order of Tab, screen readers and a narrow screen.
+    const ordered = [...this.dashboard.tiles].sort((a, b) => a.layout.y - b.layout.y || a.layout.x - b.layout.x)
+    const tiles = ordered.map((tile) => this.tileElement(tile))
     replace(this.grid, tiles.length ? tiles : h('p', { class: 'muted empty' }, 'This dashboard has no tiles yet.'))
     this.grid.classList.toggle('editing', this.editing)
     this.fitGrid()
@@ -124,7 +126,7 @@ class DashboardPage {
   private tileElement(tile: Tile): HTMLElement {
     const title = h('h3', { class: 'tile-title' }, tile.title ?? (tile.type === 'text' ? '' : '…'))
     const element = h('article', { class: `tile tile-${tile.type}`, 'data-tile-id': tile.id, 'data-type': tile.type },
-      h('header', { class: `tile-head${tile.title === null && tile.type === 'text' ? ' untitled' : ''}`, title: 'In edit mode: drag, or arrows, to move; Shift+arrows to resize' }, title),
+      h('header', { class: `tile-head${tile.title === null && tile.type === 'text' ? ' untitled' : ''}` }, title),
       h('div', { class: 'tile-body' }),
       h('span', { class: 'resize-handle', title: 'Drag to resize', 'aria-hidden': 'true' }))
     if (tile.type === 'insight' && tile.title === null && tile.insight_id) {
@@ -149,6 +151,7 @@ class DashboardPage {
     const area = gridArea(layout)
     element.style.gridColumn = area.gridColumn
     element.style.gridRow = area.gridRow
+    element.style.setProperty('--tile-rows', String(layout.h)) // the height a narrow screen keeps (area.css)
     element.dataset.x = String(layout.x)
     element.dataset.y = String(layout.y)
     element.dataset.w = String(layout.w)
@@ -191,8 +194,13 @@ class DashboardPage {
     this.editing = editing
     for (const element of this.tileElements.values()) {
       const head = element.querySelector('.tile-head')!
-      if (editing) head.setAttribute('tabindex', '0')
-      else head.removeAttribute('tabindex')
+      if (editing) {
+        head.setAttribute('tabindex', '0')
+        head.setAttribute('title', 'Drag, or arrows, to move; drag the corner, or Shift+arrows, to resize')
+      } else {
+        head.removeAttribute('tabindex')
+        head.removeAttribute('title')
+      }
     }
     this.grid.classList.toggle('editing', editing)
     this.status.textContent = ''
