@@ -7,7 +7,7 @@ import { areaHref } from '../../router'
 import type { Cleanup } from '../area'
 import { authorOf, memberEmails } from './authors'
 import { drawInsight, type Drawn, type MetricTypes } from './charts'
-import { gridArea, isFree, type Layout, moved, resized, rowsUsed, sameLayout } from './grid'
+import { COLUMNS, gridArea, isFree, type Layout, moved, resized, rowsUsed, sameLayout } from './grid'
 import { renderMarkdown } from './markdown'
 import { createRunner, type Runner } from './runner'
 
@@ -275,11 +275,26 @@ class DashboardPage {
     const gap = parseFloat(style.columnGap) || 0
     const rowGap = parseFloat(style.rowGap) || 0
     const rowHeight = parseFloat(style.getPropertyValue('--row-height')) || 80
-    return { column: (this.grid.clientWidth + gap) / 12, row: rowHeight + rowGap }
+    return { column: (this.grid.clientWidth + gap) / COLUMNS, row: rowHeight + rowGap }
   }
 
   private async save(): Promise<void> {
     this.status.textContent = ''
+    // Nothing moved: no update, so no empty version in the history.
+    if (this.dashboard.tiles.every((tile) => sameLayout(tile.layout, this.layouts.get(tile.id)!))) {
+      this.setEditing(false)
+      return
+    }
+    const button = this.actions.querySelector<HTMLButtonElement>('[data-action=save]')
+    if (button) button.disabled = true // one save at a time
+    try {
+      await this.write()
+    } finally {
+      if (button) button.disabled = false
+    }
+  }
+
+  private async write(): Promise<void> {
     const tiles = this.dashboard.tiles.map((tile) => ({
       id: tile.id, type: tile.type, title: tile.title, layout: this.layouts.get(tile.id)!,
       ...(tile.type === 'insight' ? { insight_id: tile.insight_id } : { markdown: tile.markdown }),
