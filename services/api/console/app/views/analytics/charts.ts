@@ -1,0 +1,243 @@
+// An insight's result drawn in a tile: a time series as lines, a breakdown as bars (uPlot on a canvas), a funnel as
+// steps, a metric with neither as big numbers. Every chart has its numbers beside it in text (totals and a data table),
+// so a reader, a screen reader and a test can read exactly what the API answered.
+import uPlot from 'uplot'
+import { h } from '../../dom'
+
+export interface MetricResult {
+  entity: string
+  metrics: string[]
+  dimensions: string[]
+  bucket: string | null
+  timezone: string
+  range: { from: string; to: string }
+  rows: Record<string, string | number | null>[]
+  truncated: boolean
+}
+export interface StepResult {
+  step: number
+  entity: string
+  event: string
+  count: number
+  conversionFromPrevious: number | null
+  conversionFromFirst: number | null
+}
+export interface FunnelResult {
+  identity: string
+  windowDays: number
+  range: { from: string; to: string }
+  steps: StepResult[]
+  breakdown?: { value: string | null; steps: StepResult[] }[]
+}
+export type InsightRun =
+  | { insight_id: string; kind: 'metric'; result: MetricResult }
+  | { insight_id: string; kind: 'funnel'; result: FunnelResult }
+
+/** Metric types by name (from the catalog): a total is shown only for counts and sums, where adding buckets means something. */
+export type MetricTypes = Map<string, string>
+
+/** What a drawn chart holds on to: destroyed when its tile is redrawn or the view is left. */
+export interface Drawn { destroy(): void }
+
+// A tile is no place for ten thousand rows (the API's most): the table shows the first ones and says so.
+const MAX_TABLE_ROWS = 500
+const COLORS = ['#3a5bd9', '#e8710a', '#12a150', '#c5221f', '#8e44ad', '#00838f', '#b08800', '#5f6368']
+const color = (index: number) => COLORS[index % COLORS.length]!
+
+const NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 4 })
+/** A value as the page shows it: grouped digits, at most four decimals; no value is a dash. */
+export const formatNumber = (value: string | number | null | undefined) =>
+  value === null || value === undefined || value === '' ? '—' : typeof value === 'number' ? NUMBER.format(value) : value
+const PERCENT = new Intl.NumberFormat('en-US', { style: 'percent', maximumFractionDigits: 1 })
+export const formatPercent = (value: number | null) => (value === null ? '—' : PERCENT.format(value))
+
+/** A bucket's start as a date (and hour) in the query's own time zone, where its buckets were cut. */
+export function formatBucket(iso: string, bucket: string | null, timeZone: string): string {
+  const parts = Object.fromEntries(new Intl.DateTimeFormat('en-US', {
+    timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23',
+  }).formatToParts(new Date(iso)).map((part) => [part.type, part.value]))
+  const date = `${parts.year}-${parts.month}-${parts.day}`
+  return bucket === 'hour' ? `${date} ${parts.hour}:${parts.minute}` : date
+}
+
+const AXIS_FORMATS: Record<string, Intl.DateTimeFormatOptions> = {
+  hour: { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' },
+  day: { month: 'short', day: 'numeric' },
+  week: { month: 'short', day: 'numeric' },
+  month: { month: 'short', year: 'numeric' },
+}
+const axisLabel = (seconds: number, bucket: string | null, timeZone: string) =>
+  new Intl.DateTimeFormat('en-US', { ...AXIS_FORMATS[bucket ?? 'day'], timeZone }).format(new Date(seconds * 1000))
+
+/** Draws an insight's run into `root` (which the tile sizes); returns what to destroy later. */
+export function drawInsight(root: HTMLElement, run: InsightRun, types: MetricTypes): Drawn {
+  if (run.kind === 'funnel') {
+    root.append(funnelSteps(run.result))
+    return { destroy() {} }
+  }
+  const result = run.result
+  if (result.bucket) return timeSeries(root, result, types)
+  if (result.dimensions.length) return breakdown(root, result)
+  root.append(h('div', { class: 'big-numbers', 'data-chart': 'numbers' }, result.metrics.map((metric) =>
+    h('div', { class: 'big-number' },
+      h('span', { class: 'value', 'data-metric': metric }, formatNumber(result.rows[0]?.[metric] ?? null)),
+      h('span', { class: 'label' }, metric)))))
+  return { destroy() {} }
+}
+
+interface Series { label: string; metric: string; values: (number | null)[] }
+
+const dimensionLabel = (row: Record<string, unknown>, dimensions: string[]) =>
+  dimensions.map((dimension) => (row[dimension] === null || row[dimension] === undefined ? '(none)' : String(row[dimension]))).join(' · ')
+
+function timeSeries(root: HTMLElement, result: MetricResult, types: MetricTypes): Drawn {
+  const buckets = [...new Set(result.rows.map((row) => String(row.bucket)))].sort()
+  const index = new Map(buckets.map((bucket, i) => [bucket, i]))
+  // One line per metric and combination of dimension values, in the order the rows first name them.
+  const series = new Map<string, Series>()
+  for (const row of result.rows) {
+    const combination = dimensionLabel(row, result.dimensions)
+    for (const metric of result.metrics) {
+      const key = JSON.stringify([metric, combination])
+      let line = series.get(key)
+      if (!line) {
+        const label = [result.metrics.length > 1 || !combination ? metric : '', combination].filter(Boolean).join(' · ')
+        line = { label, metric, values: buckets.map(() => null) }
+        series.set(key, line)
+      }
+      const value = row[metric]
+      line.values[index.get(String(row.bucket))!] = value === null || value === undefined ? null : Number(value)
+    }
+  }
+  const lines = [...series.values()]
+  const xs = buckets.map((bucket) => Date.parse(bucket) / 1000)
+  const chart = h('div', { class: 'chart', 'data-chart': 'lines' })
+  const legend = h('ul', { class: 'legend' }, lines.map((line, i) => {
+    const additive = ['count', 'sum'].includes(types.get(line.metric) ?? 'count')
+    const shown = additive
+      ? line.values.reduce<number>((sum, value) => sum + (value ?? 0), 0)
+      : [...line.values].reverse().find((value) => value !== null) ?? null
+    return h('li', { 'data-series': line.label },
+      swatch(i), h('span', { class: 'series-label' }, line.label || line.metric), ' ',
+      h('span', { class: 'muted' }, additive ? 'total ' : 'latest '),
+      h('strong', { class: 'series-total' }, formatNumber(shown)))
+  }))
+  const data = dataTable(
+    ['bucket', ...lines.map((line) => line.label || line.metric)],
+    buckets.map((bucket, row) => ({ key: bucket, cells: [formatBucket(bucket, result.bucket, result.timezone), ...lines.map((line) => formatNumber(line.values[row]))] })),
+    result.truncated,
+  )
+  root.append(chart, legend, data)
+  const plot = new uPlot({
+    ...size(chart),
+    legend: { show: false },
+    tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), result.timezone),
+    scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), max > 0 ? max * 1.1 : 1] } },
+    axes: [{
+      ...axis(),
+      // A tick per bucket while they fit; each labelled as its bucket reads in the query's zone (Nov 2, not 12am).
+      ...(xs.length <= 16 ? { splits: () => xs } : {}),
+      values: (_u, splits) => splits.map((split) => axisLabel(split, result.bucket, result.timezone)),
+    }, axis()],
+    series: [{}, ...lines.map((line, i) => ({
+      label: line.label || line.metric, stroke: color(i), width: 2,
+      points: { show: buckets.length <= 40, size: 5, fill: color(i) },
+    }))],
+  }, [xs, ...lines.map((line) => line.values)], chart)
+  return follow(chart, plot)
+}
+
+function breakdown(root: HTMLElement, result: MetricResult): Drawn {
+  const labels = result.rows.map((row) => dimensionLabel(row, result.dimensions))
+  // Bars of the first metric; every metric is in the table below.
+  const metric = result.metrics[0]!
+  const values = result.rows.map((row) => {
+    const value = row[metric]
+    return value === null || value === undefined ? null : Number(value)
+  })
+  const chart = h('div', { class: 'chart', 'data-chart': 'bars' })
+  const data = dataTable(
+    [...result.dimensions, ...result.metrics],
+    result.rows.map((row, i) => ({
+      key: labels[i]!,
+      cells: [...result.dimensions.map((dimension) => row[dimension] === null ? '(none)' : String(row[dimension])), ...result.metrics.map((name) => formatNumber(row[name] ?? null))],
+    })),
+    result.truncated,
+    true,
+  )
+  root.append(chart, data)
+  const plot = new uPlot({
+    ...size(chart),
+    legend: { show: false },
+    cursor: { show: false },
+    scales: { x: { time: false, range: [-0.5, Math.max(labels.length, 1) - 0.5] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+    axes: [
+      // At most about 24 labels, every n-th bar's when there are more bars.
+      { ...axis(), splits: () => labels.map((_, i) => i).filter((i) => i % Math.ceil(labels.length / 24) === 0), values: (_u, splits) => splits.map((split) => labels[split] ?? ''), grid: { show: false } },
+      axis(),
+    ],
+    series: [{}, { label: metric, fill: `${color(0)}cc`, stroke: color(0), paths: uPlot.paths.bars!({ size: [0.6, 80] }), points: { show: false } }],
+  }, [labels.map((_, i) => i), values], chart)
+  return follow(chart, plot)
+}
+
+function funnelSteps(result: FunnelResult): HTMLElement {
+  const first = result.steps[0]?.count ?? 0
+  const list = h('ol', { class: 'funnel', 'data-chart': 'funnel' }, result.steps.map((step) => {
+    const bar = h('div', { class: 'funnel-bar' })
+    bar.style.width = `${first > 0 ? Math.max(1, (step.count / first) * 100) : 0}%`
+    return h('li', { 'data-step': step.step },
+      h('div', { class: 'funnel-head' },
+        h('span', { class: 'funnel-event' }, step.event),
+        h('span', {},
+          h('strong', { class: 'funnel-count' }, formatNumber(step.count)), ' ',
+          h('span', { class: 'muted' }, step.conversionFromPrevious === null ? 'entered' : 'from previous '),
+          step.conversionFromPrevious === null ? null : h('span', { class: 'funnel-conversion' }, formatPercent(step.conversionFromPrevious)),
+          step.conversionFromFirst === null ? null : h('span', { class: 'muted' }, ' · overall ', h('span', { class: 'funnel-overall' }, formatPercent(step.conversionFromFirst))))),
+      h('div', { class: 'funnel-track' }, bar))
+  }))
+  const parts: HTMLElement[] = [list]
+  if (result.breakdown?.length) {
+    parts.push(dataTable(['value', ...result.steps.map((step) => step.event)],
+      result.breakdown.map((value) => ({ key: String(value.value), cells: [value.value ?? '(none)', ...value.steps.map((step) => formatNumber(step.count))] })), false, true))
+  }
+  return h('div', { class: 'funnel-wrap' }, parts)
+}
+
+function swatch(index: number): HTMLElement {
+  const element = h('span', { class: 'swatch', 'aria-hidden': 'true' })
+  element.style.background = color(index)
+  return element
+}
+
+/** The numbers behind a chart: open by default for a breakdown (a few rows), folded for a long time series. */
+function dataTable(headers: string[], rows: { key: string; cells: string[] }[], truncated: boolean, open = false): HTMLElement {
+  const shown = rows.slice(0, MAX_TABLE_ROWS)
+  return h('details', { class: 'data', open },
+    h('summary', {}, `Data (${rows.length} rows${truncated ? ', truncated by the API' : ''})`),
+    h('table', { class: 'data-table' },
+      h('thead', {}, h('tr', {}, headers.map((header) => h('th', {}, header)))),
+      h('tbody', {}, shown.map((row) => h('tr', { 'data-key': row.key }, row.cells.map((cell) => h('td', {}, cell)))))),
+    rows.length > shown.length ? h('p', { class: 'muted' }, `The first ${shown.length} rows; run the insight through the API for all ${rows.length}.`) : null)
+}
+
+const axis = (): uPlot.Axis => ({ stroke: '#687083', grid: { stroke: '#eef0f4', width: 1 }, ticks: { stroke: '#dfe3ea', width: 1 }, font: '11px system-ui, sans-serif' })
+
+function size(element: HTMLElement): { width: number; height: number } {
+  return { width: Math.max(120, element.clientWidth || 300), height: Math.max(80, element.clientHeight || 160) }
+}
+
+/** Keeps the canvas the size of its tile as the tile is resized. */
+function follow(element: HTMLElement, plot: uPlot): Drawn {
+  // Resized on the next frame, not inside the observer's callback, so a resize never loops within one frame.
+  let frame = 0
+  const observer = new ResizeObserver(() => {
+    cancelAnimationFrame(frame)
+    frame = requestAnimationFrame(() => {
+      const next = size(element)
+      if (next.width !== plot.width || next.height !== plot.height) plot.setSize(next)
+    })
+  })
+  observer.observe(element)
+  return { destroy() { cancelAnimationFrame(frame); observer.disconnect(); plot.destroy() } }
+}

@@ -1,0 +1,285 @@
+// The console's Analytics area in a real Chromium against a real api process: a dashboard of a time series, a
+// breakdown, a funnel and a text tile drawn on its stored grid with the numbers analytics_insight_run answers, its
+// markdown inert, a tile dragged and resized and saved, an older version restored, and the catalog listed.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Page } from 'playwright-core'
+import { call, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { type ConsolePage, expectNoProblems, openArea, screenshot, useBrowser } from './browser'
+
+type Owner = Awaited<ReturnType<typeof newProduct>>
+type Layout = { x: number; y: number; w: number; h: number }
+
+let apiWorker: Worker
+let owner: Owner
+beforeAll(async () => {
+  apiWorker = await startProcess('api')
+  owner = await newProduct('Analytics console')
+})
+afterAll(async () => {
+  await apiWorker?.stop()
+})
+const browser = useBrowser(() => apiWorker.url)
+
+const as = async (method: string, path: string, body?: unknown) =>
+  ok(await call(method, path, { token: owner.token, productId: owner.productId, body }), `${method} ${path}`).body
+
+// A fixed week, so the buckets and counts do not depend on when the test runs.
+const RANGE = { from: '2026-11-01T00:00:00Z', to: '2026-11-08T00:00:00Z' }
+const at = (day: number, hour = 12) => `2026-11-0${day}T${String(hour).padStart(2, '0')}:00:00Z`
+const EVENTS = [
+  ...['u1', 'u2', 'u3', 'u4', 'u5'].map((user, i) => ({ event: 'signup', timestamp: at(2 + (i % 3)), identity: { users_id: user }, properties: { plan: i < 3 ? 'free' : 'pro' } })),
+  ...['u1', 'u2', 'u3'].map((user) => ({ event: 'activate', timestamp: at(5), identity: { users_id: user }, properties: { plan: 'free' } })),
+  { event: 'purchase', timestamp: at(6), identity: { users_id: 'u1' }, properties: { plan: 'team' } },
+]
+const LAYOUTS: Record<string, Layout> = {
+  series: { x: 0, y: 0, w: 8, h: 4 },
+  breakdown: { x: 8, y: 0, w: 4, h: 4 },
+  funnel: { x: 0, y: 4, w: 6, h: 4 },
+  text: { x: 6, y: 4, w: 6, h: 4 },
+}
+const MARKDOWN = [
+  '# Growth notes',
+  'Read **the docs** and *the guide*: [platform docs](https://example.com/docs?a=1&b=2).',
+  '',
+  '- first `item`',
+  '- second',
+  '',
+  '<script>window.__injected = true</script>',
+  '[click me](javascript:window.__clicked=true) <img src=x onerror="window.__injected=true">',
+].join('\n')
+
+/** Numbers as the page writes them (grouped digits), read back. */
+const numberOf = (text: string | null) => Number(String(text).replace(/,/g, ''))
+const PERCENT = new Intl.NumberFormat('en-US', { style: 'percent', maximumFractionDigits: 1 })
+
+/** Each tile's place on the grid as drawn: measured from the boxes on the page, in grid cells. */
+function drawnLayouts(page: Page): Promise<Record<string, Layout>> {
+  return page.evaluate(() => {
+    const grid = document.querySelector<HTMLElement>('[data-testid=dashboard-grid]')!
+    const style = getComputedStyle(grid)
+    const column = (grid.getBoundingClientRect().width + parseFloat(style.columnGap)) / 12
+    const row = parseFloat(style.getPropertyValue('--row-height')) + parseFloat(style.rowGap)
+    const origin = grid.getBoundingClientRect()
+    return Object.fromEntries([...grid.querySelectorAll<HTMLElement>('[data-tile-id]')].map((tile) => {
+      const box = tile.getBoundingClientRect()
+      return [tile.dataset.tileId!, {
+        x: Math.round((box.left - origin.left) / column), y: Math.round((box.top - origin.top) / row),
+        w: Math.round((box.width + parseFloat(style.columnGap)) / column), h: Math.round((box.height + parseFloat(style.rowGap)) / row),
+      }]
+    }))
+  })
+}
+
+/** Drags from the centre of `selector` by whole grid cells, as a person would with a mouse. */
+async function drag(page: Page, selector: string, columns: number, rows: number): Promise<void> {
+  await page.locator(selector).scrollIntoViewIfNeeded()
+  const box = (await page.locator(selector).boundingBox())!
+  const step = await page.evaluate(() => {
+    const grid = document.querySelector<HTMLElement>('[data-testid=dashboard-grid]')!
+    const style = getComputedStyle(grid)
+    return { column: (grid.getBoundingClientRect().width + parseFloat(style.columnGap)) / 12, row: parseFloat(style.getPropertyValue('--row-height')) + parseFloat(style.rowGap) }
+  })
+  const [x, y] = [box.x + box.width / 2, box.y + box.height / 2]
+  await page.mouse.move(x, y)
+  await page.mouse.down()
+  await page.mouse.move(x + columns * step.column, y + rows * step.row, { steps: 12 })
+  await page.mouse.up()
+}
+
+async function openDashboard(console: ConsolePage, dashboardId: string, insightTiles: number): Promise<void> {
+  const { page } = console
+  await openArea(page, owner, owner.productId, 'analytics')
+  await page.click(`[data-dashboard-id="${dashboardId}"]`)
+  await page.waitForSelector('[data-testid=dashboard-grid]')
+  await page.waitForFunction((count) => document.querySelectorAll('.tile-body[data-kind]').length === count, insightTiles)
+}
+
+describe('a dashboard', () => {
+  let dashboard: { id: string; tiles: { id: string; type: string; insight_id?: string; title: string | null; markdown?: string; layout: Layout }[] }
+  let tileIds: Record<string, string>
+  beforeAll(async () => {
+    expect(await as('POST', '/tracking/events', { events: EVENTS })).toEqual({ accepted: EVENTS.length })
+    const series = await as('POST', '/analytics/insights', { name: 'Events per day', kind: 'metric', query: { entity: 'events', metrics: ['count'], range: RANGE, bucket: 'day' } })
+    const breakdown = await as('POST', '/analytics/insights', { name: 'Events by plan', kind: 'metric', query: { entity: 'events', metrics: ['count'], dimensions: ['properties.plan'], range: RANGE } })
+    const funnel = await as('POST', '/analytics/insights', {
+      name: 'Signup to purchase', kind: 'funnel',
+      query: { steps: ['signup', 'activate', 'purchase'].map((event) => ({ entity: 'events', event })), identity: 'users_id', range: RANGE },
+    })
+    dashboard = await as('POST', '/analytics/dashboards', {
+      slug: 'growth', name: 'Growth', tags: ['weekly'],
+      tiles: [
+        { type: 'insight', insight_id: series.id, title: null, layout: LAYOUTS.series },
+        { type: 'insight', insight_id: breakdown.id, title: 'Plans', layout: LAYOUTS.breakdown },
+        { type: 'insight', insight_id: funnel.id, layout: LAYOUTS.funnel },
+        { type: 'text', markdown: MARKDOWN, title: 'Notes', layout: LAYOUTS.text },
+      ],
+    })
+    tileIds = Object.fromEntries(['series', 'breakdown', 'funnel', 'text'].map((name, i) => [name, dashboard.tiles[i]!.id]))
+  })
+
+  test('is drawn on its stored grid, each insight with the numbers analytics_insight_run answers, the markdown inert', async () => {
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, dashboard.id, 3)
+    const tile = (name: string) => `[data-tile-id="${tileIds[name]}"]`
+    const run = async (name: string) => (await as('POST', `/analytics/insights/${dashboard.tiles.find((t) => t.id === tileIds[name])!.insight_id}/run`, {})).result
+
+    // Where each tile is drawn, measured in cells from the page, is where it is stored.
+    const drawn = await drawnLayouts(page)
+    for (const [name, layout] of Object.entries(LAYOUTS)) expect([name, drawn[tileIds[name]!]]).toEqual([name, layout])
+
+    // Titles: the tile's own, else its insight's name.
+    await page.waitForFunction((selector) => document.querySelector(`${selector} .tile-title`)?.textContent === 'Events per day', tile('series'))
+    expect(await page.textContent(`${tile('breakdown')} .tile-title`)).toBe('Plans')
+    await page.waitForFunction((selector) => document.querySelector(`${selector} .tile-title`)?.textContent === 'Signup to purchase', tile('funnel'))
+
+    // The time series: a line chart on a canvas, and every bucket's count in its table equal to the API's.
+    const series = await run('series')
+    expect(await page.locator(`${tile('series')} [data-chart=lines] canvas`).count()).toBeGreaterThan(0)
+    const seriesRows = await page.$$eval(`${tile('series')} .data-table tbody tr`, (rows) =>
+      rows.map((row) => [(row as HTMLElement).dataset.key, ...[...row.querySelectorAll('td')].map((cell) => cell.textContent)]))
+    expect(seriesRows.map(([bucket, day, count]) => [bucket, day, numberOf(count!)]))
+      .toEqual(series.rows.map((row: any) => [row.bucket, row.bucket.slice(0, 10), row.count]))
+    expect(series.rows.map((row: any) => row.count)).toEqual([0, 2, 2, 1, 3, 1, 0]) // the API's answer is the one meant
+    expect(numberOf(await page.textContent(`${tile('series')} .series-total`))).toBe(series.rows.reduce((sum: number, row: any) => sum + row.count, 0))
+
+    // The breakdown: bars, and each plan's count equal to the API's.
+    const breakdown = await run('breakdown')
+    expect(await page.locator(`${tile('breakdown')} [data-chart=bars] canvas`).count()).toBeGreaterThan(0)
+    const plans = await page.$$eval(`${tile('breakdown')} .data-table tbody tr`, (rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)))
+    expect(plans.map(([plan, count]) => [plan, numberOf(count!)])).toEqual(breakdown.rows.map((row: any) => [row['properties.plan'], row.count]))
+    expect(breakdown.rows.length).toBe(3)
+
+    // The funnel: each step's count and conversion as the API answers them.
+    const funnel = await run('funnel')
+    const steps = await page.$$eval(`${tile('funnel')} [data-step]`, (items) => items.map((item) => [
+      item.querySelector('.funnel-event')!.textContent, item.querySelector('.funnel-count')!.textContent,
+      item.querySelector('.funnel-conversion')?.textContent ?? null, item.querySelector('.funnel-overall')?.textContent ?? null,
+    ]))
+    expect(steps.map(([event, count, previous, overall]) => [event, numberOf(count!), previous, overall])).toEqual(funnel.steps.map((step: any) => [
+      step.event, step.count,
+      step.conversionFromPrevious === null ? null : PERCENT.format(step.conversionFromPrevious),
+      step.conversionFromFirst === null ? null : PERCENT.format(step.conversionFromFirst),
+    ]))
+    expect(funnel.steps.map((step: any) => step.count)).toEqual([5, 3, 1])
+
+    // The text tile: markdown as elements; the script, the handler and the javascript: link stay text.
+    const text = `${tile('text')} .tile-body`
+    expect(await page.textContent(`${text} h4`)).toBe('Growth notes')
+    expect(await page.textContent(`${text} strong`)).toBe('the docs')
+    expect(await page.textContent(`${text} em`)).toBe('the guide')
+    expect(await page.locator(`${text} li`).allTextContents()).toEqual(['first item', 'second'])
+    expect(await page.textContent(`${text} li code`)).toBe('item')
+    const links = await page.$$eval(`${text} a`, (anchors) => anchors.map((a) => [a.getAttribute('href'), a.getAttribute('rel'), a.textContent]))
+    expect(links).toEqual([['https://example.com/docs?a=1&b=2', 'noopener noreferrer', 'platform docs']])
+    const inert = await page.evaluate((selector) => {
+      const body = document.querySelector(selector)!
+      return {
+        elements: body.querySelectorAll('script, img, iframe, [onerror], [href^="javascript"]').length,
+        scripts: document.querySelectorAll('script').length, // the page's own module only
+        injected: (window as any).__injected ?? null, clicked: (window as any).__clicked ?? null,
+        text: body.textContent,
+      }
+    }, text)
+    expect(inert).toMatchObject({ elements: 0, scripts: 1, injected: null, clicked: null })
+    expect(inert.text).toContain('<script>window.__injected = true</script>')
+    expect(inert.text).toContain('[click me](javascript:window.__clicked=true)')
+    await page.click(`${text} >> text=click me`)
+    expect(await page.evaluate(() => (window as any).__clicked ?? null)).toBeNull()
+
+    await screenshot(page, 'analytics-dashboard')
+    expectNoProblems(console)
+  })
+
+  test('a tile dragged and another resized are saved with analytics_dashboard_update; a restore brings the old layout back', async () => {
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, dashboard.id, 3)
+    await page.click('[data-action=edit]')
+    await page.waitForSelector('[data-testid=dashboard-grid].editing')
+    const tile = (name: string) => `[data-tile-id="${tileIds[name]}"]`
+
+    // Onto another tile is refused: the breakdown dragged over the time series stays where it was.
+    await drag(page, `${tile('breakdown')} .tile-head`, -6, 0)
+    // The text tile moves under the funnel, and the funnel grows into the room it left.
+    await drag(page, `${tile('text')} .tile-head`, -6, 4)
+    await drag(page, `${tile('funnel')} .resize-handle`, 6, 0)
+    const expected = { ...LAYOUTS, funnel: { x: 0, y: 4, w: 12, h: 4 }, text: { x: 0, y: 8, w: 6, h: 4 } }
+    const drawn = await drawnLayouts(page)
+    for (const [name, layout] of Object.entries(expected)) expect([name, drawn[tileIds[name]!]]).toEqual([name, layout])
+
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-action=edit]')
+    const saved = await as('GET', `/analytics/dashboards/${dashboard.id}`)
+    // Every tile kept its id, kind, insight, title and markdown; only the layouts moved.
+    expect(saved.tiles).toEqual(dashboard.tiles.map((stored) => {
+      const name = Object.keys(tileIds).find((key) => tileIds[key] === stored.id)!
+      return { ...stored, layout: expected[name as keyof typeof expected] }
+    }))
+
+    // History: the save is version 2; restoring version 1 redraws the stored layout and the API answers it too.
+    await page.waitForSelector('[data-testid=versions] tr[data-version="2"]')
+    expect(await page.textContent('[data-testid=versions] tr[data-version="1"] td:nth-child(2)')).toBe('create')
+    expect(await page.textContent('[data-testid=versions] tr[data-version="2"] td:nth-child(4)')).toBe(owner.email) // who saved, by name
+    await page.click('[data-testid=versions] tr[data-version="1"] [data-action=restore]')
+    await page.waitForSelector('[data-testid=versions] tr[data-version="3"]')
+    await page.waitForFunction((id) => document.querySelector<HTMLElement>(`[data-tile-id="${id}"]`)?.dataset.y === '4', tileIds.text)
+    const restored = await drawnLayouts(page)
+    for (const [name, layout] of Object.entries(LAYOUTS)) expect([name, restored[tileIds[name]!]]).toEqual([name, layout])
+    expect((await as('GET', `/analytics/dashboards/${dashboard.id}`)).tiles).toEqual(dashboard.tiles)
+    expect(await page.textContent('[data-testid=versions] tr[data-version="3"] td:nth-child(2)')).toBe('restore of version 1')
+    await page.waitForFunction(() => document.querySelectorAll('.tile-body[data-kind]').length === 3)
+    expectNoProblems(console)
+  })
+
+  test('a save over a change made elsewhere, or of a dashboard deleted meanwhile, is refused and says why', async () => {
+    const notes = await as('POST', '/analytics/dashboards', {
+      slug: 'notes', name: 'Notes', tiles: [{ type: 'text', markdown: 'Hello', layout: { x: 0, y: 0, w: 4, h: 2 } }],
+    })
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, notes.id, 0)
+    await page.click('[data-action=edit]')
+    await as('PATCH', `/analytics/dashboards/${notes.id}`, { name: 'Notes (renamed elsewhere)' })
+    // The keyboard edits as the pointer does: Shift+arrows resize, a cell at a time.
+    await page.focus(`[data-tile-id="${notes.tiles[0].id}"] .tile-head`)
+    await page.keyboard.press('Shift+ArrowRight')
+    await page.keyboard.press('Shift+ArrowRight')
+    expect(await page.getAttribute(`[data-tile-id="${notes.tiles[0].id}"]`, 'data-w')).toBe('6')
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-testid=dashboard-error]:not(:empty)')
+    expect(await page.textContent('[data-testid=dashboard-error]')).toMatch(/changed since it was drawn/)
+    expect((await as('GET', `/analytics/dashboards/${notes.id}`)).tiles[0].layout).toEqual({ x: 0, y: 0, w: 4, h: 2 })
+
+    await as('DELETE', `/analytics/dashboards/${notes.id}`)
+    await page.click('[data-action=save]')
+    await page.waitForFunction(() => /Not saved: .*not found/i.test(document.querySelector('[data-testid=dashboard-error]')?.textContent ?? ''))
+    expect(console.problems.filter((problem) => !/404/.test(problem))).toEqual([]) // the browser logs the refused fetch
+  })
+})
+
+describe('the catalog', () => {
+  test('lists every entity the API returns, with its metrics, dimensions and identity kinds', async () => {
+    const catalog = await as('GET', '/analytics/catalog')
+    const console = await browser.open()
+    const { page } = console
+    await openArea(page, owner, owner.productId, 'analytics')
+    await page.click('.tabs a[href$="/catalog"]')
+    await page.waitForSelector('[data-testid=catalog]')
+    const shown = await page.$$eval('[data-testid=catalog] [data-entity]', (cards) => cards.map((card) => ({
+      entity: (card as HTMLElement).dataset.entity,
+      metrics: [...card.querySelectorAll('table.metrics tbody tr')].map((row) => [row.children[0]!.textContent, row.children[1]!.textContent]),
+      dimensions: [...card.querySelectorAll('table.dimensions tbody tr td:first-child')].map((cell) => cell.textContent),
+      identityKinds: [...card.querySelectorAll('[data-identity]')].map((kind) => kind.textContent),
+    })))
+    expect(shown).toEqual(catalog.entities.map((entity: any) => ({
+      entity: entity.entity,
+      metrics: entity.metrics.map((metric: any) => [metric.name, metric.type]),
+      dimensions: entity.dimensions.map((dimension: any) => dimension.name),
+      identityKinds: entity.identityKinds,
+    })))
+    expect(shown.map((entity) => entity.entity)).toContain('events')
+    await screenshot(page, 'analytics-catalog')
+    expectNoProblems(console)
+  })
+})
