@@ -329,6 +329,63 @@ describe('gateway', () => {
   })
 })
 
+describe('gateway: recoveries, reads and refusals', () => {
+  test('subscriptions with a cursor by result, history and presence reads, and frames refused by type and code move by exactly the traffic', async () => {
+    const channel = `chat:metrics-${randomUUID()}`
+    const client = await WsClient.open(gateway.wsUrl)
+    const signed = await signToken({
+      productId: product.productId, apiKeyId: product.keyId, subject: `user-${randomUUID().slice(0, 8)}`,
+      channels: [{ name: channel, ops: ['subscribe', 'history', 'presence'] }],
+    })
+    replied(await client.request({ type: 'connect', token: signed.token }), 'connect')
+    const top = replied(await client.request({ type: 'subscribe', channel }), 'subscribe')
+    replied(await client.request({ type: 'unsubscribe', channel }), 'unsubscribe')
+    for (let i = 0; i < 2; i++) {
+      expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { i } } })).status).toBe(200)
+    }
+    const before = await scrape(gatewayMetrics)
+
+    const recovered = replied(await client.request({ type: 'subscribe', channel, offset: top.offset, epoch: top.epoch }), 'recover')
+    expect(recovered.recovered).toBe(true)
+    replied(await client.request({ type: 'unsubscribe', channel }), 'unsubscribe')
+    const lost = replied(await client.request({ type: 'subscribe', channel, offset: top.offset, epoch: 'another-epoch' }), 'not recovered')
+    expect(lost.recovered).toBe(false)
+    expect(replied(await client.request({ type: 'history', channel, last_n: 10 }), 'history').entries).toHaveLength(2)
+    replied(await client.request({ type: 'presence.read', channel }), 'presence.read')
+    expect((await client.request({ type: 'subscribe', channel: `chat:other-${randomUUID()}` })).code).toBe('forbidden')
+    expect((await client.request({ type: 'history', channel, last_n: 1, last_ms: 1000 })).code).toBe('invalid')
+    client.send('not json')
+    expect((await client.next((f) => f.type === 'error' && f.id === null)).code).toBe('invalid')
+    // Past the connection's read budget (GATEWAY_READ_BURST): whatever the bucket refilled meanwhile, each answer is
+    // a reply or a rate_limited refusal, and the counters move by what the client got.
+    const ids = Array.from({ length: 80 }, (_, i) => `burst-${i}`)
+    for (const id of ids) client.send({ type: 'presence.read', id, channel })
+    const answers = await Promise.all(ids.map((id) => client.next((f) => f.id === id)))
+    const read = answers.filter((f) => f.type === 'reply').length
+    const limited = answers.filter((f) => f.type === 'error' && f.code === 'rate_limited').length
+    expect(read + limited).toBe(ids.length)
+    expect(limited).toBeGreaterThan(0)
+
+    const after = await scrape(gatewayMetrics)
+    const moved = (name: string, labels: Record<string, string> = {}) => valueOf(after, name, labels) - valueOf(before, name, labels)
+    expect(moved('platform_gateway_recoveries_total', { result: 'recovered' })).toBe(1)
+    expect(moved('platform_gateway_recoveries_total', { result: 'not_recovered' })).toBe(1)
+    const reads = 'platform_gateway_read_duration_seconds_count'
+    expect(moved(reads, { kind: 'history', outcome: 'ok' })).toBe(1)
+    expect(moved(reads, { kind: 'presence', outcome: 'ok' })).toBe(1 + read)
+    expect(moved(reads, { kind: 'history', outcome: 'error' }) + moved(reads, { kind: 'presence', outcome: 'error' })).toBe(0)
+    const refused = 'platform_gateway_frames_refused_total'
+    expect(moved(refused, { type: 'subscribe', code: 'forbidden' })).toBe(1)
+    expect(moved(refused, { type: 'history', code: 'invalid' })).toBe(1)
+    expect(moved(refused, { type: 'invalid', code: 'invalid' })).toBe(1)
+    expect(moved(refused, { type: 'presence.read', code: 'rate_limited' })).toBe(limited)
+    expect(sumOf(after, refused) - sumOf(before, refused)).toBe(3 + limited)
+    expectNoTrafficLabels(after, [product.productId, channel, 'metrics-', 'another-epoch'])
+    client.close()
+    await client.closed
+  })
+})
+
 describe('mailer', () => {
   test('attempts are counted by recorded outcome, with the SMTP conversations\' durations; no address in a label', async () => {
     const owner = await newProduct('Metrics mail')
@@ -374,6 +431,7 @@ describe('mailer', () => {
     await bracketed(mailerMetrics, queueCount('due'), 'platform_mailer_emails_pending', { state: 'due' })
     expectNoTrafficLabels(waiting, [later])
   }, NOTHING_DUE_TIMEOUT_MS)
+
 })
 
 describe('webhooks', () => {
@@ -408,6 +466,7 @@ describe('webhooks', () => {
     expect(await pending()).toBeGreaterThanOrEqual(3)
     expectNoTrafficLabels(after, [owner.productId, good.id, receiver.url('/ok')])
   }, NOTHING_DUE_TIMEOUT_MS)
+
 })
 
 /** A Redis reply of field/value pairs as an object. */
