@@ -10,11 +10,12 @@ import { sql } from '../../shared/db/client'
 import { withDeadlines } from '../../shared/db/deadline'
 import { watchBreakers } from '../../shared/metrics/breakers'
 import { registry } from '../../shared/metrics/registry'
-import { fanKey, fanSeqKey } from '../../shared/realtime/keys'
+import { HOOKS_GROUP } from '../../shared/realtime/hook-events'
+import { fanKey, fanSeqKey, hooksKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { commandConnection, redis } from '../../shared/redis'
-import { signToken } from '../../shared/realtime/tokens'
-import { recordEvent } from '../../shared/webhooks/outbox'
+import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
+import { recordEvent, TEST_EVENT_KIND } from '../../shared/webhooks/outbox'
 import { call, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
 import { startFaultProxy } from '../faults/proxy'
 import { type GatewayProcess, replied, startGateway, WsClient } from '../gateway/ws-helpers'
@@ -467,10 +468,82 @@ describe('webhooks', () => {
     expectNoTrafficLabels(after, [owner.productId, good.id, receiver.url('/ok')])
   }, NOTHING_DUE_TIMEOUT_MS)
 
+  test('Realtime events move by exactly the entries appended to the hooks streams: recorded for an endpoint that wants them, as PostgreSQL got them', async () => {
+    const hooked = await realtimeProduct([{ name: 'chat', presence: true }])
+    const endpoint = await manage(hooked, 'POST', '/realtime/webhooks', { url: receiver.url('/realtime'), eventKinds: ['*'] })
+    const { text: before, added: addedBefore, messages: messagesBefore } = await settledHooks()
+    const channel = `chat:metrics-${randomUUID()}`
+    const open = async (owner: RealtimeProduct, ops: TokenChannel['ops']) => {
+      const client = await WsClient.open(gateway.wsUrl)
+      const signed = await signToken({ productId: owner.productId, apiKeyId: owner.keyId, subject: `user-${randomUUID().slice(0, 8)}`, channels: [{ name: channel, ops }] })
+      replied(await client.request({ type: 'connect', token: signed.token }), 'connect')
+      replied(await client.request({ type: 'subscribe', channel }), 'subscribe')
+      return client
+    }
+    // Occupied and a member added for the product with an endpoint; occupied for the one without.
+    const wanted = await open(hooked, ['subscribe', 'presence'])
+    replied(await wanted.request({ type: 'presence.enter', channel }), 'enter')
+    const unwanted = await open(product, ['subscribe'])
+    const hookedMessages = async () => (await sql`select kind from webhook_messages where product_id = ${hooked.productId} and area = 'realtime' order by kind`).map((row) => row.kind as string)
+    await eventually(async () => (await hookedMessages()).length === 2, 15_000, 'two events recorded')
+    try {
+      const { text: after, added: addedAfter, messages: messagesAfter } = await settledHooks()
+      const moved = (outcome: string) => valueOf(after, 'platform_webhook_realtime_events_total', { outcome }) - valueOf(before, 'platform_webhook_realtime_events_total', { outcome })
+      expect(await hookedMessages()).toEqual(['channel.occupied', 'presence.member_added'])
+      expect(moved('recorded')).toBe(messagesAfter - messagesBefore) // ours, and any other product's recorded meanwhile
+      expect(moved('recorded')).toBeGreaterThanOrEqual(2)
+      expect(moved('dropped')).toBe(0)
+      expect(moved('recorded') + moved('unwanted')).toBe(addedAfter - addedBefore)
+      expectNoTrafficLabels(after, [hooked.productId, product.productId, channel, endpoint.id])
+    } finally {
+      // Later events of these clients (their removals) are not for the receiver: no attempt of another test's is added.
+      await manage(hooked, 'PATCH', `/realtime/webhooks/${endpoint.id}`, { enabled: false })
+      for (const client of [wanted, unwanted]) {
+        client.close()
+        await client.closed
+      }
+    }
+  }, 60_000)
 })
 
 /** A Redis reply of field/value pairs as an object. */
 const pairs = (list: unknown[]) => Object.fromEntries(Array.from({ length: list.length / 2 }, (_, i) => [String(list[2 * i]), list[2 * i + 1]]))
+
+/** Realtime webhook messages recorded so far, every product's (only this file's webhooks process records them). */
+const realtimeMessages = async () => (await sql`select count(*)::int as n from webhook_messages where area = 'realtime' and kind <> ${TEST_EVENT_KIND}`)[0]!.n as number
+
+/**
+ * Entries appended to every shard's hooks stream so far (Redis's own `entries-added`), once the group `webhooks` has
+ * been handed and has acknowledged all of them; null while it has not.
+ */
+async function hooksCaughtUp(): Promise<number | null> {
+  let added = 0
+  for (let shard = 0; shard < config.realtime.shards; shard++) {
+    const key = hooksKey(shard)
+    if (!(await redis().exists(key))) return null // the webhooks process makes every shard's stream with its group
+    const stream = pairs(await redis().xinfo('STREAM', key) as unknown[])
+    const group = (await redis().xinfo('GROUPS', key) as unknown[][]).map(pairs).find((g) => g.name === HOOKS_GROUP)
+    if (!group || group['last-delivered-id'] !== stream['last-generated-id'] || Number(group.pending) !== 0) return null
+    added += Number(stream['entries-added'])
+  }
+  return added
+}
+
+/**
+ * The webhooks process's metrics once every hooks entry appended is read and acknowledged, with how many were appended
+ * and how many realtime messages PostgreSQL holds: scraped between two equal readings of the streams. Events of other
+ * files (a presence entry expiring) may come meanwhile: they are compared with what the streams got, not with this test's.
+ */
+async function settledHooks(): Promise<{ text: string; added: number; messages: number }> {
+  return eventually(async () => {
+    const first = await hooksCaughtUp()
+    if (first === null) return null
+    await quiet(webhooksMetrics, 'platform_webhook_realtime_events_total')
+    const text = await scrape(webhooksMetrics)
+    const messages = await realtimeMessages()
+    return (await hooksCaughtUp()) === first ? { text, added: first, messages } : null
+  }, 30_000, 'the hooks streams read')
+}
 
 /**
  * Whether the archiver's group has been handed every entry of every shard's stream and has acknowledged them all. Its
