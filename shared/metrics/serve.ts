@@ -6,6 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { config } from '../config'
 import { log } from '../log'
 import { watchBreakers } from './breakers'
+import { watchPools } from './pools'
 import { registry } from './registry'
 
 /** The port this worker's metrics are served on, or 0 for none. */
@@ -47,7 +48,7 @@ const problem = (status: number, error: string, message: string, headers: Record
   Response.json({ error, message }, { status, headers })
 
 /**
- * Starts the listener when a metrics port is configured (and the breaker gauges with it); returns it, or undefined.
+ * Starts the listener when a metrics port is configured (and the breaker and pool gauges with it); returns it, or undefined.
  * A port already taken fails the process at start, as any listener would: two workers given the same METRICS_PORT;
  * so does a METRICS_HOST other than loopback without METRICS_TOKEN (checkMetricsSettings).
  */
@@ -56,6 +57,7 @@ export function serveMetrics(processName: string): Server<undefined> | undefined
   if (port === 0) return undefined
   checkMetricsSettings()
   watchBreakers()
+  watchPools()
   const token = config.metrics.token
   // Concurrent scrapes share one collection (its scrape-time queries included) instead of running one each.
   let collecting: Promise<string> | undefined

@@ -9,6 +9,7 @@ import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { withDeadlines } from '../../shared/db/deadline'
 import { watchBreakers } from '../../shared/metrics/breakers'
+import { watchPools } from '../../shared/metrics/pools'
 import { registry } from '../../shared/metrics/registry'
 import { HOOKS_GROUP } from '../../shared/realtime/hook-events'
 import { fanKey, fanSeqKey, hooksKey } from '../../shared/realtime/keys'
@@ -692,6 +693,74 @@ describe('backend errors', () => {
       await expect(client.get(key)).rejects.toThrow('Command timed out')
       await expect(client.get(key)).rejects.toThrow('Connection is closed.')
       expect(await moved()).toEqual([1, 0, 0])
+    } finally {
+      client.disconnect()
+      await link.close()
+    }
+  }, 20_000)
+})
+
+describe('pools', () => {
+  // In this process, on a pool and a connection of their own through a fault proxy: what is pending is made on purpose.
+  const pending = async (name: string, labels: Record<string, string>) => valueOf(await registry.metrics(), name, labels)
+
+  test('PostgreSQL: statements waiting for a connection, then sent and awaiting their answer, then none; by pool', async () => {
+    watchPools()
+    const database = new URL(config.databaseUrl)
+    const link = await startFaultProxy({ host: database.hostname, port: Number(database.port || 5432) })
+    const pool = withDeadlines(postgres(link.url(config.databaseUrl), { max: 1, onnotice: () => {} }), { timeoutMs: 10_000, coolDownMs: 60_000, name: 'metrics-test' })
+    const lock = Math.floor(Math.random() * 1e9)
+    const holder = await sql.reserve()
+    try {
+      const state = (s: string) => pending('platform_db_statements_pending', { pool: 'metrics-test', state: s })
+      // No connection yet, and the link holds its opening: both statements wait for one.
+      link.stall()
+      const first = pool`select 1 as n`
+      const second = pool`select 2 as n`
+      const answered = Promise.all([first, second])
+      await eventually(async () => (await state('waiting')) === 2, 5000, 'two waiting')
+      expect(await state('sent')).toBe(0)
+      await link.restore()
+      expect((await answered).map((rows) => rows[0]!.n)).toEqual([1, 2])
+      expect([await state('sent'), await state('waiting')]).toEqual([0, 0])
+      // A statement blocked on a lock another session holds, and one pipelined behind it: both sent, both awaited.
+      // Without parameters: a statement postgres.js must describe first fills its connection, and the next one waits.
+      await holder`select pg_advisory_lock(${lock})`
+      const blocked = pool.unsafe(`select pg_advisory_lock(${lock}) as locked`)
+      const behind = pool`select 3 as n`
+      const both = Promise.all([blocked, behind])
+      await eventually(async () => (await state('sent')) === 2, 5000, 'two sent')
+      expect(await state('waiting')).toBe(0)
+      await holder`select pg_advisory_unlock(${lock})`
+      await both
+      expect([await state('sent'), await state('waiting')]).toEqual([0, 0])
+      expect(await pending('platform_db_statements_pending', { pool: 'main', state: 'waiting' })).toBe(0)
+    } finally {
+      holder.release()
+      await pool.end({ timeout: 0 }).catch(() => {})
+      await link.close()
+    }
+  }, 20_000)
+
+  test('Redis: commands sent and awaiting their reply while the link holds them, then none; the connection ready, then not', async () => {
+    watchPools()
+    const server = new URL(config.redisUrl)
+    const link = await startFaultProxy({ host: server.hostname, port: Number(server.port || 6379) })
+    const client = commandConnection('metrics-pools', link.url(config.redisUrl))
+    try {
+      await client.ping()
+      const sent = () => pending('platform_redis_commands_pending', { state: 'sent' })
+      const ready = () => pending('platform_redis_connections', { role: 'command', state: 'ready' })
+      const notReady = () => pending('platform_redis_connections', { role: 'command', state: 'not_ready' })
+      const before = { sent: await sent(), ready: await ready(), notReady: await notReady() }
+      link.stall()
+      const replies = Promise.all([client.get(`metrics:${randomUUID()}`), client.get(`metrics:${randomUUID()}`)])
+      await eventually(async () => (await sent()) - before.sent === 2, 5000, 'two sent')
+      await link.restore()
+      expect(await replies).toEqual([null, null])
+      expect(await sent()).toBe(before.sent)
+      link.cut()
+      await eventually(async () => (await ready()) === before.ready - 1 && (await notReady()) === before.notReady + 1, 5000, 'the connection not ready')
     } finally {
       client.disconnect()
       await link.close()

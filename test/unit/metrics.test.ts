@@ -164,6 +164,7 @@ function declaredMetrics(): Promise<Map<string, string>> {
   return (declaring ??= (async () => {
     const { registry } = await import('../../shared/metrics/registry')
     const { watchBreakers } = await import('../../shared/metrics/breakers')
+    const { watchPools } = await import('../../shared/metrics/pools')
     const { observeRequest } = await import('../../shared/metrics/http')
     const { watchGateway } = await import('../../gateway/metrics')
     const { watchArchiver } = await import('../../services/archiver/metrics')
@@ -173,6 +174,7 @@ function declaredMetrics(): Promise<Map<string, string>> {
     expect(modules).toEqual(expect.arrayContaining(['gateway/metrics.ts', 'services/api/analytics/metrics.ts', 'services/archiver/metrics.ts',
       'services/mailer/metrics.ts', 'services/webhooks/metrics.ts']))
     watchBreakers()
+    watchPools()
     observeRequest(undefined, 'GET', 200, 0.001)
     watchGateway({ connections: () => 0, subscriptions: () => 0, fanoutLag: async () => new Map() })
     watchArchiver({ read: 0, archived: 0, lost: 0, deadLettered: 0 })
