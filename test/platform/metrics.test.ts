@@ -10,7 +10,8 @@ import { sql } from '../../shared/db/client'
 import { withDeadlines } from '../../shared/db/deadline'
 import { watchBreakers } from '../../shared/metrics/breakers'
 import { watchPools } from '../../shared/metrics/pools'
-import { registry } from '../../shared/metrics/registry'
+import { gauge, registry } from '../../shared/metrics/registry'
+import { serveMetrics } from '../../shared/metrics/serve'
 import { HOOKS_GROUP } from '../../shared/realtime/hook-events'
 import { fanKey, fanSeqKey, hooksKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
@@ -434,6 +435,41 @@ describe('mailer', () => {
     expectNoTrafficLabels(waiting, [later])
   }, NOTHING_DUE_TIMEOUT_MS)
 
+  test('the queue gauges split the test\'s own emails exactly: due (leased, being attempted) and waiting (for a retry)', async () => {
+    const owner = await newProduct('Metrics queue')
+    const domain = await manage(owner, 'POST', '/mail/domains', { name: `q${randomUUID().slice(0, 8)}.example.com` })
+    const key = (await manage(owner, 'POST', '/mail/api-keys', { name: 'sender', scope: 'full_access' })).key as string
+    await nothingDueSoon(emailsDueSoon, 'email')
+    // Other files' emails: none due within the horizon, the waiting ones waiting past it; neither count moves meanwhile.
+    const [base] = await sql`select count(*) filter (where next_attempt_at <= now())::int as due, count(*) filter (where next_attempt_at > now())::int as waiting
+      from emails where last_event in ('queued', 'sent', 'delivery_delayed')`
+    const split = async (due: number, waiting: number, what: string) => eventually(async () => {
+      const text = await scrape(mailerMetrics)
+      const state = (s: string) => valueOf(text, 'platform_mailer_emails_pending', { state: s })
+      return state('due') === base!.due + due && state('waiting') === base!.waiting + waiting
+    }, 15_000, what)
+    await split(0, 0, 'the gauges at PostgreSQL\'s count')
+    // Three emails answered 451: each waits an hour for its retry.
+    const ids: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const queued = await pub(publicWorker, 'POST', `/${owner.productId}/mail/emails`, {
+        key, body: { from: `hello@${domain.name}`, to: `later-${randomUUID().slice(0, 8)}@example.org`, subject: 'Queue', text: 'Hi' },
+      })
+      expect(queued.status).toBe(200)
+      ids.push(queued.body.id)
+    }
+    await eventually(async () => (await sql`select count(*)::int as n from emails where id = any(${ids}) and last_event = 'delivery_delayed'`)[0]!.n === 3, 15_000, 'the three delayed')
+    await split(0, 3, 'three waiting')
+    // Two of them due now and leased (as while a mailer attempts them): due, and no mailer claims them.
+    const moved = ids.slice(0, 2)
+    await sql`update emails set next_attempt_at = now() - interval '1 minute', lease_until = now() + interval '1 hour' where id = any(${moved})`
+    try {
+      await split(2, 1, 'two due, one waiting')
+    } finally {
+      await sql`update emails set next_attempt_at = now() + interval '1 hour', lease_until = null where id = any(${moved})`
+    }
+    await split(0, 3, 'three waiting again')
+  }, NOTHING_DUE_TIMEOUT_MS)
 })
 
 describe('webhooks', () => {
@@ -698,6 +734,52 @@ describe('backend errors', () => {
       await link.close()
     }
   }, 20_000)
+})
+
+describe('the listener', () => {
+  // In this process, on a port of its own: a gauge whose collection the test holds shows how many collections ran.
+  test('scrapes arriving while one is collected share that collection and its answer; a scrape without the token is refused before any', async () => {
+    let collections = 0
+    let held: Promise<void> = Promise.resolve()
+    gauge('listener_test_collections', 'Collections of this test\'s listener (test only)', [], async function () {
+      collections++
+      await held
+      this.set(collections)
+    })
+    const port = await freePort()
+    const server = serveMetrics('metrics-test', { port, portOffset: 0, host: '127.0.0.1', token: TOKEN })!
+    const url = `http://127.0.0.1:${port}/metrics`
+    const get = (token?: string) => fetch(url, token ? { headers: { authorization: `Bearer ${token}` } } : {})
+    try {
+      let release!: () => void
+      held = new Promise((resolve) => (release = resolve))
+      const scrapes = [get(TOKEN), get(TOKEN), get(TOKEN)]
+      // All three are in the listener, the first one's collection held: the other two wait on it.
+      await eventually(() => server.pendingRequests === 3 && collections === 1, 5000, 'three scrapes waiting on one collection')
+      release()
+      const bodies = await Promise.all(scrapes.map(async (scrape) => {
+        const response = await scrape
+        expect(response.status).toBe(200)
+        return response.text()
+      }))
+      expect(collections).toBe(1)
+      expect(new Set(bodies).size).toBe(1)
+      expect(valueOf(bodies[0]!, 'platform_listener_test_collections')).toBe(1)
+      // The process's shared registry, its pools' gauges included, as every worker serves it.
+      expect(bodies[0]).toContain('# TYPE platform_db_statements_pending gauge')
+      expect(bodies[0]).toContain('# TYPE process_cpu_seconds_total counter')
+      for (const refused of [await get(), await get(`${TOKEN}x`)]) {
+        expect([refused.status, refused.headers.get('www-authenticate')]).toEqual([401, 'Bearer'])
+      }
+      expect((await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(405)
+      expect(collections).toBe(1)
+      // Once answered, the next scrape collects anew.
+      expect(valueOf(await (await get(TOKEN)).text(), 'platform_listener_test_collections')).toBe(2)
+    } finally {
+      server.stop(true)
+      registry.removeSingleMetric('platform_listener_test_collections')
+    }
+  })
 })
 
 describe('pools', () => {
