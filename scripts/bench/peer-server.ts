@@ -7,8 +7,8 @@ import { publish, type HistoryPolicy } from '../../shared/realtime/broker'
 import { productPolicies, type ProductPolicies } from '../../shared/realtime/policies'
 import { signToken } from '../../shared/realtime/tokens'
 import { closeRedis, redis } from '../../shared/redis'
-import { narrow } from '../../services/public/realtime/issue'
-import type { TokenIssueBody } from '../../services/public/realtime/schemas'
+import { narrow } from '../../shared/realtime/token-issue'
+import type { TokenIssueBody } from '../../shared/realtime/request-schemas'
 
 const port = Number(process.env.BENCH_PEER_PORT)
 if (!Number.isInteger(port) || port <= 0) throw new Error('BENCH_PEER_PORT must be a port number')

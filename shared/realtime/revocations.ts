@@ -14,8 +14,10 @@ const SWEEP_CHUNK = 1000
 const REVOKED_REMEMBERED_MS = (TOKEN_TTL_MAX + 60) * 1000
 
 /**
- * Which of these API keys are revoked, in one query per SWEEP_CHUNK ids. A key that is not there at all (its product
- * was deleted, or the id is not one of this environment's keys) counts as revoked: only an active key keeps its tokens.
+ * Which of these API keys are revoked, in one query per SWEEP_CHUNK ids. A console token's key id is the login session
+ * or platform key that asked for it (realtime_tokens_issue): active while that session or key is. A key that is not
+ * there at all (its product was deleted, or the id is not one of this environment's keys) counts as revoked: only an
+ * active key keeps its tokens.
  * Throws when PostgreSQL cannot answer: an unanswered check is not "not revoked".
  */
 export async function revokedAmong(keyIds: Iterable<string>, sql: Sql = defaultSql): Promise<Set<string>> {
@@ -24,9 +26,14 @@ export async function revokedAmong(keyIds: Iterable<string>, sql: Sql = defaultS
   const valid = ids.filter((id) => !revoked.has(id))
   for (let i = 0; i < valid.length; i += SWEEP_CHUNK) {
     const chunk = valid.slice(i, i + SWEEP_CHUNK)
+    // The platform's own tokens (the console's) name the session or platform key that asked for them instead.
     const rows = await sql`
       select id from public_keys
-      where id = any(${chunk}::uuid[]) and environment = ${config.environment} and revoked_at is null`
+      where id = any(${chunk}::uuid[]) and environment = ${config.environment} and revoked_at is null
+      union all
+      select id from sessions where id = any(${chunk}::uuid[]) and revoked_at is null and expires_at > now()
+      union all
+      select id from platform_keys where id = any(${chunk}::uuid[]) and revoked_at is null`
     const active = new Set(rows.map((row) => String(row.id)))
     for (const id of chunk) if (!active.has(id.toLowerCase())) revoked.add(id)
   }

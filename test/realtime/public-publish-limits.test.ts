@@ -8,7 +8,7 @@ import { windowOf } from '../../shared/fixed-window'
 import { channelTop } from '../../shared/realtime/broker'
 import { publishWithinLimits } from '../../shared/realtime/limited-publish'
 import { redis } from '../../shared/redis'
-import { DEFAULT_LIMITS, quotaKey } from '../../services/public/realtime/quota'
+import { DEFAULT_LIMITS, quotaKey } from '../../shared/realtime/publish-quota'
 import { needsOneRedis } from '../helpers'
 import { awayFromWindowEdge, pub, realtimeProduct, startPublicPair, uniqueIp, type Pair, type RealtimeProduct } from './public-helpers'
 

@@ -136,7 +136,7 @@ describe('the catalog declares the limits', () => {
     const lists = operations.filter((op) => op.id.endsWith('_list'))
     expect(lists.map((op) => op.id).sort()).toEqual([
       'analytics_dashboard_list', 'analytics_dashboard_versions_list', 'analytics_insight_list', 'mail_apikey_list', 'mail_domain_list',
-      'mail_template_list', 'organization_members_list', 'organization_organizations_list', 'organization_platform-keys_list',
+      'mail_emails_list', 'mail_template_list', 'organization_members_list', 'organization_organizations_list', 'organization_platform-keys_list',
       'organization_products_list', 'organization_public-keys_list', 'realtime_grants_list', 'realtime_namespaces_list',
       'mail_webhooks_list', 'realtime_webhooks_list', 'mail_webhooks_deliveries_list', 'realtime_webhooks_deliveries_list',
     ].sort())

@@ -2,7 +2,7 @@
 // token may carry, narrowed by namespace policy and grants, from policies given as values.
 import { describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
-import { narrow } from '../../services/public/realtime/issue'
+import { narrow } from '../../shared/realtime/token-issue'
 import { config } from '../../shared/config'
 import { allowedOps } from '../../shared/realtime/grants'
 import { grantMatches, type Op } from '../../shared/realtime/names'

@@ -1,10 +1,12 @@
-// Mail area, platform side: sending domains (DKIM, DNS records, verification) and sending API keys (lmk_).
+// Mail area, platform side: sending domains (DKIM, DNS records, verification), sending API keys (lmk_), templates, and
+// the email log read back.
 import Type from 'typebox'
 import { defineOperation, productOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { HasMore, listObject, pageQuery } from '../../../shared/catalog/pagination'
 import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
 import { DomainName, TemplateFields } from '../../../shared/mail/schemas'
+import { emailPageQuery, listEmailLog, readEmail, wholeProduct } from '../../../shared/mail/email-log'
 import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './key-management'
 import { createDomain, deleteDomain, getDomain, listDomains, verifyDomain, type Domain } from '../../../shared/mail/domains'
 import {
@@ -188,7 +190,48 @@ export const templateDelete = defineOperation({
   },
 })
 
+// ---- the email log
+
+const Addresses = (what: string) => Type.Array(Type.String(), { description: what })
+const emailSummaryFields = () => ({
+  object: Type.Literal('email'), id: Uuid(), from: Type.String(), to: Addresses('Recipients'), cc: Addresses('Carbon copy'),
+  bcc: Addresses('Blind carbon copy'), reply_to: Addresses('Reply-To addresses'), subject: Type.String(),
+  created_at: Timestamp(),
+  last_event: Type.String({ description: 'The latest event: queued, sent, delivered, deferred, bounced, failed, ...' }),
+  last_event_at: Timestamp(),
+})
+const EmailSummarySchema = Strict(emailSummaryFields())
+const EmailSchema = Strict({
+  ...emailSummaryFields(),
+  html: Type.Union([Type.String(), Type.Null()]), text: Type.Union([Type.String(), Type.Null()]),
+  headers: Type.Record(Type.String(), Type.String()),
+  tags: Type.Array(Strict({ name: Type.String(), value: Type.String() })),
+  message_id: Type.String(),
+  events: Type.Array(Strict({
+    type: Type.String(), at: Timestamp(),
+    detail: Type.Optional(Type.Unknown({ description: 'What the event carries (an SMTP reply, a bounce reason)' })),
+  }), { description: 'Every event of the email, oldest first' }),
+})
+
+export const emailsList = defineOperation({
+  id: 'mail_emails_list', method: 'GET', path: '/mail/emails', area: 'mail', auth: 'product',
+  summary: "List the product's emails, newest first, as the public GET /emails answers them (paginated by after or before)",
+  description: 'Every email of the product, whichever sending key sent it. `after` pages to older emails, `before` to newer '
+    + 'ones (not both); a cursor that names no email of this product is 400 on its field.',
+  query: Strict(emailPageQuery()),
+  response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(EmailSummarySchema) }),
+  handler: ({ query }, ctx) => listEmailLog(wholeProduct(productOf(ctx)), query),
+})
+
+export const emailsGet = defineOperation({
+  id: 'mail_emails_get', method: 'GET', path: '/mail/emails/{id}', area: 'mail', auth: 'product',
+  summary: 'Get one email with its content, its last_event and every event, as the public GET /emails/{id} answers it',
+  params: IdPath('Email'),
+  response: EmailSchema,
+  handler: ({ params }, ctx) => readEmail(wholeProduct(productOf(ctx)), params.id),
+})
+
 export const mailOperations = [
   domainCreate, domainList, domainGet, domainVerify, domainDelete, apiKeyCreate, apiKeyList, apiKeyDelete,
-  templateCreate, templateList, templateGet, templateUpdate, templateDelete,
+  templateCreate, templateList, templateGet, templateUpdate, templateDelete, emailsList, emailsGet,
 ]

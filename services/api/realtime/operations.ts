@@ -1,4 +1,5 @@
-// Realtime area, control plane: namespaces and their policy, grants, payload storage; and a channel's archive.
+// Realtime area, control plane: namespaces and their policy, grants, payload storage; and a channel's archive, history,
+// presence and status, a publish, and delegated tokens for the platform's own callers (the console's channel inspector).
 import Type from 'typebox'
 import { defineOperation, productOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
@@ -8,6 +9,12 @@ import { ApiError } from '../../../shared/errors'
 import { ArchiveQuerySchema, readArchive } from '../../../shared/realtime/archive-read'
 import { ChannelName, GrantPattern, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
 import { productPolicies } from '../../../shared/realtime/policies'
+import { channelHistory, channelPresence, channelStatus } from '../../../shared/realtime/channel-reads'
+import { COUNTED_ALREADY, publishMessage } from '../../../shared/realtime/publish-message'
+import { HistoryQuery, PublishBody } from '../../../shared/realtime/request-schemas'
+import {
+  CONSOLE_TOKEN_CHANNELS_MAX, CONSOLE_TOKEN_TTL_DEFAULT, CONSOLE_TOKEN_TTL_MAX, CONSOLE_TOKEN_TTL_MIN, issueConsoleToken,
+} from './console-tokens'
 import { createGrant, deleteGrant, listGrants, type Grant } from './grants'
 import { createNamespace, deleteNamespace, getNamespace, listNamespaces, updateNamespace, type Namespace } from './namespaces'
 import { deletePayloadStorage, getPayloadStorage, provisionPayloadStorage, type PayloadStorage } from './payload-storage'
@@ -203,9 +210,98 @@ export const archiveRead = defineOperation({
   },
 })
 
+// ---- the channel inspector: a token for the gateway, and the public routes' publish and reads
+
+const TokenChannelSchema = Strict({ name: Type.String(), ops: Type.Array(OpName) })
+
+export const tokensIssue = defineOperation({
+  id: 'realtime_tokens_issue', method: 'POST', path: '/realtime/tokens', area: 'realtime', auth: 'product',
+  summary: 'Issue a short-lived delegated token for the calling session or platform key, to watch channels through the gateway',
+  description: `Narrowed as the public POST /tokens/issue narrows (namespace policy, then grants; publish only where the namespace `
+    + `allows client events); 422 when nothing is left. The subject is the caller's, never chosen: console:<userId> for a login `
+    + `session, console:<platformKeyId> for a platform key (presence rosters show it as ext:console:...). At most `
+    + `${CONSOLE_TOKEN_CHANNELS_MAX} channels, ${CONSOLE_TOKEN_TTL_MIN} to ${CONSOLE_TOKEN_TTL_MAX} seconds (default `
+    + `${CONSOLE_TOKEN_TTL_DEFAULT}). The token dies with the session (logout) or the platform key (revocation) that asked for it.`,
+  body: Strict({
+    channels: Type.Array(Strict({
+      name: ChannelName,
+      ops: Type.Array(OpName, { minItems: 1, maxItems: OPS.length, uniqueItems: true, description: `Any of ${OPS.join(', ')}` }),
+    }), { minItems: 1, maxItems: CONSOLE_TOKEN_CHANNELS_MAX }),
+    ttlSeconds: Type.Optional(Type.Integer({ minimum: CONSOLE_TOKEN_TTL_MIN, maximum: CONSOLE_TOKEN_TTL_MAX, default: CONSOLE_TOKEN_TTL_DEFAULT })),
+  }),
+  response: Strict({
+    token: Type.String(), gatewayUrl: Type.String(), expiresAt: Timestamp(),
+    subject: Type.String({ description: 'The identity the token carries, as presence rosters show it (ext:console:...)' }),
+    channels: Type.Array(TokenChannelSchema, { description: 'What the token carries, after narrowing' }),
+    dropped: Type.Array(Strict({
+      name: Type.String(), ops: Type.Array(OpName),
+      reason: Type.Union([Type.Literal('namespace_not_registered'), Type.Literal('not_allowed')]),
+    }), { description: 'What was asked for but left out, and why' }),
+  }),
+  handler: ({ body }, ctx) => issueConsoleToken(productOf(ctx), ctx, body.channels, body.ttlSeconds),
+})
+
+export const messagesPublish = defineOperation({
+  id: 'realtime_messages_publish', method: 'POST', path: '/realtime/messages', area: 'realtime', auth: 'product',
+  summary: 'Publish to a channel as the public POST /messages does: the same publish quota, inline cap and over-cap payload storage',
+  description: 'Counted by the product\'s publish quota (429 quota_exceeded) beside this API\'s write class. Above the inline cap '
+    + 'the data is stored in the product\'s payload storage and delivered as a ref (503 when none is provisioned).',
+  body: PublishBody,
+  response: Strict({
+    id: Type.String(), channel: Type.String(),
+    offset: Type.Optional(Type.Integer()), epoch: Type.Optional(Type.String()),
+    ref: Type.Optional(Type.Unknown({ description: 'The payload object (bucket_key, size, content_type) of an over-cap publish' })),
+  }),
+  handler: ({ body }, ctx) => publishMessage(productOf(ctx), body as PublishBody, COUNTED_ALREADY),
+})
+
+const ChannelPathSchema = Strict({ channel: ChannelName })
+/** A history entry has the archive entry's shape. */
+const HistoryEntrySchema = ArchiveEntrySchema
+
+export const channelGet = defineOperation({
+  id: 'realtime_channel_get', method: 'GET', path: '/realtime/channels/{channel}', area: 'realtime', auth: 'product',
+  summary: 'Whether anyone is there and where the stream is, as the public GET /channels/{channel} answers',
+  params: ChannelPathSchema,
+  response: Strict({
+    channel: Type.String(), namespace: Type.String(),
+    presence: Type.Union([Strict({ members: Type.Integer(), connections: Type.Integer() }), Type.Null()]),
+    history: Type.Union([Strict({ offset: Type.Integer(), epoch: Type.String() }), Type.Null()]),
+  }),
+  handler: ({ params }, ctx) => channelStatus(productOf(ctx), params.channel),
+})
+
+export const historyRead = defineOperation({
+  id: 'realtime_history_read', method: 'GET', path: '/realtime/channels/{channel}/history', area: 'realtime', auth: 'product',
+  summary: "Read a channel's history as the public route does: a window (last_n or last_ms) or a cursor (offset and epoch)",
+  description: 'Entries oldest first, each with data or ref. A namespace that keeps no history answers an empty result; a cursor '
+    + 'whose entries left Redis is recovered from the archive when the namespace archives.',
+  params: ChannelPathSchema,
+  query: HistoryQuery,
+  response: Strict({
+    channel: Type.String(), entries: Type.Array(HistoryEntrySchema, { description: 'Ascending by offset' }),
+    offset: Type.Integer({ description: "The channel's top offset; 0 if it has none" }),
+    epoch: Type.String({ description: "The channel's current epoch; '' if it has no history stream" }),
+    recovered: Type.Boolean({ description: 'False only when a cursor cannot be resumed: resync from a window' }),
+    truncated: Type.Optional(Type.Literal(true, { description: 'A window read stopped at the reply budget: the newest that fit' })),
+  }),
+  handler: ({ params, query }, ctx) => channelHistory(productOf(ctx), params.channel, query),
+})
+
+export const presenceRead = defineOperation({
+  id: 'realtime_presence_read', method: 'GET', path: '/realtime/channels/{channel}/presence', area: 'realtime', auth: 'product',
+  summary: "A channel's presence roster, as the public route answers it; presence_disabled when the namespace has presence off",
+  params: ChannelPathSchema,
+  response: Strict({
+    channel: Type.String(),
+    members: Type.Array(Strict({ identity: Type.String(), connections: Type.Integer(), info: Type.Unknown() })),
+  }),
+  handler: ({ params }, ctx) => channelPresence(productOf(ctx), params.channel),
+})
+
 export const realtimeOperations = [
   namespacesCreate, namespacesList, namespacesGet, namespacesUpdate, namespacesDelete,
   grantsCreate, grantsList, grantsDelete,
   payloadStorageProvision, payloadStorageGet, payloadStorageDelete,
-  archiveRead,
+  archiveRead, channelGet, historyRead, presenceRead, messagesPublish, tokensIssue,
 ]

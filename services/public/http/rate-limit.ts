@@ -44,6 +44,11 @@ export class IpLimit {
     await checkIpRate(this.ip)
   }
 
+  /** The 429 of this limit, for a script that counted the request and refused it. */
+  refuse(retryAfter: number) {
+    return rateLimited(retryAfter, this.limit)
+  }
+
   /** The window a script will count the request in; the request counts as counted from here on. */
   take(now = Date.now()): Window {
     if (this.counted) throw new Error('the IP limit of this request is already counted')

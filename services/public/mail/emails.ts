@@ -7,9 +7,9 @@ import { Strict } from '../../../shared/catalog/schemas'
 import { validateInput } from '../../../shared/catalog/validate'
 import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
-import { ApiError, badRequest, type FieldError, notFound, unprocessable } from '../../../shared/errors'
-import { isUuid } from '../../../shared/ids'
+import { ApiError, badRequest, type FieldError, unprocessable } from '../../../shared/errors'
 import { asList, type Mailbox, mailboxProblem, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
+import { type EmailReader, listEmailLog, readEmail } from '../../../shared/mail/email-log'
 import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS, pointerToken } from '../../../shared/mail/headers'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
 import { sendingDomainNamed } from '../../../shared/mail/sending-domain'
@@ -191,29 +191,11 @@ export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotency
 }
 
 /** What a key may read: its own emails with sending_access, its domain's when locked. */
-const visibleTo = (key: MailKeyIdentity) => sql`
-  product_id = ${key.productId}
-  ${key.scope === 'sending_access' ? sql`and api_key_id = ${key.keyId}` : sql``}
-  ${key.domainId !== null ? sql`and domain_id = ${key.domainId}` : sql``}`
-
-const iso = (value: Date) => value.toISOString()
-const summary = (row: Record<string, any>) => ({
-  object: 'email' as const, id: row.id, from: row.from_address, to: row.to_addresses, cc: row.cc_addresses,
-  bcc: row.bcc_addresses, reply_to: row.reply_to, subject: row.subject, created_at: iso(row.created_at),
-  last_event: row.last_event, last_event_at: iso(row.last_event_at),
-})
+const readerOf = (key: MailKeyIdentity): EmailReader =>
+  ({ productId: key.productId, apiKeyId: key.scope === 'sending_access' ? key.keyId : null, domainId: key.domainId })
 
 /** One email the key may read, with its content and its events in order; 404 for anything else. */
-export async function getEmail(key: MailKeyIdentity, id: string) {
-  if (!isUuid(id)) throw notFound('Email')
-  const [row] = await sql`select * from emails where id = ${id} and ${visibleTo(key)}`
-  if (!row) throw notFound('Email')
-  const events = await sql`select kind, at, detail from email_events where email_id = ${id} order by id`
-  return {
-    ...summary(row), html: row.html, text: row.text, headers: row.headers, tags: row.tags, message_id: row.message_id,
-    events: events.map((e) => ({ type: e.kind, at: iso(e.at), ...(e.detail ? { detail: e.detail } : {}) })),
-  }
-}
+export const getEmail = (key: MailKeyIdentity, id: string) => readEmail(readerOf(key), id)
 
 export const ListQuery = Strict({
   limit: Type.Optional(Type.String({ pattern: '^(?:[1-9]|[1-9][0-9]|100)$', description: '1 to 100, default 20' })),
@@ -228,23 +210,5 @@ export const ListQuery = Strict({
 export async function listEmails(key: MailKeyIdentity, rawQuery: Record<string, string>) {
   if (key.domainId !== null) throw restrictedKey('This API key is restricted to one domain and cannot list emails', 403)
   const query = validateInput({ query: ListQuery }, { query: rawQuery }).query as Static<typeof ListQuery>
-  if (query.after !== undefined && query.before !== undefined) throw field('/query/before', 'cannot be given with after')
-  const limit = Number(query.limit ?? 20)
-  const cursorId = query.after ?? query.before
-  if (cursorId !== undefined) {
-    const name = query.after !== undefined ? 'after' : 'before'
-    const [found] = isUuid(cursorId) ? await sql`select 1 from emails where id = ${cursorId} and ${visibleTo(key)}` : []
-    if (!found) throw field(`/query/${name}`, 'names no email this key can read')
-  }
-  const newerPage = query.before !== undefined
-  // The cursor's position is read in SQL: a JavaScript Date would drop its microseconds.
-  const position = sql`(select created_at, id from emails where id = ${cursorId ?? null})`
-  const rows = await sql`
-    select * from emails where ${visibleTo(key)}
-    ${cursorId !== undefined ? (newerPage ? sql`and (created_at, id) > ${position}` : sql`and (created_at, id) < ${position}`) : sql``}
-    order by created_at ${newerPage ? sql`asc` : sql`desc`}, id ${newerPage ? sql`asc` : sql`desc`}
-    limit ${limit + 1}`
-  const page = rows.slice(0, limit)
-  if (newerPage) page.reverse()
-  return { object: 'list' as const, has_more: rows.length > limit, data: page.map(summary) }
+  return listEmailLog(readerOf(key), { ...query, limit: query.limit === undefined ? undefined : Number(query.limit) })
 }

@@ -23,16 +23,3 @@ export const insufficientScope = (scope: string) =>
 
 /** The path's product is not the key's: 404, never 403, so a key cannot probe other products. */
 export const productNotFound = () => new ApiError('not_found', 'Product not found')
-
-export const namespaceNotRegistered = (namespace: string, path: string) =>
-  new ApiError('namespace_not_registered', `Namespace "${namespace}" is not registered for this product`, {
-    fields: [{ path, message: `names namespace "${namespace}", which is not registered` }],
-  })
-
-export const presenceDisabled = (namespace: string) =>
-  new ApiError('presence_disabled', `Presence is not enabled for namespace "${namespace}"`)
-
-export const payloadStorageNotProvisioned = (size: number, cap: number) =>
-  new ApiError('payload_storage_not_provisioned',
-    `Serialized data is ${size} bytes, above the inline cap of ${cap}; provision payload storage (PUT /realtime/payload-storage) to publish it`,
-    { size, inlineCap: cap })

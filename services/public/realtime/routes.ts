@@ -7,11 +7,11 @@ import type { PublicScope } from '../../../shared/realtime/public-keys'
 import { jsonBody, MESSAGES_BODY_LIMIT, noBody, readBody } from '../http/body'
 import { endpoint, type Guards, ROUTE_HOOKS } from '../http/endpoint'
 import { authenticate, type KeyIdentity } from './key-auth'
-import { channelArchive, channelHistory, channelPresence, channelStatus } from './channels'
-import { issueToken } from './issue'
-import { publishMessage } from './messages'
+import { channelArchive, channelHistory, channelPresence, channelStatus } from '../../../shared/realtime/channel-reads'
+import { issueToken } from '../../../shared/realtime/token-issue'
+import { publishMessage } from '../../../shared/realtime/publish-message'
 import { ArchiveQuerySchema, type ArchiveQuery } from '../../../shared/realtime/archive-read'
-import { ChannelPath, HistoryQuery, NoQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from './schemas'
+import { ChannelPath, HistoryQuery, NoQuery, nonDecimals, nonIntegers, PublishBody, TokenIssueBody } from '../../../shared/realtime/request-schemas'
 
 /** The realtime guards of a route: browser origin allowed, an `rtk_` key holding `scope`, then `read`. */
 const guards = (scope: PublicScope, read: (request: Request) => Promise<unknown>, deferIpLimit = false): Guards<KeyIdentity> =>

@@ -1,18 +1,39 @@
 // Publish from a backend: inline up to the cap, stored in S3 and delivered as a `ref` above it; counted by the quota.
 import { randomUUID } from 'node:crypto'
-import { ApiError } from '../../../shared/errors'
-import { countWhileDown } from '../../../shared/fixed-window'
-import { publish, type PayloadRef, type PublishInput, type PublishResult } from '../../../shared/realtime/broker'
-import { publishWithinLimits, type WindowLimit } from '../../../shared/realtime/limited-publish'
-import { onCluster } from '../../../shared/redis'
-import { namespaceOf } from '../../../shared/realtime/names'
-import { usage } from '../../../shared/realtime/usage'
-import { INLINE_CAP_BYTES, storePayload } from '../../../shared/realtime/payloads'
-import { namespaceNotRegistered, payloadStorageNotProvisioned } from './errors'
-import { productPolicies } from '../../../shared/realtime/policies'
-import { enforcePublishQuota, QUOTA_WHAT, quotaExceeded, quotaWindow } from './quota'
-import { rateLimited, type IpLimit } from '../http/rate-limit'
-import type { PublishBody } from './schemas'
+import { ApiError } from '../errors'
+import { countWhileDown } from '../fixed-window'
+import { publish, type PayloadRef, type PublishInput, type PublishResult } from './broker'
+import { publishWithinLimits, type WindowLimit } from './limited-publish'
+import { onCluster } from '../redis'
+import { namespaceOf } from './names'
+import { usage } from './usage'
+import { INLINE_CAP_BYTES, storePayload } from './payloads'
+import { namespaceNotRegistered, payloadStorageNotProvisioned } from './channel-errors'
+import { productPolicies } from './policies'
+import { enforcePublishQuota, QUOTA_WHAT, quotaExceeded, quotaWindow } from './publish-quota'
+import type { Window } from '../fixed-window'
+import type { PublishBody } from './request-schemas'
+
+/**
+ * The calling request's own limit, counted exactly once: by `check()`, or by the publish script itself (`take()`), as
+ * the public route's IP limit does (services/public/http/rate-limit.ts). `refuse` is its 429.
+ */
+export interface RequestLimit {
+  readonly limit: number
+  /** The limiter's name in the fallback log and the worker's local counts. */
+  readonly what: string
+  readonly done: boolean
+  check(): Promise<void>
+  take(now?: number): Window
+  refuse(retryAfter: number): ApiError
+}
+
+/** A request counted before the publish (the platform API's rate classes): the publish counts only the quota. */
+export const COUNTED_ALREADY: RequestLimit = {
+  limit: Infinity, what: 'counted already', done: true, check: async () => {},
+  take: () => { throw new Error('a request counted already has no window to take') },
+  refuse: () => { throw new Error('a request counted already is never refused here') },
+}
 
 export interface PublishResponse {
   /** Message id (UUID); also the last segment of `ref.bucket_key` when stored. */
@@ -31,7 +52,7 @@ export interface PublishResponse {
  * counted: counted here, first), past the publish quota, or past the product's fan-out or history byte budget on the
  * channel's shard (thrown by the publish script, with Retry-After).
  */
-export async function publishMessage(productId: string, body: PublishBody, ip: IpLimit): Promise<PublishResponse> {
+export async function publishMessage(productId: string, body: PublishBody, ip: RequestLimit): Promise<PublishResponse> {
   const policies = await productPolicies(productId, () => ip.check()) // counted first if they must be read from PostgreSQL
   const namespace = namespaceOf(body.channel)
   const policy = policies.namespaces.get(namespace)
@@ -70,13 +91,13 @@ export async function publishMessage(productId: string, body: PublishBody, ip: I
  * already (its key was looked up in PostgreSQL first). While Redis cannot run the script, the request and the publish
  * are counted in this worker as hitWindow counts them (same limits, per worker), and the publish answers its 503.
  */
-async function publishCounted(ip: IpLimit, input: PublishInput): Promise<PublishResult> {
+async function publishCounted(ip: RequestLimit, input: PublishInput): Promise<PublishResult> {
   const now = Date.now()
   const byIp = ip.done ? undefined : { window: ip.take(now), limit: ip.limit }
   const quota = quotaWindow(input.productId, now)
   const limits = byIp ? [byIp, quota] : [quota]
   const refusal = (limit: WindowLimit) =>
-    limit === byIp ? rateLimited(limit.window.retryAfter, limit.limit) : quotaExceeded(limit.window.retryAfter, limit.limit)
+    limit === byIp ? ip.refuse(limit.window.retryAfter) : quotaExceeded(limit.window.retryAfter, limit.limit)
   try {
     const outcome = await publishWithinLimits(limits, input)
     if ('published' in outcome) return outcome.published

@@ -1,10 +1,10 @@
 // Request schemas of the Realtime public routes (typebox, the catalog's schema source), validated by validateInput().
 import Type from 'typebox'
-import { Strict } from '../../../shared/catalog/schemas'
-import type { FieldError } from '../../../shared/errors'
-import { LAST_N_MAX } from '../../../shared/realtime/broker'
-import { ChannelName, OPS, OpName, Subject } from '../../../shared/realtime/names'
-import { TOKEN_TTL_DEFAULT, TOKEN_TTL_MAX, TOKEN_TTL_MIN } from '../../../shared/realtime/tokens'
+import { Strict } from '../catalog/schemas'
+import type { FieldError } from '../errors'
+import { LAST_N_MAX } from './broker'
+import { ChannelName, OPS, OpName, Subject } from './names'
+import { TOKEN_TTL_DEFAULT, TOKEN_TTL_MAX, TOKEN_TTL_MIN } from './tokens'
 
 export const MAX_TOKEN_CHANNELS = 32
 

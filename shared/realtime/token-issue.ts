@@ -1,11 +1,11 @@
 // Token issue: narrow the requested channels and operations by namespace policy and grants, then sign.
-import { config } from '../../../shared/config'
-import { unprocessable } from '../../../shared/errors'
-import { namespaceOf, OPS, type Op } from '../../../shared/realtime/names'
-import { signToken, type TokenChannel } from '../../../shared/realtime/tokens'
-import { allowedOps } from '../../../shared/realtime/grants'
-import { productPolicies, type ProductPolicies } from '../../../shared/realtime/policies'
-import type { TokenIssueBody } from './schemas'
+import { config } from '../config'
+import { unprocessable } from '../errors'
+import { namespaceOf, OPS, type Op } from './names'
+import { signToken, type TokenChannel } from './tokens'
+import { allowedOps } from './grants'
+import { productPolicies, type ProductPolicies } from './policies'
+import type { TokenIssueBody } from './request-schemas'
 
 /** Why a requested channel or operation is not in the token. */
 export type DropReason = 'namespace_not_registered' | 'not_allowed'

@@ -1,14 +1,14 @@
 // Channel reads for a backend: history (window or cursor), archive (time range, paged), presence roster, and status
 // (occupancy and stream position).
-import { badRequest, type FieldError } from '../../../shared/errors'
-import { readArchive, type ArchiveQuery, type ArchiveResult } from '../../../shared/realtime/archive-read'
-import { readHistoryWithArchive } from '../../../shared/realtime/archive-recovery'
-import { channelTop, type HistoryQuery as BrokerQuery, type HistoryResult } from '../../../shared/realtime/broker'
-import { namespaceOf } from '../../../shared/realtime/names'
-import { listPresence, presenceCount, type PresenceMember } from '../../../shared/realtime/presence'
-import { namespaceNotRegistered, presenceDisabled } from './errors'
-import { productPolicies, type NamespacePolicy } from '../../../shared/realtime/policies'
-import type { HistoryQuery } from './schemas'
+import { badRequest, type FieldError } from '../errors'
+import { readArchive, type ArchiveQuery, type ArchiveResult } from './archive-read'
+import { readHistoryWithArchive } from './archive-recovery'
+import { channelTop, type HistoryQuery as BrokerQuery, type HistoryResult } from './broker'
+import { namespaceOf } from './names'
+import { listPresence, presenceCount, type PresenceMember } from './presence'
+import { namespaceNotRegistered, presenceDisabled } from './channel-errors'
+import { productPolicies, type NamespacePolicy } from './policies'
+import type { HistoryQuery } from './request-schemas'
 
 async function policyOf(productId: string, channel: string): Promise<NamespacePolicy> {
   const namespace = namespaceOf(channel)

@@ -1,7 +1,7 @@
 // Publish quota per product: fixed windows aligned to epoch time, counted in Redis across every public worker.
 // Only crossing the hard limit (burst + 2 x sustained x window) is refused; the sustained rate is never enforced by itself.
-import { config } from '../../../shared/config'
-import { hitWindow, tooMany, windowOf, type Window } from '../../../shared/fixed-window'
+import { config } from '../config'
+import { hitWindow, tooMany, windowOf, type Window } from '../fixed-window'
 
 export interface QuotaLimits {
   windowSeconds: number

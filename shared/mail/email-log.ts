@@ -1,0 +1,91 @@
+// The email log, read: one email with its event timeline, and the list newest first (Resend's shape). Shared by the
+// public routes (scoped to what a sending key may see) and the platform API (the whole product's log).
+import Type from 'typebox'
+import { sql } from '../db/client'
+import { badRequest, notFound } from '../errors'
+import { isUuid } from '../ids'
+
+/**
+ * Whose emails a reader sees: the product's, narrowed to those one API key sent (`apiKeyId`) and to one domain
+ * (`domainId`) when set. Anything outside it is 404, indistinguishable from an unknown id.
+ */
+export interface EmailReader {
+  productId: string
+  apiKeyId: string | null
+  domainId: string | null
+}
+
+/** Every email of the product: the platform API's reader (a session or platform key of the product). */
+export const wholeProduct = (productId: string): EmailReader => ({ productId, apiKeyId: null, domainId: null })
+
+export const EMAIL_PAGE_DEFAULT = 20
+export const EMAIL_PAGE_MAX = 100
+
+/** A page of the log: `limit` (1..100, default 20), and at most one of `after` (older than that id) or `before` (newer). */
+export interface EmailPage {
+  limit?: number
+  after?: string
+  before?: string
+}
+
+/** The list's query members as the platform API declares them (the public route keeps its own string schema). */
+export const emailPageQuery = () => ({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: EMAIL_PAGE_MAX, description: `1 to ${EMAIL_PAGE_MAX}, default ${EMAIL_PAGE_DEFAULT}` })),
+  after: Type.Optional(Type.String({ maxLength: 200, description: 'An email id: the page of older emails after it' })),
+  before: Type.Optional(Type.String({ maxLength: 200, description: 'An email id: the page of newer emails before it' })),
+})
+
+const field = (path: string, message: string) => badRequest(`Invalid request: ${path} ${message}`, [{ path, message }])
+
+const visibleTo = (reader: EmailReader) => sql`
+  product_id = ${reader.productId}
+  ${reader.apiKeyId !== null ? sql`and api_key_id = ${reader.apiKeyId}` : sql``}
+  ${reader.domainId !== null ? sql`and domain_id = ${reader.domainId}` : sql``}`
+
+const iso = (value: Date) => value.toISOString()
+const summary = (row: Record<string, any>) => ({
+  object: 'email' as const, id: row.id as string, from: row.from_address as string, to: row.to_addresses as string[],
+  cc: row.cc_addresses as string[], bcc: row.bcc_addresses as string[], reply_to: row.reply_to as string[],
+  subject: row.subject as string, created_at: iso(row.created_at), last_event: row.last_event as string,
+  last_event_at: iso(row.last_event_at),
+})
+
+/** One email the reader may see, with its content and its events in order; 404 for anything else. */
+export async function readEmail(reader: EmailReader, id: string) {
+  if (!isUuid(id)) throw notFound('Email')
+  const [row] = await sql`select * from emails where id = ${id} and ${visibleTo(reader)}`
+  if (!row) throw notFound('Email')
+  const events = await sql`select kind, at, detail from email_events where email_id = ${id} order by id`
+  return {
+    ...summary(row), html: row.html as string | null, text: row.text as string | null,
+    headers: row.headers as Record<string, string>, tags: row.tags as { name: string; value: string }[],
+    message_id: row.message_id as string,
+    events: events.map((e) => ({ type: e.kind as string, at: iso(e.at), ...(e.detail ? { detail: e.detail } : {}) })),
+  }
+}
+
+/**
+ * The emails the reader may see, newest first, Resend's way: `{object: "list", has_more, data}`. A cursor that names
+ * no email the reader can see is 400 on its field, as is giving both.
+ */
+export async function listEmailLog(reader: EmailReader, query: EmailPage) {
+  if (query.after !== undefined && query.before !== undefined) throw field('/query/before', 'cannot be given with after')
+  const limit = query.limit ?? EMAIL_PAGE_DEFAULT
+  const cursorId = query.after ?? query.before
+  if (cursorId !== undefined) {
+    const name = query.after !== undefined ? 'after' : 'before'
+    const [found] = isUuid(cursorId) ? await sql`select 1 from emails where id = ${cursorId} and ${visibleTo(reader)}` : []
+    if (!found) throw field(`/query/${name}`, 'names no email this key can read')
+  }
+  const newerPage = query.before !== undefined
+  // The cursor's position is read in SQL: a JavaScript Date would drop its microseconds.
+  const position = sql`(select created_at, id from emails where id = ${cursorId ?? null})`
+  const rows = await sql`
+    select * from emails where ${visibleTo(reader)}
+    ${cursorId !== undefined ? (newerPage ? sql`and (created_at, id) > ${position}` : sql`and (created_at, id) < ${position}`) : sql``}
+    order by created_at ${newerPage ? sql`asc` : sql`desc`}, id ${newerPage ? sql`asc` : sql`desc`}
+    limit ${limit + 1}`
+  const page = rows.slice(0, limit)
+  if (newerPage) page.reverse()
+  return { object: 'list' as const, has_more: rows.length > limit, data: page.map(summary) }
+}

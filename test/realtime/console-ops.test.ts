@@ -1,0 +1,199 @@
+// The channel inspector's operations on the platform API: a console token that works on a real gateway, and the public
+// routes' publish, history, presence and status, scoped to the caller's product and its realtime area.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import { sql } from '../../shared/db/client'
+import { INLINE_CAP_BYTES, s3 } from '../../shared/realtime/payloads'
+import { type Publication, RealtimeClient } from '../../shared/realtime-client/client'
+import { call, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
+import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
+import { manage } from './public-helpers'
+
+type Owner = Awaited<ReturnType<typeof newProduct>>
+const as = (who: { token: string; productId?: string }, method: string, path: string, body?: unknown) =>
+  call(method, path, { token: who.token, productId: who.productId, body })
+const until = async (what: () => boolean | Promise<boolean>) => {
+  for (let i = 0; i < 500 && !(await what()); i++) await Bun.sleep(20)
+  return what()
+}
+
+let owner: Owner
+let gateway: GatewayProcess
+beforeAll(async () => {
+  owner = await newProduct('Realtime console')
+  await manage(owner, 'POST', '/realtime/namespaces', { name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } })
+  await manage(owner, 'POST', '/realtime/namespaces', { name: 'quiet' }) // no presence, no history, no client events
+  gateway = await startGateway()
+}, 30_000)
+afterAll(() => gateway?.stop())
+
+const channel = () => `chat:room-${randomUUID().slice(0, 8)}`
+
+describe('realtime_tokens_issue', () => {
+  test('the subject is the caller\'s, the ops are narrowed as the public issue narrows them, the lifetime is short', async () => {
+    const name = channel()
+    const issued = ok(await as(owner, 'POST', '/realtime/tokens', {
+      channels: [{ name, ops: ['subscribe', 'history', 'presence', 'publish'] }, { name: 'quiet:x', ops: ['subscribe', 'presence'] }, { name: 'nope:x', ops: ['subscribe'] }],
+    }), 'issue').body
+    expect(issued.subject).toBe(`ext:console:${owner.userId}`)
+    expect(issued.gatewayUrl).toEqual(expect.any(String))
+    expect(issued.channels).toEqual([{ name, ops: ['subscribe', 'presence', 'history'] }, { name: 'quiet:x', ops: ['subscribe'] }])
+    expect(issued.dropped).toEqual([
+      { name, ops: ['publish'], reason: 'not_allowed' }, // chat has no client events
+      { name: 'quiet:x', ops: ['presence'], reason: 'not_allowed' },
+      { name: 'nope:x', ops: ['subscribe'], reason: 'namespace_not_registered' },
+    ])
+    const claims = JSON.parse(Buffer.from(issued.token.split('.')[1], 'base64url').toString())
+    expect([claims.sub, claims.exp - claims.iat]).toEqual([issued.subject, 300])
+    // The credential the gateway checks for revocation is the caller's login session.
+    expect((await sql`select user_id from sessions where id = ${claims.akid}`)[0]?.user_id).toBe(owner.userId)
+    expect(Date.parse(issued.expiresAt)).toBe(claims.exp * 1000)
+  })
+
+  test('bad requests are 4xx naming the field; a subject cannot be chosen', async () => {
+    const many = Array.from({ length: 11 }, (_, i) => ({ name: `chat:c${i}`, ops: ['subscribe'] }))
+    for (const [body, path] of [
+      [{ channels: many }, '/body/channels'],
+      [{ channels: [] }, '/body/channels'],
+      [{ channels: [{ name: 'chat:a', ops: ['subscribe'] }], ttlSeconds: 3600 }, '/body/ttlSeconds'],
+      [{ channels: [{ name: 'chat:a', ops: ['subscribe'] }], ttlSeconds: 10 }, '/body/ttlSeconds'],
+      [{ channels: [{ name: 'chat:a', ops: ['fly'] }] }, '/body/channels/0/ops/0'],
+      [{ channels: [{ name: 'no namespace', ops: ['subscribe'] }] }, '/body/channels/0/name'],
+      [{ channels: [{ name: 'chat:a', ops: ['subscribe'] }], subject: 'alice' }, '/body/subject'],
+    ] as [unknown, string][]) {
+      const result = await as(owner, 'POST', '/realtime/tokens', body)
+      expect([path, result.status]).toEqual([path, 400])
+      expect(failingFields(result)).toContain(path)
+    }
+    const nothing = await as(owner, 'POST', '/realtime/tokens', { channels: [{ name: 'nope:x', ops: ['subscribe'] }] })
+    expect([nothing.status, nothing.body.fields.map((f: any) => f.path)]).toEqual([422, ['/body/channels/0']])
+  })
+})
+
+describe('the console token on a real gateway', () => {
+  test('subscribes, receives what realtime_messages_publish sends, and shows on presence as the console subject', async () => {
+    const name = channel()
+    const issued = ok(await as(owner, 'POST', '/realtime/tokens', { channels: [{ name, ops: ['subscribe', 'presence', 'history'] }] }), 'issue').body
+    const received: Publication[] = []
+    const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.token })
+    const subscription = client.subscribe(name, { publication: (p) => received.push(p) })
+    client.connect()
+    try {
+      expect(await until(() => subscription.active)).toBe(true)
+      const published = ok(await as(owner, 'POST', '/realtime/messages', { channel: name, data: { hello: 'console' } }), 'publish').body
+      expect(published).toMatchObject({ channel: name, offset: 1, epoch: expect.any(String), id: expect.any(String) })
+      expect(await until(() => received.length === 1)).toBe(true)
+      expect(received[0]).toMatchObject({ data: { hello: 'console' }, offset: 1 })
+
+      await client.presence(name).enter()
+      const roster = ok(await as(owner, 'GET', `/realtime/channels/${name}/presence`), 'presence').body
+      expect(roster).toEqual({ channel: name, members: [{ identity: `ext:console:${owner.userId}`, connections: 1, info: null }] })
+      const status = ok(await as(owner, 'GET', `/realtime/channels/${name}`), 'status').body
+      expect(status).toEqual({ channel: name, namespace: 'chat', presence: { members: 1, connections: 1 }, history: { offset: 1, epoch: published.epoch } })
+    } finally {
+      client.disconnect()
+    }
+  }, 30_000)
+
+  test('after logout the gateway refuses the token the session asked for', async () => {
+    const user = await newProduct('Logged out')
+    await manage(user, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const name = channel()
+    const issued = ok(await as(user, 'POST', '/realtime/tokens', { channels: [{ name, ops: ['subscribe'] }] }), 'issue').body
+    ok(await as(user, 'POST', '/auth/logout'), 'logout')
+    const closes: (number | undefined)[] = []
+    const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.token, onState: (state, detail) => state === 'disconnected' && closes.push(detail?.code) })
+    client.connect()
+    try {
+      expect(await until(() => closes.length > 0)).toBe(true)
+      expect(closes[0]).toBe(4001)
+    } finally {
+      client.disconnect()
+    }
+  }, 30_000)
+})
+
+describe('publish and reads', () => {
+  test('history by window and by cursor, as the public route answers; its validation names the field', async () => {
+    const name = channel()
+    for (let i = 1; i <= 3; i++) ok(await as(owner, 'POST', '/realtime/messages', { channel: name, data: { i } }), 'publish')
+    const last = ok(await as(owner, 'GET', `/realtime/channels/${name}/history?last_n=2`), 'history').body
+    expect(last).toMatchObject({ channel: name, offset: 3, recovered: true })
+    expect(last.entries.map((e: any) => e.data)).toEqual([{ i: 2 }, { i: 3 }])
+    const after = ok(await as(owner, 'GET', `/realtime/channels/${name}/history?offset=1&epoch=${last.epoch}`), 'cursor').body
+    expect(after.entries.map((e: any) => e.offset)).toEqual([2, 3])
+    for (const [query, path] of [['last_n=0', '/query/last_n'], ['last_n=2.5', '/query/last_n'], ['offset=1', '/query/epoch'],
+      ['last_n=1&last_ms=100', '/query/last_ms'], ['', '/query/last_n'], ['colour=red', '/query/colour']] as [string, string][]) {
+      const result = await as(owner, 'GET', `/realtime/channels/${name}/history?${query}`)
+      expect([query, result.status]).toEqual([query, 400])
+      expect(failingFields(result)).toContain(path)
+    }
+  })
+
+  test('publish validates its body, refuses unregistered namespaces, and needs payload storage above the inline cap', async () => {
+    const missing = await as(owner, 'POST', '/realtime/messages', { channel: channel() })
+    expect([missing.status, failingFields(missing)]).toEqual([400, ['/body/data']])
+    const bad = await as(owner, 'POST', '/realtime/messages', { channel: 'nocolon', data: 1 })
+    expect([bad.status, failingFields(bad)]).toEqual([400, ['/body/channel']])
+    const unregistered = await as(owner, 'POST', '/realtime/messages', { channel: 'nope:x', data: 1 })
+    expect([unregistered.status, unregistered.body.error, unregistered.body.fields.map((f: any) => f.path)]).toEqual([404, 'namespace_not_registered', ['/body/channel']])
+    const other = await newProduct('Over the cap')
+    await manage(other, 'POST', '/realtime/namespaces', { name: 'chat', history: { ttlSeconds: 300, size: 100 } })
+    const overCap = 'x'.repeat(INLINE_CAP_BYTES) // two bytes of quotes more than the cap once serialized
+    const big = await as(other, 'POST', '/realtime/messages', { channel: channel(), data: overCap })
+    expect([big.status, big.body.error]).toEqual([503, 'payload_storage_not_provisioned'])
+    const storage = await manage(other, 'PUT', '/realtime/payload-storage', {})
+    const name = channel()
+    const stored = ok(await as(other, 'POST', '/realtime/messages', { channel: name, data: overCap }), 'over-cap publish').body
+    expect(stored.ref).toEqual({ bucket_key: `${other.productId}/${name}/${stored.id}`, size: INLINE_CAP_BYTES + 2, content_type: 'application/json' })
+    expect((await s3().statObject(storage.bucket, stored.ref.bucket_key)).size).toBe(INLINE_CAP_BYTES + 2)
+    const quiet = await as(owner, 'GET', '/realtime/channels/quiet:x/presence')
+    expect([quiet.status, quiet.body.error]).toEqual([403, 'presence_disabled'])
+  })
+})
+
+describe('who may use them', () => {
+  test('another product never sees this product\'s channel: its namespace is its own (404 when it has none)', async () => {
+    const name = channel()
+    ok(await as(owner, 'POST', '/realtime/messages', { channel: name, data: { mine: true } }), 'publish')
+    const other = await newProduct()
+    for (const path of [`/realtime/channels/${name}`, `/realtime/channels/${name}/presence`, `/realtime/channels/${name}/history?last_n=5`]) {
+      const result = await as(other, 'GET', path)
+      expect([path, result.status, result.body.error]).toEqual([path, 404, 'namespace_not_registered'])
+    }
+    expect((await as(other, 'POST', '/realtime/messages', { channel: name, data: 1 })).status).toBe(404)
+    expect((await call('GET', `/realtime/channels/${name}`, { token: other.token, productId: owner.productId })).status).toBe(404)
+    await manage(other, 'POST', '/realtime/namespaces', { name: 'chat', history: { ttlSeconds: 300, size: 100 } })
+    const theirs = ok(await as(other, 'GET', `/realtime/channels/${name}/history?last_n=5`), 'their history').body
+    expect([theirs.entries, theirs.offset]).toEqual([[], 0])
+  })
+
+  test('a platform key with the realtime area gets a token of its own subject; one without the area is refused (403)', async () => {
+    const key = await newPlatformKey(owner, ['realtime'])
+    const issued = ok(await call('POST', '/realtime/tokens', { token: key.key, body: { channels: [{ name: channel(), ops: ['subscribe'] }] } }), 'key issue').body
+    expect(issued.subject).toBe(`ext:console:${key.id}`)
+    const mailKey = await newPlatformKey(owner, ['mail'])
+    for (const [method, path, body] of [
+      ['POST', '/realtime/tokens', { channels: [{ name: 'chat:a', ops: ['subscribe'] }] }], ['POST', '/realtime/messages', { channel: 'chat:a', data: 1 }],
+      ['GET', '/realtime/channels/chat:a', undefined], ['GET', '/realtime/channels/chat:a/presence', undefined],
+      ['GET', '/realtime/channels/chat:a/history?last_n=1', undefined],
+    ] as [string, string, unknown][]) {
+      const refused = await call(method, path, { token: mailKey.key, body })
+      expect([path, refused.status]).toEqual([path, 403])
+    }
+  })
+
+  test('the operations are MCP tools of the same name', async () => {
+    const mcp = (id: number, method: string, params?: unknown) => call('POST', '/mcp', {
+      token: owner.token, productId: owner.productId, headers: { accept: 'application/json, text/event-stream' },
+      body: { jsonrpc: '2.0', id, method, ...(params ? { params } : {}) },
+    })
+    const names = (ok(await mcp(1, 'tools/list'), 'tools/list').body.result.tools as { name: string }[]).map((t) => t.name)
+    expect(names).toEqual(expect.arrayContaining(['realtime_tokens_issue', 'realtime_messages_publish', 'realtime_history_read', 'realtime_presence_read', 'realtime_channel_get']))
+    const name = channel()
+    const published = ok(await mcp(2, 'tools/call', { name: 'realtime_messages_publish', arguments: { body: { channel: name, data: { via: 'mcp' } } } }), 'MCP publish')
+    expect(JSON.parse(published.body.result.content[0].text)).toMatchObject({ channel: name, offset: 1 })
+    const read = ok(await mcp(3, 'tools/call', { name: 'realtime_history_read', arguments: { path: { channel: name }, query: { last_n: 1 } } }), 'MCP history')
+    expect(JSON.parse(read.body.result.content[0].text).entries.map((e: any) => e.data)).toEqual([{ via: 'mcp' }])
+  })
+})
