@@ -140,3 +140,141 @@ describe('namespaces and keys', () => {
     expectNoProblems(console)
   })
 })
+
+describe('the channel inspector', () => {
+  const CHAT = { name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }
+  const room = () => `chat:room-${randomUUID().slice(0, 8)}`
+
+  /** A client of the product in this process, as an end user's browser would be: a token from the public issue route. */
+  async function endUser(owner: Owner, key: string, subject: string, channel: string) {
+    const issued = await pub(publicWorker, 'POST', `/${owner.productId}/realtime/tokens/issue`, {
+      key, body: { subject, channels: [{ name: channel, ops: ['subscribe', 'presence'] }] },
+    })
+    expect(issued.status).toBe(200)
+    const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.body.token })
+    const connected = new Promise<void>((resolve) => {
+      const check = setInterval(() => { if (client.connected) resolve(void clearInterval(check)) }, 10)
+    })
+    client.connect()
+    await connected
+    return client
+  }
+
+  /** Opens the inspector on `channel` the way a person does, and waits until it watches through the gateway. */
+  async function inspect(owner: Owner, channel: string) {
+    const console = await browser.open()
+    const { page } = console
+    const sockets: { url: string; closed: Promise<void> }[] = []
+    page.on('websocket', (socket) => sockets.push({ url: socket.url(), closed: new Promise((resolve) => socket.on('close', () => resolve())) }))
+    await openArea(page, owner, owner.productId, 'realtime')
+    await page.click('.tabs a:text-is("Channel inspector")')
+    await page.fill('[data-testid=inspector-form] input[name=channel]', channel)
+    await page.click('[data-testid=inspector-form] button[type=submit]')
+    await page.waitForSelector('[data-testid=inspector-state][data-state=subscribed]')
+    return { console, page, sockets }
+  }
+
+  test('publications sent over HTTP arrive in the page; presence joins and leaves of another client show; history reads what came before', async () => {
+    const owner = await realtimeOwner('Realtime inspector', [CHAT])
+    const { key } = await createKey(owner)
+    const channel = room()
+    const send = (data: unknown) => pub(publicWorker, 'POST', `/${owner.productId}/realtime/messages`, { key, body: { channel, data } })
+    const earlier = [{ text: 'before the page', n: 1 }, { text: 'also before', n: 2 }]
+    for (const data of earlier) expect((await send(data)).status).toBe(200)
+
+    const { console, page, sockets } = await inspect(owner, channel)
+    // The page watches through the test's gateway, the one origin its CSP lets it reach.
+    expect(sockets.map((socket) => socket.url)).toEqual([gateway.wsUrl])
+    expect(await page.textContent('[data-testid=inspector-state]')).toContain('ext:console:')
+
+    // Live: each publication appears with its offset and its data pretty-printed, newest first.
+    const live = [{ text: 'hello from HTTP', n: 3, tags: ['a', 'b'] }, { text: 'second live', n: 4, nested: { ok: true } }]
+    const offsets: number[] = []
+    for (const data of live) {
+      const sentAt = performance.now()
+      const sent = await send(data)
+      expect(sent.status).toBe(200)
+      offsets.push(sent.body.offset)
+      const item = page.locator(`[data-testid=publication][data-offset="${sent.body.offset}"]`)
+      await item.waitFor({ timeout: 5000 })
+      const arrivedMs = performance.now() - sentAt // the issue's "within a second": measured, not a test bound
+      expect(arrivedMs).toBeGreaterThan(0)
+      expect(await item.locator('pre.data').textContent()).toBe(JSON.stringify(data, null, 2))
+    }
+    expect(await page.locator('[data-testid=publication]').evaluateAll((items) => items.map((item) => Number(item.getAttribute('data-offset')))))
+      .toEqual([...offsets].reverse())
+
+    // Presence: another real client enters and leaves; the page sees both and keeps the roster.
+    const alice = await endUser(owner, key, 'alice', channel)
+    await alice.presence(channel).enter({ name: 'Alice' })
+    await page.waitForSelector('[data-testid=presence-events] li[data-kind=join][data-identity="ext:alice"]')
+    await page.waitForSelector('[data-testid=presence-members] li[data-identity="ext:alice"]')
+    expect(await page.textContent('[data-testid=presence-members] li[data-identity="ext:alice"] pre')).toBe('{"name":"Alice"}')
+    await screenshot(page, 'realtime-inspector')
+    await alice.presence(channel).leave()
+    await page.waitForSelector('[data-testid=presence-events] li[data-kind=leave][data-identity="ext:alice"]')
+    await page.waitForSelector('[data-testid=presence-members] li[data-identity="ext:alice"]', { state: 'detached' })
+    alice.disconnect()
+
+    // History: what was published before the page opened, as the API answers it, newest first.
+    await page.click('[data-testid=history-read]')
+    await page.waitForSelector('[data-testid=history-entry]')
+    const history = ok(await call('GET', `/realtime/channels/${encodeURIComponent(channel)}/history?last_n=20`, { token: owner.token, productId: owner.productId }), 'history')
+    const shown = await page.locator('[data-testid=history-entry]').evaluateAll((items) =>
+      items.map((item) => [Number(item.getAttribute('data-offset')), item.querySelector('pre')!.textContent]))
+    expect(shown).toEqual(history.body.entries.map((entry: { offset: number; data: unknown }) => [entry.offset, JSON.stringify(entry.data, null, 2)]).reverse())
+    expect(shown.map(([, text]) => JSON.parse(String(text)))).toEqual([...[...live].reverse(), ...[...earlier].reverse()] as unknown[])
+    expectNoProblems(console)
+  })
+
+  test('a message published from the page reaches a subscriber; leaving the view disconnects the page', async () => {
+    const owner = await realtimeOwner('Realtime publish', [CHAT])
+    const { key } = await createKey(owner)
+    const channel = room()
+    const subscriber = await endUser(owner, key, 'bob', channel)
+    const received: Publication[] = []
+    const subscription = subscriber.subscribe(channel, { publication: (publication) => received.push(publication) })
+    const { console, page, sockets } = await inspect(owner, channel)
+    for (; !subscription.active;) await Bun.sleep(10)
+
+    const data = { text: 'from the console', at: randomUUID() }
+    await page.fill('[data-testid=publish-form] textarea', JSON.stringify(data))
+    await page.click('[data-testid=publish-form] button[type=submit]')
+    await page.waitForSelector('[data-testid=publish-result].ok')
+    for (const deadline = Date.now() + 5000; !received.length && Date.now() < deadline;) await Bun.sleep(10)
+    expect(received.map((publication) => publication.data)).toEqual([data])
+    expect(await page.textContent('[data-testid=publish-result]')).toBe(`Published at offset ${received[0]!.offset}.`)
+    // The page's own subscription shows it too.
+    await page.waitForSelector(`[data-testid=publication][data-offset="${received[0]!.offset}"]`)
+
+    // Not JSON: refused in the page, nothing sent.
+    await page.fill('[data-testid=publish-form] textarea', '{not json')
+    await page.click('[data-testid=publish-form] button[type=submit]')
+    await page.waitForSelector('[data-testid=publish-result].error')
+    expect(await page.textContent('[data-testid=publish-result]')).toMatch(/^Not JSON/)
+
+    // Leaving the inspector (the view's cleanup) closes its gateway connection.
+    expect(sockets).toHaveLength(1)
+    await page.click('.tabs a:text-is("Namespaces")')
+    await sockets[0]!.closed
+    subscriber.disconnect()
+    expect(received).toHaveLength(1)
+    expectNoProblems(console)
+  })
+
+  test('a channel of an unregistered namespace shows the API refusal and opens no connection', async () => {
+    const owner = await realtimeOwner('Realtime refused', [CHAT])
+    const console = await browser.open()
+    const { page } = console
+    const sockets: string[] = []
+    page.on('websocket', (socket) => sockets.push(socket.url()))
+    await openArea(page, owner, owner.productId, 'realtime')
+    await page.click('.tabs a:text-is("Channel inspector")')
+    await page.fill('[data-testid=inspector-form] input[name=channel]', 'nowhere:room')
+    await page.click('[data-testid=inspector-form] button[type=submit]')
+    await page.waitForSelector('[data-testid=inspector-state][data-state=failed]')
+    expect(await page.textContent('[data-testid=inspector-state]')).toMatch(/namespace/i)
+    expect(sockets).toEqual([])
+    expect(console.problems).toEqual([expect.stringMatching(/status of 4\d\d/)]) // the refused issue, logged by Chromium
+  })
+})

@@ -41,9 +41,10 @@ export const inspectorView: AreaView = ({ root, productId, rest }) => {
     const wanted = input.value.trim()
     if (wanted) go(areaHref(productId, 'realtime', 'inspector', wanted))
   })
-  const head = h('section', { class: 'card' },
-    h('h1', {}, 'Channel inspector'),
-    h('p', { class: 'muted' }, 'Watch a channel live through the gateway, as a client would: publications and presence as they happen.'),
+  const head = h('section', { class: 'card inspector-head' },
+    h('div', {},
+      h('h1', {}, 'Channel inspector'),
+      h('p', { class: 'muted' }, 'Watch a channel live through the gateway, as a client would: publications and presence as they happen.')),
     form)
   if (!channel) {
     replace(root, head)
@@ -115,7 +116,7 @@ function watch(root: HTMLElement, head: HTMLElement, channel: string): Cleanup {
   const lastN = h('input', { name: 'last_n', type: 'number', min: 1, max: 1000, value: HISTORY_DEFAULT })
   const historyOut = h('div', { 'data-testid': 'history' })
   const historyForm = h('form', { class: 'inline-form' },
-    h('label', {}, 'Last', lastN), h('button', { type: 'submit', class: 'secondary' }, 'Read history'))
+    h('label', {}, 'Last', lastN), h('button', { type: 'submit', class: 'secondary', 'data-testid': 'history-read' }, 'Read history'))
   historyForm.addEventListener('submit', async (event) => {
     event.preventDefault()
     replace(historyOut, h('p', { class: 'muted' }, 'Reading…'))
@@ -163,17 +164,16 @@ function watch(root: HTMLElement, head: HTMLElement, channel: string): Cleanup {
   })
 
   replace(root, head,
-    h('section', { class: 'card inspector', 'data-channel': channel },
-      h('div', { class: 'card-head' }, h('h2', {}, h('code', {}, channel)), state),
-      h('div', { class: 'inspector-grid' },
-        h('div', { class: 'panel' }, h('h3', {}, 'Publications'), noPublications, publications),
-        h('div', { class: 'panel' },
-          h('h3', {}, 'Present'), presenceNote, roster,
-          h('h3', {}, 'Joins and leaves'), events)),
-    ),
-    h('div', { class: 'inspector-grid' },
-      h('section', { class: 'card' }, h('h2', {}, 'Publish a test message'), publishForm),
-      h('section', { class: 'card' }, h('h2', {}, 'History'), historyForm, historyOut)))
+    h('div', { class: 'inspector-grid', 'data-channel': channel },
+      h('section', { class: 'card inspector' },
+        h('h2', {}, 'Publications on ', h('code', {}, channel)), state,
+        noPublications, publications),
+      h('div', { class: 'side' },
+        h('section', { class: 'card' },
+          h('h2', {}, 'Present'), presenceNote, roster,
+          h('h3', {}, 'Joins and leaves'), events),
+        h('section', { class: 'card' }, h('h2', {}, 'Publish a test message'), publishForm))),
+    h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'History'), historyForm), historyOut))
 
   const issue = () => api.run<IssuedToken>('realtime_tokens_issue', { body: { channels: [{ name: channel, ops: ['subscribe'] }] } })
   void (async () => {
