@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { RealtimeClient, type Publication } from '../../shared/realtime-client/client'
-import { call, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { call, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
 import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
 import { createKey, manage, pub } from '../realtime/public-helpers'
 import { expectNoProblems, openArea, screenshot, useBrowser } from './browser'
@@ -13,10 +13,11 @@ let gateway: GatewayProcess
 let apiWorker: Worker
 let publicWorker: Worker
 beforeAll(async () => {
-  gateway = await startGateway()
   // The page connects to the gateway the api names (GATEWAY_URL), and its CSP allows only that origin.
-  const env = { GATEWAY_URL: gateway.wsUrl }
-  ;[apiWorker, publicWorker] = await Promise.all([startProcess('api', env), startProcess('public', env)])
+  const port = await freePort()
+  const env = { GATEWAY_URL: `ws://127.0.0.1:${port}/connection/websocket` }
+  ;[gateway, apiWorker, publicWorker] = await Promise.all([startGateway({}, port), startProcess('api', env), startProcess('public', env)])
+  expect(gateway.wsUrl).toBe(env.GATEWAY_URL)
 }, 30_000)
 afterAll(async () => {
   await Promise.all([apiWorker?.stop(), publicWorker?.stop(), gateway?.stop()])
@@ -191,14 +192,12 @@ describe('the channel inspector', () => {
     const live = [{ text: 'hello from HTTP', n: 3, tags: ['a', 'b'] }, { text: 'second live', n: 4, nested: { ok: true } }]
     const offsets: number[] = []
     for (const data of live) {
-      const sentAt = performance.now()
       const sent = await send(data)
       expect(sent.status).toBe(200)
       offsets.push(sent.body.offset)
+      // The issue's "within a second" is what a reader sees; the test only bounds it generously, from the send.
       const item = page.locator(`[data-testid=publication][data-offset="${sent.body.offset}"]`)
       await item.waitFor({ timeout: 5000 })
-      const arrivedMs = performance.now() - sentAt // the issue's "within a second": measured, not a test bound
-      expect(arrivedMs).toBeGreaterThan(0)
       expect(await item.locator('pre.data').textContent()).toBe(JSON.stringify(data, null, 2))
     }
     expect(await page.locator('[data-testid=publication]').evaluateAll((items) => items.map((item) => Number(item.getAttribute('data-offset')))))
@@ -259,6 +258,25 @@ describe('the channel inspector', () => {
     await sockets[0]!.closed
     subscriber.disconnect()
     expect(received).toHaveLength(1)
+    expectNoProblems(console)
+  })
+
+  test('a namespace without presence or history: the page says so, and live publications still arrive', async () => {
+    const owner = await realtimeOwner('Realtime plain', [{ name: 'live' }])
+    const { key } = await createKey(owner)
+    const channel = `live:feed-${randomUUID().slice(0, 8)}`
+    const { console, page } = await inspect(owner, channel)
+    await page.waitForSelector('.side p:text-is("Presence is off for this namespace.")')
+    const data = { price: 101.5, symbol: 'ACME' }
+    const sent = await pub(publicWorker, 'POST', `/${owner.productId}/realtime/messages`, { key, body: { channel, data } })
+    expect(sent.status).toBe(200)
+    expect(sent.body.offset).toBeUndefined()
+    const item = page.locator('[data-testid=publication]')
+    await item.waitFor()
+    expect(await item.locator('.offset').textContent()).toBe('no history')
+    expect(await item.locator('pre.data').textContent()).toBe(JSON.stringify(data, null, 2))
+    await page.click('[data-testid=history-read]')
+    await page.waitForSelector('[data-testid=history-empty]')
     expectNoProblems(console)
   })
 

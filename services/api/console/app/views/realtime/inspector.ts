@@ -89,9 +89,15 @@ function watch(root: HTMLElement, head: HTMLElement, channel: string): Cleanup {
         member.connections > 1 ? h('span', { class: 'muted' }, ` ×${member.connections}`) : null,
         member.info !== null && member.info !== undefined ? h('pre', { class: 'info' }, JSON.stringify(member.info)) : null)))
   }
-  function presenceEvent(kind: 'join' | 'leave', identity: string, info: unknown): void {
+  // Joins and leaves heard while a roster read is out: its answer may predate them, so they are applied again after it.
+  let heardDuringRead: [kind: 'join' | 'leave', identity: string, info: unknown][] | undefined
+  function applyPresence(kind: 'join' | 'leave', identity: string, info: unknown): void {
     if (kind === 'join') members.set(identity, { identity, connections: members.get(identity)?.connections ?? 1, info })
     else members.delete(identity)
+  }
+  function presenceEvent(kind: 'join' | 'leave', identity: string, info: unknown): void {
+    heardDuringRead?.push([kind, identity, info])
+    applyPresence(kind, identity, info)
     drawRoster()
     events.prepend(h('li', { 'data-kind': kind, 'data-identity': identity },
       h('span', { class: `badge ${kind}` }, kind === 'join' ? 'joined' : 'left'), ' ', h('code', {}, identity), ' ',
@@ -103,12 +109,16 @@ function watch(root: HTMLElement, head: HTMLElement, channel: string): Cleanup {
       // The channel's status first: a namespace without presence has no roster to read (and a read would be a 4xx).
       const status = await api.run<{ presence: unknown }>('realtime_channel_get', { path: { channel } })
       if (status.presence === null) return replace(presenceNote, 'Presence is off for this namespace.')
+      heardDuringRead = []
       const answer = await api.run<{ members: Member[] }>('realtime_presence_read', { path: { channel } })
       members.clear()
       for (const member of answer.members) members.set(member.identity, member)
+      for (const [kind, identity, info] of heardDuringRead) applyPresence(kind, identity, info)
       drawRoster()
     } catch (failure) {
       replace(presenceNote, describe(failure))
+    } finally {
+      heardDuringRead = undefined
     }
   }
 
