@@ -3,7 +3,9 @@
 // presence joins and leaves of another real client, history, a publish from the page reaching a subscriber).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
+import { PUBLIC_SCOPES } from '../../shared/realtime/public-keys'
 import { RealtimeClient, type Publication } from '../../shared/realtime-client/client'
+import { KEY_SCOPES } from '../../services/api/console/app/views/realtime/keys'
 import { call, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
 import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
 import { createKey, manage, pub } from '../realtime/public-helpers'
@@ -99,6 +101,10 @@ describe('namespaces and keys', () => {
     expectNoProblems(console)
   })
 
+  test("the key form offers exactly the platform's scopes", () => {
+    expect(KEY_SCOPES).toEqual(PUBLIC_SCOPES)
+  })
+
   test('a key created shows its secret once; the list shows only its prefix; a revoked key leaves the list', async () => {
     const owner = await realtimeOwner('Realtime keys')
     const console = await browser.open()
@@ -132,6 +138,7 @@ describe('namespaces and keys', () => {
     await page.waitForSelector('[data-testid=keys]')
     expect(await page.textContent('body')).not.toContain(secret)
     expect(await page.textContent('body')).toContain(key.prefix)
+    await screenshot(page, 'realtime-keys')
 
     page.once('dialog', (dialog) => void dialog.accept())
     await page.click('[data-testid=keys] button:text-is("Revoke")')

@@ -8,8 +8,11 @@ import { readAll } from './list'
 interface PublicKey { id: string; name: string; scope: string[]; prefix: string; environment: string; createdAt: string }
 interface CreatedKey extends PublicKey { key: string }
 
-/** What a key may do (shared/realtime/public-keys.ts PUBLIC_SCOPES); a new key gets all unless narrowed. */
-const SCOPES = ['tokens:issue', 'messages:publish', 'history:read', 'presence:read', 'channels:read']
+/**
+ * What a key may do, a new key all unless narrowed: shared/realtime/public-keys.ts PUBLIC_SCOPES, copied because that
+ * module is server code (hashing); test/console/realtime.test.ts keeps the two equal.
+ */
+export const KEY_SCOPES: readonly string[] = ['tokens:issue', 'messages:publish', 'history:read', 'presence:read', 'channels:read']
 
 export const keysView: AreaView = async ({ root, productId }) => {
   const list = h('div', {}, h('p', { class: 'muted' }, 'Loading keys…'))
@@ -47,7 +50,7 @@ export const keysView: AreaView = async ({ root, productId }) => {
   }
 
   const name = h('input', { name: 'name', required: true, maxlength: 256, placeholder: 'backend', autocomplete: 'off' })
-  const scopes = SCOPES.map((scope) => h('input', { type: 'checkbox', name: 'scope', value: scope, checked: true }))
+  const scopes = KEY_SCOPES.map((scope) => h('input', { type: 'checkbox', name: 'scope', value: scope, checked: true }))
   const error = h('p', { class: 'error', role: 'alert' })
   const submit = h('button', { type: 'submit' }, 'Create key')
   const form = h('form', { class: 'key-form', 'data-testid': 'key-form' },
