@@ -1,4 +1,5 @@
-// Publish from a backend: inline up to the cap, stored in S3 and delivered as a `ref` above it; counted by the quota.
+// Publish from a backend (the public route) or the platform API: inline up to the cap, stored in S3 and delivered as a
+// `ref` above it; counted by the quota.
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../errors'
 import { countWhileDown } from '../fixed-window'
@@ -48,8 +49,8 @@ export interface PublishResponse {
 
 /**
  * Publishes `data` to `channel`. Serialized size = UTF-8 bytes of JSON.stringify(data).
- * 404 unregistered namespace; 503 over the cap without payload storage; 429 past the request's IP limit (`ip`, not yet
- * counted: counted here, first), past the publish quota, or past the product's fan-out or history byte budget on the
+ * 404 unregistered namespace; 503 over the cap without payload storage; 429 past the request's own limit (`ip`: the
+ * public route's IP limit, not yet counted: counted here, first; COUNTED_ALREADY for the platform API), past the publish quota, or past the product's fan-out or history byte budget on the
  * channel's shard (thrown by the publish script, with Retry-After).
  */
 export async function publishMessage(productId: string, body: PublishBody, ip: RequestLimit): Promise<PublishResponse> {

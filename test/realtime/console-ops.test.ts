@@ -23,7 +23,8 @@ beforeAll(async () => {
   owner = await newProduct('Realtime console')
   await manage(owner, 'POST', '/realtime/namespaces', { name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } })
   await manage(owner, 'POST', '/realtime/namespaces', { name: 'quiet' }) // no presence, no history, no client events
-  gateway = await startGateway()
+  // A short revocation sweep: a revoked platform key's live connections close within it (no announcement carries it).
+  gateway = await startGateway({ GATEWAY_REVOCATION_SWEEP_MS: '200' })
 }, 30_000)
 afterAll(() => gateway?.stop())
 
@@ -105,6 +106,24 @@ describe('the console token on a real gateway', () => {
     const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.token, onState: (state, detail) => state === 'disconnected' && closes.push(detail?.code) })
     client.connect()
     try {
+      expect(await until(() => closes.length > 0)).toBe(true)
+      expect(closes[0]).toBe(4001)
+    } finally {
+      client.disconnect()
+    }
+  }, 30_000)
+  test('a platform key\'s token works until the key is revoked; then the gateway\'s sweep closes it (4001)', async () => {
+    const key = await newPlatformKey(owner, ['realtime'])
+    const name = channel()
+    const issued = ok(await call('POST', '/realtime/tokens', { token: key.key, body: { channels: [{ name, ops: ['subscribe'] }] } }), 'key issue').body
+    const closes: (number | undefined)[] = []
+    const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.token, onState: (state, detail) => state === 'disconnected' && closes.push(detail?.code) })
+    const subscription = client.subscribe(name)
+    client.connect()
+    try {
+      expect(await until(() => subscription.active)).toBe(true)
+      expect(closes).toEqual([])
+      ok(await as(owner, 'DELETE', `/products/${owner.productId}/platform-keys/${key.id}`), 'revoke')
       expect(await until(() => closes.length > 0)).toBe(true)
       expect(closes[0]).toBe(4001)
     } finally {
