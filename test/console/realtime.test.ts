@@ -274,7 +274,7 @@ describe('the channel inspector', () => {
     const channel = `live:feed-${randomUUID().slice(0, 8)}`
     const { console, page } = await inspect(owner, channel)
     await page.waitForSelector('.side p:text-is("Presence is off for this namespace.")')
-    const data = { price: 101.5, symbol: 'ACME' }
+    const data = { price: 101.5, symbol: 'ACME', note: '<img src=x onerror="document.title=1">' }
     const sent = await pub(publicWorker, 'POST', `/${owner.productId}/realtime/messages`, { key, body: { channel, data } })
     expect(sent.status).toBe(200)
     expect(sent.body.offset).toBeUndefined()
@@ -282,6 +282,7 @@ describe('the channel inspector', () => {
     await item.waitFor()
     expect(await item.locator('.offset').textContent()).toBe('no history')
     expect(await item.locator('pre.data').textContent()).toBe(JSON.stringify(data, null, 2))
+    expect(await page.locator('[data-testid=publications] img').count()).toBe(0) // a payload is text, never markup
     await page.click('[data-testid=history-read]')
     await page.waitForSelector('[data-testid=history-empty]')
     expectNoProblems(console)
