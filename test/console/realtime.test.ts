@@ -28,6 +28,14 @@ const browser = useBrowser(() => apiWorker.url)
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 
+/** Waits for a condition of the test process's own clients, failing with `what` if it never holds. */
+async function until(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; !condition();) {
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`)
+    await Bun.sleep(10)
+  }
+}
+
 async function realtimeOwner(name: string, namespaces: Record<string, unknown>[] = []): Promise<Owner> {
   const owner = await newProduct(name)
   for (const namespace of namespaces) await manage(owner, 'POST', '/realtime/namespaces', namespace)
@@ -160,11 +168,8 @@ describe('the channel inspector', () => {
     })
     expect(issued.status).toBe(200)
     const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.body.token })
-    const connected = new Promise<void>((resolve) => {
-      const check = setInterval(() => { if (client.connected) resolve(void clearInterval(check)) }, 10)
-    })
     client.connect()
-    await connected
+    await until(() => client.connected, `${subject} connected`)
     return client
   }
 
@@ -241,13 +246,13 @@ describe('the channel inspector', () => {
     const received: Publication[] = []
     const subscription = subscriber.subscribe(channel, { publication: (publication) => received.push(publication) })
     const { console, page, sockets } = await inspect(owner, channel)
-    for (; !subscription.active;) await Bun.sleep(10)
+    await until(() => subscription.active, 'bob subscribed')
 
     const data = { text: 'from the console', at: randomUUID() }
     await page.fill('[data-testid=publish-form] textarea', JSON.stringify(data))
     await page.click('[data-testid=publish-form] button[type=submit]')
     await page.waitForSelector('[data-testid=publish-result].ok')
-    for (const deadline = Date.now() + 5000; !received.length && Date.now() < deadline;) await Bun.sleep(10)
+    await until(() => received.length > 0, 'the page\'s publication reached bob')
     expect(received.map((publication) => publication.data)).toEqual([data])
     expect(await page.textContent('[data-testid=publish-result]')).toBe(`Published at offset ${received[0]!.offset}.`)
     // The page's own subscription shows it too.
