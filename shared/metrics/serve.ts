@@ -9,8 +9,11 @@ import { watchBreakers } from './breakers'
 import { watchPools } from './pools'
 import { registry } from './registry'
 
+/** What the listener itself needs of config.metrics. */
+type ListenerSettings = Pick<typeof config.metrics, 'port' | 'portOffset' | 'host' | 'token'>
+
 /** The port this worker's metrics are served on, or 0 for none. */
-export function metricsPort(settings = config.metrics, foremanPort = process.env.PORT): number {
+export function metricsPort(settings: ListenerSettings = config.metrics, foremanPort = process.env.PORT): number {
   if (settings.portOffset > 0 && foremanPort) {
     const port = Number(foremanPort) + settings.portOffset
     if (!Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`PORT (${foremanPort}) + METRICS_PORT_OFFSET (${settings.portOffset}) is not a port`)
@@ -53,7 +56,7 @@ const problem = (status: number, error: string, message: string, headers: Record
  * so does a METRICS_HOST other than loopback without METRICS_TOKEN (checkMetricsSettings). `settings`: the
  * configuration's unless given (tests start a listener in their own process).
  */
-export function serveMetrics(processName: string, settings = config.metrics): Server<undefined> | undefined {
+export function serveMetrics(processName: string, settings: ListenerSettings = config.metrics): Server<undefined> | undefined {
   const port = metricsPort(settings)
   if (port === 0) return undefined
   checkMetricsSettings(settings)

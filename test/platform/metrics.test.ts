@@ -93,7 +93,7 @@ const deliveriesDueSoon = async () => (await sql`select count(*)::int as n from 
   where d.state = 'pending' and d.next_attempt_at < now() + make_interval(secs => ${HORIZON_SECONDS})`)[0]!.n as number
 
 /**
- * A gauge counted in PostgreSQL (kept 5 s by the process) checked against PostgreSQL's own count: scraped until its
+ * A gauge counted in PostgreSQL (kept METRICS_COUNT_CACHE_MS by the process) checked against PostgreSQL's own count: scraped until its
  * value lies between the counts taken just before and just after the scrape. Returns the scrape.
  */
 async function bracketed(target: Target, count: () => Promise<number>, name: string, labels: Record<string, string> = {}): Promise<string> {
@@ -155,8 +155,8 @@ beforeAll(async () => {
     startProcess('public', { ...env(publicMetrics), TRUST_PROXY: '1', MAIL_SEND_RATE_PER_SECOND: '1000' }),
     startGateway(env(gatewayMetrics)),
     // A failed attempt is retried an hour later, never within this file: the counts read are this file's attempts only.
-    startProcess('mailer', { ...env(mailerMetrics), SMTP_URL: `smtp://127.0.0.1:${sink.port}`, MAILER_POLL_MS: '50', MAIL_RETRY_BASE_MS: '3600000' }),
-    startProcess('webhooks', { ...env(webhooksMetrics), WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_LEASE_MS: '5000', WEBHOOK_POLL_MS: '50' }),
+    startProcess('mailer', { ...env(mailerMetrics), SMTP_URL: `smtp://127.0.0.1:${sink.port}`, MAILER_POLL_MS: '50', MAIL_RETRY_BASE_MS: '3600000', METRICS_COUNT_CACHE_MS: '200' }),
+    startProcess('webhooks', { ...env(webhooksMetrics), WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_LEASE_MS: '5000', WEBHOOK_POLL_MS: '50', METRICS_COUNT_CACHE_MS: '200' }),
     realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }, { name: 'arch', history: { ttlSeconds: 300, size: 100 }, archive: { retentionDays: 30 } }]),
   ])
   archiver = startArchiver({ ...env(archiverMetrics), ARCHIVER_CLAIM_IDLE_MS: '3600000' })
