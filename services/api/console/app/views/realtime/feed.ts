@@ -1,7 +1,7 @@
 // The inspector's live feed: publications as they arrive, newest first, each with its offset, arrival time and data.
 import type { Publication } from '../../../../../../shared/realtime-client/client'
 import { h } from '../../dom'
-import { clockTime, payloadText } from './format'
+import { clockTime, payloadBlock } from './format'
 
 /** The newest publications a busy channel keeps on the page; older ones are dropped from it. */
 export const SHOWN_PUBLICATIONS = 200
@@ -18,7 +18,7 @@ export function publicationFeed() {
         h('div', { class: 'meta' },
           h('span', { class: 'offset' }, publication.offset !== undefined ? `#${publication.offset}` : 'no history'),
           h('time', {}, clockTime(new Date()))),
-        h('pre', { class: 'data' }, payloadText(publication))))
+        payloadBlock(publication)))
       while (list.children.length > SHOWN_PUBLICATIONS) list.lastElementChild!.remove()
     },
   }

@@ -1,7 +1,7 @@
 // The inspector's history panel: the channel's last entries as realtime_history_read answers them, newest first.
 import { api, describe } from '../../api'
 import { h, replace, when } from '../../dom'
-import { payloadText } from './format'
+import { payloadBlock } from './format'
 
 interface HistoryEntry { id: string; offset: number; epoch: string; publishedAt: string; data?: unknown; ref?: unknown }
 
@@ -22,7 +22,7 @@ export function historyPanel(channel: string) {
         ? h('ol', { class: 'feed' }, [...answer.entries].reverse().map((entry) =>
           h('li', { 'data-testid': 'history-entry', 'data-offset': entry.offset },
             h('div', { class: 'meta' }, h('span', { class: 'offset' }, `#${entry.offset}`), h('time', {}, when(entry.publishedAt))),
-            h('pre', { class: 'data' }, payloadText(entry)))))
+            payloadBlock(entry))))
         : h('p', { class: 'muted', 'data-testid': 'history-empty' },
           answer.epoch ? 'No entries in that window.' : 'No history: the namespace keeps none, or nothing was published.'))
     } catch (failure) {
