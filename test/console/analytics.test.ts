@@ -258,6 +258,36 @@ describe('a dashboard', () => {
   })
 })
 
+describe('stored layouts the editor would not make', () => {
+  test('a tile stored far below the others is drawn a few rows under them, saying where it is stored', async () => {
+    const far = Number.MAX_SAFE_INTEGER // the API takes any y up to this
+    const stored = await as('POST', '/analytics/dashboards', {
+      slug: 'far-tile', name: 'Far tile',
+      tiles: [
+        { type: 'text', markdown: 'Near', layout: { x: 0, y: 0, w: 4, h: 2 } },
+        { type: 'text', markdown: 'Far', layout: { x: 0, y: far, w: 4, h: 2 } },
+      ],
+    })
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, stored.id, 0)
+    const [near, farTile] = stored.tiles.map((tile: { id: string }) => tile.id)
+    const drawn = await drawnLayouts(page)
+    expect(drawn[near]).toEqual({ x: 0, y: 0, w: 4, h: 2 })
+    // Three empty rows drawn between them, not nine quadrillion; the tile says where it really is.
+    expect(drawn[farTile]).toEqual({ x: 0, y: 5, w: 4, h: 2 })
+    expect(await page.textContent(`[data-tile-id="${farTile}"] .stored-row`)).toBe(`stored at row ${new Intl.NumberFormat('en-US').format(far + 1)}`)
+    expect(await page.textContent(`[data-tile-id="${near}"] .stored-row`)).toBe('')
+    // The history is right under the grid, its Restore within reach.
+    await page.waitForSelector('[data-testid=versions] tr[data-version="1"]')
+    const gap = await page.evaluate(() => document.querySelector('[data-testid=versions]')!.getBoundingClientRect().top
+      - document.querySelector('[data-testid=dashboard-grid]')!.getBoundingClientRect().bottom)
+    expect(gap).toBeGreaterThanOrEqual(0)
+    expect(gap).toBeLessThan(100)
+    expectNoProblems(console)
+  })
+})
+
 describe('the catalog', () => {
   test('lists every entity the API returns, with its metrics, dimensions and identity kinds', async () => {
     const catalog = await as('GET', '/analytics/catalog')

@@ -7,7 +7,7 @@ import { areaHref } from '../../router'
 import type { Cleanup } from '../area'
 import { authorOf, memberEmails } from './authors'
 import { drawInsight, type Drawn, type MetricTypes } from './charts'
-import { COLUMNS, gridArea, isFree, type Layout, moved, resized, rowsUsed, sameLayout } from './grid'
+import { COLUMNS, compactRows, gridArea, isFree, type Layout, moved, resized, rowsUsed, sameLayout } from './grid'
 import { renderMarkdown } from './markdown'
 import { createRunner, type Runner } from './runner'
 
@@ -60,6 +60,7 @@ async function metricTypes(): Promise<MetricTypes> {
   return new Map(catalog.entities.flatMap((entity) => entity.metrics.map((metric) => [metric.name, metric.type] as [string, string])))
 }
 
+const NUMBER = new Intl.NumberFormat('en-US')
 const ARROWS: Record<string, [number, number]> = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] }
 
 class DashboardPage {
@@ -118,7 +119,7 @@ class DashboardPage {
     const tiles = ordered.map((tile) => this.tileElement(tile))
     replace(this.grid, tiles.length ? tiles : h('p', { class: 'muted empty' }, 'This dashboard has no tiles yet.'))
     this.grid.classList.toggle('editing', this.editing)
-    this.fitGrid()
+    this.placeAll()
     // Charts size themselves to their tile, so they are drawn once the tiles are on the page.
     for (const tile of this.dashboard.tiles) this.fillTile(tile)
   }
@@ -126,13 +127,12 @@ class DashboardPage {
   private tileElement(tile: Tile): HTMLElement {
     const title = h('h3', { class: 'tile-title' }, tile.title ?? (tile.type === 'text' ? '' : '…'))
     const element = h('article', { class: `tile tile-${tile.type}`, 'data-tile-id': tile.id, 'data-type': tile.type },
-      h('header', { class: `tile-head${tile.title === null && tile.type === 'text' ? ' untitled' : ''}` }, title),
+      h('header', { class: `tile-head${tile.title === null && tile.type === 'text' ? ' untitled' : ''}` }, title, h('span', { class: 'stored-row muted' })),
       h('div', { class: 'tile-body' }),
       h('span', { class: 'resize-handle', title: 'Drag to resize', 'aria-hidden': 'true' }))
     if (tile.type === 'insight' && tile.title === null && tile.insight_id) {
       void this.insightName(tile.insight_id).then((name) => replace(title, name ?? 'Insight'))
     }
-    this.place(element, this.layouts.get(tile.id)!)
     this.tileElements.set(tile.id, element)
     this.makeDraggable(element, tile.id)
     return element
@@ -147,10 +147,24 @@ class DashboardPage {
     return name
   }
 
-  private place(element: HTMLElement, layout: Layout): void {
-    const area = gridArea(layout)
+  /** Puts every tile where its (edited) layout says, long runs of empty rows drawn short (compactRows), and fits the grid. */
+  private placeAll(): void {
+    const ids = [...this.layouts.keys()]
+    const layouts = ids.map((id) => this.layouts.get(id)!)
+    const drawnY = compactRows(layouts)
+    ids.forEach((id, index) => this.place(this.tileElements.get(id)!, layouts[index]!, drawnY[index]!))
+    this.fitGrid()
+  }
+
+  private place(element: HTMLElement, layout: Layout, drawnY: number): void {
+    const area = gridArea(layout, drawnY)
     element.style.gridColumn = area.gridColumn
     element.style.gridRow = area.gridRow
+    // Said on the tile when the drawn row is not the stored one (empty rows above it drawn short).
+    const note = element.querySelector<HTMLElement>('.stored-row')!
+    note.textContent = drawnY === layout.y ? '' : `stored at row ${NUMBER.format(layout.y + 1)}`
+    note.title = drawnY === layout.y ? '' : 'Empty rows above this tile are drawn short; its stored row is kept'
+    element.dataset.drawnY = String(drawnY)
     element.style.setProperty('--tile-rows', String(layout.h)) // the height a narrow screen keeps (area.css)
     element.dataset.x = String(layout.x)
     element.dataset.y = String(layout.y)
@@ -209,10 +223,8 @@ class DashboardPage {
   }
 
   private cancel(): void {
-    for (const tile of this.dashboard.tiles) {
-      this.layouts.set(tile.id, { ...tile.layout })
-      this.place(this.tileElements.get(tile.id)!, tile.layout)
-    }
+    for (const tile of this.dashboard.tiles) this.layouts.set(tile.id, { ...tile.layout })
+    this.placeAll()
     this.setEditing(false)
   }
 
@@ -237,8 +249,7 @@ class DashboardPage {
       const candidate = (event.shiftKey ? resized : moved)(this.layouts.get(tileId)!, step[0], step[1])
       if (!isFree(candidate, others)) return
       this.layouts.set(tileId, candidate)
-      this.place(element, candidate)
-      this.fitGrid()
+      this.placeAll()
     })
     for (const [handle, change] of handles) {
       handle.addEventListener('pointerdown', (down) => {
@@ -253,8 +264,7 @@ class DashboardPage {
           const candidate = change(start, Math.round((move.clientX - down.clientX) / column), Math.round((move.clientY - down.clientY) / row))
           if (sameLayout(candidate, this.layouts.get(tileId)!) || !isFree(candidate, others)) return
           this.layouts.set(tileId, candidate)
-          this.place(element, candidate)
-          this.fitGrid()
+          this.placeAll()
         }
         const onEnd = () => {
           element.classList.remove('dragging')

@@ -16,10 +16,33 @@ export function drawnLayout(layout: Layout): Layout {
   return { x, y: layout.y, w: Math.min(layout.w, COLUMNS - x), h: layout.h }
 }
 
-/** The CSS grid lines of a layout (grid lines count from 1). */
-export function gridArea(layout: Layout): { gridColumn: string; gridRow: string } {
+/** The CSS grid lines of a layout drawn from row `drawnY` (grid lines count from 1). */
+export function gridArea(layout: Layout, drawnY = layout.y): { gridColumn: string; gridRow: string } {
   const drawn = drawnLayout(layout)
-  return { gridColumn: `${drawn.x + 1} / span ${drawn.w}`, gridRow: `${drawn.y + 1} / span ${drawn.h}` }
+  return { gridColumn: `${drawn.x + 1} / span ${drawn.w}`, gridRow: `${drawnY + 1} / span ${drawn.h}` }
+}
+
+/** The most empty rows drawn in a row: a longer run of empty rows (above or between tiles) is drawn this tall. */
+export const MAX_EMPTY_ROWS = 3
+
+/**
+ * The row each layout is drawn from, by index. The API takes any y up to Number.MAX_SAFE_INTEGER, and a grid millions
+ * of rows tall is not a page (the browser clamps it and pushes everything below off): runs of empty rows longer than
+ * MAX_EMPTY_ROWS are drawn MAX_EMPTY_ROWS tall. Tiles keep their stored order, and tiles that touch or overlap keep
+ * their relative rows, so the drawn grid reads as the stored one with the empty stretches shortened.
+ */
+export function compactRows(layouts: Layout[]): number[] {
+  const order = layouts.map((layout, index) => ({ layout, index })).sort((a, b) => a.layout.y - b.layout.y)
+  const drawnY: number[] = new Array(layouts.length)
+  let storedEnd = 0 // the first stored row below every tile seen so far
+  let removed = 0 // empty rows left out above the current tile
+  for (const { layout, index } of order) {
+    const gap = layout.y - storedEnd
+    if (gap > MAX_EMPTY_ROWS) removed += gap - MAX_EMPTY_ROWS
+    drawnY[index] = layout.y - removed
+    storedEnd = Math.max(storedEnd, layout.y + layout.h)
+  }
+  return drawnY
 }
 
 export const overlaps = (a: Layout, b: Layout) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h
@@ -43,5 +66,8 @@ export const isFree = (candidate: Layout, others: Layout[]) => others.every((oth
 
 export const sameLayout = (a: Layout, b: Layout) => a.x === b.x && a.y === b.y && a.w === b.w && a.h === b.h
 
-/** The rows the drawn tiles take: the grid's height in cells. */
-export const rowsUsed = (layouts: Layout[]) => layouts.reduce((rows, layout) => Math.max(rows, layout.y + layout.h), 0)
+/** The rows the tiles take as drawn (compactRows): the grid's height in cells. */
+export function rowsUsed(layouts: Layout[]): number {
+  const drawnY = compactRows(layouts)
+  return layouts.reduce((rows, layout, index) => Math.max(rows, drawnY[index]! + layout.h), 0)
+}
