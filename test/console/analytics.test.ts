@@ -288,6 +288,65 @@ describe('stored layouts the editor would not make', () => {
   })
 })
 
+describe('results too big for a tile', () => {
+  let stored: { id: string; tiles: { id: string }[] }
+  beforeAll(async () => {
+    // Twelve countries, country i with i + 1 signups: more lines than a tile draws.
+    const events = Array.from({ length: 12 }, (_, i) => Array.from({ length: i + 1 }, (_, n) => ({
+      event: 'visit', timestamp: at(3), identity: { users_id: `c${i}-${n}` }, properties: { country: `c${i}` },
+    }))).flat()
+    expect(await as('POST', '/tracking/events', { events })).toEqual({ accepted: events.length })
+    const series = await as('POST', '/analytics/insights', { name: 'By country', kind: 'metric', query: { entity: 'events', metrics: ['count'], dimensions: ['properties.country'], range: RANGE, bucket: 'day' } })
+    const partial = await as('POST', '/analytics/insights', { name: 'Partial', kind: 'metric', query: { entity: 'events', metrics: ['count'], dimensions: ['properties.country'], range: RANGE, limit: 2 } })
+    const funnel = await as('POST', '/analytics/insights', {
+      name: 'Nobody buys', kind: 'funnel',
+      query: { steps: ['visit', 'never-happens'].map((event) => ({ entity: 'events', event })), identity: 'users_id', range: RANGE },
+    })
+    stored = await as('POST', '/analytics/dashboards', {
+      slug: 'big-results', name: 'Big results',
+      tiles: [series, partial, funnel].map((insight, i) => ({ type: 'insight', insight_id: insight.id, layout: { x: 4 * i, y: 0, w: 4, h: 5 } })),
+    })
+  })
+
+  test('a series split many ways draws the largest lines and says how many more; a partial result says so on the tile; a zero step is drawn zero', async () => {
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, stored.id, 3)
+    const [series, partial, funnel] = stored.tiles.map((tile) => `[data-tile-id="${tile.id}"]`)
+    const run = (await as('POST', `/analytics/insights/${(stored.tiles[0] as any).insight_id}/run`, {})).result
+    const totals = new Map<string, number>()
+    for (const row of run.rows) totals.set(row['properties.country'] ?? '(none)', (totals.get(row['properties.country'] ?? '(none)') ?? 0) + row.count)
+    expect(totals.size).toBeGreaterThan(8)
+    const largest = [...totals].sort((a, b) => b[1] - a[1]).slice(0, 8)
+    const legend = await page.$$eval(`${series} .legend li`, (items) => items.map((item) => [item.querySelector('.series-label')!.textContent, item.querySelector('.series-total')!.textContent]))
+    expect(legend.map(([label, total]) => [label, numberOf(total ?? null)])).toEqual(largest)
+    expect(await page.textContent(`${series} [data-testid=more-series]`)).toContain(`${totals.size - 8} more lines not drawn`)
+    expect(await page.locator(`${series} .data-table thead th`).count()).toBe(1 + 8)
+
+    expect(await page.isVisible(`${partial} [data-testid=truncated]`)).toBe(true)
+    expect(await page.locator(`${series} [data-testid=truncated]`).count()).toBe(0)
+
+    const widths = await page.$$eval(`${funnel} .funnel-bar`, (bars) => bars.map((bar) => (bar as HTMLElement).style.width))
+    expect(widths).toEqual(['100%', '0%'])
+    expectNoProblems(console)
+  })
+
+  test('without the catalog, a line shows its latest value, never a sum of a type it does not know', async () => {
+    const console = await browser.open()
+    const { page } = console
+    await page.route('**/analytics/catalog', (route) => route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'unavailable', message: 'Catalog down' }) }))
+    await openDashboard(console, stored.id, 3)
+    const series = `[data-tile-id="${stored.tiles[0]!.id}"]`
+    const first = page.locator(`${series} .legend li`).first()
+    expect(await first.locator('.muted').textContent()).toBe('latest ')
+    const label = await first.locator('.series-label').textContent()
+    const run = (await as('POST', `/analytics/insights/${(stored.tiles[0] as any).insight_id}/run`, {})).result
+    const rows = run.rows.filter((row: any) => (row['properties.country'] ?? '(none)') === label)
+    expect(numberOf(await first.locator('.series-total').textContent())).toBe(rows.at(-1).count)
+    expect(console.problems.filter((problem) => !/503/.test(problem))).toEqual([]) // the browser logs the refused fetch
+  })
+})
+
 describe('the catalog', () => {
   test('lists every entity the API returns, with its metrics, dimensions and identity kinds', async () => {
     const catalog = await as('GET', '/analytics/catalog')

@@ -36,7 +36,7 @@ interface Version {
   created_at: string
   definition: { name: string; tags: string[]; tiles: Tile[] }
 }
-interface Catalog { entities: { metrics: { name: string; type: string }[] }[] }
+interface Catalog { entities: { entity: string; metrics: { name: string; type: string }[] }[] }
 
 /** Draws the dashboard `idOrSlug` into `root`; the cleanup stops its runs and destroys its charts. */
 export async function dashboardView(root: HTMLElement, productId: string, idOrSlug: string): Promise<Cleanup> {
@@ -55,9 +55,9 @@ export async function dashboardView(root: HTMLElement, productId: string, idOrSl
 const dashboardPath = (id: string) => ({ id, idOrSlug: id })
 
 async function metricTypes(): Promise<MetricTypes> {
-  // Only for how totals are shown: without the catalog, every series shows its total.
-  const catalog = await api.run<Catalog>('analytics_catalog_get').catch(() => ({ entities: [] }) as Catalog)
-  return new Map(catalog.entities.flatMap((entity) => entity.metrics.map((metric) => [metric.name, metric.type] as [string, string])))
+  // Only for how totals are shown: without the catalog no type is known, and every series shows its latest value.
+  const catalog = await api.run<Catalog>('analytics_catalog_get').catch(() => undefined)
+  return catalog && new Map(catalog.entities.map((entity) => [entity.entity, new Map(entity.metrics.map((metric) => [metric.name, metric.type]))]))
 }
 
 const NUMBER = new Intl.NumberFormat('en-US')
