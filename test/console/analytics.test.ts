@@ -222,6 +222,14 @@ describe('a dashboard', () => {
     expect(await page.textContent('[data-testid=versions] tr[data-version="1"] td:nth-child(2)')).toBe('create')
     expect(await page.textContent('[data-testid=versions] tr[data-version="2"] td:nth-child(4)')).toBe(owner.email) // who saved, by name
     await page.click('[data-testid=versions] tr[data-version="1"] [data-action=restore]')
+    // Asked in the page; no unsaved edits, so no warning. Confirming twice at once still writes one version.
+    await page.waitForSelector('[data-testid=versions] tr[data-version="1"] [data-testid=confirm-restore]')
+    expect(await page.locator('[data-testid=unsaved-warning]').count()).toBe(0)
+    await page.evaluate(() => {
+      const button = document.querySelector<HTMLButtonElement>('[data-testid=versions] tr[data-version="1"] [data-action=confirm-restore]')!
+      button.click()
+      button.click()
+    })
     await page.waitForSelector('[data-testid=versions] tr[data-version="3"]')
     await page.waitForFunction((id) => document.querySelector<HTMLElement>(`[data-tile-id="${id}"]`)?.dataset.y === '4', tileIds.text)
     const restored = await drawnLayouts(page)
@@ -229,6 +237,8 @@ describe('a dashboard', () => {
     expect((await as('GET', `/analytics/dashboards/${dashboard.id}`)).tiles).toEqual(dashboard.tiles)
     expect(await page.textContent('[data-testid=versions] tr[data-version="3"] td:nth-child(2)')).toBe('restore of version 1')
     await page.waitForFunction(() => document.querySelectorAll('.tile-body[data-kind]').length === 3)
+    const versions = await as('GET', `/analytics/dashboards/${dashboard.id}/versions?limit=20`)
+    expect(versions.versions.map((version: { version: number }) => version.version)).toEqual([3, 2, 1])
     expectNoProblems(console)
   })
 

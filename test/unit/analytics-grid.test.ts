@@ -1,6 +1,6 @@
 // The console's dashboard grid rules (services/api/console/app/views/analytics/grid.ts), pure: no browser, no services.
 import { describe, expect, test } from 'bun:test'
-import { compactRows, drawnLayout, gridArea, isFree, MAX_EMPTY_ROWS, moved, overlaps, resized, rowsUsed } from '../../services/api/console/app/views/analytics/grid'
+import { compactRows, drawnLayout, gridArea, isFree, MAX_EMPTY_ROWS, mayTake, moved, overlapArea, overlaps, resized, rowsUsed } from '../../services/api/console/app/views/analytics/grid'
 
 describe('where a stored tile is drawn', () => {
   test('a tile past column 12 is clipped at the edge, starting no later than the last column', () => {
@@ -44,5 +44,17 @@ describe('the editor', () => {
     expect(isFree({ x: 3, y: 1, w: 2, h: 2 }, [other])).toBe(false)
     // Another tile stored past column 12 takes only the columns it is drawn in.
     expect(isFree({ x: 10, y: 0, w: 1, h: 1 }, [{ x: 11, y: 0, w: 6, h: 1 }])).toBe(true)
+  })
+
+  test('tiles stored overlapping may take any step that covers fewer of the others\' cells, and no other', () => {
+    const other = { x: 0, y: 0, w: 4, h: 2 }
+    const stuck = { x: 2, y: 0, w: 4, h: 2 } // 4 cells over the other
+    expect(overlapArea(stuck, [other])).toBe(4)
+    expect(mayTake({ ...stuck, x: 3 }, stuck, [other])).toBe(true) // 2 cells
+    expect(mayTake({ ...stuck, y: 1 }, stuck, [other])).toBe(true) // 2 cells
+    expect(mayTake({ ...stuck, x: 1 }, stuck, [other])).toBe(false) // 6 cells
+    expect(mayTake({ ...stuck, w: 5 }, stuck, [other])).toBe(false) // as many
+    // A free tile still never steps onto another.
+    expect(mayTake({ x: 3, y: 2, w: 2, h: 2 }, { x: 4, y: 2, w: 2, h: 2 }, [other, { x: 0, y: 2, w: 4, h: 1 }])).toBe(false)
   })
 })

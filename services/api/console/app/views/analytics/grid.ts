@@ -64,6 +64,21 @@ export function resized(start: Layout, columns: number, rows: number): Layout {
 /** Whether a tile may take `candidate`: no other tile (by index) overlaps it. */
 export const isFree = (candidate: Layout, others: Layout[]) => others.every((other) => !overlaps(candidate, drawnLayout(other)))
 
+/** How many cells of `candidate` other tiles (as drawn) cover. */
+export const overlapArea = (candidate: Layout, others: Layout[]) => others.reduce((cells, other) => {
+  const drawn = drawnLayout(other)
+  const columns = Math.min(candidate.x + candidate.w, drawn.x + drawn.w) - Math.max(candidate.x, drawn.x)
+  const rows = Math.min(candidate.y + candidate.h, drawn.y + drawn.h) - Math.max(candidate.y, drawn.y)
+  return cells + (columns > 0 && rows > 0 ? columns * rows : 0)
+}, 0)
+
+/**
+ * Whether a tile at `current` may step to `candidate`: onto free cells, or, for tiles stored overlapping (the API takes
+ * them), any step that covers fewer cells of the others than it does now, so the editor can pull them apart.
+ */
+export const mayTake = (candidate: Layout, current: Layout, others: Layout[]) =>
+  isFree(candidate, others) || overlapArea(candidate, others) < overlapArea(current, others)
+
 export const sameLayout = (a: Layout, b: Layout) => a.x === b.x && a.y === b.y && a.w === b.w && a.h === b.h
 
 /** The rows the tiles take as drawn (compactRows): the grid's height in cells. */
