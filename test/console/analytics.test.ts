@@ -70,8 +70,11 @@ function drawnLayouts(page: Page): Promise<Record<string, Layout>> {
   })
 }
 
-/** Drags from the centre of `selector` by whole grid cells, as a person would with a mouse. */
-async function drag(page: Page, selector: string, columns: number, rows: number): Promise<void> {
+/**
+ * Drags from the centre of `selector` by whole grid cells, as a person would with a mouse; `during` runs with the
+ * button still down.
+ */
+async function drag(page: Page, selector: string, columns: number, rows: number, during?: () => Promise<void>): Promise<void> {
   await page.locator(selector).scrollIntoViewIfNeeded()
   const box = (await page.locator(selector).boundingBox())!
   const step = await page.evaluate(() => {
@@ -83,6 +86,7 @@ async function drag(page: Page, selector: string, columns: number, rows: number)
   await page.mouse.move(x, y)
   await page.mouse.down()
   await page.mouse.move(x + columns * step.column, y + rows * step.row, { steps: 12 })
+  await during?.()
   await page.mouse.up()
 }
 
@@ -199,8 +203,21 @@ describe('a dashboard', () => {
     await page.waitForSelector('[data-testid=dashboard-grid].editing')
     const tile = (name: string) => `[data-tile-id="${tileIds[name]}"]`
 
-    // Onto another tile is refused: the breakdown dragged over the time series stays where it was.
-    await drag(page, `${tile('breakdown')} .tile-head`, -6, 0)
+    // Onto another tile is refused: the breakdown dragged over the time series stays where it was (the editor took
+    // the drag: the tile is lifted while the button is down).
+    await drag(page, `${tile('breakdown')} .tile-head`, -6, 0, async () => {
+      expect(await page.getAttribute(tile('breakdown'), 'class')).toContain('dragging')
+      expect(await page.getAttribute(tile('breakdown'), 'data-x')).toBe('8')
+    })
+    // A drag moves a tile while it is free and stops at its last free place: the text tile down a row, then up onto
+    // the breakdown, ends where it started.
+    await drag(page, `${tile('text')} .tile-head`, 0, 1, async () => {
+      expect(await page.getAttribute(tile('text'), 'data-y')).toBe('5')
+      const box = (await page.locator(`${tile('text')} .tile-head`).boundingBox())!
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2 - 5 * 88, { steps: 10 })
+      expect(await page.getAttribute(tile('text'), 'data-y')).toBe('4')
+    })
+    expect((await drawnLayouts(page))[tileIds.text!]).toEqual(LAYOUTS.text)
     // The text tile moves under the funnel, and the funnel grows into the room it left.
     await drag(page, `${tile('text')} .tile-head`, -6, 4)
     await drag(page, `${tile('funnel')} .resize-handle`, 6, 0)
@@ -260,6 +277,14 @@ describe('a dashboard', () => {
     await page.waitForSelector('[data-testid=dashboard-error]:not(:empty)')
     expect(await page.textContent('[data-testid=dashboard-error]')).toMatch(/changed since it was drawn/)
     expect((await as('GET', `/analytics/dashboards/${notes.id}`)).tiles[0].layout).toEqual({ x: 0, y: 0, w: 4, h: 2 })
+    // Redraw (not a reload, which signs out) draws the dashboard as stored now, the edit dropped.
+    await page.click('[data-testid=dashboard-error] [data-action=redraw]')
+    await page.waitForFunction(() => document.querySelector('[data-testid=dashboard-name]')?.textContent === 'Notes (renamed elsewhere)')
+    expect(await page.getAttribute(`[data-tile-id="${notes.tiles[0].id}"]`, 'data-w')).toBe('4')
+    expect(await page.textContent('[data-testid=dashboard-error]')).toBe('')
+    await page.click('[data-action=edit]')
+    await page.focus(`[data-tile-id="${notes.tiles[0].id}"] .tile-head`)
+    await page.keyboard.press('Shift+ArrowRight')
 
     await as('DELETE', `/analytics/dashboards/${notes.id}`)
     await page.click('[data-action=save]')
@@ -294,6 +319,108 @@ describe('stored layouts the editor would not make', () => {
       - document.querySelector('[data-testid=dashboard-grid]')!.getBoundingClientRect().bottom)
     expect(gap).toBeGreaterThanOrEqual(0)
     expect(gap).toBeLessThan(100)
+    expectNoProblems(console)
+  })
+})
+
+describe('stored overlapping, or past column 12', () => {
+  test('is drawn where stored, clipped at the edge; the keyboard pulls overlapping tiles apart and the save keeps the rest as stored', async () => {
+    const stored = await as('POST', '/analytics/dashboards', {
+      slug: 'overlapping', name: 'Overlapping',
+      tiles: [
+        { type: 'text', markdown: 'A', title: 'A', layout: { x: 0, y: 0, w: 4, h: 2 } },
+        { type: 'text', markdown: 'B', title: 'B', layout: { x: 2, y: 0, w: 4, h: 2 } },
+        { type: 'text', markdown: 'C', title: 'C', layout: { x: 10, y: 3, w: 6, h: 1 } },
+      ],
+    })
+    const [a, b, c] = stored.tiles.map((tile: { id: string }) => tile.id)
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, stored.id, 0)
+    const drawn = await drawnLayouts(page)
+    expect([drawn[a], drawn[b], drawn[c]]).toEqual([{ x: 0, y: 0, w: 4, h: 2 }, { x: 2, y: 0, w: 4, h: 2 }, { x: 10, y: 3, w: 2, h: 1 }])
+
+    await page.click('[data-action=edit]')
+    await page.focus(`[data-tile-id="${b}"] .tile-head`)
+    await page.keyboard.press('ArrowLeft') // more overlap: refused
+    expect(await page.getAttribute(`[data-tile-id="${b}"]`, 'data-x')).toBe('2')
+    await page.keyboard.press('ArrowRight') // less: taken
+    expect(await page.getAttribute(`[data-tile-id="${b}"]`, 'data-x')).toBe('3')
+    await page.keyboard.press('ArrowRight') // apart
+    expect(await page.getAttribute(`[data-tile-id="${b}"]`, 'data-x')).toBe('4')
+    await page.keyboard.press('ArrowLeft') // and, once apart, never onto it again
+    expect(await page.getAttribute(`[data-tile-id="${b}"]`, 'data-x')).toBe('4')
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-action=edit]')
+    expect((await as('GET', `/analytics/dashboards/${stored.id}`)).tiles.map((tile: { layout: Layout }) => tile.layout))
+      .toEqual([{ x: 0, y: 0, w: 4, h: 2 }, { x: 4, y: 0, w: 4, h: 2 }, { x: 10, y: 3, w: 6, h: 1 }])
+    expectNoProblems(console)
+  })
+})
+
+describe('saving, cancelling and restoring', () => {
+  test('nothing moved writes nothing; Cancel puts tiles back; Older versions pages; Restore is asked, warns of edits, and waits for a save', async () => {
+    const stored = await as('POST', '/analytics/dashboards', {
+      slug: 'versions', name: 'Versions', tiles: [{ type: 'text', markdown: 'One', title: 'One', layout: { x: 0, y: 0, w: 4, h: 2 } }],
+    })
+    for (let i = 1; i <= 21; i++) await as('PATCH', `/analytics/dashboards/${stored.id}`, { name: `Versions ${i}` })
+    const tile = `[data-tile-id="${stored.tiles[0].id}"]`
+    const versionCount = async () => (await as('GET', `/analytics/dashboards/${stored.id}/versions?limit=50`)).versions.length
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, stored.id, 0)
+
+    // 22 versions: the newest 20, then the rest on asking.
+    await page.waitForSelector('[data-testid=versions] tr[data-version="22"]')
+    expect(await page.locator('[data-testid=versions] tbody tr').count()).toBe(20)
+    await page.click('[data-testid=older-versions]')
+    await page.waitForSelector('[data-testid=versions] tr[data-version="1"]')
+    expect(await page.$$eval('[data-testid=versions] tbody tr', (rows) => rows.map((row) => Number((row as HTMLElement).dataset.version))))
+      .toEqual(Array.from({ length: 22 }, (_, i) => 22 - i))
+    expect(await page.locator('[data-testid=older-versions]').count()).toBe(0)
+
+    // Save with nothing moved: no update, no version.
+    await page.click('[data-action=edit]')
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-action=edit]')
+    expect(await versionCount()).toBe(22)
+
+    // Cancel: the moved tile goes back, nothing is written.
+    await page.click('[data-action=edit]')
+    await page.focus(`${tile} .tile-head`)
+    await page.keyboard.press('ArrowDown')
+    expect(await page.getAttribute(tile, 'data-y')).toBe('1')
+    await page.click('[data-action=cancel]')
+    await page.waitForSelector('[data-action=edit]')
+    expect(await page.getAttribute(tile, 'data-y')).toBe('0')
+    expect(await versionCount()).toBe(22)
+
+    // Restore with an edit pending: asked in the page, warned; Keep leaves everything as it was.
+    await page.click('[data-action=edit]')
+    await page.focus(`${tile} .tile-head`)
+    await page.keyboard.press('ArrowDown')
+    await page.click('[data-testid=versions] tr[data-version="21"] [data-action=restore]')
+    await page.waitForSelector('[data-testid=versions] tr[data-version="21"] [data-testid=unsaved-warning]')
+    await page.click('[data-testid=versions] tr[data-version="21"] [data-action=keep]')
+    expect(await page.locator('[data-testid=confirm-restore]').count()).toBe(0)
+
+    // While a save is in flight (its update held here), Cancel, Save and every Restore are disabled.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => { release = resolve })
+    await page.route(`**/analytics/dashboards/${stored.id}`, async (route) => {
+      if (route.request().method() === 'PATCH') await held
+      await route.continue()
+    })
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-action=cancel][disabled]')
+    expect(await page.isDisabled('[data-action=save]')).toBe(true)
+    expect(await page.$$eval('[data-testid=versions] [data-action=restore]', (buttons) => buttons.map((button) => (button as HTMLButtonElement).disabled)))
+      .toEqual(Array.from({ length: 21 }, () => true))
+    release()
+    await page.waitForSelector('[data-testid=versions] tr[data-version="23"]')
+    await page.waitForSelector('[data-action=edit]:not([disabled])')
+    expect(await page.isDisabled('[data-testid=versions] tr[data-version="22"] [data-action=restore]')).toBe(false)
+    expect(await versionCount()).toBe(23)
     expectNoProblems(console)
   })
 })
