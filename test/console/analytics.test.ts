@@ -505,6 +505,39 @@ describe('the catalog', () => {
       identityKinds: entity.identityKinds,
     })))
     expect(shown.map((entity) => entity.entity)).toContain('events')
+
+    // The index scrolls to an entity without touching the hash (the console's route): no `#entity-…` links.
+    expect(await page.locator('a[href^="#entity-"]').count()).toBe(0)
+    const hash = await page.evaluate(() => location.hash)
+    const last = catalog.entities.at(-1).entity
+    await page.click(`[data-entity-link="${last}"]`)
+    await page.waitForFunction((entity) => {
+      const box = document.querySelector(`[data-testid=catalog] [data-entity="${entity}"]`)!.getBoundingClientRect()
+      return box.top >= 0 && box.top < innerHeight
+    }, last)
+    expect(await page.evaluate(() => location.hash)).toBe(hash)
+
+    // The area's styles stay in the area: a .tag or button.small elsewhere on the page is not styled by them.
+    const styles = await page.evaluate(() => {
+      const outside = document.createElement('div')
+      const tag = document.createElement('span')
+      tag.className = 'tag'
+      const button = document.createElement('button')
+      button.className = 'small'
+      outside.append(tag, button)
+      document.body.append(outside)
+      const inside = document.querySelector<HTMLElement>('[data-testid=catalog] .tag')!
+      const result = {
+        outsideTagRadius: getComputedStyle(tag).borderTopLeftRadius, outsideButtonPadding: getComputedStyle(button).paddingLeft,
+        insideTagRadius: getComputedStyle(inside).borderTopLeftRadius,
+      }
+      outside.remove()
+      return result
+    })
+    expect(styles.insideTagRadius).toBe('10px')
+    expect(styles.outsideTagRadius).not.toBe('10px')
+    expect(styles.outsideButtonPadding).not.toBe('10px')
+    await page.evaluate(() => scrollTo(0, 0))
     await screenshot(page, 'analytics-catalog')
     expectNoProblems(console)
   })
