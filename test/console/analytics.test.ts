@@ -423,6 +423,35 @@ describe('saving, cancelling and restoring', () => {
     expect(await versionCount()).toBe(23)
     expectNoProblems(console)
   })
+
+  test('when two loads of the history overlap, the one started last is drawn', async () => {
+    const stored = await as('POST', '/analytics/dashboards', {
+      slug: 'overlapping-loads', name: 'Overlapping loads', tiles: [{ type: 'text', markdown: 'One', title: 'One', layout: { x: 0, y: 0, w: 4, h: 2 } }],
+    })
+    const console = await browser.open()
+    const { page } = console
+    // The answer to the page's first load of the history is held until the save's load has been drawn.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => { release = resolve })
+    let loads = 0
+    await page.route(`**/analytics/dashboards/${stored.id}/versions*`, async (route) => {
+      const response = await route.fetch() // answered now (version 1 only), handed to the page later
+      if (++loads === 1) await held
+      await route.fulfill({ response })
+    })
+    await openDashboard(console, stored.id, 0)
+    await page.click('[data-action=edit]')
+    await page.focus(`[data-tile-id="${stored.tiles[0].id}"] .tile-head`)
+    await page.keyboard.press('ArrowDown')
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-testid=versions] tr[data-version="2"]')
+    release()
+    // The held answer (version 1 only) arrives and is dropped.
+    await page.waitForFunction(() => performance.getEntriesByType('resource').filter((entry) => entry.name.includes('/versions')).length === 2)
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))))
+    expect(await page.$$eval('[data-testid=versions] tbody tr', (rows) => rows.map((row) => (row as HTMLElement).dataset.version))).toEqual(['2', '1'])
+    expectNoProblems(console)
+  })
 })
 
 describe('results too big for a tile', () => {
