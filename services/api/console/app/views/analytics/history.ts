@@ -102,7 +102,7 @@ export class History {
       h('td', {}, version.reason),
       h('td', {}, when(version.created_at)),
       h('td', { class: 'muted', title: version.created_by ?? '' }, authorOf(emails, version.created_by)),
-      h('td', {}, `${version.definition.tiles.length} tiles`),
+      h('td', {}, `${version.definition.tiles.length} tile${version.definition.tiles.length === 1 ? '' : 's'}`),
       action)
   }
 }
