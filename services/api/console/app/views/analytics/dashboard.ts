@@ -107,8 +107,7 @@ class DashboardPage {
   private redraw(dashboard: Dashboard): void {
     this.dashboard = dashboard
     this.runner.clear()
-    this.editor.editing = false
-    this.draw()
+    this.draw() // the editor closed (drawGrid)
   }
 
   private clearCharts(): void {

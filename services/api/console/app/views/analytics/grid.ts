@@ -1,7 +1,8 @@
 // The 12-column grid of a dashboard: where a stored tile is drawn, and the editor's rules for moving and resizing.
 // Editing rules (docs/console.md): a tile snaps to whole cells, keeps 1 <= w <= 12 and x + w <= 12, 1 <= h <= 12 and
 // y >= 0, and never overlaps another tile: a position that would overlap is not taken, the tile stays at its last free
-// one. Nothing else moves, so a save changes exactly the tiles the reader moved.
+// one (tiles stored overlapping may take steps that overlap less: mayTake). Nothing else moves, so a save changes
+// exactly the tiles the reader moved.
 export const COLUMNS = 12
 export const MAX_HEIGHT = 12
 
