@@ -70,8 +70,11 @@ function drawnLayouts(page: Page): Promise<Record<string, Layout>> {
   })
 }
 
-/** Drags from the centre of `selector` by whole grid cells, as a person would with a mouse. */
-async function drag(page: Page, selector: string, columns: number, rows: number): Promise<void> {
+/**
+ * Drags from the centre of `selector` by whole grid cells, as a person would with a mouse; `during` runs with the
+ * button still down.
+ */
+async function drag(page: Page, selector: string, columns: number, rows: number, during?: () => Promise<void>): Promise<void> {
   await page.locator(selector).scrollIntoViewIfNeeded()
   const box = (await page.locator(selector).boundingBox())!
   const step = await page.evaluate(() => {
@@ -83,6 +86,7 @@ async function drag(page: Page, selector: string, columns: number, rows: number)
   await page.mouse.move(x, y)
   await page.mouse.down()
   await page.mouse.move(x + columns * step.column, y + rows * step.row, { steps: 12 })
+  await during?.()
   await page.mouse.up()
 }
 
@@ -199,8 +203,21 @@ describe('a dashboard', () => {
     await page.waitForSelector('[data-testid=dashboard-grid].editing')
     const tile = (name: string) => `[data-tile-id="${tileIds[name]}"]`
 
-    // Onto another tile is refused: the breakdown dragged over the time series stays where it was.
-    await drag(page, `${tile('breakdown')} .tile-head`, -6, 0)
+    // Onto another tile is refused: the breakdown dragged over the time series stays where it was (the editor took
+    // the drag: the tile is lifted while the button is down).
+    await drag(page, `${tile('breakdown')} .tile-head`, -6, 0, async () => {
+      expect(await page.getAttribute(tile('breakdown'), 'class')).toContain('dragging')
+      expect(await page.getAttribute(tile('breakdown'), 'data-x')).toBe('8')
+    })
+    // A drag moves a tile while it is free and stops at its last free place: the text tile down a row, then up onto
+    // the breakdown, ends where it started.
+    await drag(page, `${tile('text')} .tile-head`, 0, 1, async () => {
+      expect(await page.getAttribute(tile('text'), 'data-y')).toBe('5')
+      const box = (await page.locator(`${tile('text')} .tile-head`).boundingBox())!
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2 - 5 * 88, { steps: 10 })
+      expect(await page.getAttribute(tile('text'), 'data-y')).toBe('4')
+    })
+    expect((await drawnLayouts(page))[tileIds.text!]).toEqual(LAYOUTS.text)
     // The text tile moves under the funnel, and the funnel grows into the room it left.
     await drag(page, `${tile('text')} .tile-head`, -6, 4)
     await drag(page, `${tile('funnel')} .resize-handle`, 6, 0)
@@ -222,6 +239,14 @@ describe('a dashboard', () => {
     expect(await page.textContent('[data-testid=versions] tr[data-version="1"] td:nth-child(2)')).toBe('create')
     expect(await page.textContent('[data-testid=versions] tr[data-version="2"] td:nth-child(4)')).toBe(owner.email) // who saved, by name
     await page.click('[data-testid=versions] tr[data-version="1"] [data-action=restore]')
+    // Asked in the page; no unsaved edits, so no warning. Confirming twice at once still writes one version.
+    await page.waitForSelector('[data-testid=versions] tr[data-version="1"] [data-testid=confirm-restore]')
+    expect(await page.locator('[data-testid=unsaved-warning]').count()).toBe(0)
+    await page.evaluate(() => {
+      const button = document.querySelector<HTMLButtonElement>('[data-testid=versions] tr[data-version="1"] [data-action=confirm-restore]')!
+      button.click()
+      button.click()
+    })
     await page.waitForSelector('[data-testid=versions] tr[data-version="3"]')
     await page.waitForFunction((id) => document.querySelector<HTMLElement>(`[data-tile-id="${id}"]`)?.dataset.y === '4', tileIds.text)
     const restored = await drawnLayouts(page)
@@ -229,6 +254,8 @@ describe('a dashboard', () => {
     expect((await as('GET', `/analytics/dashboards/${dashboard.id}`)).tiles).toEqual(dashboard.tiles)
     expect(await page.textContent('[data-testid=versions] tr[data-version="3"] td:nth-child(2)')).toBe('restore of version 1')
     await page.waitForFunction(() => document.querySelectorAll('.tile-body[data-kind]').length === 3)
+    const versions = await as('GET', `/analytics/dashboards/${dashboard.id}/versions?limit=20`)
+    expect(versions.versions.map((version: { version: number }) => version.version)).toEqual([3, 2, 1])
     expectNoProblems(console)
   })
 
@@ -250,11 +277,248 @@ describe('a dashboard', () => {
     await page.waitForSelector('[data-testid=dashboard-error]:not(:empty)')
     expect(await page.textContent('[data-testid=dashboard-error]')).toMatch(/changed since it was drawn/)
     expect((await as('GET', `/analytics/dashboards/${notes.id}`)).tiles[0].layout).toEqual({ x: 0, y: 0, w: 4, h: 2 })
+    // Redraw (not a reload, which signs out) draws the dashboard as stored now, the edit dropped.
+    await page.click('[data-testid=dashboard-error] [data-action=redraw]')
+    await page.waitForFunction(() => document.querySelector('[data-testid=dashboard-name]')?.textContent === 'Notes (renamed elsewhere)')
+    expect(await page.getAttribute(`[data-tile-id="${notes.tiles[0].id}"]`, 'data-w')).toBe('4')
+    expect(await page.textContent('[data-testid=dashboard-error]')).toBe('')
+    await page.click('[data-action=edit]')
+    await page.focus(`[data-tile-id="${notes.tiles[0].id}"] .tile-head`)
+    await page.keyboard.press('Shift+ArrowRight')
 
     await as('DELETE', `/analytics/dashboards/${notes.id}`)
     await page.click('[data-action=save]')
     await page.waitForFunction(() => /Not saved: .*not found/i.test(document.querySelector('[data-testid=dashboard-error]')?.textContent ?? ''))
     expect(console.problems.filter((problem) => !/404/.test(problem))).toEqual([]) // the browser logs the refused fetch
+  })
+})
+
+describe('stored layouts the editor would not make', () => {
+  test('a tile stored far below the others is drawn a few rows under them, saying where it is stored', async () => {
+    const far = Number.MAX_SAFE_INTEGER // the API takes any y up to this
+    const stored = await as('POST', '/analytics/dashboards', {
+      slug: 'far-tile', name: 'Far tile',
+      tiles: [
+        { type: 'text', markdown: 'Near', layout: { x: 0, y: 0, w: 4, h: 2 } },
+        { type: 'text', markdown: 'Far', layout: { x: 0, y: far, w: 4, h: 2 } },
+      ],
+    })
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, stored.id, 0)
+    const [near, farTile] = stored.tiles.map((tile: { id: string }) => tile.id)
+    const drawn = await drawnLayouts(page)
+    expect(drawn[near]).toEqual({ x: 0, y: 0, w: 4, h: 2 })
+    // Three empty rows drawn between them, not nine quadrillion; the tile says where it really is.
+    expect(drawn[farTile]).toEqual({ x: 0, y: 5, w: 4, h: 2 })
+    expect(await page.textContent(`[data-tile-id="${farTile}"] .stored-row`)).toBe(`stored at row ${new Intl.NumberFormat('en-US').format(far + 1)}`)
+    expect(await page.textContent(`[data-tile-id="${near}"] .stored-row`)).toBe('')
+    // The history is right under the grid, its Restore within reach.
+    await page.waitForSelector('[data-testid=versions] tr[data-version="1"]')
+    const gap = await page.evaluate(() => document.querySelector('[data-testid=versions]')!.getBoundingClientRect().top
+      - document.querySelector('[data-testid=dashboard-grid]')!.getBoundingClientRect().bottom)
+    expect(gap).toBeGreaterThanOrEqual(0)
+    expect(gap).toBeLessThan(100)
+    expectNoProblems(console)
+  })
+})
+
+describe('stored overlapping, or past column 12', () => {
+  test('is drawn where stored, clipped at the edge; the keyboard pulls overlapping tiles apart and the save keeps the rest as stored', async () => {
+    const stored = await as('POST', '/analytics/dashboards', {
+      slug: 'overlapping', name: 'Overlapping',
+      tiles: [
+        { type: 'text', markdown: 'A', title: 'A', layout: { x: 0, y: 0, w: 4, h: 2 } },
+        { type: 'text', markdown: 'B', title: 'B', layout: { x: 2, y: 0, w: 4, h: 2 } },
+        { type: 'text', markdown: 'C', title: 'C', layout: { x: 10, y: 3, w: 6, h: 1 } },
+      ],
+    })
+    const [a, b, c] = stored.tiles.map((tile: { id: string }) => tile.id)
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, stored.id, 0)
+    const drawn = await drawnLayouts(page)
+    expect([drawn[a], drawn[b], drawn[c]]).toEqual([{ x: 0, y: 0, w: 4, h: 2 }, { x: 2, y: 0, w: 4, h: 2 }, { x: 10, y: 3, w: 2, h: 1 }])
+
+    await page.click('[data-action=edit]')
+    await page.focus(`[data-tile-id="${b}"] .tile-head`)
+    await page.keyboard.press('ArrowLeft') // more overlap: refused
+    expect(await page.getAttribute(`[data-tile-id="${b}"]`, 'data-x')).toBe('2')
+    await page.keyboard.press('ArrowRight') // less: taken
+    expect(await page.getAttribute(`[data-tile-id="${b}"]`, 'data-x')).toBe('3')
+    await page.keyboard.press('ArrowRight') // apart
+    expect(await page.getAttribute(`[data-tile-id="${b}"]`, 'data-x')).toBe('4')
+    await page.keyboard.press('ArrowLeft') // and, once apart, never onto it again
+    expect(await page.getAttribute(`[data-tile-id="${b}"]`, 'data-x')).toBe('4')
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-action=edit]')
+    expect((await as('GET', `/analytics/dashboards/${stored.id}`)).tiles.map((tile: { layout: Layout }) => tile.layout))
+      .toEqual([{ x: 0, y: 0, w: 4, h: 2 }, { x: 4, y: 0, w: 4, h: 2 }, { x: 10, y: 3, w: 6, h: 1 }])
+    expectNoProblems(console)
+  })
+})
+
+describe('saving, cancelling and restoring', () => {
+  test('nothing moved writes nothing; Cancel puts tiles back; Older versions pages; Restore is asked, warns of edits, and waits for a save', async () => {
+    const stored = await as('POST', '/analytics/dashboards', {
+      slug: 'versions', name: 'Versions', tiles: [{ type: 'text', markdown: 'One', title: 'One', layout: { x: 0, y: 0, w: 4, h: 2 } }],
+    })
+    for (let i = 1; i <= 21; i++) await as('PATCH', `/analytics/dashboards/${stored.id}`, { name: `Versions ${i}` })
+    const tile = `[data-tile-id="${stored.tiles[0].id}"]`
+    const versionCount = async () => (await as('GET', `/analytics/dashboards/${stored.id}/versions?limit=50`)).versions.length
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, stored.id, 0)
+
+    // 22 versions: the newest 20, then the rest on asking.
+    await page.waitForSelector('[data-testid=versions] tr[data-version="22"]')
+    expect(await page.locator('[data-testid=versions] tbody tr').count()).toBe(20)
+    await page.click('[data-testid=older-versions]')
+    await page.waitForSelector('[data-testid=versions] tr[data-version="1"]')
+    expect(await page.$$eval('[data-testid=versions] tbody tr', (rows) => rows.map((row) => Number((row as HTMLElement).dataset.version))))
+      .toEqual(Array.from({ length: 22 }, (_, i) => 22 - i))
+    expect(await page.locator('[data-testid=older-versions]').count()).toBe(0)
+
+    // Save with nothing moved: no update, no version.
+    await page.click('[data-action=edit]')
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-action=edit]')
+    expect(await versionCount()).toBe(22)
+
+    // Cancel: the moved tile goes back, nothing is written.
+    await page.click('[data-action=edit]')
+    await page.focus(`${tile} .tile-head`)
+    await page.keyboard.press('ArrowDown')
+    expect(await page.getAttribute(tile, 'data-y')).toBe('1')
+    await page.click('[data-action=cancel]')
+    await page.waitForSelector('[data-action=edit]')
+    expect(await page.getAttribute(tile, 'data-y')).toBe('0')
+    expect(await versionCount()).toBe(22)
+
+    // Restore with an edit pending: asked in the page, warned; Keep leaves everything as it was.
+    await page.click('[data-action=edit]')
+    await page.focus(`${tile} .tile-head`)
+    await page.keyboard.press('ArrowDown')
+    await page.click('[data-testid=versions] tr[data-version="21"] [data-action=restore]')
+    await page.waitForSelector('[data-testid=versions] tr[data-version="21"] [data-testid=unsaved-warning]')
+    await page.click('[data-testid=versions] tr[data-version="21"] [data-action=keep]')
+    expect(await page.locator('[data-testid=confirm-restore]').count()).toBe(0)
+
+    // While a save is in flight (its update held here), Cancel, Save and every Restore are disabled.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => { release = resolve })
+    await page.route(`**/analytics/dashboards/${stored.id}`, async (route) => {
+      if (route.request().method() === 'PATCH') await held
+      await route.continue()
+    })
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-action=cancel][disabled]')
+    expect(await page.isDisabled('[data-action=save]')).toBe(true)
+    expect(await page.$$eval('[data-testid=versions] [data-action=restore]', (buttons) => buttons.map((button) => (button as HTMLButtonElement).disabled)))
+      .toEqual(Array.from({ length: 21 }, () => true))
+    release()
+    await page.waitForSelector('[data-testid=versions] tr[data-version="23"]')
+    await page.waitForSelector('[data-action=edit]:not([disabled])')
+    expect(await page.isDisabled('[data-testid=versions] tr[data-version="22"] [data-action=restore]')).toBe(false)
+    expect(await versionCount()).toBe(23)
+    expectNoProblems(console)
+  })
+
+  test('when two loads of the history overlap, the one started last is drawn', async () => {
+    const stored = await as('POST', '/analytics/dashboards', {
+      slug: 'overlapping-loads', name: 'Overlapping loads', tiles: [{ type: 'text', markdown: 'One', title: 'One', layout: { x: 0, y: 0, w: 4, h: 2 } }],
+    })
+    const console = await browser.open()
+    const { page } = console
+    // The answer to the page's first load of the history is held until the save's load has been drawn.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => { release = resolve })
+    let loads = 0
+    await page.route(`**/analytics/dashboards/${stored.id}/versions*`, async (route) => {
+      const response = await route.fetch() // answered now (version 1 only), handed to the page later
+      if (++loads === 1) await held
+      await route.fulfill({ response })
+    })
+    await openDashboard(console, stored.id, 0)
+    await page.click('[data-action=edit]')
+    await page.focus(`[data-tile-id="${stored.tiles[0].id}"] .tile-head`)
+    await page.keyboard.press('ArrowDown')
+    await page.click('[data-action=save]')
+    await page.waitForSelector('[data-testid=versions] tr[data-version="2"]')
+    release()
+    // The held answer (version 1 only) arrives and is dropped.
+    await page.waitForFunction(() => performance.getEntriesByType('resource').filter((entry) => entry.name.includes('/versions')).length === 2)
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))))
+    expect(await page.$$eval('[data-testid=versions] tbody tr', (rows) => rows.map((row) => (row as HTMLElement).dataset.version))).toEqual(['2', '1'])
+    expectNoProblems(console)
+  })
+})
+
+describe('results too big for a tile', () => {
+  let stored: { id: string; tiles: { id: string }[] }
+  beforeAll(async () => {
+    // Twelve countries, country i with i + 1 signups: more lines than a tile draws.
+    const events = Array.from({ length: 12 }, (_, i) => Array.from({ length: i + 1 }, (_, n) => ({
+      event: 'visit', timestamp: at(3), identity: { users_id: `c${i}-${n}` }, properties: { country: `c${i}` },
+    }))).flat()
+    expect(await as('POST', '/tracking/events', { events })).toEqual({ accepted: events.length })
+    const series = await as('POST', '/analytics/insights', { name: 'By country', kind: 'metric', query: { entity: 'events', metrics: ['count'], dimensions: ['properties.country'], range: RANGE, bucket: 'day' } })
+    const partial = await as('POST', '/analytics/insights', { name: 'Partial', kind: 'metric', query: { entity: 'events', metrics: ['count'], dimensions: ['properties.country'], range: RANGE, limit: 2 } })
+    const funnel = await as('POST', '/analytics/insights', {
+      name: 'Nobody buys', kind: 'funnel',
+      query: { steps: ['visit', 'never-happens'].map((event) => ({ entity: 'events', event })), identity: 'users_id', range: RANGE },
+    })
+    stored = await as('POST', '/analytics/dashboards', {
+      slug: 'big-results', name: 'Big results',
+      tiles: [series, partial, funnel].map((insight, i) => ({ type: 'insight', insight_id: insight.id, layout: { x: 4 * i, y: 0, w: 4, h: 5 } })),
+    })
+  })
+
+  test('a series split many ways draws the largest lines and says how many more; a partial result says so on the tile; a zero step is drawn zero', async () => {
+    const console = await browser.open()
+    const { page } = console
+    await openDashboard(console, stored.id, 3)
+    const [series, partial, funnel] = stored.tiles.map((tile) => `[data-tile-id="${tile.id}"]`)
+    const run = (await as('POST', `/analytics/insights/${(stored.tiles[0] as any).insight_id}/run`, {})).result
+    const totals = new Map<string, number>()
+    for (const row of run.rows) totals.set(row['properties.country'] ?? '(none)', (totals.get(row['properties.country'] ?? '(none)') ?? 0) + row.count)
+    expect(totals.size).toBeGreaterThan(8)
+    const largest = [...totals].sort((a, b) => b[1] - a[1]).slice(0, 8)
+    const legend = await page.$$eval(`${series} .legend li`, (items) => items.map((item) => [item.querySelector('.series-label')!.textContent, item.querySelector('.series-total')!.textContent]))
+    expect(legend.map(([label, total]) => [label, numberOf(total ?? null)])).toEqual(largest)
+    expect(await page.textContent(`${series} [data-testid=more-series]`)).toContain(`${totals.size - 8} more lines not drawn`)
+    expect(await page.locator(`${series} .data-table thead th`).count()).toBe(1 + 8)
+
+    expect(await page.isVisible(`${partial} [data-testid=truncated]`)).toBe(true)
+    expect(await page.locator(`${series} [data-testid=truncated]`).count()).toBe(0)
+
+    const widths = await page.$$eval(`${funnel} .funnel-bar`, (bars) => bars.map((bar) => (bar as HTMLElement).style.width))
+    expect(widths).toEqual(['100%', '0%'])
+    expectNoProblems(console)
+  })
+
+  test('a run refused 429 is run again; without the catalog, a line shows its latest value, never a sum of a type it does not know', async () => {
+    const console = await browser.open()
+    const { page } = console
+    await page.route('**/analytics/catalog', (route) => route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'unavailable', message: 'Catalog down' }) }))
+    // The series' first run is refused 429 (as an org-wide bound answers, retryAfter in the body): it is run again.
+    const seriesRuns: number[] = []
+    await page.route(`**/analytics/insights/${(stored.tiles[0] as any).insight_id}/run`, (route) => {
+      seriesRuns.push(seriesRuns.length + 1)
+      return seriesRuns.length === 1
+        ? route.fulfill({ status: 429, contentType: 'application/json', body: JSON.stringify({ error: 'too_many_queries', message: 'Busy', retryAfter: 0 }) })
+        : route.continue()
+    })
+    await openDashboard(console, stored.id, 3)
+    expect(seriesRuns).toEqual([1, 2])
+    const series = `[data-tile-id="${stored.tiles[0]!.id}"]`
+    const first = page.locator(`${series} .legend li`).first()
+    expect(await first.locator('.muted').textContent()).toBe('latest ')
+    const label = await first.locator('.series-label').textContent()
+    const run = (await as('POST', `/analytics/insights/${(stored.tiles[0] as any).insight_id}/run`, {})).result
+    const rows = run.rows.filter((row: any) => (row['properties.country'] ?? '(none)') === label)
+    expect(numberOf(await first.locator('.series-total').textContent())).toBe(rows.at(-1).count)
+    expect(console.problems.filter((problem) => !/503|429/.test(problem))).toEqual([]) // the browser logs the refused fetches
   })
 })
 
@@ -280,6 +544,38 @@ describe('the catalog', () => {
     })))
     expect(shown.map((entity) => entity.entity)).toContain('events')
     await screenshot(page, 'analytics-catalog')
+
+    // The index scrolls to an entity without touching the hash (the console's route): no `#entity-…` links.
+    expect(await page.locator('a[href^="#entity-"]').count()).toBe(0)
+    const hash = await page.evaluate(() => location.hash)
+    const last = catalog.entities.at(-1).entity
+    await page.click(`[data-entity-link="${last}"]`)
+    await page.waitForFunction((entity) => {
+      const box = document.querySelector(`[data-testid=catalog] [data-entity="${entity}"]`)!.getBoundingClientRect()
+      return box.top >= 0 && box.top < innerHeight
+    }, last)
+    expect(await page.evaluate(() => location.hash)).toBe(hash)
+
+    // The area's styles stay in the area: a .tag or button.small elsewhere on the page is not styled by them.
+    const styles = await page.evaluate(() => {
+      const outside = document.createElement('div')
+      const tag = document.createElement('span')
+      tag.className = 'tag'
+      const button = document.createElement('button')
+      button.className = 'small'
+      outside.append(tag, button)
+      document.body.append(outside)
+      const inside = document.querySelector<HTMLElement>('[data-testid=catalog] .tag')!
+      const result = {
+        outsideTagRadius: getComputedStyle(tag).borderTopLeftRadius, outsideButtonPadding: getComputedStyle(button).paddingLeft,
+        insideTagRadius: getComputedStyle(inside).borderTopLeftRadius,
+      }
+      outside.remove()
+      return result
+    })
+    expect(styles.insideTagRadius).toBe('10px')
+    expect(styles.outsideTagRadius).not.toBe('10px')
+    expect(styles.outsideButtonPadding).not.toBe('10px')
     expectNoProblems(console)
   })
 })

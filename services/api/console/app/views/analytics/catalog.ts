@@ -25,11 +25,11 @@ export async function catalogView(root: HTMLElement): Promise<void> {
       `${catalog.entities.length} entities`,
       catalog.cycle ? ` · usage cycle ${when(catalog.cycle.from)} to ${when(catalog.cycle.to)}` : '',
       ` · generated ${when(catalog.generated_at)}`),
-    h('nav', { class: 'catalog-index' }, catalog.entities.map((entity) => h('a', { href: `#entity-${entity.entity}`, 'data-entity-link': entity.entity, onclick: (event: Event) => {
-      // The hash is the route: scroll to the entity instead of navigating.
-      event.preventDefault()
-      root.querySelector(`[data-entity="${CSS.escape(entity.entity)}"]`)?.scrollIntoView({ behavior: 'smooth' })
-    } }, entity.entityName))),
+    // Buttons, not `#entity-…` links: the hash is the console's route, and such a link (opened in a new tab, say) is no route.
+    h('nav', { class: 'catalog-index' }, catalog.entities.map((entity) => h('button', {
+      type: 'button', 'data-entity-link': entity.entity,
+      onclick: () => root.querySelector(`[data-entity="${CSS.escape(entity.entity)}"]`)?.scrollIntoView({ behavior: 'smooth' }),
+    }, entity.entityName))),
     h('div', { class: 'catalog', 'data-testid': 'catalog' }, catalog.entities.map(entityCard)),
   )
 }

@@ -33,14 +33,21 @@ export type InsightRun =
   | { insight_id: string; kind: 'metric'; result: MetricResult }
   | { insight_id: string; kind: 'funnel'; result: FunnelResult }
 
-/** Metric types by name (from the catalog): a total is shown only for counts and sums, where adding buckets means something. */
-export type MetricTypes = Map<string, string>
+/**
+ * Metric types by entity, then metric name (from the catalog): a total is shown only for counts and sums, where adding
+ * buckets means something. Two entities may name different metrics alike (`value` a sum here, an average there).
+ * Undefined when the catalog could not be read: then no type is known and every line shows its latest value.
+ */
+export type MetricTypes = Map<string, Map<string, string>> | undefined
 
 /** What a drawn chart holds on to: destroyed when its tile is redrawn or the view is left. */
 export interface Drawn { destroy(): void }
 
 // A tile is no place for ten thousand rows (the API's most): the table shows the first ones and says so.
 const MAX_TABLE_ROWS = 500
+// Nor for a line per value of a property with thousands of them: the lines with the largest totals are drawn (one
+// colour each), and the tile says how many more there are.
+export const MAX_LINES = 8
 const COLORS = ['#3a5bd9', '#e8710a', '#12a150', '#c5221f', '#8e44ad', '#00838f', '#b08800', '#5f6368']
 const color = (index: number) => COLORS[index % COLORS.length]!
 
@@ -76,6 +83,11 @@ export function drawInsight(root: HTMLElement, run: InsightRun, types: MetricTyp
     return { destroy() {} }
   }
   const result = run.result
+  // Partial numbers are said on the chart itself, not only in the folded table.
+  if (result.truncated) {
+    root.append(h('p', { class: 'truncated', role: 'note', 'data-testid': 'truncated' },
+      `Partial: more rows matched than the query's limit (${result.rows.length} shown); totals count only these.`))
+  }
   if (result.bucket) return timeSeries(root, result, types)
   if (result.dimensions.length) return breakdown(root, result)
   root.append(h('div', { class: 'big-numbers', 'data-chart': 'numbers' }, result.metrics.map((metric) =>
@@ -109,11 +121,16 @@ function timeSeries(root: HTMLElement, result: MetricResult, types: MetricTypes)
       line.values[index.get(String(row.bucket))!] = value === null || value === undefined ? null : Number(value)
     }
   }
-  const lines = [...series.values()]
+  const all = [...series.values()]
+  // The largest totals first (stable, so equal ones keep the rows' order); only the first MAX_LINES are drawn.
+  const ranked = all.map((line) => ({ line, rank: line.values.reduce<number>((sum, value) => sum + (value ?? 0), 0) }))
+  const lines = all.length > MAX_LINES ? ranked.sort((a, b) => b.rank - a.rank).slice(0, MAX_LINES).map(({ line }) => line) : all
   const xs = buckets.map((bucket) => Date.parse(bucket) / 1000)
   const chart = h('div', { class: 'chart', 'data-chart': 'lines' })
   const legend = h('ul', { class: 'legend' }, lines.map((line, i) => {
-    const additive = ['count', 'sum'].includes(types.get(line.metric) ?? 'count')
+    // Unknown type (no catalog, or a metric it does not list): the latest value, never a sum of averages or ratios.
+    const type = types?.get(result.entity)?.get(line.metric)
+    const additive = type === 'count' || type === 'sum'
     const shown = additive
       ? line.values.reduce<number>((sum, value) => sum + (value ?? 0), 0)
       : [...line.values].reverse().find((value) => value !== null) ?? null
@@ -122,12 +139,16 @@ function timeSeries(root: HTMLElement, result: MetricResult, types: MetricTypes)
       h('span', { class: 'muted' }, additive ? 'total ' : 'latest '),
       h('strong', { class: 'series-total' }, formatNumber(shown)))
   }))
+  const hidden = all.length - lines.length
+  const more = hidden
+    ? h('p', { class: 'muted more-series', 'data-testid': 'more-series' }, `${hidden} more lines not drawn (smaller totals); run the insight through the API for all ${all.length}.`)
+    : null
   const data = dataTable(
     ['bucket', ...lines.map((line) => line.label || line.metric)],
     buckets.map((bucket, row) => ({ key: bucket, cells: [formatBucket(bucket, result.bucket, result.timezone), ...lines.map((line) => formatNumber(line.values[row]))] })),
     result.truncated,
   )
-  root.append(chart, legend, data)
+  root.append(chart, legend, ...(more ? [more] : []), data)
   const plot = new uPlot({
     ...size(chart),
     legend: { show: false },
@@ -185,7 +206,7 @@ function funnelSteps(result: FunnelResult): HTMLElement {
   const first = result.steps[0]?.count ?? 0
   const list = h('ol', { class: 'funnel', 'data-chart': 'funnel' }, result.steps.map((step) => {
     const bar = h('div', { class: 'funnel-bar' })
-    bar.style.width = `${first > 0 ? Math.max(1, (step.count / first) * 100) : 0}%`
+    bar.style.width = `${first > 0 ? (step.count / first) * 100 : 0}%` // zero is drawn as zero
     return h('li', { 'data-step': step.step },
       h('div', { class: 'funnel-head' },
         h('span', { class: 'funnel-event' }, step.event),

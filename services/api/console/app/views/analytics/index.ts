@@ -12,7 +12,7 @@ const MAX_LISTED = 500 // PRODUCT_MAX_DASHBOARDS: the list never holds more
 export const analyticsView: AreaView = async ({ root, productId, rest }) => {
   const [section, id] = rest
   const tab = section === 'catalog' ? 'catalog' : 'dashboards'
-  const content = h('div', { class: 'analytics' })
+  const content = h('div', { class: 'analytics-area' }) // area.css scopes every rule under it
   replace(root,
     h('nav', { class: 'tabs' },
       h('a', { href: areaHref(productId, 'analytics'), class: tab === 'dashboards' ? 'active' : '' }, 'Dashboards'),

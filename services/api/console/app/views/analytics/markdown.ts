@@ -2,14 +2,37 @@
 // text nodes, so no HTML in the source can pass through (`<script>` stays the eight characters it is), and a link is
 // an <a> only when its target parses as an http(s) URL. What it knows: headings, paragraphs, bullet and numbered lists,
 // fenced code, **bold**, *italic*, `code`, [links](https://…) and backslash escapes; anything else is text.
+// Parsing (parseMarkdown, pure: unit-tested without a browser) is apart from building the DOM (renderMarkdown).
 import { h } from '../../dom'
 
 // A tile's title is its h3; headings inside the text sit below it.
 const HEADINGS = ['h4', 'h5', 'h6'] as const
 
+/** Every element the renderer can make: nothing else can come out of it. */
+export type MarkdownTag = (typeof HEADINGS)[number] | 'p' | 'ul' | 'ol' | 'li' | 'pre' | 'code' | 'strong' | 'em' | 'a'
+/** Text, or an element of the fixed list; `href` only on `a`, and only an http(s) URL (safeHref). */
+export type MarkdownNode = string | { tag: MarkdownTag; href?: string; children: MarkdownNode[] }
+
 /** The markdown as a fragment of elements and text nodes. */
 export function renderMarkdown(source: string): DocumentFragment {
   const fragment = document.createDocumentFragment()
+  for (const node of parseMarkdown(source)) fragment.appendChild(toDom(node))
+  return fragment
+}
+
+function toDom(node: MarkdownNode): Node {
+  if (typeof node === 'string') return document.createTextNode(node)
+  const children = node.children.map(toDom)
+  return node.tag === 'a'
+    ? h('a', { href: node.href!, rel: 'noopener noreferrer', target: '_blank' }, children)
+    : h(node.tag, {}, children)
+}
+
+const element = (tag: MarkdownTag, children: MarkdownNode[]): MarkdownNode => ({ tag, children })
+
+/** The markdown's blocks as a tree of text and elements of the fixed list. */
+export function parseMarkdown(source: string): MarkdownNode[] {
+  const fragment: MarkdownNode[] = []
   const lines = source.replace(/\r\n?/g, '\n').split('\n')
   for (let i = 0; i < lines.length;) {
     const line = lines[i]!
@@ -18,28 +41,28 @@ export function renderMarkdown(source: string): DocumentFragment {
       const code: string[] = []
       for (i++; i < lines.length && !/^\s*```/.test(lines[i]!); i++) code.push(lines[i]!)
       i++ // the closing fence (or the end)
-      fragment.appendChild(h('pre', {}, h('code', {}, code.join('\n'))))
+      fragment.push(element('pre', [element('code', [code.join('\n')])]))
       continue
     }
     const heading = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line)
     if (heading) {
       const tag = HEADINGS[Math.min(heading[1]!.length, HEADINGS.length) - 1]!
-      fragment.appendChild(h(tag, {}, renderInline(heading[2]!)))
+      fragment.push(element(tag, parseInline(heading[2]!)))
       i++
       continue
     }
     const list = listItem(line)
     if (list) {
-      const element = h(list.ordered ? 'ol' : 'ul', {})
+      const items: MarkdownNode[] = []
       for (let item = listItem(lines[i] ?? ''); item && item.ordered === list.ordered; item = listItem(lines[++i] ?? '')) {
-        element.appendChild(h('li', {}, renderInline(item.text)))
+        items.push(element('li', parseInline(item.text)))
       }
-      fragment.appendChild(element)
+      fragment.push(element(list.ordered ? 'ol' : 'ul', items))
       continue
     }
     const paragraph: string[] = []
     for (; i < lines.length && lines[i]!.trim() && !startsBlock(lines[i]!); i++) paragraph.push(lines[i]!.trim())
-    fragment.appendChild(h('p', {}, renderInline(paragraph.join(' '))))
+    fragment.push(element('p', parseInline(paragraph.join(' '))))
   }
   return fragment
 }
@@ -86,12 +109,37 @@ function closing(text: string, from: number, mark: string): number {
   return -1
 }
 
+/**
+ * A link at `at` (`[text](target)`): its text, target and length, or undefined. The target has no spaces and may hold
+ * balanced parentheses (https://en.wikipedia.org/wiki/Foo_(bar)); spaces around it are allowed.
+ */
+function linkAt(text: string, at: number): { label: string; target: string; length: number } | undefined {
+  const label = /^\[([^\]]+)\]\(\s*/.exec(text.slice(at))
+  if (!label) return undefined
+  let end = at + label[0].length
+  let depth = 0
+  const start = end
+  for (; end < text.length; end++) {
+    const char = text[end]!
+    if (/\s/.test(char)) break
+    if (char === '(') depth++
+    else if (char === ')') {
+      if (depth === 0) break
+      depth--
+    }
+  }
+  const target = text.slice(start, end)
+  while (end < text.length && /\s/.test(text[end]!)) end++
+  if (!target || text[end] !== ')') return undefined
+  return { label: label[1]!, target, length: end + 1 - at }
+}
+
 /** Inline markup as nodes; an opening mark without its closing one is plain text. */
-export function renderInline(text: string): Node[] {
-  const nodes: Node[] = []
+export function parseInline(text: string): MarkdownNode[] {
+  const nodes: MarkdownNode[] = []
   let plain = ''
   const flush = () => {
-    if (plain) nodes.push(document.createTextNode(plain))
+    if (plain) nodes.push(plain)
     plain = ''
   }
   for (let i = 0; i < text.length;) {
@@ -105,21 +153,19 @@ export function renderInline(text: string): Node[] {
       const end = text.indexOf('`', i + 1)
       if (end > i + 1) {
         flush()
-        nodes.push(h('code', {}, text.slice(i + 1, end)))
+        nodes.push(element('code', [text.slice(i + 1, end)]))
         i = end + 1
         continue
       }
     }
     if (char === '[') {
-      const link = /^\[([^\]]+)\]\(\s*([^)\s]+)\s*\)/.exec(text.slice(i))
+      const link = linkAt(text, i)
       if (link) {
         flush()
-        const href = safeHref(link[2]!)
+        const href = safeHref(link.target)
         // Any other target stays what it was typed as: visible text, never a link.
-        nodes.push(href
-          ? h('a', { href, rel: 'noopener noreferrer', target: '_blank' }, renderInline(link[1]!))
-          : document.createTextNode(link[0]))
-        i += link[0].length
+        nodes.push(href ? { tag: 'a', href, children: parseInline(link.label) } : text.slice(i, i + link.length))
+        i += link.length
         continue
       }
     }
@@ -129,7 +175,7 @@ export function renderInline(text: string): Node[] {
       const end = closing(text, i + mark.length, mark)
       if (end > i + mark.length) {
         flush()
-        nodes.push(h(tag, {}, renderInline(text.slice(i + mark.length, end))))
+        nodes.push(element(tag, parseInline(text.slice(i + mark.length, end))))
         i = end + mark.length
         continue
       }

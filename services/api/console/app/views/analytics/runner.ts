@@ -1,47 +1,86 @@
 // Runs a dashboard's insights within what the API allows one product: at most two analytics queries at once
 // (ANALYTICS_MAX_CONCURRENT_PER_PRODUCT), so a dashboard of many tiles queues its runs instead of drawing 429s; a
-// 429 that still happens (another tab, an agent on the same product) is retried after a pause, a few times.
+// 429 that still happens (another tab, an agent on the same product) is retried after the pause the API asks for, a
+// few times. Queued runs can be dropped: when the reader leaves, or a restore redraws the dashboard (the old tiles'
+// runs must not go ahead of the new ones).
 import { api, ConsoleApiError } from '../../api'
 import type { InsightRun } from './charts'
 
 const AT_ONCE = 2
 const ATTEMPTS = 5
-const PAUSE_MS = 1000 // the API's Retry-After for too_many_queries and rate_limited
+// When a 429's body names no pause: the Retry-After the API gives too_many_queries (1 s), longer on each attempt.
+// (The Retry-After header itself is not readable here: app/api.ts keeps only the body.)
+const PAUSE_MS = 1000
+const MAX_PAUSE_MS = 60_000
+
+/** A run dropped before it started (the reader left, or the dashboard was redrawn). */
+export class RunCancelled extends Error {
+  constructor() {
+    super('cancelled')
+  }
+}
 
 export interface Runner {
   run(insightId: string): Promise<InsightRun>
-  /** Nothing queued starts after this (the reader left the view). */
+  /** Drops every run not yet started, and every retry not yet sent; runs after this are queued as usual. */
+  clear(): void
+  /** clear(), and nothing starts after this (the reader left the view). */
   stop(): void
 }
 
-export function createRunner(): Runner {
+/** How long to wait before retrying a 429: the body's `retryAfter` (seconds) when it has one. */
+export function retryPause(error: ConsoleApiError, attempt: number): number {
+  const seconds = (error.body as { retryAfter?: unknown }).retryAfter
+  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0
+    ? Math.min(seconds * 1000, MAX_PAUSE_MS)
+    : PAUSE_MS * attempt
+}
+
+const runInsight = (insightId: string) => api.run<InsightRun>('analytics_insight_run', { path: { id: insightId } })
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+export function createRunner(call = runInsight, sleep = pause): Runner {
   let running = 0
+  let generation = 0 // a run started under an older generation was cleared
   let stopped = false
-  const waiting: (() => void)[] = []
-  const slot = () => new Promise<void>((resolve) => {
-    if (running < AT_ONCE) { running++; resolve() } else waiting.push(() => { running++; resolve() })
+  const waiting: { start: () => void; cancel: () => void }[] = []
+  const slot = () => new Promise<void>((resolve, reject) => {
+    const start = () => { running++; resolve() }
+    if (running < AT_ONCE) start()
+    else waiting.push({ start, cancel: () => reject(new RunCancelled()) })
   })
   const release = () => {
     running--
-    waiting.shift()?.()
+    waiting.shift()?.start()
+  }
+  const clear = () => {
+    generation++
+    for (const entry of waiting.splice(0)) entry.cancel()
   }
   return {
+    clear,
     async run(insightId) {
+      const mine = generation
+      const cancelled = () => stopped || mine !== generation
       for (let attempt = 1; ; attempt++) {
         await slot()
+        let wait: number
         try {
-          if (stopped) throw new Error('stopped')
-          return await api.run<InsightRun>('analytics_insight_run', { path: { id: insightId } })
+          if (cancelled()) throw new RunCancelled()
+          return await call(insightId)
         } catch (error) {
-          if (stopped || !(error instanceof ConsoleApiError) || error.status !== 429 || attempt >= ATTEMPTS) throw error
+          if (cancelled() || !(error instanceof ConsoleApiError) || error.status !== 429 || attempt >= ATTEMPTS) throw error
+          wait = retryPause(error, attempt)
         } finally {
           release()
         }
-        await new Promise((resolve) => setTimeout(resolve, PAUSE_MS * attempt))
+        await sleep(wait)
+        if (cancelled()) throw new RunCancelled()
       }
     },
     stop() {
       stopped = true
+      clear()
     },
   }
 }
