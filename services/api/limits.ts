@@ -30,7 +30,7 @@ const WORKER = 'worker'
 
 const busy = (message: string, limit: number, scope: 'organization' | 'worker') => {
   countRefusal(scope)
-  return tooManyQueries(message, { limit, scope, retryAfter: 1 })
+  return tooManyQueries(message, { limit, scope })
 }
 
 /**

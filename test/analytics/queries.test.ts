@@ -377,7 +377,8 @@ test('a query past the statement timeout is 422 query_timeout, and the worker ke
     expect(statuses[0]).toBe(200)
     expect(statuses.at(-1)).toBe(429)
     const refused = answers.find((r) => r.status === 429)!
-    expect([refused.headers.get('retry-after'), ((await refused.json()) as { error: string }).error]).toEqual(['1', 'too_many_queries'])
+    const body = (await refused.json()) as { error: string; retryAfter: number }
+    expect([refused.headers.get('retry-after'), body.error, body.retryAfter]).toEqual(['1', 'too_many_queries', 1])
     expect(theirs.status).toBe(200) // another product is not held back
     expect((await post(product, { entity: 'events', metrics: ['count'], range: { from: '-1d' } })).status).toBe(200) // freed when done
   } finally {

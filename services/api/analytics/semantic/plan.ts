@@ -122,9 +122,12 @@ export async function checkTimezone(zone: string, path: string, db: PlanningData
   return zone
 }
 
-/** 429 too_many_queries with Retry-After 1: every bound on analytics runs at once (product, organization, worker) answers so. */
+/**
+ * 429 too_many_queries with Retry-After 1, in the header and as `retryAfter` in the body (for clients, such as a browser
+ * page, that read only the body): every bound on analytics runs at once (product, organization, worker) answers so.
+ */
 export const tooManyQueries = (message: string, extra: Record<string, unknown>) =>
-  new ApiError('too_many_queries', message, extra, { 'retry-after': '1' })
+  new ApiError('too_many_queries', message, { ...extra, retryAfter: 1 }, { 'retry-after': '1' })
 
 /** Analytics queries running now on this worker, per product (config.analytics.maxConcurrentPerProduct). */
 const productSlots = new Slots()
