@@ -11,7 +11,7 @@ import { PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
 import { type Claims, TokenError } from '../shared/realtime/tokens'
 import { type Budget, ConnectionBudgets } from './connection-budgets'
 import type { Deadlines } from './deadlines'
-import { DISCONNECTS, type Disconnect } from './disconnect'
+import { DISCONNECTS, type Disconnect, revokedReason } from './disconnect'
 import type { GatewayLimits } from './limits'
 import { type Hub, type Position, topicOf } from './hub'
 import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
@@ -211,7 +211,7 @@ export class Connection {
     }
   }
 
-  /** The token's claims, or why it is refused (a TokenError reason, or a revoked key). Throws when it cannot be told. */
+  /** The token's claims, or why it is refused (a TokenError reason, or a revoked credential). Throws when it cannot be told. */
   private async check(token: string): Promise<Claims | string> {
     let claims: Claims
     try {
@@ -220,7 +220,7 @@ export class Connection {
       if (error instanceof TokenError) return error.reason
       throw error // the database could not tell: unavailable, not 4001
     }
-    return (await this.backends.revocations.isRevoked(claims.akid)) ? 'api key revoked' : claims
+    return (await this.backends.revocations.isRevoked(claims)) ? revokedReason(claims) : claims
   }
 
   /** Takes `claims` as the connection's token: it closes the connection 4001 when it expires. */

@@ -5,9 +5,10 @@ import { randomUUID } from 'node:crypto'
 import { sql } from '../../shared/db/client'
 import { INLINE_CAP_BYTES, s3 } from '../../shared/realtime/payloads'
 import { type Publication, RealtimeClient } from '../../shared/realtime-client/client'
+import { signToken } from '../../shared/realtime/tokens'
 import { call, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
-import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
-import { manage } from './public-helpers'
+import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
+import { createKey, manage } from './public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const as = (who: { token: string; productId?: string }, method: string, path: string, body?: unknown) =>
@@ -19,14 +20,43 @@ const until = async (what: () => boolean | Promise<boolean>) => {
 
 let owner: Owner
 let gateway: GatewayProcess
+/** Sweeps its live connections against PostgreSQL every 10 minutes: what it closes sooner, an announcement made it close. */
+let slowSweep: GatewayProcess
 beforeAll(async () => {
   owner = await newProduct('Realtime console')
   await manage(owner, 'POST', '/realtime/namespaces', { name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } })
   await manage(owner, 'POST', '/realtime/namespaces', { name: 'quiet' }) // no presence, no history, no client events
-  // A short revocation sweep: a revoked platform key's live connections close within it (no announcement carries it).
-  gateway = await startGateway({ GATEWAY_REVOCATION_SWEEP_MS: '200' })
+  // A short revocation sweep: what no announcement carries (a session's expiry) closes live connections within it.
+  ;[gateway, slowSweep] = await Promise.all([
+    startGateway({ GATEWAY_REVOCATION_SWEEP_MS: '200' }),
+    startGateway({ GATEWAY_REVOCATION_SWEEP_MS: '600000' }),
+  ])
 }, 30_000)
-afterAll(() => gateway?.stop())
+afterAll(() => Promise.all([gateway?.stop(), slowSweep?.stop()]))
+
+/** A console token of `who` (a session or platform key) for `name`, subscribe only. */
+const consoleToken = async (who: { token: string; productId?: string }, name: string) =>
+  ok(await as(who, 'POST', '/realtime/tokens', { channels: [{ name, ops: ['subscribe'] }] }), 'issue').body.token as string
+
+/** A raw connection of `token` on `on`, connected (its `closed` resolves with the close code and reason). */
+async function connectedWith(on: GatewayProcess, token: string): Promise<WsClient> {
+  const client = await WsClient.open(on.wsUrl)
+  expect(await client.request({ type: 'connect', token })).toMatchObject({ type: 'reply', to: 'connect' })
+  return client
+}
+
+/** What a fresh connect with `token` gets: the reply's type, or the close that refused it. */
+async function tryConnect(on: GatewayProcess, token: string): Promise<{ reply: string } | { code: number; reason: string }> {
+  const client = await WsClient.open(on.wsUrl)
+  try {
+    const replied = await client.request({ type: 'connect', token }).then((frame) => ({ reply: String(frame.type) }), () => null)
+    return replied ?? (await client.closed)
+  } finally {
+    client.close()
+  }
+}
+
+const ENDED = { code: 4001, reason: 'invalid token: console access ended' }
 
 const channel = () => `chat:room-${randomUUID().slice(0, 8)}`
 
@@ -112,7 +142,7 @@ describe('the console token on a real gateway', () => {
       client.disconnect()
     }
   }, 30_000)
-  test('a platform key\'s token works until the key is revoked; then the gateway\'s sweep closes it (4001)', async () => {
+  test('a platform key\'s token works until the key is revoked; then the gateway closes it (4001)', async () => {
     const key = await newPlatformKey(owner, ['realtime'])
     const name = channel()
     const issued = ok(await call('POST', '/realtime/tokens', { token: key.key, body: { channels: [{ name, ops: ['subscribe'] }] } }), 'key issue').body
@@ -129,6 +159,84 @@ describe('the console token on a real gateway', () => {
     } finally {
       client.disconnect()
     }
+  }, 30_000)
+})
+
+describe('a console token ends with the access it was issued on, announced to the gateways', () => {
+  // Each live connection is on the gateway whose sweep is 10 minutes away: only the announcement can close it.
+  test('logout closes the session\'s live console connections at once (4001), and the token is refused after', async () => {
+    const user = await newProduct('Logs out')
+    await manage(user, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const token = await consoleToken(user, channel())
+    const live = await connectedWith(slowSweep, token)
+    ok(await as(user, 'POST', '/auth/logout'), 'logout')
+    expect(await live.closed).toEqual(ENDED)
+    expect(await tryConnect(slowSweep, token)).toEqual(ENDED)
+    expect(await tryConnect(gateway, token)).toEqual(ENDED)
+  }, 30_000)
+
+  test('revoking a platform key closes its live console connections at once (4001)', async () => {
+    const key = await newPlatformKey(owner, ['realtime'])
+    const token = await consoleToken({ token: key.key }, channel())
+    const live = await connectedWith(slowSweep, token)
+    ok(await as(owner, 'DELETE', `/products/${owner.productId}/platform-keys/${key.id}`), 'revoke')
+    expect(await live.closed).toEqual(ENDED)
+    expect(await tryConnect(slowSweep, token)).toEqual(ENDED)
+  }, 30_000)
+
+  test('a member removed from the organization: their console connections to its products close at once; their session and its tokens for their own product live on', async () => {
+    const team = await newProduct('Team')
+    await manage(team, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const member = await newProduct('Own product') // signed in, with a product of their own organization
+    await manage(member, 'POST', '/realtime/namespaces', { name: 'chat' })
+    ok(await call('POST', `/organizations/${team.organizationId}/members`, { token: team.token, body: { email: member.email } }), 'add member')
+    const teamToken = await consoleToken({ token: member.token, productId: team.productId }, channel())
+    const ownToken = await consoleToken(member, channel())
+    const onTeam = await connectedWith(slowSweep, teamToken)
+    const onOwn = await connectedWith(slowSweep, ownToken)
+    const onTeamElsewhere = await connectedWith(gateway, teamToken)
+    try {
+      ok(await call('DELETE', `/organizations/${team.organizationId}/members/${member.userId}`, { token: team.token }), 'remove member')
+      expect(await onTeam.closed).toEqual(ENDED)
+      expect(await onTeamElsewhere.closed).toEqual(ENDED)
+      expect(await tryConnect(slowSweep, teamToken)).toEqual(ENDED)
+      expect(await tryConnect(gateway, teamToken)).toEqual(ENDED)
+      // The session is still theirs: the connection to their own product stays, and its token still connects.
+      expect(await onOwn.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
+      expect(await tryConnect(slowSweep, ownToken)).toEqual({ reply: 'reply' })
+      // Added back, the same session reaches the team's product again (a lost product is not remembered for good).
+      ok(await call('POST', `/organizations/${team.organizationId}/members`, { token: team.token, body: { email: member.email } }), 'add again')
+      const again = await consoleToken({ token: member.token, productId: team.productId }, channel())
+      expect(await until(async () => 'reply' in (await tryConnect(gateway, again)))).toBe(true)
+    } finally {
+      onOwn.close()
+    }
+  }, 30_000)
+
+  test('a session that expires: the sweep closes its live console connections (4001) and the gateway refuses its token', async () => {
+    const user = await newProduct('Expires')
+    await manage(user, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const token = await consoleToken(user, channel())
+    const live = await connectedWith(gateway, token)
+    const akid = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).akid
+    // Nothing announces an expiry: the session's row says it, and the gateway's 200 ms sweep reads it.
+    await sql`update sessions set expires_at = now() - interval '1 second' where id = ${akid}`
+    expect(await live.closed).toEqual(ENDED)
+    expect(await tryConnect(gateway, token)).toEqual(ENDED)
+  }, 30_000)
+
+  test('a revoked rtk_ key\'s tokens are still refused, and an active key\'s token only for the key\'s own product', async () => {
+    const product = await newProduct('Keys')
+    await manage(product, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const other = await newProduct('Other')
+    const [active, revoked] = [await createKey(product), await createKey(product)]
+    await manage(product, 'DELETE', `/governance/api/v1/products/${product.productId}/public-keys/${revoked.id}`)
+    const tokenOf = async (productId: string, apiKeyId: string) =>
+      (await signToken({ productId, apiKeyId, subject: 'u', channels: [{ name: 'chat:x', ops: ['subscribe'] }] })).token
+    expect(await tryConnect(gateway, await tokenOf(product.productId, active.id))).toEqual({ reply: 'reply' })
+    const REVOKED = { code: 4001, reason: 'invalid token: api key revoked' }
+    expect(await tryConnect(gateway, await tokenOf(product.productId, revoked.id))).toEqual(REVOKED)
+    expect(await tryConnect(gateway, await tokenOf(other.productId, active.id))).toEqual(REVOKED)
   }, 30_000)
 })
 

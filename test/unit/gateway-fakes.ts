@@ -179,9 +179,10 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
     presence,
     policies: { policies: async () => ({ namespaces: new Map(namespaces.map((n) => [n.name, n])) }) },
     revocations: {
-      isRevoked: async (keyId) => revoked.has(keyId),
-      revokedAmong: async (keyIds) => new Set([...keyIds].filter((id) => revoked.has(id))),
-      markRevoked: (keyId) => void revoked.add(keyId),
+      isRevoked: async (credential) => revoked.has(credential.akid),
+      revokedAmong: async (credentials) => ({ ended: new Set([...credentials].flatMap((c) => (revoked.has(c.akid) ? [c.akid] : []))), denied: new Set() }),
+      markRevoked: (akid) => void revoked.add(akid),
+      remember: (answer) => answer.ended.forEach((akid) => revoked.add(akid)),
       forgetActive: () => {},
     },
     tokens: {
