@@ -6,7 +6,8 @@ import { sql } from '../../shared/db/client'
 import { INLINE_CAP_BYTES, s3 } from '../../shared/realtime/payloads'
 import { type Publication, RealtimeClient } from '../../shared/realtime-client/client'
 import { signToken } from '../../shared/realtime/tokens'
-import { call, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
+import { buildPublicApp } from '../../services/public/app'
+import { call, callApp, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
 import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
 import { createKey, manage } from './public-helpers'
 
@@ -254,6 +255,20 @@ describe('publish and reads', () => {
       const result = await as(owner, 'GET', `/realtime/channels/${name}/history?${query}`)
       expect([query, result.status]).toEqual([query, 400])
       expect(failingFields(result)).toContain(path)
+    }
+  })
+
+  test('history validates its query exactly as the public route does: numbers written as plain decimals only', async () => {
+    const { key } = await createKey(owner)
+    const publicApp = buildPublicApp()
+    const name = channel()
+    for (const value of ['0x10', '0b11', '+7', ' 5', '1e3', '.5', '1e300', '', '0', '-5', 'Infinity', '60000', '0.5']) {
+      const query = `last_ms=${encodeURIComponent(value)}`
+      const viaApi = await as(owner, 'GET', `/realtime/channels/${name}/history?${query}`)
+      const viaPublic = await callApp(publicApp, 'http://public.test', 'GET', `/${owner.productId}/realtime/channels/${name}/history?${query}`, { headers: { 'x-api-key': key } })
+      expect([value, viaApi.status, viaApi.body.fields]).toEqual([value, viaPublic.status, viaPublic.body.fields])
+      if (['60000', '0.5'].includes(value)) expect([value, viaApi.status]).toEqual([value, 200])
+      else expect([value, failingFields(viaApi)]).toEqual([value, ['/query/last_ms']])
     }
   })
 
