@@ -5,7 +5,9 @@ import { randomUUID } from 'node:crypto'
 import { sql } from '../../shared/db/client'
 import { INLINE_CAP_BYTES, s3 } from '../../shared/realtime/payloads'
 import { type Publication, RealtimeClient } from '../../shared/realtime-client/client'
+import { quotaWindow } from '../../shared/realtime/publish-quota'
 import { signToken } from '../../shared/realtime/tokens'
+import { redis } from '../../shared/redis'
 import { buildPublicApp } from '../../services/public/app'
 import { call, callApp, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
 import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
@@ -270,6 +272,23 @@ describe('publish and reads', () => {
       if (['60000', '0.5'].includes(value)) expect([value, viaApi.status]).toEqual([value, 200])
       else expect([value, failingFields(viaApi)]).toEqual([value, ['/query/last_ms']])
     }
+  })
+
+  test('publish spends the product\'s publish quota, the one the public route spends: past it, 429 quota_exceeded with Retry-After', async () => {
+    const spender = await newProduct('Quota')
+    await manage(spender, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const { key } = await createKey(spender)
+    const name = channel()
+    const { window, limit } = quotaWindow(spender.productId)
+    ok(await as(spender, 'POST', '/realtime/messages', { channel: name, data: 1 }), 'publish')
+    expect(Number(await redis().get(window.key))).toBe(1)
+    // Full, in this window and the next (the window may roll between here and the publish).
+    for (const full of [window, quotaWindow(spender.productId, Date.now() + 120_000).window]) await redis().set(full.key, String(limit), 'EX', 300)
+    const refused = await as(spender, 'POST', '/realtime/messages', { channel: name, data: 2 })
+    expect([refused.status, refused.body.error]).toEqual([429, 'quota_exceeded'])
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+    const viaPublic = await callApp(buildPublicApp(), 'http://public.test', 'POST', `/${spender.productId}/realtime/messages`, { headers: { 'x-api-key': key }, body: { channel: name, data: 3 } })
+    expect([viaPublic.status, viaPublic.body.error]).toEqual([429, 'quota_exceeded'])
   })
 
   test('publish validates its body, refuses unregistered namespaces, and needs payload storage above the inline cap', async () => {
