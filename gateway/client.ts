@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../shared/config'
 import { ApiError, logUnlessOutage } from '../shared/errors'
 import { type HistoryPolicy, keepsHistory } from '../shared/realtime/broker'
+import { isConsoleIdentity } from '../shared/realtime/console-identity'
 import { namespaceOf } from '../shared/realtime/names'
 import type { NamespacePolicy } from '../shared/realtime/policies'
 import { PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
@@ -435,6 +436,8 @@ export class Connection {
    */
   private async enter(request: Extract<Request, { type: 'presence.enter' | 'presence.update' }>): Promise<void> {
     if (!this.allowed('presenceWrite', request.id)) return
+    // The console watches: its identity never joins a product's rosters, join events or presence webhooks.
+    if (isConsoleIdentity(this.claims!.sub)) return this.send(encode.error(request.id, 'forbidden', 'a console token reads presence; it cannot enter it'))
     if (!(await this.presenceAllowed(request))) return
     const rosters = (this.rosters ??= new Rosters(this.backends.presence, { productId: this.claims!.pid, identity: this.claims!.sub, connectionId: this.id }))
     const entered = rosters.ttlOf(request.channel)

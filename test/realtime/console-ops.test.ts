@@ -105,13 +105,16 @@ describe('realtime_tokens_issue', () => {
 })
 
 describe('the console token on a real gateway', () => {
-  test('subscribes, receives what realtime_messages_publish sends, and shows on presence as the console subject', async () => {
+  test('subscribes, receives what realtime_messages_publish sends, sees an end user join; reads presence but cannot enter it', async () => {
     const name = channel()
     const issued = ok(await as(owner, 'POST', '/realtime/tokens', { channels: [{ name, ops: ['subscribe', 'presence', 'history'] }] }), 'issue').body
     const received: Publication[] = []
+    const joined: string[] = []
     const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.token })
-    const subscription = client.subscribe(name, { publication: (p) => received.push(p) })
+    const subscription = client.subscribe(name, { publication: (p) => received.push(p), join: (event) => joined.push(event.identity) })
     client.connect()
+    const { key } = await createKey(owner)
+    const user = await WsClient.open(gateway.wsUrl)
     try {
       expect(await until(() => subscription.active)).toBe(true)
       const published = ok(await as(owner, 'POST', '/realtime/messages', { channel: name, data: { hello: 'console' } }), 'publish').body
@@ -119,12 +122,23 @@ describe('the console token on a real gateway', () => {
       expect(await until(() => received.length === 1)).toBe(true)
       expect(received[0]).toMatchObject({ data: { hello: 'console' }, offset: 1 })
 
-      await client.presence(name).enter()
+      // The console watches: its token carries presence, which reads the roster, but it never joins one.
+      await expect(client.presence(name).enter()).rejects.toMatchObject({ code: 'forbidden' })
+      // An end user of the product, whose backend issues the token, enters.
+      const userToken = await callApp(buildPublicApp(), 'http://public.test', 'POST', `/${owner.productId}/realtime/tokens/issue`, {
+        headers: { 'x-api-key': key }, body: { subject: 'alice', channels: [{ name, ops: ['presence'] }] },
+      })
+      expect(await user.request({ type: 'connect', token: ok(userToken, 'user token').body.token })).toMatchObject({ type: 'reply' })
+      expect(await user.request({ type: 'presence.enter', channel: name })).toMatchObject({ type: 'reply', to: 'presence.enter' })
+      expect(await until(() => joined.length === 1)).toBe(true)
+      expect(joined).toEqual(['ext:alice'])
+      expect(await client.presence(name).read()).toMatchObject({ members: [{ identity: 'ext:alice', connections: 1 }] })
       const roster = ok(await as(owner, 'GET', `/realtime/channels/${name}/presence`), 'presence').body
-      expect(roster).toEqual({ channel: name, members: [{ identity: `ext:console:${owner.userId}`, connections: 1, info: null }] })
+      expect(roster).toEqual({ channel: name, members: [{ identity: 'ext:alice', connections: 1, info: null }] })
       const status = ok(await as(owner, 'GET', `/realtime/channels/${name}`), 'status').body
       expect(status).toEqual({ channel: name, namespace: 'chat', presence: { members: 1, connections: 1 }, history: { offset: 1, epoch: published.epoch } })
     } finally {
+      user.close()
       client.disconnect()
     }
   }, 30_000)

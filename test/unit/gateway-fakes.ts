@@ -210,11 +210,11 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
     },
   }
   const topics = new MemoryTopics()
-  /** A token for the test subject reaching these channels, and a connection (not yet connected) on a recording socket. */
-  const token = (channels: Claims['channels'], keyId = KEY) => {
+  /** A token for the test subject (or `sub`) reaching these channels, and a connection (not yet connected) on a recording socket. */
+  const token = (channels: Claims['channels'], keyId = KEY, sub = 'ext:tester') => {
     const name = `token${tokens.size + 1}`
     const now = Math.floor(Date.now() / 1000)
-    tokens.set(name, { sub: 'ext:tester', ext: true, pid: PRODUCT, akid: keyId, env: config.environment, channels, iat: now, exp: now + 600, jti: name })
+    tokens.set(name, { sub, ext: true, pid: PRODUCT, akid: keyId, env: config.environment, channels, iat: now, exp: now + 600, jti: name })
     return name
   }
   const open = () => {
