@@ -78,7 +78,7 @@ export async function listEmailLog(reader: EmailReader, query: EmailPage) {
   if (cursorId !== undefined) {
     const name = query.after !== undefined ? 'after' : 'before'
     const [found] = isUuid(cursorId) ? await sql`select 1 from emails where id = ${cursorId} and ${visibleTo(reader)}` : []
-    if (!found) throw field(`/query/${name}`, 'names no email this key can read')
+    if (!found) throw field(`/query/${name}`, 'names no email this reader can see')
   }
   const newerPage = query.before !== undefined
   // The cursor's position is read in SQL: a JavaScript Date would drop its microseconds.
