@@ -41,10 +41,11 @@ export const isRevokedIn = (answer: Revoked, credential: TokenCredential) =>
 
 /**
  * Which of these tokens' credentials are revoked, in one query per SWEEP_CHUNK pairs; each arm is a primary-key lookup.
- * - A product API key (`rtk_`): active, of this environment, and of the token's product.
+ * - A product API key (`rtk_`): active, and of this environment.
  * - A login session (a console token): active and unexpired, and its user a member of the organization of the token's
  *   product; removing the member denies the pair while the session stays active for everything else.
- * - A platform key (a console token): active, and of the token's product.
+ * - A platform key (a console token): active.
+ * A key is bound to one product and only ever signs for it, so only a session's product needs asking.
  * A credential that is not there at all (its product was deleted, or the id is not one of these) has ended: only an
  * active credential keeps its tokens.
  * Throws when PostgreSQL cannot answer: an unanswered check is not "not revoked".
@@ -64,7 +65,7 @@ export async function revokedAmong(credentials: Iterable<TokenCredential>, sql: 
     const rows = await sql`
       with asked (akid, pid) as (select * from unnest(${chunk.map((c) => c.akid)}::uuid[], ${chunk.map((c) => c.pid)}::uuid[]))
       select asked.akid, asked.pid, c.reaches from asked join lateral (
-        select k.product_id = asked.pid as reaches from public_keys k
+        select true as reaches from public_keys k
         where k.id = asked.akid and k.environment = ${config.environment} and k.revoked_at is null
         union all
         select exists (
@@ -72,7 +73,7 @@ export async function revokedAmong(credentials: Iterable<TokenCredential>, sql: 
           where p.id = asked.pid and m.user_id = s.user_id)
         from sessions s where s.id = asked.akid and s.revoked_at is null and s.expires_at > now()
         union all
-        select k.product_id = asked.pid from platform_keys k where k.id = asked.akid and k.revoked_at is null
+        select true from platform_keys k where k.id = asked.akid and k.revoked_at is null
       ) c on true`
     const found = new Map(rows.map((row) => [`${row.akid}/${row.pid}`, row.reaches === true]))
     for (const credential of chunk) {
