@@ -222,7 +222,8 @@ export const tokensIssue = defineOperation({
     + `session, console:<platformKeyId> for a platform key, carried as ext:console:...; the token watches: presence reads the `
     + `roster, but the gateway refuses to let it enter one (forbidden), so no roster, join event or webhook shows it. At most `
     + `${CONSOLE_TOKEN_CHANNELS_MAX} channels, ${CONSOLE_TOKEN_TTL_MIN} to ${CONSOLE_TOKEN_TTL_MAX} seconds (default `
-    + `${CONSOLE_TOKEN_TTL_DEFAULT}). The token dies with the session (logout) or the platform key (revocation) that asked for it.`,
+    + `${CONSOLE_TOKEN_TTL_DEFAULT}). The token dies with the session (logout, expiry) or the platform key (revocation) that asked for it, and `
+    + `with the session's user leaving the product's organization: the gateway closes it 4001.`,
   body: Strict({
     channels: Type.Array(Strict({
       name: ChannelName,
