@@ -15,7 +15,7 @@ import type { Deadlines } from './deadlines'
 import { DISCONNECTS, type Disconnect, revokedReason } from './disconnect'
 import type { GatewayLimits } from './limits'
 import { type Hub, type Position, topicOf } from './hub'
-import { CLIENT_EVENT_MAX_BYTES, encode, historyFrame, parseFrame, type Request } from './protocol'
+import { CLIENT_EVENT_MAX_BYTES, encode, type FrameErrorCode, historyFrame, parseFrame, type Request } from './protocol'
 import type { GatewayBackends } from './ports'
 import { gatewayMetrics } from './metrics'
 import { merge, type Positioned } from './recovery'
@@ -169,7 +169,7 @@ export class Connection {
     if (this.queued > 0 && (this.queued >= MAX_QUEUED_FRAMES || this.queuedBytes + size > MAX_QUEUED_BYTES)) {
       const parsed = parseFrame(message)
       gatewayMetrics.frameReceived(parsed.ok ? parsed.request.type : undefined)
-      this.send(encode.error(parsed.ok ? parsed.request.id : parsed.id, 'rate_limited', 'too many frames waiting to be handled; wait for replies'))
+      this.refuse(parsed.ok ? parsed.request : { id: parsed.id }, 'rate_limited', 'too many frames waiting to be handled; wait for replies')
       return this.inbox
     }
     this.queued++
@@ -191,11 +191,11 @@ export class Connection {
     if (this.closed) return
     const parsed = parseFrame(message)
     gatewayMetrics.frameReceived(parsed.ok ? parsed.request.type : undefined)
-    if (!parsed.ok) return this.send(encode.error(parsed.id, 'invalid', parsed.message))
+    if (!parsed.ok) return this.refuse({ id: parsed.id }, 'invalid', parsed.message)
     const request = parsed.request
     try {
       if (request.type === 'connect') return await this.connect(request)
-      if (!this.claims) return this.send(encode.error(request.id, 'invalid', 'send a connect frame with a token first'))
+      if (!this.claims) return this.refuse(request, 'invalid', 'send a connect frame with a token first')
       if (request.type === 'auth') return await this.auth(request)
       if (request.type === 'subscribe') return await this.subscribe(request)
       if (request.type === 'unsubscribe') return this.unsubscribe(request)
@@ -208,7 +208,7 @@ export class Connection {
     } catch (error) {
       // A backing service could not answer: this request fails, the connection stays.
       logUnlessOutage('gateway request failed', error, { type: request.type })
-      this.send(encode.error(request.id, 'unavailable', 'the service cannot serve this request now; retry with backoff'))
+      this.refuse(request, 'unavailable', 'the service cannot serve this request now; retry with backoff')
     }
   }
 
@@ -231,7 +231,7 @@ export class Connection {
   }
 
   private async connect(request: Extract<Request, { type: 'connect' }>): Promise<void> {
-    if (this.claims) return this.send(encode.error(request.id, 'invalid', 'already connected'))
+    if (this.claims) return this.refuse(request, 'invalid', 'already connected')
     // Counted before the token is even parsed: a flood of connect frames from one address costs a map lookup each.
     const limits = this.gateway.limits
     const hit = limits?.connects.hit(this.ip)
@@ -256,9 +256,9 @@ export class Connection {
   private async auth(request: Extract<Request, { type: 'auth' }>): Promise<void> {
     const current = this.claims!
     const claims = await this.check(request.token)
-    if (typeof claims === 'string') return this.send(encode.error(request.id, 'invalid', `token not accepted: ${claims}`))
+    if (typeof claims === 'string') return this.refuse(request, 'invalid', `token not accepted: ${claims}`)
     if (claims.sub !== current.sub || claims.pid !== current.pid) {
-      return this.send(encode.error(request.id, 'invalid', 'token not accepted: it is for another subject or product'))
+      return this.refuse(request, 'invalid', 'token not accepted: it is for another subject or product')
     }
     if (this.closed) return
     this.adopt(claims)
@@ -273,14 +273,14 @@ export class Connection {
     const claims = this.claims!
     const { channel } = request
     if ((request.offset === undefined) !== (request.epoch === undefined)) {
-      return this.send(encode.error(request.id, 'invalid', 'a cursor needs both offset and epoch'))
+      return this.refuse(request, 'invalid', 'a cursor needs both offset and epoch')
     }
-    if (request.offset !== undefined && !this.allowed('read', request.id)) return
+    if (request.offset !== undefined && !this.allowed('read', request)) return
     const { ops, policy } = await this.access(channel)
-    if (!ops.includes('subscribe')) return this.send(encode.error(request.id, 'forbidden', `the token does not allow subscribe on ${channel}`))
-    if (this.channels.has(channel)) return this.send(encode.error(request.id, 'invalid', `already subscribed to ${channel}`))
+    if (!ops.includes('subscribe')) return this.refuse(request, 'forbidden', `the token does not allow subscribe on ${channel}`)
+    if (this.channels.has(channel)) return this.refuse(request, 'invalid', `already subscribed to ${channel}`)
     // The namespace may have been removed since the token was issued: a token never reaches more than its namespace allows.
-    if (!policy) return this.send(encode.error(request.id, 'forbidden', `namespace ${namespaceOf(channel)} is not registered`))
+    if (!policy) return this.refuse(request, 'forbidden', `namespace ${namespaceOf(channel)} is not registered`)
     if (this.closed || this.channels.has(channel)) return
 
     // Live first (buffered), then the position or the history after the cursor: no gap, no duplicate.
@@ -301,10 +301,11 @@ export class Connection {
     if (this.closed) return
     if (this.channels.get(channel) !== state) {
       // Ended by the server while it was being set up (a gap on its shard, or a narrower token): the client was told.
-      return this.send(encode.error(request.id, 'unavailable', 'the subscription ended while it was being set up; subscribe again'))
+      return this.refuse(request, 'unavailable', 'the subscription ended while it was being set up; subscribe again')
     }
     const buffered = state.buffer ?? []
     state.buffer = undefined
+    if (request.offset !== undefined) gatewayMetrics.recovery(position?.recovered === true)
     // Without history nothing can be recovered (a cursor is answered `recovered: false`) and nothing is deduplicated:
     // the subscription goes live at once.
     if (!position) {
@@ -354,7 +355,7 @@ export class Connection {
   }
 
   private unsubscribe(request: Extract<Request, { type: 'unsubscribe' }>): void {
-    if (!this.channels.has(request.channel)) return this.send(encode.error(request.id, 'invalid', `not subscribed to ${request.channel}`))
+    if (!this.channels.has(request.channel)) return this.refuse(request, 'invalid', `not subscribed to ${request.channel}`)
     this.leave(request.channel)
     this.send(encode.reply(request.id, 'unsubscribe', { channel: request.channel }))
   }
@@ -375,22 +376,22 @@ export class Connection {
    */
   private async publish(request: Extract<Request, { type: 'publish' }>): Promise<void> {
     const { ops, policy } = await this.access(request.channel)
-    if (!ops.includes('publish')) return this.send(encode.error(request.id, 'forbidden', `the token does not allow publish on ${request.channel}`))
-    if (!policy?.clientEvents) return this.send(encode.error(request.id, 'forbidden', `client events are not enabled for ${namespaceOf(request.channel)}`))
+    if (!ops.includes('publish')) return this.refuse(request, 'forbidden', `the token does not allow publish on ${request.channel}`)
+    if (!policy?.clientEvents) return this.refuse(request, 'forbidden', `client events are not enabled for ${namespaceOf(request.channel)}`)
     const data = JSON.stringify(request.data)
     const size = Buffer.byteLength(data, 'utf8')
-    if (size > CLIENT_EVENT_MAX_BYTES) return this.send(encode.error(request.id, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`))
-    if (!this.allowed('event', request.id)) return
+    if (size > CLIENT_EVENT_MAX_BYTES) return this.refuse(request, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`)
+    if (!this.allowed('event', request)) return
     const productId = this.claims!.pid
     if (!(await this.backends.events.take(productId))) {
-      return this.send(encode.error(request.id, 'rate_limited', `more than ${config.realtime.productClientEventsPerSecond} client events a second across this product's connections`))
+      return this.refuse(request, 'rate_limited', `more than ${config.realtime.productClientEventsPerSecond} client events a second across this product's connections`)
     }
     let id: string
     try {
       ;({ id } = await this.backends.broker.publish({ productId, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id }))
     } catch (error) {
       // Past the product's fan-out byte budget on the channel's shard (429 on the HTTP route): retry later.
-      if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
+      if (error instanceof ApiError && error.status === 429) return this.refuse(request, 'rate_limited', error.message)
       throw error
     }
     this.backends.usage.count(this.claims!.pid, request.channel, { publishes: 1, bytes: size })
@@ -398,34 +399,43 @@ export class Connection {
   }
 
   /** Takes one from this connection's `budget`; without one the request is answered `rate_limited` (see connection-budgets.ts). */
-  private allowed(budget: Budget, id: string | number): boolean {
+  private allowed(budget: Budget, request: Request): boolean {
     const refused = (this.budgets ??= new ConnectionBudgets()).take(budget)
     if (refused === null) return true
-    this.send(encode.error(id, 'rate_limited', refused))
+    this.refuse(request, 'rate_limited', refused)
     return false
+  }
+
+  /**
+   * Answers a request with an error frame, counted by the request's type and the code (a frame that is not a request
+   * of the protocol, without a type: `invalid`). Every error frame goes through here.
+   */
+  private refuse(request: { id: string | number | null; type?: string }, code: FrameErrorCode, message: string): void {
+    gatewayMetrics.refused(request.type, code)
+    this.send(encode.error(request.id, code, message))
   }
 
   /** A history read, as the public route's: a window or a cursor; empty on a namespace that keeps no history. */
   private async history(request: Extract<Request, { type: 'history' }>): Promise<void> {
-    if (!this.allowed('read', request.id)) return
+    if (!this.allowed('read', request)) return
     const { ops, policy } = await this.access(request.channel)
-    if (!ops.includes('history') || !policy) return this.send(encode.error(request.id, 'forbidden', `the token does not allow history on ${request.channel}`))
+    if (!ops.includes('history') || !policy) return this.refuse(request, 'forbidden', `the token does not allow history on ${request.channel}`)
     const window = [request.last_n, request.last_ms].filter((v) => v !== undefined).length
     const cursor = [request.offset, request.epoch].filter((v) => v !== undefined).length
     if (window + (cursor ? 1 : 0) !== 1 || cursor === 1) {
-      return this.send(encode.error(request.id, 'invalid', 'give exactly one of last_n, last_ms, or a cursor (offset and epoch together)'))
+      return this.refuse(request, 'invalid', 'give exactly one of last_n, last_ms, or a cursor (offset and epoch together)')
     }
     const query = request.last_n !== undefined ? { last_n: request.last_n }
       : request.last_ms !== undefined ? { last_ms: request.last_ms } : { offset: request.offset!, epoch: request.epoch! }
-    const result = await this.backends.broker.history(this.claims!.pid, request.channel, policy.broker, query, SOCKET_HISTORY_BYTES)
+    const result = await gatewayMetrics.read('history', () => this.backends.broker.history(this.claims!.pid, request.channel, policy.broker, query, SOCKET_HISTORY_BYTES))
     this.send(encode.reply(request.id, 'history', { channel: request.channel, ...result }))
   }
 
   /** The presence operation on a channel: the token must carry it and the namespace still have presence on. */
-  private async presenceAllowed(request: { id: string | number; channel: string }): Promise<boolean> {
+  private async presenceAllowed(request: Extract<Request, { channel: string }>): Promise<boolean> {
     const { ops, policy } = await this.access(request.channel)
     if (ops.includes('presence') && policy?.presence) return true
-    this.send(encode.error(request.id, 'forbidden', `the token does not allow presence on ${request.channel}`))
+    this.refuse(request, 'forbidden', `the token does not allow presence on ${request.channel}`)
     return false
   }
 
@@ -435,22 +445,22 @@ export class Connection {
    * dies leaves ghosts for at most one lifetime. Another tab of the same subject is not a second member, and no second join.
    */
   private async enter(request: Extract<Request, { type: 'presence.enter' | 'presence.update' }>): Promise<void> {
-    if (!this.allowed('presenceWrite', request.id)) return
+    if (!this.allowed('presenceWrite', request)) return
     // The console watches: its identity never joins a product's rosters, join events or presence webhooks.
-    if (isConsoleIdentity(this.claims!.sub)) return this.send(encode.error(request.id, 'forbidden', 'a console token reads presence; it cannot enter it'))
+    if (isConsoleIdentity(this.claims!.sub)) return this.refuse(request, 'forbidden', 'a console token reads presence; it cannot enter it')
     if (!(await this.presenceAllowed(request))) return
     const rosters = (this.rosters ??= new Rosters(this.backends.presence, { productId: this.claims!.pid, identity: this.claims!.sub, connectionId: this.id }))
     const entered = rosters.ttlOf(request.channel)
     if (request.type === 'presence.update' && entered === undefined) {
-      return this.send(encode.error(request.id, 'invalid', `this connection is not on the roster of ${request.channel}; enter first`))
+      return this.refuse(request, 'invalid', `this connection is not on the roster of ${request.channel}; enter first`)
     }
     const ttlSeconds = (request.type === 'presence.enter' ? request.ttlSeconds : undefined) ?? entered ?? PRESENCE_TTL_DEFAULT_SECONDS
     try {
       await rosters.enter(request.channel, request.info, ttlSeconds)
     } catch (error) {
       // A full roster, or a join past the product's fan-out byte budget on the shard: nothing was written, retry later.
-      if (error instanceof ApiError && error.status === 429) return this.send(encode.error(request.id, 'rate_limited', error.message))
-      if (error instanceof ApiError && error.status === 400) return this.send(encode.error(request.id, 'invalid', error.message))
+      if (error instanceof ApiError && error.status === 429) return this.refuse(request, 'rate_limited', error.message)
+      if (error instanceof ApiError && error.status === 400) return this.refuse(request, 'invalid', error.message)
       throw error
     }
     if (this.closed) return void (await rosters.leave(request.channel))
@@ -458,15 +468,15 @@ export class Connection {
   }
 
   private async leavePresence(request: Extract<Request, { type: 'presence.leave' }>): Promise<void> {
-    if (this.rosters?.ttlOf(request.channel) === undefined) return this.send(encode.error(request.id, 'invalid', `not on the roster of ${request.channel}`))
+    if (this.rosters?.ttlOf(request.channel) === undefined) return this.refuse(request, 'invalid', `not on the roster of ${request.channel}`)
     await this.rosters!.leave(request.channel)
     this.send(encode.reply(request.id, 'presence.leave', { channel: request.channel }))
   }
 
   private async readPresence(request: Extract<Request, { type: 'presence.read' }>): Promise<void> {
-    if (!this.allowed('read', request.id)) return
+    if (!this.allowed('read', request)) return
     if (!(await this.presenceAllowed(request))) return
-    const members = await this.backends.presence.list(this.claims!.pid, request.channel)
+    const members = await gatewayMetrics.read('presence', () => this.backends.presence.list(this.claims!.pid, request.channel))
     this.send(encode.reply(request.id, 'presence.read', { channel: request.channel, members }))
   }
 
@@ -474,6 +484,7 @@ export class Connection {
   endSubscription(channel: string, why: 'recover' | 'token'): void {
     const state = this.channels.get(channel)
     if (!state) return
+    gatewayMetrics.subscriptionEnded(why === 'recover' ? 'gap' : 'token')
     this.leave(channel)
     // Still being set up: its subscribe request is answered `unavailable` instead, one signal for one request.
     if (state.held !== undefined) return

@@ -75,6 +75,7 @@ export class Dispatcher {
 
   /** Continuity lost on a shard: its subscriptions end, and their clients subscribe again with their cursors. */
   readonly gap = (shard: number): void => {
+    gatewayMetrics.gap()
     for (const { subscriber, channel } of this.hub.subscriptionsOf(shard)) subscriber.endSubscription(channel, 'recover')
   }
 

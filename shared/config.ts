@@ -82,6 +82,11 @@ function loadConfig() {
       host: str('METRICS_HOST', '127.0.0.1'),
       /** When set, a scrape must send `Authorization: Bearer <this>`; otherwise 401. */
       token: str('METRICS_TOKEN', ''),
+      /**
+       * How long a gauge counted in PostgreSQL at scrape time (the mailer's queue, the webhooks' pending deliveries) is
+       * reused: below any sensible scrape interval, far above a scrape's length. Tests shorten it to see changes at once.
+       */
+      countCacheMs: atMost('METRICS_COUNT_CACHE_MS', 5000, 100, 60_000),
     },
     /**
      * Platform API requests per minute by operation class (services/api/limits.ts), per credential (a platform key, or a

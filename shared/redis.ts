@@ -276,7 +276,41 @@ const DEAD_AFTER_TIMEOUTS = 3
 
 const nameOf = (client: RedisClient) => (client instanceof Cluster ? client.options.redisOptions?.connectionName : client.options.connectionName)
 
-function connect(name: string, options: RedisOptions = {}, url = config.redisUrl): RedisClient {
+/** Every connection this process holds (until ended), command or dedicated: read by the metrics (redisUsage). */
+const open = new Map<RedisClient, 'command' | 'dedicated'>()
+
+/** What the metrics read of this process's Redis connections now: see redisUsage. */
+export interface RedisUsage {
+  /** Connections by role and whether each is ready (a cluster client counts once, by its own state). */
+  connections: { role: 'command' | 'dedicated'; ready: boolean }[]
+  /**
+   * Commands of the command connections (a process has one: `redis()`) not answered yet: `sent` (written, awaiting the
+   * reply: ioredis' commandQueue, per node on a cluster) and `queued` (ioredis' offline queue: commands held until the
+   * connection is up, which a command connection does only until its first connection).
+   */
+  commands: { sent: number; queued: number }
+}
+
+/** ioredis' offline queue is not in its typings; its length is read, never touched. */
+const offlineOf = (client: RedisClient) => (client as unknown as { offlineQueue?: { length: number } }).offlineQueue?.length ?? 0
+
+/** This process's Redis connections and their commands, read now (metrics). */
+export function redisUsage(): RedisUsage {
+  const usage: RedisUsage = { connections: [], commands: { sent: 0, queued: 0 } }
+  for (const [client, role] of open) {
+    usage.connections.push({ role, ready: client.status === 'ready' })
+    if (role !== 'command') continue
+    const nodes = client instanceof Cluster ? client.nodes('all') : [client]
+    usage.commands.queued += offlineOf(client)
+    for (const node of nodes) {
+      usage.commands.sent += node.commandQueue.length
+      if (node !== client) usage.commands.queued += offlineOf(node)
+    }
+  }
+  return usage
+}
+
+function connect(name: string, options: RedisOptions = {}, url = config.redisUrl, role: 'command' | 'dedicated' = 'dedicated'): RedisClient {
   const redisOptions: RedisOptions = {
     connectionName: name,
     connectTimeout: Math.max(1000, config.redis.commandTimeoutMs),
@@ -302,6 +336,8 @@ function connect(name: string, options: RedisOptions = {}, url = config.redisUrl
       enableOfflineQueue: options.enableOfflineQueue ?? true,
     })
     : new Redis(url, { lazyConnect: false, ...redisOptions })
+  open.set(client, role)
+  client.once('end', () => open.delete(client))
   // ioredis reconnects by itself; without a listener every failed attempt is an "unhandled error" on stderr.
   let lastLogged = 0
   client.on('error', (error: Error) => {
@@ -330,7 +366,7 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
     // A command that timed out was already answered 503; sending it again on the next connection would run a write
     // its caller was told failed (a publish stored twice once the client retries), and, counted as new, loop the healing.
     autoResendUnfulfilledCommands: false,
-  }, url)
+  }, url, 'command')
   // Queue commands only until the first connection (foreman starts processes in no order); after that a command sent
   // while Redis is down fails at once: a request should hear "unavailable" now, not after a reconnect backoff.
   if (client instanceof Cluster) {

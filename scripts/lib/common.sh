@@ -21,6 +21,7 @@ BUN_VERSION=1.4.5
 STARTED=()                # services started by this invocation, in start order
 declare -A SERVICE_STATE  # name -> started | reused | external (for banners)
 CHILD_PID=''              # the foreground program (foreman, bun test) while it runs
+BACKGROUND_PIDS=()        # programs start_child started and wait_child has not seen end (each leads its own group)
 GOT_SIGNAL=''             # INT / TERM / HUP once one arrived
 
 if [[ -t 2 ]]; then BOLD=$'\033[1m' RED=$'\033[31m' RESET=$'\033[0m'; else BOLD='' RED='' RESET=''; fi
@@ -329,6 +330,30 @@ start_redis() {
   else export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"; fi
 }
 
+# A second redis-server (127.0.0.1:56380, no persistence), for the half of scripts/test's first pass that runs beside
+# the other half: pub/sub channels and CLIENT KILL reach every database of a server, so the halves need a server each,
+# not an index each. Exports SECOND_REDIS_URL; one already set names an existing server instead. With REDIS_URL set
+# and SECOND_REDIS_URL not, none is started (SECOND_REDIS_URL stays empty): whoever gave a server gets no other.
+SECOND_REDIS_PORT=56380
+second_redis_ready() { [[ $(redis-cli -h 127.0.0.1 -p "$SECOND_REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
+start_second_redis() {
+  local logfile=$LOG_DIR/redis-second.log pid
+  if [[ -n ${SECOND_REDIS_URL:-} ]]; then SERVICE_STATE[redis-second]=external; export SECOND_REDIS_URL; return 0; fi
+  if [[ ${SERVICE_STATE[redis]:-} == external ]]; then SECOND_REDIS_URL=''; return 0; fi
+  if pid=$(service_pid redis-second "redis-server 127.0.0.1:$SECOND_REDIS_PORT"); then
+    SERVICE_STATE[redis-second]=reused
+    log "second Redis: reusing pid $pid on 127.0.0.1:$SECOND_REDIS_PORT"
+  else
+    require_free_port "$SECOND_REDIS_PORT" 'second Redis' SECOND_REDIS_URL "redis://127.0.0.1:6380"
+    log "second Redis: starting on 127.0.0.1:$SECOND_REDIS_PORT"
+    mkdir -p "$DATA_DIR/redis-second"
+    launch redis-second "$logfile" redis-server --bind 127.0.0.1 --port "$SECOND_REDIS_PORT" --dir "$DATA_DIR/redis-second" \
+      --save '' --appendonly no --daemonize no
+    wait_until 'second Redis' "$(<"$RUN_DIR/redis-second.pid")" "$logfile" 20 second_redis_ready
+  fi
+  export SECOND_REDIS_URL="redis://127.0.0.1:$SECOND_REDIS_PORT"
+}
+
 # ---------------------------------------------------------------------------------------------------------------
 # Redis Cluster (scripts/test's second pass): three masters, no replicas, no persistence. A node's port must be at most
 # 55535: its cluster bus listens 10 000 higher. Both below Linux's ephemeral range (32768 up): a port in it can be held
@@ -466,10 +491,21 @@ on_signal() {
   if [[ -n $CHILD_PID ]] && pid_alive "$CHILD_PID"; then
     log "SIG$sig: stopping"
     kill -TERM "$CHILD_PID" 2>/dev/null || true
+    stop_background
+  elif (( ${#BACKGROUND_PIDS[@]} )); then
+    log "SIG$sig: stopping"
+    stop_background
   else
     exit $(( 128 + $(kill -l "$sig") ))
   fi
   return 0
+}
+
+# SIGTERM to the whole group of every program start_child started (bun test and the workers it spawned); wait_child
+# then sees each end and kills what is left.
+stop_background() {
+  local pid
+  for pid in "${BACKGROUND_PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
 }
 
 on_exit() {
@@ -477,6 +513,7 @@ on_exit() {
   set +e   # clean up as much as possible, whatever fails
   trap - EXIT INT TERM HUP
   if [[ -n $CHILD_PID ]] && pid_alive "$CHILD_PID"; then kill -TERM "$CHILD_PID" 2>/dev/null || true; fi
+  stop_background
   stop_started
   [[ -z $GOT_SIGNAL ]] || rc=$(( 128 + $(kill -l "$GOT_SIGNAL") ))
   exit "$rc"
@@ -493,7 +530,7 @@ install_traps() {
 group_pids() {
   local pgid=$1 f stat fields
   for f in /proc/[0-9]*/stat; do
-    stat=$(<"$f") 2>/dev/null || continue
+    { stat=$(<"$f"); } 2>/dev/null || continue # gone meanwhile
     read -r -a fields <<<"${stat##*) }"   # state ppid pgrp ...
     [[ ${fields[0]} != Z && ${fields[2]} == "$pgid" ]] && echo "${f//[^0-9]/}"
   done
@@ -515,12 +552,40 @@ run_child() {
     pid_alive "$pid" || break   # wait returns early (>128) when a trapped signal arrives
   done
   CHILD_PID=''
-  if (( own )) && [[ -n $(group_pids "$pid") ]]; then
-    warn "terminating leftover processes of group $pid: $(group_pids "$pid" | tr '\n' ' ')"
-    kill -TERM -- "-$pid" 2>/dev/null || true
-    sleep 1
-    kill -KILL -- "-$pid" 2>/dev/null || true
-  fi
+  (( ! own )) || end_group "$pid"
+  return "$rc"
+}
+
+# end_group PGID: terminates what is left in a finished child's process group (a worker its tests left running).
+end_group() {
+  [[ -n $(group_pids "$1") ]] || return 0
+  warn "terminating leftover processes of group $1: $(group_pids "$1" | tr '\n' ' ')"
+  kill -TERM -- "-$1" 2>/dev/null || true
+  sleep 1
+  kill -KILL -- "-$1" 2>/dev/null || true
+}
+
+# start_child CMD...: CMD in the background in a session of its own, as run_child --own-group, but not waited for:
+# the caller goes on (runs another child beside it) and later calls wait_child "$STARTED_CHILD". A signal or this
+# script's exit stops it meanwhile.
+STARTED_CHILD=''
+start_child() {
+  setsid "$@" 9>&- &
+  STARTED_CHILD=$!
+  BACKGROUND_PIDS+=("$STARTED_CHILD")
+}
+
+# wait_child PID: waits until a child start_child started has ended (through any trapped signal); returns its exit
+# status, and terminates what is left in its group.
+wait_child() {
+  local pid=$1 rc other rest=()
+  while :; do
+    rc=0; wait "$pid" || rc=$?
+    pid_alive "$pid" || break   # wait returns early (>128) when a trapped signal arrives
+  done
+  for other in "${BACKGROUND_PIDS[@]}"; do [[ $other == "$pid" ]] || rest+=("$other"); done
+  BACKGROUND_PIDS=("${rest[@]}")
+  end_group "$pid"
   return "$rc"
 }
 

@@ -1,5 +1,5 @@
-// The webhooks process's metrics (docs/metrics.md): each attempt by outcome with its duration, and the deliveries
-// pending across every webhooks process (read at scrape time). `outcome` is a fixed list: the answer's status class,
+// The webhooks process's metrics (docs/metrics.md): each attempt by outcome with its duration, the Realtime events
+// recorded or dropped, and the deliveries pending across every webhooks process (read at scrape time). `outcome` is a fixed list: the answer's status class,
 // `timeout`, or `refused` (no answer: the address refused by the URL rules, DNS failed, the connection failed).
 import { sql } from '../../shared/db/client'
 import { cached } from '../../shared/metrics/cached'
@@ -24,11 +24,19 @@ export function outcomeOf(result: OutboundResult): string {
   return kind >= 1 && kind <= 5 ? `${kind}xx` : 'other'
 }
 
+const realtimeEvents = counter('webhook_realtime_events_total',
+  'Realtime webhook events read from the hooks streams, by outcome: recorded (a message for the endpoints that want it), unwanted (no endpoint wants it), dropped (trimmed from its stream while pending, or not one the scripts write)', ['outcome'])
+const REALTIME_OUTCOMES = ['recorded', 'unwanted', 'dropped'] as const
+
 export const webhookMetrics = {
   attempt(result: OutboundResult): void {
     const outcome = outcomeOf(result)
     attempts.inc({ outcome })
     duration.observe({ outcome }, result.durationMs / 1000)
+  },
+  /** Realtime events by outcome, once their batch is recorded (a batch read again after a crash counts again). */
+  realtimeEvents(counts: Partial<Record<(typeof REALTIME_OUTCOMES)[number], number>>): void {
+    for (const outcome of REALTIME_OUTCOMES) realtimeEvents.inc({ outcome }, counts[outcome] ?? 0)
   },
 }
 

@@ -9,6 +9,7 @@ import { log } from '../../shared/log'
 import { ALL_KINDS, EVENT_KINDS } from '../../shared/webhooks/events'
 import { recordEvent } from '../../shared/webhooks/outbox'
 import { isUuid } from '../../shared/ids'
+import { webhookMetrics } from './metrics'
 
 const KINDS: readonly string[] = EVENT_KINDS.realtime
 
@@ -24,7 +25,10 @@ export async function recordHookEvents(events: HookEvent[]): Promise<void> {
     log('warn', 'realtime webhook event dropped: not one the scripts write', { id: event.id, kind: String(event.kind).slice(0, 64) })
     return false
   })
-  if (!valid.length) return
+  const dropped = events.length - valid.length
+  if (!valid.length) return webhookMetrics.realtimeEvents({ dropped })
+  // Counted once the transaction commits: a batch that fails stays pending and is counted when it is recorded.
+  let recorded = 0
   await sql.begin(async (tx) => {
     const products = [...new Set(valid.map((event) => event.productId))]
     const endpoints = await tx<{ product_id: string; event_kinds: string[] }[]>`
@@ -33,15 +37,19 @@ export async function recordHookEvents(events: HookEvent[]): Promise<void> {
     for (const event of valid) {
       const product = event.productId.toLowerCase() // as PostgreSQL answers a uuid
       if (!wanted.has(`${product}/${event.kind}`) && !wanted.has(`${product}/${ALL_KINDS}`)) continue
-      await recordEvent(tx, { productId: event.productId, area: 'realtime', kind: event.kind, data: event.data, dedupeKey: event.id })
+      if (await recordEvent(tx, { productId: event.productId, area: 'realtime', kind: event.kind, data: event.data, dedupeKey: event.id })) recorded++
     }
   })
+  webhookMetrics.realtimeEvents({ recorded, unwanted: valid.length - recorded, dropped })
 }
 
 /** Reads and records until stopped; `stop` resolves once every shard's loop has ended. */
 export function startRealtimeEvents(): { stop(): Promise<void> } {
   const controller = new AbortController()
-  const done = consumeHookEvents({ consumer: config.webhooks.consumer, handle: recordHookEvents, signal: controller.signal })
+  const done = consumeHookEvents({
+    consumer: config.webhooks.consumer, handle: recordHookEvents, signal: controller.signal,
+    dropped: (entries) => webhookMetrics.realtimeEvents({ dropped: entries }),
+  })
   return {
     async stop() {
       controller.abort()

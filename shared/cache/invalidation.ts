@@ -1,11 +1,16 @@
 // Cross-process cache invalidation over Redis pub/sub. A worker caches API keys and namespace policies for at most
 // config.cache.ttlMs; a change published here drops the entry on every worker at once.
-import { Cluster, type Redis } from 'ioredis'
+import { Cluster } from 'ioredis'
+import { randomUUID } from 'node:crypto'
 import { config } from '../config'
 import { describeError, log } from '../log'
 import { dedicatedRedis, redis } from '../redis'
 
 export const INVALIDATION_CHANNEL = 'platform:invalidate'
+/** The member of a published message naming the announcement; listeners get the message without it. */
+const ANNOUNCEMENT_ID = 'announcement'
+/** How many recent announcement ids a subscriber remembers to drop repeats: far more than arrive within a bus relay. */
+const REMEMBERED_ANNOUNCEMENTS = 4096
 
 /**
  * A subscriber only listens, so a link that dies without a reset (no RST ever arrives on a dead path) would look live
@@ -36,27 +41,23 @@ export type Invalidation =
 export async function publishInvalidation(message: Invalidation): Promise<void> {
   // Workers key their caches by lower-case product id.
   const canonical = 'productId' in message ? { ...message, productId: message.productId.toLowerCase() } : message
-  const text = JSON.stringify(canonical)
-  let failure: unknown
-  for (const server of publishers()) {
-    try {
-      await server.publish(INVALIDATION_CHANNEL, text)
-      return
-    } catch (error) {
-      failure = error
-    }
-  }
-  log('warn', 'invalidation not published', { kind: message.kind, ...describeError(failure) })
-}
-
-/**
- * Where a PUBLISH may go, in order. On a cluster any node broadcasts it to all; a keyless command would go to a random
- * master, perhaps one that is down: so each master whose connection is ready, then the cluster client's own choice.
- */
-function publishers(): Pick<Redis, 'publish'>[] {
+  // The id lets a subscriber that hears one announcement from several masters (below) act on it once.
+  const text = JSON.stringify({ ...canonical, [ANNOUNCEMENT_ID]: randomUUID() })
   const client = redis()
-  if (!(client instanceof Cluster)) return [client]
-  return [...client.nodes('master').filter((node) => node.status === 'ready'), client]
+  if (client instanceof Cluster) {
+    // Each master delivers to its own subscribers before it answers, but relays to the other nodes' over the cluster
+    // bus only afterwards: one PUBLISH returning says nothing of workers subscribed elsewhere, and the next request
+    // could beat the message there. So every ready master is told (a subscriber hears it from each and acts once:
+    // onInvalidation), and the change counts as announced once any of them has it.
+    const masters = client.nodes('master').filter((node) => node.status === 'ready')
+    const results = await Promise.allSettled(masters.map((node) => node.publish(INVALIDATION_CHANNEL, text)))
+    if (results.some((result) => result.status === 'fulfilled')) return
+  }
+  try {
+    await client.publish(INVALIDATION_CHANNEL, text)
+  } catch (error) {
+    log('warn', 'invalidation not published', { kind: message.kind, ...describeError(error) })
+  }
 }
 
 /**
@@ -70,9 +71,16 @@ export async function onInvalidation(
 ): Promise<() => Promise<void>> {
   const subscriber = dedicatedRedis('invalidation')
   let stopped = false
+  const seen = new Set<string>() // insertion-ordered: the oldest id is dropped first
   subscriber.on('message', (_channel: string, text: string) => {
     try {
-      listener(JSON.parse(text) as Invalidation)
+      const { [ANNOUNCEMENT_ID]: id, ...message } = JSON.parse(text) as Invalidation & { [ANNOUNCEMENT_ID]?: string }
+      if (typeof id === 'string') {
+        if (seen.has(id)) return
+        seen.add(id)
+        if (seen.size > REMEMBERED_ANNOUNCEMENTS) seen.delete(seen.values().next().value!)
+      }
+      listener(message as Invalidation)
     } catch {}
   })
   subscriber.on('close', () => {

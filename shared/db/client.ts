@@ -21,7 +21,7 @@ function pool(max = 10, connection: Record<string, string> = {}): Sql {
 }
 
 /** The shared pool, created on first use so that modules can import it without connecting. */
-export const sql: Sql = withDeadlines(pool(), { timeoutMs: config.db.timeoutMs, coolDownMs: config.db.coolDownMs })
+export const sql: Sql = withDeadlines(pool(), { timeoutMs: config.db.timeoutMs, coolDownMs: config.db.coolDownMs, name: 'main' })
 
 /**
  * Every analytics query is planned for its own values. postgres.js prepares statements, and after five runs PostgreSQL
@@ -34,7 +34,7 @@ const ANALYTICS_SESSION = { plan_cache_mode: 'force_custom_plan' }
  * A small pool for analytics queries: their own, longer deadline (each also sets a statement_timeout), so that a heavy
  * query neither takes the main pool's connections nor is cut at the main pool's deadline.
  */
-export const analyticsSql: Sql = withDeadlines(pool(4, ANALYTICS_SESSION), { timeoutMs: config.analytics.queryTimeoutMs + 2000, coolDownMs: config.db.coolDownMs })
+export const analyticsSql: Sql = withDeadlines(pool(4, ANALYTICS_SESSION), { timeoutMs: config.analytics.queryTimeoutMs + 2000, coolDownMs: config.db.coolDownMs, name: 'analytics' })
 
 /**
  * A pool without deadlines, for scripts whose statements may legitimately run long (migrations, key rotation).

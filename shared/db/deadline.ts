@@ -17,6 +17,31 @@ export interface DeadlineOptions {
   timeoutMs: number
   /** After a connection failure, new work fails at once for this long; then the next statement probes the server. */
   coolDownMs: number
+  /** The pool's name in the metrics (`platform_db_statements_pending`); a pool without one is not counted there. */
+  name?: string
+}
+
+/** Statements of a pool handed to it and not answered yet: `sent` to a connection, or `waiting` for one. */
+export interface PendingStatements {
+  sent: number
+  waiting: number
+}
+
+const pools = new Map<string, PoolState>()
+
+/**
+ * The pending statements of each named pool, by name, read now (metrics). A statement is written to a connection as
+ * soon as one is open and not full (postgres.js pipelines), so `waiting` counts those for which every connection is
+ * busy connecting or full, and `sent` those whose answer is awaited (running, or queued behind another on its connection).
+ */
+export function pendingStatements(): Map<string, PendingStatements> {
+  const counts = new Map<string, PendingStatements>()
+  for (const [name, pool] of pools) {
+    let sent = 0
+    for (const query of pool.waiting) if (query.state !== null) sent++
+    counts.set(name, { sent, waiting: pool.waiting.size - sent })
+  }
+  return counts
 }
 
 /** The 503 every PostgreSQL outage turns into; `retryAfter` seconds. */
@@ -53,7 +78,7 @@ function defuse(query: PendingQuery): void {
 const isQuery = (value: unknown): value is PendingQuery =>
   value instanceof Promise && 'executed' in value && 'strings' in value
 
-/** What the queries of one pool share: its breaker, and the queries handed to it that are not sent yet. */
+/** What the queries of one pool share: its breaker, and the queries handed to it that are not answered yet. */
 class PoolState {
   readonly waiting = new Set<PendingQuery>()
   constructor(readonly breaker: Breaker, private readonly pool: Sql) {}
@@ -144,6 +169,7 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
  */
 export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new Breaker('postgres', options.coolDownMs)): Sql {
   const state = new PoolState(breaker, pool)
+  if (options.name) pools.set(options.name, state)
   const refuseWhileOpen = () => (breaker.tryPass() ? null : databaseUnavailable('recent connection failure', breaker.retryAfter))
   const guardQueries = (target: Sql, refuse: () => ApiError | null, deadline: () => number): Sql =>
     new Proxy(target, {

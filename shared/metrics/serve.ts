@@ -6,10 +6,14 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { config } from '../config'
 import { log } from '../log'
 import { watchBreakers } from './breakers'
+import { watchPools } from './pools'
 import { registry } from './registry'
 
+/** What the listener itself needs of config.metrics. */
+type ListenerSettings = Pick<typeof config.metrics, 'port' | 'portOffset' | 'host' | 'token'>
+
 /** The port this worker's metrics are served on, or 0 for none. */
-export function metricsPort(settings = config.metrics, foremanPort = process.env.PORT): number {
+export function metricsPort(settings: ListenerSettings = config.metrics, foremanPort = process.env.PORT): number {
   if (settings.portOffset > 0 && foremanPort) {
     const port = Number(foremanPort) + settings.portOffset
     if (!Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`PORT (${foremanPort}) + METRICS_PORT_OFFSET (${settings.portOffset}) is not a port`)
@@ -47,21 +51,23 @@ const problem = (status: number, error: string, message: string, headers: Record
   Response.json({ error, message }, { status, headers })
 
 /**
- * Starts the listener when a metrics port is configured (and the breaker gauges with it); returns it, or undefined.
+ * Starts the listener when a metrics port is configured (and the breaker and pool gauges with it); returns it, or undefined.
  * A port already taken fails the process at start, as any listener would: two workers given the same METRICS_PORT;
- * so does a METRICS_HOST other than loopback without METRICS_TOKEN (checkMetricsSettings).
+ * so does a METRICS_HOST other than loopback without METRICS_TOKEN (checkMetricsSettings). `settings`: the
+ * configuration's unless given (tests start a listener in their own process).
  */
-export function serveMetrics(processName: string): Server<undefined> | undefined {
-  const port = metricsPort()
+export function serveMetrics(processName: string, settings: ListenerSettings = config.metrics): Server<undefined> | undefined {
+  const port = metricsPort(settings)
   if (port === 0) return undefined
-  checkMetricsSettings()
+  checkMetricsSettings(settings)
   watchBreakers()
-  const token = config.metrics.token
+  watchPools()
+  const token = settings.token
   // Concurrent scrapes share one collection (its scrape-time queries included) instead of running one each.
   let collecting: Promise<string> | undefined
   const collect = () => (collecting ??= registry.metrics().finally(() => (collecting = undefined)))
   const server = Bun.serve({
-    hostname: config.metrics.host,
+    hostname: settings.host,
     port,
     async fetch(request) {
       const path = new URL(request.url).pathname
@@ -73,6 +79,6 @@ export function serveMetrics(processName: string): Server<undefined> | undefined
       return new Response(await collect(), { headers: { 'content-type': registry.contentType } })
     },
   })
-  log('info', 'metrics listening', { name: processName, host: config.metrics.host, port: server.port })
+  log('info', 'metrics listening', { name: processName, host: settings.host, port: server.port })
   return server
 }

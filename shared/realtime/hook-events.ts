@@ -50,6 +50,11 @@ export interface ConsumeOptions {
    */
   handle: (events: HookEvent[]) => Promise<void>
   signal: AbortSignal
+  /**
+   * Told of entries acknowledged without an event: trimmed from the stream while pending, or not one the scripts write
+   * (webhook metrics). Once per batch, after it is acknowledged.
+   */
+  dropped?: (entries: number) => void
   /** Entries per read (default 100). */
   count?: number
   /** How long an entry stays pending with a consumer before another claims it (ms, default 60 000). */
@@ -163,7 +168,10 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
           claimedAt = Date.now()
           const [next, claimed, deleted] = (await connection.xautoclaim(key, HOOKS_GROUP, consumer, claimIdleMs, claimFrom, 'COUNT', count)) as [string, [string, string[]][], string[]]
           claimFrom = next
-          if (deleted?.length) await connection.xack(key, HOOKS_GROUP, ...deleted)
+          if (deleted?.length) {
+            await connection.xack(key, HOOKS_GROUP, ...deleted)
+            options.dropped?.(deleted.length)
+          }
           entries = claimed
         }
         if (!entries.length) {
@@ -188,6 +196,7 @@ async function readShard(shard: number, options: ConsumeOptions): Promise<void> 
           continue
         }
         await connection.xack(key, HOOKS_GROUP, ...entries.map(([id]) => id))
+        if (events.length < entries.length) options.dropped?.(entries.length - events.length)
         if (Date.now() - trimmedAt >= TRIM_EVERY_MS) {
           trimmedAt = Date.now()
           await trimAcknowledged(key)

@@ -195,12 +195,14 @@ export class RedisCluster {
   /**
    * Without persistence, as the tests want a crash to lose data. `cluster-require-full-coverage no`: the nodes that
    * are up keep serving their slots while one is down (docs/realtime-data-plane.md#redis-cluster).
+   * `repl-diskless-sync-delay 0`: a master sends a new replica its data at once; by default it waits 5 s for more
+   * replicas to share the transfer, which every replica started or added paid in full (5 s of each addReplica).
    */
   private spawnNode(port: number) {
     return Bun.spawn([
       'redis-server', '--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes',
       '--cluster-config-file', `nodes-${port}.conf`, '--dir', this.dir, '--save', '', '--appendonly', 'no',
-      '--cluster-require-full-coverage', 'no', '--cluster-node-timeout', '2000',
+      '--cluster-require-full-coverage', 'no', '--cluster-node-timeout', '2000', '--repl-diskless-sync-delay', '0',
     ], { stdout: 'ignore', stderr: 'inherit' })
   }
 

@@ -6,7 +6,9 @@ import type { Page } from 'playwright-core'
 import { startSmtpSink, type Sink } from '../../scripts/smtp-sink'
 import { newProduct, startProcess, type Worker } from '../helpers'
 import { startDnsServer, type DnsServer } from '../mail/dns-server'
+import { CONFIRM_ARMED_MS } from '../../services/api/console/app/views/mail/parts'
 import { expectNoProblems, openArea, screenshot, useBrowser } from './browser'
+import { watchRefusals } from './refusals'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 interface DnsRecord { record: string; type: string; name: string; value: string; status: string }
@@ -71,13 +73,17 @@ async function send(owner: Owner, key: string, body: Record<string, unknown>): P
   return answer.id
 }
 
-/** The email once the mailer has finished with it (its last event one of `events`), as mail_emails_get answers it. */
-async function settled(owner: Owner, id: string, events: string[]): Promise<any> {
-  for (;;) {
-    const email = await platform(owner, 'GET', `/mail/emails/${id}`)
+/**
+ * The email once the mailer has finished with it (its last event one of `events`), as mail_emails_get answers it. The
+ * deadline only turns a mailer that never finishes into a failure naming the email and where it stopped.
+ */
+async function settled(owner: Owner, id: string, events: string[], deadlineMs = 15_000): Promise<any> {
+  let email: any
+  for (const deadline = Date.now() + deadlineMs; Date.now() < deadline; await Bun.sleep(50)) {
+    email = await platform(owner, 'GET', `/mail/emails/${id}`)
     if (events.includes(email.last_event)) return email
-    await Bun.sleep(50)
   }
+  throw new Error(`email ${id} never reached ${events.join(' or ')}: still ${email?.last_event} after ${deadlineMs} ms (events: ${email?.events?.map((e: any) => e.type).join(', ')})`)
 }
 
 /** Every domain card on the page: its id, name, state and DNS records as the page shows them. */
@@ -135,6 +141,17 @@ describe('domains', () => {
     await page.click(`[data-domain-id="${secondId}"] a.domain-name`)
     await page.waitForSelector(`[data-testid=domain] [data-domain-id="${secondId}"]`)
     expect(await domainsOnPage(page)).toEqual(asShown([checked[0]]))
+    // A first click arms Delete; a press anywhere else disarms it, and a later click only arms it again.
+    const danger = `[data-domain-id="${secondId}"] button.danger`
+    await page.click(danger)
+    await page.waitForSelector(`${danger}[data-armed]:text-is("Confirm delete")`)
+    await page.click('[data-domain-id] .hint')
+    await page.waitForSelector(`${danger}:not([data-armed]):text-is("Delete")`)
+    await page.click(danger)
+    await page.waitForSelector(`${danger}[data-armed]`)
+    await page.keyboard.press('Escape')
+    await page.waitForSelector(`${danger}:not([data-armed]):text-is("Delete")`)
+    expect((await platform(owner, 'GET', '/mail/domains')).data).toHaveLength(2)
     await page.click(`[data-domain-id="${secondId}"] button.danger`)
     await page.click(`[data-domain-id="${secondId}"] button.danger:text("Confirm delete")`)
     await page.waitForFunction((id) => !document.querySelector(`[data-domain-id="${id}"]`) && document.querySelectorAll('[data-domain-id]').length === 1, secondId)
@@ -177,6 +194,11 @@ describe('sending keys', () => {
     expect(await page.$('[data-testid=new-key]')).toBeNull()
     expect(await page.textContent('body')).not.toContain(secret)
 
+    // Left armed, Delete disarms by itself (CONFIRM_ARMED_MS): no stray later click can delete the key.
+    await page.click('[data-testid=keys] button.danger')
+    await page.waitForSelector('[data-testid=keys] button.danger[data-armed]:text-is("Confirm delete")')
+    await page.waitForSelector('[data-testid=keys] button.danger:not([data-armed]):text-is("Delete")', { timeout: CONFIRM_ARMED_MS + 10_000 })
+    expect((await platform(owner, 'GET', '/mail/api-keys')).data).toHaveLength(1)
     await page.click('[data-testid=keys] button.danger')
     await page.click('[data-testid=keys] button.danger:text("Confirm delete")')
     await page.waitForSelector('[data-testid=keys] .empty')
@@ -242,27 +264,47 @@ describe('email log', () => {
     expectNoProblems(console)
   })
 
-  test('the log pages: Older shows the next page after the last email, Newer comes back', async () => {
+  test('the log pages: Older walks back page by page after the last email, Newer walks forward before the first', async () => {
     const { owner, domain } = await sendingProduct('Mail console pages')
     const { key } = await platform(owner, 'POST', '/mail/api-keys', { name: 'pages', scope: 'full_access' })
-    for (let i = 0; i < 21; i++) await send(owner, key, { from: `hello@${domain.name}`, to: 'ann@example.org', subject: `n${i}`, text: 'hi' })
+    // Three pages of 20, 20 and 1; one subject on the middle page is a single unbroken word far wider than the page.
+    const long = `n0-${'x'.repeat(600)}`
+    for (let i = 0; i < 41; i++) await send(owner, key, { from: `hello@${domain.name}`, to: 'ann@example.org', subject: i === 15 ? long : `n${i}`, text: 'hi' })
+    const ids = (page: { data: { id: string }[] }) => page.data.map((e) => e.id)
+    const pages: string[][] = [ids(await platform(owner, 'GET', '/mail/emails?limit=20'))]
+    pages.push(ids(await platform(owner, 'GET', `/mail/emails?limit=20&after=${pages[0]!.at(-1)}`)))
+    pages.push(ids(await platform(owner, 'GET', `/mail/emails?limit=20&after=${pages[1]!.at(-1)}`)))
+    expect(pages.map((p) => p.length)).toEqual([20, 20, 1])
+    expect(new Set(pages.flat()).size).toBe(41)
+
     const console = await browser.open()
     const { page } = console
     await openArea(page, owner, owner.productId, 'mail')
     await page.click('nav.tabs a:text("Email log")')
-    await page.waitForSelector('table.email-log')
-    const subjects = () => page.$$eval('table.email-log a.subject', (links) => links.map((a) => a.textContent))
-    const first = await platform(owner, 'GET', '/mail/emails?limit=20')
-    expect(await subjects()).toEqual(first.data.map((e: any) => e.subject))
-    expect(first.data[0].subject).toBe('n20')
-    expect(await page.isDisabled('[data-testid=newer]')).toBe(true)
+    const shown = () => page.$$eval('table.email-log a.subject', (links) => links.map((a) => a.getAttribute('data-email-id')))
+    /** Waits until the log shows exactly `expected` (read from the page), then checks which way it can go on. */
+    const expectPage = async (expected: string[], can: { newer: boolean; older: boolean }) => {
+      // A generous deadline, so that a wrong page fails here showing what the page has instead of timing the test out.
+      await page.waitForFunction((want) => {
+        const got = [...document.querySelectorAll('table.email-log a.subject')].map((a) => a.getAttribute('data-email-id'))
+        return JSON.stringify(got) === JSON.stringify(want)
+      }, expected, { timeout: 8000 }).catch(() => undefined)
+      expect(await shown()).toEqual(expected)
+      expect({ newer: await page.isEnabled('[data-testid=newer]'), older: await page.isEnabled('[data-testid=older]') }).toEqual(can)
+    }
+    await expectPage(pages[0]!, { newer: false, older: true })
     await page.click('[data-testid=older]')
-    await page.waitForFunction(() => document.querySelectorAll('table.email-log a.subject').length === 1)
-    expect(await subjects()).toEqual(['n0'])
-    expect(await page.isDisabled('[data-testid=older]')).toBe(true)
+    await expectPage(pages[1]!, { newer: true, older: true })
+    // The unbroken subject wraps inside its cell: the log is no wider than its card.
+    expect(await page.$eval('table.email-log', (table) => table.scrollWidth <= table.parentElement!.clientWidth)).toBe(true)
+    expect(await page.textContent('table.email-log a.subject:text-matches("^n0-x")')).toBe(long)
+    await page.click('[data-testid=older]')
+    await expectPage(pages[2]!, { newer: true, older: false })
+    // Newer from the last page is the middle page (the 20 just before its first email), not the newest one.
     await page.click('[data-testid=newer]')
-    await page.waitForFunction(() => document.querySelectorAll('table.email-log a.subject').length === 20)
-    expect(await subjects()).toEqual(first.data.map((e: any) => e.subject))
+    await expectPage(pages[1]!, { newer: true, older: true })
+    await page.click('[data-testid=newer]')
+    await expectPage(pages[0]!, { newer: false, older: true })
     expectNoProblems(console)
   })
 })
@@ -275,6 +317,7 @@ describe('errors', () => {
     const theirs = await send(stranger.owner, key, { from: `hi@${stranger.domain.name}`, to: 'ann@example.org', subject: 'private', text: 'hi' })
     const console = await browser.open()
     const { page } = console
+    const refusals = watchRefusals(page)
     await openArea(page, owner, owner.productId, 'mail')
     await page.waitForSelector('[data-domain-id]')
     await page.fill('[data-testid=domain-create] input[name=name]', 'not a domain')
@@ -284,11 +327,13 @@ describe('errors', () => {
     expect(await page.$$eval('[data-domain-id]', (cards) => cards.length)).toBe(1)
 
     await page.evaluate((hash) => { location.hash = hash }, `#/p/${owner.productId}/mail/emails/${theirs}`)
-    await page.waitForSelector('.mail-view .error')
-    expect(await page.textContent('.mail-view .error')).toMatch(/not found/i)
+    await page.waitForSelector('[data-testid=email-error]')
+    expect(await page.textContent('[data-testid=email-error]')).toMatch(/not found/i)
     expect(await page.textContent('body')).not.toContain('private')
-    // The only problems the page saw are the browser's own notes of the two refused requests.
-    expect(console.problems).toHaveLength(2)
-    for (const problem of console.problems) expect(problem).toMatch(/Failed to load resource: the server responded with a status of (400|404)/)
+    // The only requests refused are the two above, and the only problems the page saw are the browser's notes of them.
+    refusals.expectOnly(console, [
+      { method: 'POST', status: 400, path: '/mail/domains' },
+      { method: 'GET', status: 404, path: `/mail/emails/${theirs}` },
+    ])
   })
 })

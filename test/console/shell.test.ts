@@ -1,7 +1,7 @@
 // The console's frame: served with its security headers, sign-in with the platform login, the product list, the
 // areas; and nothing but the catalog's operations behind it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, newProduct, newUser, ok, startProcess, type Worker } from '../helpers'
+import { call, newProduct, newUser, ok, okResponse, startProcess, type Worker } from '../helpers'
 import { expectNoProblems, openArea, signIn, useBrowser } from './browser'
 
 let apiWorker: Worker
@@ -34,13 +34,25 @@ describe('serving', () => {
     expect(html).not.toMatch(/\son[a-z]+=/i)
   })
 
-  test('an unknown asset is a 404 in the platform error body; a repeated fetch with its etag is a 304', async () => {
+  test('an unknown asset is a 404 in the platform error body, a repeated fetch with its etag a 304, both with the security headers', async () => {
     const missing = await fetch(`${apiWorker.url}/console/assets/nothing.js`)
     expect(missing.status).toBe(404)
     expect((await missing.json()).error).toBe('not_found')
     const first = await fetch(`${apiWorker.url}/console/assets/app.js`)
-    const again = await fetch(`${apiWorker.url}/console/assets/app.js`, { headers: { 'if-none-match': first.headers.get('etag')! } })
+    const etag = first.headers.get('etag')!
+    const again = await fetch(`${apiWorker.url}/console/assets/app.js`, { headers: { 'if-none-match': etag } })
     expect(again.status).toBe(304)
+    // Weak comparison over a list, as browsers and proxies send it.
+    const weak = await fetch(`${apiWorker.url}/console/assets/app.js`, { headers: { 'if-none-match': `"other", W/${etag}` } })
+    expect(weak.status).toBe(304)
+    expect((await fetch(`${apiWorker.url}/console/assets/app.js`, { headers: { 'if-none-match': '"other"' } })).status).toBe(200)
+    for (const response of [missing, again, weak]) {
+      expect(response.headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
+      expect(response.headers.get('content-security-policy')).toContain("require-trusted-types-for 'script'")
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(response.headers.get('x-frame-options')).toBe('DENY')
+      expect(response.headers.get('referrer-policy')).toBe('no-referrer')
+    }
   })
 })
 
@@ -51,7 +63,13 @@ describe('in Chromium', () => {
     const console = await browser.open()
     const { page } = console
     const bearers = new Set<string>()
-    page.on('request', (request) => { const bearer = request.headers().authorization; if (bearer) bearers.add(bearer) })
+    const calls: string[] = []
+    page.on('request', (request) => {
+      const bearer = request.headers().authorization
+      if (bearer) bearers.add(bearer)
+      const url = new URL(request.url())
+      if (url.origin === apiWorker.url && !url.pathname.startsWith('/console')) calls.push(`${request.method()} ${url.pathname}`)
+    })
     await signIn(page, owner.email, owner.password)
     const names = await page.locator('[data-testid=products] li a').allTextContents()
     expect(names.sort()).toEqual(['Console shell product', 'Second product'])
@@ -69,6 +87,12 @@ describe('in Chromium', () => {
     const me = await fetch(`${apiWorker.url}/auth/me`, { headers: { authorization: [...bearers][0]! } })
     expect(me.status).toBe(401)
     expect((await fetch(`${apiWorker.url}/auth/me`, { headers: { authorization: `Bearer ${owner.token}` } })).status).toBe(200)
+    // Nothing but the catalog's operations (and the catalog itself) behind the page.
+    const openapi = await (await fetch(`${apiWorker.url}/openapi.json`)).json() as { paths: Record<string, Record<string, unknown>> }
+    const published = Object.entries(openapi.paths).flatMap(([path, methods]) => Object.keys(methods)
+      .map((method) => new RegExp(`^${method.toUpperCase()} ${path.replace(/\{\w+\}/g, '[^/]+')}$`)))
+    expect(calls.length).toBeGreaterThan(3)
+    for (const made of calls) if (made !== 'GET /openapi.json') expect(published.some((route) => route.test(made))).toBe(true)
     expectNoProblems(console)
   })
 
@@ -100,5 +124,86 @@ describe('in Chromium', () => {
     await page.waitForFunction(() => document.querySelector('[data-testid=product-name]')?.textContent !== '…')
     expect(await page.textContent('[data-testid=product-name]')).toMatch(/not found/i)
     expect(await page.textContent('body')).not.toContain('Hidden product')
+  })
+
+  test('a view that answers late never draws over the view the reader moved to', async () => {
+    const owner = await newProduct('Race product')
+    const console = await browser.open()
+    const { page } = console
+    await signIn(page, owner.email, owner.password)
+    await page.click(`[data-product-id="${owner.productId}"]`)
+    await page.waitForSelector('.content[data-area="analytics"]')
+    let release!: () => void
+    const held = new Promise<void>((resolve) => { release = resolve })
+    let listAsked!: () => void
+    const asked = new Promise<void>((resolve) => { listAsked = resolve })
+    await page.route('**/products?**', async (route) => {
+      listAsked()
+      await held
+      await route.continue()
+    })
+    await page.evaluate(() => { location.hash = '#/products' })
+    await asked
+    await page.evaluate((hash) => { location.hash = hash }, `#/p/${owner.productId}/mail`)
+    await page.waitForSelector('.content[data-area="mail"]')
+    const answered = page.waitForResponse('**/products?**')
+    release()
+    await answered
+    // The list's answer landed in a container no longer on the page: the mail view and its header stay.
+    await page.waitForFunction(() => document.querySelectorAll('.view').length === 1)
+    expect(await page.locator('[data-testid=products]').count()).toBe(0)
+    expect(await page.locator('.topbar').count()).toBe(1)
+    expectNoProblems(console)
+  })
+
+  test('a bookmarked view opens after sign-in; Back to sign-in while signed in keeps the one session', async () => {
+    const owner = await newProduct('Bookmarked product')
+    const console = await browser.open(`#/p/${owner.productId}/mail`)
+    const { page } = console
+    const logins: string[] = []
+    page.on('request', (request) => { if (new URL(request.url()).pathname === '/auth/login') logins.push(request.url()) })
+    await page.waitForSelector('[data-testid=signin]')
+    await page.fill('[data-testid=signin] input[name=email]', owner.email)
+    await page.fill('[data-testid=signin] input[name=password]', owner.password)
+    await page.click('[data-testid=signin] button[type=submit]')
+    await page.waitForSelector('.content[data-area="mail"]')
+    expect(new URL(page.url()).hash).toBe(`#/p/${owner.productId}/mail`)
+    await page.evaluate(() => { location.hash = '#/signin' })
+    await page.waitForSelector('[data-testid=products]')
+    expect(logins).toHaveLength(1)
+    expectNoProblems(console)
+  })
+
+  test('a session ended elsewhere sends the page to sign-in, and back to the same view after it', async () => {
+    const owner = await newProduct('Expiring product')
+    const console = await browser.open()
+    const { page } = console
+    let bearer: string | undefined
+    page.on('request', (request) => { bearer = request.headers().authorization ?? bearer })
+    await signIn(page, owner.email, owner.password)
+    await page.click(`[data-product-id="${owner.productId}"]`)
+    await page.waitForSelector('.content[data-area="analytics"]')
+    await okResponse(await fetch(`${apiWorker.url}/auth/logout`, { method: 'POST', headers: { authorization: bearer! } }), 'logout')
+    await page.click('.topbar nav a[href$="/mail"]')
+    await page.waitForSelector('[data-testid=signin]')
+    await page.fill('[data-testid=signin] input[name=email]', owner.email)
+    await page.fill('[data-testid=signin] input[name=password]', owner.password)
+    await page.click('[data-testid=signin] button[type=submit]')
+    await page.waitForSelector('.content[data-area="mail"]')
+    // The refused calls of the ended session are the page's only console errors (Chromium logs each 401).
+    expect(console.problems.every((problem) => problem.includes('401'))).toBe(true)
+  })
+
+  test('a malformed escape in the address is shown, not thrown; the next link still works', async () => {
+    const owner = await newProduct('Escape product')
+    const console = await browser.open()
+    const { page } = console
+    await signIn(page, owner.email, owner.password)
+    await page.evaluate(() => { location.hash = '#/p/%E0/mail' })
+    await page.waitForSelector('[data-testid=product-name]')
+    await page.waitForFunction(() => document.querySelector('[data-testid=product-name]')?.textContent !== '…')
+    await page.evaluate(() => { location.hash = '#/products' })
+    await page.waitForSelector('[data-testid=products]')
+    expect(console.problems.filter((problem) => problem.startsWith('pageerror'))).toEqual([])
   })
 })

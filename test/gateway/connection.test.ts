@@ -20,7 +20,10 @@ afterAll(async () => {
   await closeRedis()
 })
 
-/** A connection whose shard reads wait for `release()`, writing to `frames`. */
+/**
+ * A connection whose shard reads wait for `release()`, writing to `frames`. `reading` settles once a subscription asks
+ * for its shard: it is then set up as far as it goes before its shard is read.
+ */
 function harness(channel: string) {
   const frames: Record<string, unknown>[] = []
   const transport: Transport = {
@@ -28,23 +31,26 @@ function harness(channel: string) {
   }
   let release!: () => void
   const shardRead = new Promise<void>((resolve) => (release = resolve))
+  let asked!: () => void
+  const reading = new Promise<void>((resolve) => (asked = resolve))
   const deadlines = new Deadlines<Connection>(() => {})
-  const context: GatewayContext = { hub: new Hub<Connection>(), connections: new Set(), deadlines, shards: { add: () => shardRead, remove() {} }, backends: redisBackends() }
+  const shards = { add: () => { asked(); return shardRead }, remove() {} }
+  const context: GatewayContext = { hub: new Hub<Connection>(), connections: new Set(), deadlines, shards, backends: redisBackends() }
   const connection = new Connection(transport, context)
   connection.claims = {
     sub: 'ext:tester', ext: true, pid: product.productId, akid: product.keyId, env: config.environment,
     channels: [{ name: channel, ops: ['subscribe', 'presence'] }], exp: Math.floor(Date.now() / 1000) + 600,
   } as Connection['claims']
-  return { frames, release, connection, stop: () => connection.cleanup() }
+  return { frames, release, reading, connection, stop: () => connection.cleanup() }
 }
 
 for (const namespace of ['chat', 'live']) {
   test(`a presence event arriving while a subscription (${namespace === 'chat' ? 'with' : 'without'} history) is being set up reaches the client after its reply, not before`, async () => {
     const channel = `${namespace}:${randomUUID().slice(0, 8)}`
-    const { frames, release, connection, stop } = harness(channel)
+    const { frames, release, reading, connection, stop } = harness(channel)
     try {
       const subscribed = connection.onMessage(JSON.stringify({ type: 'subscribe', id: 1, channel }))
-      await Bun.sleep(100) // waiting for its shard to be read
+      await reading // not a fixed wait: on a loaded machine the lookups before it outlasted 100 ms
       connection.deliver(channel, undefined, presenceFrame({ kind: 'join', channel, identity: 'ext:ann', info: 'null' }))
       expect(frames).toEqual([])
       release()
@@ -58,10 +64,10 @@ for (const namespace of ['chat', 'live']) {
 
 test('a subscription ended (continuity lost) while it is being set up: its subscribe is answered `unavailable`, with no `unsubscribe` push besides', async () => {
   const channel = `chat:${randomUUID().slice(0, 8)}`
-  const { frames, release, connection, stop } = harness(channel)
+  const { frames, release, reading, connection, stop } = harness(channel)
   try {
     const subscribed = connection.onMessage(JSON.stringify({ type: 'subscribe', id: 1, channel }))
-    await Bun.sleep(100) // waiting for its shard to be read
+    await reading
     connection.endSubscription(channel, 'recover')
     release()
     await subscribed

@@ -9,12 +9,15 @@ import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { withDeadlines } from '../../shared/db/deadline'
 import { watchBreakers } from '../../shared/metrics/breakers'
-import { registry } from '../../shared/metrics/registry'
-import { fanKey, fanSeqKey } from '../../shared/realtime/keys'
+import { watchPools } from '../../shared/metrics/pools'
+import { gauge, registry } from '../../shared/metrics/registry'
+import { serveMetrics } from '../../shared/metrics/serve'
+import { HOOKS_GROUP } from '../../shared/realtime/hook-events'
+import { fanKey, fanSeqKey, hooksKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { commandConnection, redis } from '../../shared/redis'
-import { signToken } from '../../shared/realtime/tokens'
-import { recordEvent } from '../../shared/webhooks/outbox'
+import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
+import { recordEvent, TEST_EVENT_KIND } from '../../shared/webhooks/outbox'
 import { call, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
 import { startFaultProxy } from '../faults/proxy'
 import { type GatewayProcess, replied, startGateway, WsClient } from '../gateway/ws-helpers'
@@ -76,6 +79,12 @@ async function nothingDueSoon(dueSoon: () => Promise<number>, what: string): Pro
 /** A test that waits for nothingDueSoon: its wait, and the test's own work after it. */
 const NOTHING_DUE_TIMEOUT_MS = (HORIZON_SECONDS + 15) * 1000 + 30_000
 
+/**
+ * How long the hooks streams may take to settle: past the 60 s after which this file's webhooks process claims entries
+ * another file's consumer left pending (a reader that died holding them), which then count here.
+ */
+const HOOKS_SETTLE_MS = 75_000
+
 const emailsDueSoon = async () => (await sql`select count(*)::int as n from emails
   where last_event in ('queued', 'sent', 'delivery_delayed') and next_attempt_at < now() + make_interval(secs => ${HORIZON_SECONDS})`)[0]!.n as number
 // Deliveries to a disabled endpoint wait, never attempted, until it is enabled again: not due for any process.
@@ -84,7 +93,7 @@ const deliveriesDueSoon = async () => (await sql`select count(*)::int as n from 
   where d.state = 'pending' and d.next_attempt_at < now() + make_interval(secs => ${HORIZON_SECONDS})`)[0]!.n as number
 
 /**
- * A gauge counted in PostgreSQL (kept 5 s by the process) checked against PostgreSQL's own count: scraped until its
+ * A gauge counted in PostgreSQL (kept METRICS_COUNT_CACHE_MS by the process) checked against PostgreSQL's own count: scraped until its
  * value lies between the counts taken just before and just after the scrape. Returns the scrape.
  */
 async function bracketed(target: Target, count: () => Promise<number>, name: string, labels: Record<string, string> = {}): Promise<string> {
@@ -146,8 +155,8 @@ beforeAll(async () => {
     startProcess('public', { ...env(publicMetrics), TRUST_PROXY: '1', MAIL_SEND_RATE_PER_SECOND: '1000' }),
     startGateway(env(gatewayMetrics)),
     // A failed attempt is retried an hour later, never within this file: the counts read are this file's attempts only.
-    startProcess('mailer', { ...env(mailerMetrics), SMTP_URL: `smtp://127.0.0.1:${sink.port}`, MAILER_POLL_MS: '50', MAIL_RETRY_BASE_MS: '3600000' }),
-    startProcess('webhooks', { ...env(webhooksMetrics), WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_LEASE_MS: '5000', WEBHOOK_POLL_MS: '50' }),
+    startProcess('mailer', { ...env(mailerMetrics), SMTP_URL: `smtp://127.0.0.1:${sink.port}`, MAILER_POLL_MS: '50', MAIL_RETRY_BASE_MS: '3600000', METRICS_COUNT_CACHE_MS: '200' }),
+    startProcess('webhooks', { ...env(webhooksMetrics), WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_LEASE_MS: '5000', WEBHOOK_POLL_MS: '50', METRICS_COUNT_CACHE_MS: '200' }),
     realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }, { name: 'arch', history: { ttlSeconds: 300, size: 100 }, archive: { retentionDays: 30 } }]),
   ])
   archiver = startArchiver({ ...env(archiverMetrics), ARCHIVER_CLAIM_IDLE_MS: '3600000' })
@@ -329,6 +338,63 @@ describe('gateway', () => {
   })
 })
 
+describe('gateway: recoveries, reads and refusals', () => {
+  test('subscriptions with a cursor by result, history and presence reads, and frames refused by type and code move by exactly the traffic', async () => {
+    const channel = `chat:metrics-${randomUUID()}`
+    const client = await WsClient.open(gateway.wsUrl)
+    const signed = await signToken({
+      productId: product.productId, apiKeyId: product.keyId, subject: `user-${randomUUID().slice(0, 8)}`,
+      channels: [{ name: channel, ops: ['subscribe', 'history', 'presence'] }],
+    })
+    replied(await client.request({ type: 'connect', token: signed.token }), 'connect')
+    const top = replied(await client.request({ type: 'subscribe', channel }), 'subscribe')
+    replied(await client.request({ type: 'unsubscribe', channel }), 'unsubscribe')
+    for (let i = 0; i < 2; i++) {
+      expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { i } } })).status).toBe(200)
+    }
+    const before = await scrape(gatewayMetrics)
+
+    const recovered = replied(await client.request({ type: 'subscribe', channel, offset: top.offset, epoch: top.epoch }), 'recover')
+    expect(recovered.recovered).toBe(true)
+    replied(await client.request({ type: 'unsubscribe', channel }), 'unsubscribe')
+    const lost = replied(await client.request({ type: 'subscribe', channel, offset: top.offset, epoch: 'another-epoch' }), 'not recovered')
+    expect(lost.recovered).toBe(false)
+    expect(replied(await client.request({ type: 'history', channel, last_n: 10 }), 'history').entries).toHaveLength(2)
+    replied(await client.request({ type: 'presence.read', channel }), 'presence.read')
+    expect((await client.request({ type: 'subscribe', channel: `chat:other-${randomUUID()}` })).code).toBe('forbidden')
+    expect((await client.request({ type: 'history', channel, last_n: 1, last_ms: 1000 })).code).toBe('invalid')
+    client.send('not json')
+    expect((await client.next((f) => f.type === 'error' && f.id === null)).code).toBe('invalid')
+    // Past the connection's read budget (GATEWAY_READ_BURST): whatever the bucket refilled meanwhile, each answer is
+    // a reply or a rate_limited refusal, and the counters move by what the client got.
+    const ids = Array.from({ length: 80 }, (_, i) => `burst-${i}`)
+    for (const id of ids) client.send({ type: 'presence.read', id, channel })
+    const answers = await Promise.all(ids.map((id) => client.next((f) => f.id === id)))
+    const read = answers.filter((f) => f.type === 'reply').length
+    const limited = answers.filter((f) => f.type === 'error' && f.code === 'rate_limited').length
+    expect(read + limited).toBe(ids.length)
+    expect(limited).toBeGreaterThan(0)
+
+    const after = await scrape(gatewayMetrics)
+    const moved = (name: string, labels: Record<string, string> = {}) => valueOf(after, name, labels) - valueOf(before, name, labels)
+    expect(moved('platform_gateway_recoveries_total', { result: 'recovered' })).toBe(1)
+    expect(moved('platform_gateway_recoveries_total', { result: 'not_recovered' })).toBe(1)
+    const reads = 'platform_gateway_read_duration_seconds_count'
+    expect(moved(reads, { kind: 'history', outcome: 'ok' })).toBe(1)
+    expect(moved(reads, { kind: 'presence', outcome: 'ok' })).toBe(1 + read)
+    expect(moved(reads, { kind: 'history', outcome: 'error' }) + moved(reads, { kind: 'presence', outcome: 'error' })).toBe(0)
+    const refused = 'platform_gateway_frames_refused_total'
+    expect(moved(refused, { type: 'subscribe', code: 'forbidden' })).toBe(1)
+    expect(moved(refused, { type: 'history', code: 'invalid' })).toBe(1)
+    expect(moved(refused, { type: 'invalid', code: 'invalid' })).toBe(1)
+    expect(moved(refused, { type: 'presence.read', code: 'rate_limited' })).toBe(limited)
+    expect(sumOf(after, refused) - sumOf(before, refused)).toBe(3 + limited)
+    expectNoTrafficLabels(after, [product.productId, channel, 'metrics-', 'another-epoch'])
+    client.close()
+    await client.closed
+  })
+})
+
 describe('mailer', () => {
   test('attempts are counted by recorded outcome, with the SMTP conversations\' durations; no address in a label', async () => {
     const owner = await newProduct('Metrics mail')
@@ -374,6 +440,42 @@ describe('mailer', () => {
     await bracketed(mailerMetrics, queueCount('due'), 'platform_mailer_emails_pending', { state: 'due' })
     expectNoTrafficLabels(waiting, [later])
   }, NOTHING_DUE_TIMEOUT_MS)
+
+  test('the queue gauges split the test\'s own emails exactly: due (leased, being attempted) and waiting (for a retry)', async () => {
+    const owner = await newProduct('Metrics queue')
+    const domain = await manage(owner, 'POST', '/mail/domains', { name: `q${randomUUID().slice(0, 8)}.example.com` })
+    const key = (await manage(owner, 'POST', '/mail/api-keys', { name: 'sender', scope: 'full_access' })).key as string
+    await nothingDueSoon(emailsDueSoon, 'email')
+    // Other files' emails: none due within the horizon, the waiting ones waiting past it; neither count moves meanwhile.
+    const [base] = await sql`select count(*) filter (where next_attempt_at <= now())::int as due, count(*) filter (where next_attempt_at > now())::int as waiting
+      from emails where last_event in ('queued', 'sent', 'delivery_delayed')`
+    const split = async (due: number, waiting: number, what: string) => eventually(async () => {
+      const text = await scrape(mailerMetrics)
+      const state = (s: string) => valueOf(text, 'platform_mailer_emails_pending', { state: s })
+      return state('due') === base!.due + due && state('waiting') === base!.waiting + waiting
+    }, 15_000, what)
+    await split(0, 0, 'the gauges at PostgreSQL\'s count')
+    // Three emails answered 451: each waits an hour for its retry.
+    const ids: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const queued = await pub(publicWorker, 'POST', `/${owner.productId}/mail/emails`, {
+        key, body: { from: `hello@${domain.name}`, to: `later-${randomUUID().slice(0, 8)}@example.org`, subject: 'Queue', text: 'Hi' },
+      })
+      expect(queued.status).toBe(200)
+      ids.push(queued.body.id)
+    }
+    await eventually(async () => (await sql`select count(*)::int as n from emails where id = any(${ids}) and last_event = 'delivery_delayed'`)[0]!.n === 3, 15_000, 'the three delayed')
+    await split(0, 3, 'three waiting')
+    // Two of them due now and leased (as while a mailer attempts them): due, and no mailer claims them.
+    const moved = ids.slice(0, 2)
+    await sql`update emails set next_attempt_at = now() - interval '1 minute', lease_until = now() + interval '1 hour' where id = any(${moved})`
+    try {
+      await split(2, 1, 'two due, one waiting')
+    } finally {
+      await sql`update emails set next_attempt_at = now() + interval '1 hour', lease_until = null where id = any(${moved})`
+    }
+    await split(0, 3, 'three waiting again')
+  }, NOTHING_DUE_TIMEOUT_MS)
 })
 
 describe('webhooks', () => {
@@ -408,10 +510,83 @@ describe('webhooks', () => {
     expect(await pending()).toBeGreaterThanOrEqual(3)
     expectNoTrafficLabels(after, [owner.productId, good.id, receiver.url('/ok')])
   }, NOTHING_DUE_TIMEOUT_MS)
+
+  test('Realtime events move by exactly the entries appended to the hooks streams: recorded for an endpoint that wants them, as PostgreSQL got them', async () => {
+    const hooked = await realtimeProduct([{ name: 'chat', presence: true }])
+    const endpoint = await manage(hooked, 'POST', '/realtime/webhooks', { url: receiver.url('/realtime'), eventKinds: ['*'] })
+    const { text: before, added: addedBefore, messages: messagesBefore } = await settledHooks()
+    const channel = `chat:metrics-${randomUUID()}`
+    const open = async (owner: RealtimeProduct, ops: TokenChannel['ops']) => {
+      const client = await WsClient.open(gateway.wsUrl)
+      const signed = await signToken({ productId: owner.productId, apiKeyId: owner.keyId, subject: `user-${randomUUID().slice(0, 8)}`, channels: [{ name: channel, ops }] })
+      replied(await client.request({ type: 'connect', token: signed.token }), 'connect')
+      replied(await client.request({ type: 'subscribe', channel }), 'subscribe')
+      return client
+    }
+    // Occupied and a member added for the product with an endpoint; occupied for the one without.
+    const wanted = await open(hooked, ['subscribe', 'presence'])
+    replied(await wanted.request({ type: 'presence.enter', channel }), 'enter')
+    const unwanted = await open(product, ['subscribe'])
+    const hookedMessages = async () => (await sql`select kind from webhook_messages where product_id = ${hooked.productId} and area = 'realtime' order by kind`).map((row) => row.kind as string)
+    await eventually(async () => (await hookedMessages()).length === 2, 15_000, 'two events recorded')
+    try {
+      const { text: after, added: addedAfter, messages: messagesAfter } = await settledHooks()
+      const moved = (outcome: string) => valueOf(after, 'platform_webhook_realtime_events_total', { outcome }) - valueOf(before, 'platform_webhook_realtime_events_total', { outcome })
+      expect(await hookedMessages()).toEqual(['channel.occupied', 'presence.member_added'])
+      expect(moved('recorded')).toBe(messagesAfter - messagesBefore) // ours, and any other product's recorded meanwhile
+      expect(moved('recorded')).toBeGreaterThanOrEqual(2)
+      expect(moved('dropped')).toBe(0)
+      expect(moved('recorded') + moved('unwanted')).toBe(addedAfter - addedBefore)
+      expectNoTrafficLabels(after, [hooked.productId, product.productId, channel, endpoint.id])
+    } finally {
+      // Later events of these clients (their removals) are not for the receiver: no attempt of another test's is added.
+      await manage(hooked, 'PATCH', `/realtime/webhooks/${endpoint.id}`, { enabled: false })
+      for (const client of [wanted, unwanted]) {
+        client.close()
+        await client.closed
+      }
+    }
+  }, 2 * HOOKS_SETTLE_MS + 30_000)
 })
 
 /** A Redis reply of field/value pairs as an object. */
 const pairs = (list: unknown[]) => Object.fromEntries(Array.from({ length: list.length / 2 }, (_, i) => [String(list[2 * i]), list[2 * i + 1]]))
+
+/** Realtime webhook messages recorded so far, every product's (only this file's webhooks process records them). */
+const realtimeMessages = async () => (await sql`select count(*)::int as n from webhook_messages where area = 'realtime' and kind <> ${TEST_EVENT_KIND}`)[0]!.n as number
+
+/**
+ * Entries appended to every shard's hooks stream so far (Redis's own `entries-added`), once the group `webhooks` has
+ * been handed and has acknowledged all of them; null while it has not.
+ */
+async function hooksCaughtUp(): Promise<number | null> {
+  let added = 0
+  for (let shard = 0; shard < config.realtime.shards; shard++) {
+    const key = hooksKey(shard)
+    if (!(await redis().exists(key))) return null // the webhooks process makes every shard's stream with its group
+    const stream = pairs(await redis().xinfo('STREAM', key) as unknown[])
+    const group = (await redis().xinfo('GROUPS', key) as unknown[][]).map(pairs).find((g) => g.name === HOOKS_GROUP)
+    if (!group || group['last-delivered-id'] !== stream['last-generated-id'] || Number(group.pending) !== 0) return null
+    added += Number(stream['entries-added'])
+  }
+  return added
+}
+
+/**
+ * The webhooks process's metrics once every hooks entry appended is read and acknowledged, with how many were appended
+ * and how many realtime messages PostgreSQL holds: scraped between two equal readings of the streams. Events of other
+ * files (a presence entry expiring) may come meanwhile: they are compared with what the streams got, not with this test's.
+ */
+async function settledHooks(): Promise<{ text: string; added: number; messages: number }> {
+  return eventually(async () => {
+    const first = await hooksCaughtUp()
+    if (first === null) return null
+    await quiet(webhooksMetrics, 'platform_webhook_realtime_events_total')
+    const text = await scrape(webhooksMetrics)
+    const messages = await realtimeMessages()
+    return (await hooksCaughtUp()) === first ? { text, added: first, messages } : null
+  }, HOOKS_SETTLE_MS, 'the hooks streams read')
+}
 
 /**
  * Whether the archiver's group has been handed every entry of every shard's stream and has acknowledged them all. Its
@@ -560,6 +735,120 @@ describe('backend errors', () => {
       await expect(client.get(key)).rejects.toThrow('Command timed out')
       await expect(client.get(key)).rejects.toThrow('Connection is closed.')
       expect(await moved()).toEqual([1, 0, 0])
+    } finally {
+      client.disconnect()
+      await link.close()
+    }
+  }, 20_000)
+})
+
+describe('the listener', () => {
+  // In this process, on a port of its own: a gauge whose collection the test holds shows how many collections ran.
+  test('scrapes arriving while one is collected share that collection and its answer; a scrape without the token is refused before any', async () => {
+    let collections = 0
+    let held: Promise<void> = Promise.resolve()
+    gauge('listener_test_collections', 'Collections of this test\'s listener (test only)', [], async function () {
+      collections++
+      await held
+      this.set(collections)
+    })
+    const port = await freePort()
+    const server = serveMetrics('metrics-test', { port, portOffset: 0, host: '127.0.0.1', token: TOKEN })!
+    const url = `http://127.0.0.1:${port}/metrics`
+    const get = (token?: string) => fetch(url, token ? { headers: { authorization: `Bearer ${token}` } } : {})
+    try {
+      let release!: () => void
+      held = new Promise((resolve) => (release = resolve))
+      const scrapes = [get(TOKEN), get(TOKEN), get(TOKEN)]
+      // All three are in the listener, the first one's collection held: the other two wait on it.
+      await eventually(() => server.pendingRequests === 3 && collections === 1, 5000, 'three scrapes waiting on one collection')
+      release()
+      const bodies = await Promise.all(scrapes.map(async (scrape) => {
+        const response = await scrape
+        expect(response.status).toBe(200)
+        return response.text()
+      }))
+      expect(collections).toBe(1)
+      expect(new Set(bodies).size).toBe(1)
+      expect(valueOf(bodies[0]!, 'platform_listener_test_collections')).toBe(1)
+      // The process's shared registry, its pools' gauges included, as every worker serves it.
+      expect(bodies[0]).toContain('# TYPE platform_db_statements_pending gauge')
+      expect(bodies[0]).toContain('# TYPE process_cpu_seconds_total counter')
+      for (const refused of [await get(), await get(`${TOKEN}x`)]) {
+        expect([refused.status, refused.headers.get('www-authenticate')]).toEqual([401, 'Bearer'])
+      }
+      expect((await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(405)
+      expect(collections).toBe(1)
+      // Once answered, the next scrape collects anew.
+      expect(valueOf(await (await get(TOKEN)).text(), 'platform_listener_test_collections')).toBe(2)
+    } finally {
+      server.stop(true)
+      registry.removeSingleMetric('platform_listener_test_collections')
+    }
+  })
+})
+
+describe('pools', () => {
+  // In this process, on a pool and a connection of their own through a fault proxy: what is pending is made on purpose.
+  const pending = async (name: string, labels: Record<string, string>) => valueOf(await registry.metrics(), name, labels)
+
+  test('PostgreSQL: statements waiting for a connection, then sent and awaiting their answer, then none; by pool', async () => {
+    watchPools()
+    const database = new URL(config.databaseUrl)
+    const link = await startFaultProxy({ host: database.hostname, port: Number(database.port || 5432) })
+    const pool = withDeadlines(postgres(link.url(config.databaseUrl), { max: 1, onnotice: () => {} }), { timeoutMs: 10_000, coolDownMs: 60_000, name: 'metrics-test' })
+    const lock = Math.floor(Math.random() * 1e9)
+    const holder = await sql.reserve()
+    try {
+      const state = (s: string) => pending('platform_db_statements_pending', { pool: 'metrics-test', state: s })
+      // No connection yet, and the link holds its opening: both statements wait for one.
+      link.stall()
+      const first = pool`select 1 as n`
+      const second = pool`select 2 as n`
+      const answered = Promise.all([first, second])
+      await eventually(async () => (await state('waiting')) === 2, 5000, 'two waiting')
+      expect(await state('sent')).toBe(0)
+      await link.restore()
+      expect((await answered).map((rows) => rows[0]!.n)).toEqual([1, 2])
+      expect([await state('sent'), await state('waiting')]).toEqual([0, 0])
+      // A statement blocked on a lock another session holds, and one pipelined behind it: both sent, both awaited.
+      // Without parameters: a statement postgres.js must describe first fills its connection, and the next one waits.
+      await holder`select pg_advisory_lock(${lock})`
+      const blocked = pool.unsafe(`select pg_advisory_lock(${lock}) as locked`)
+      const behind = pool`select 3 as n`
+      const both = Promise.all([blocked, behind])
+      await eventually(async () => (await state('sent')) === 2, 5000, 'two sent')
+      expect(await state('waiting')).toBe(0)
+      await holder`select pg_advisory_unlock(${lock})`
+      await both
+      expect([await state('sent'), await state('waiting')]).toEqual([0, 0])
+      expect(await pending('platform_db_statements_pending', { pool: 'main', state: 'waiting' })).toBe(0)
+    } finally {
+      holder.release()
+      await pool.end({ timeout: 0 }).catch(() => {})
+      await link.close()
+    }
+  }, 20_000)
+
+  test('Redis: commands sent and awaiting their reply while the link holds them, then none; the connection ready, then not', async () => {
+    watchPools()
+    const server = new URL(config.redisUrl)
+    const link = await startFaultProxy({ host: server.hostname, port: Number(server.port || 6379) })
+    const client = commandConnection('metrics-pools', link.url(config.redisUrl))
+    try {
+      await client.ping()
+      const sent = () => pending('platform_redis_commands_pending', { state: 'sent' })
+      const ready = () => pending('platform_redis_connections', { role: 'command', state: 'ready' })
+      const notReady = () => pending('platform_redis_connections', { role: 'command', state: 'not_ready' })
+      const before = { sent: await sent(), ready: await ready(), notReady: await notReady() }
+      link.stall()
+      const replies = Promise.all([client.get(`metrics:${randomUUID()}`), client.get(`metrics:${randomUUID()}`)])
+      await eventually(async () => (await sent()) - before.sent === 2, 5000, 'two sent')
+      await link.restore()
+      expect(await replies).toEqual([null, null])
+      expect(await sent()).toBe(before.sent)
+      link.cut()
+      await eventually(async () => (await ready()) === before.ready - 1 && (await notReady()) === before.notReady + 1, 5000, 'the connection not ready')
     } finally {
       client.disconnect()
       await link.close()

@@ -8,7 +8,7 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import { connect } from 'node:net'
 import postgres from 'postgres'
 import { config } from '../../shared/config'
-import { sql } from '../../shared/db/client'
+import { sql, unboundedSql } from '../../shared/db/client'
 import { migrate } from '../../shared/db/migrate'
 import { aadOf } from '../../shared/db/seal-secrets'
 import { publishInvalidation } from '../../shared/cache/invalidation'
@@ -411,7 +411,10 @@ describe('a fresh deployment (its first signing key is being created)', () => {
   test('a gateway that holds no signing key reads the set again for an unknown kid, at most once per KEY_SET_RETRY_MS whatever a flood sends, so the first tokens verify before the key is announced', async () => {
     // A database of its own with no signing key, as a new deployment starts; the gateway loads its (empty) set first.
     const name = `platform_fresh_${randomUUID().replaceAll('-', '').slice(0, 12)}`
-    await sql.unsafe(`create database ${name}`)
+    // Without the statement deadline: CREATE and DROP DATABASE write the whole template through the WAL and wait for a
+    // checkpoint, which on a loaded machine outlasted the 2 s deadline (a 503 from the setup, not from the gateway).
+    const admin = unboundedSql()
+    await admin.unsafe(`create database ${name}`)
     const url = new URL(process.env.DATABASE_URL ?? config.databaseUrl)
     url.pathname = `/${name}`
     const fresh = postgres(url.toString(), { max: 2, onnotice: () => {} })
@@ -447,7 +450,8 @@ describe('a fresh deployment (its first signing key is being created)', () => {
       await gateway?.stop()
       await counted.close()
       await fresh.end()
-      await sql.unsafe(`drop database if exists ${name} with (force)`)
+      await admin.unsafe(`drop database if exists ${name} with (force)`)
+      await admin.end()
     }
   }, 30_000)
 })

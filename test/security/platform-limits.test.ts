@@ -550,14 +550,34 @@ describe('analytics concurrency per organization and per worker', () => {
     await seed.end()
   }, 60_000)
 
+  /**
+   * Resolves once the heavy query runs in PostgreSQL, so holds its slot (or has already finished): the next query goes
+   * then, not after a fixed 50 ms, which the heavy one's own start outlasted on a loaded machine (it came second and was
+   * the one refused).
+   */
+  async function heavyRunning(heavyQuery: Promise<unknown>): Promise<void> {
+    let settled = false
+    void heavyQuery.then(() => (settled = true), () => (settled = true))
+    const watcher = unboundedSql()
+    try {
+      while (!settled) {
+        const running = await watcher`
+          select 1 from pg_stat_activity
+          where datname = current_database() and state = 'active' and query like '%tracked_events%' and pid <> pg_backend_pid()`
+        if (running.length) return
+        await Bun.sleep(10)
+      }
+    } finally {
+      await watcher.end()
+    }
+  }
+
   test('two products of one organization share its slots on a worker: the second query waits its turn (429); another organization runs', async () => {
     const stranger = await newProduct()
     const query = (productId: string, token = owner.token, body: unknown = METRIC) => over(capped, token, 'POST', '/analytics/query', body, productId)
-    const [first, second, theirs] = await Promise.all([
-      query(owner.productId, owner.token, heavy),
-      Bun.sleep(50).then(() => query(sibling)),
-      Bun.sleep(50).then(() => query(stranger.productId, stranger.token)),
-    ])
+    const heavyQuery = query(owner.productId, owner.token, heavy)
+    await heavyRunning(heavyQuery)
+    const [first, second, theirs] = await Promise.all([heavyQuery, query(sibling), query(stranger.productId, stranger.token)])
     expect(first.status).toBe(200)
     expect(second.status).toBe(429)
     expect(second.body).toMatchObject({ error: 'too_many_queries', scope: 'organization', limit: 1 })
@@ -569,10 +589,9 @@ describe('analytics concurrency per organization and per worker', () => {
   test('a worker runs at most ANALYTICS_MAX_CONCURRENT_PER_WORKER at once, whatever the organizations: beyond, 429 scope worker', async () => {
     const stranger = await newProduct()
     const query = (productId: string, token: string, body: unknown = METRIC) => over(single, token, 'POST', '/analytics/query', body, productId)
-    const [first, theirs] = await Promise.all([
-      query(owner.productId, owner.token, heavy),
-      Bun.sleep(50).then(() => query(stranger.productId, stranger.token)),
-    ])
+    const heavyQuery = query(owner.productId, owner.token, heavy)
+    await heavyRunning(heavyQuery)
+    const [first, theirs] = await Promise.all([heavyQuery, query(stranger.productId, stranger.token)])
     expect(first.status).toBe(200)
     expect(theirs.status).toBe(429)
     expect(theirs.body).toMatchObject({ error: 'too_many_queries', scope: 'worker', limit: 1 })

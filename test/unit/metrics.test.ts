@@ -1,5 +1,6 @@
 // The metrics plumbing as pure functions: which port a worker serves on, the token check, the naming rules a metric
-// is declared under, and what a webhook attempt counts as.
+// is declared under, and what a webhook attempt counts as; docs and code agree; a gateway's fan-out gaps (which no real
+// process can be made to have without disturbing the others sharing Redis) counted on in-memory edges.
 import { describe, expect, test } from 'bun:test'
 import { counter, histogram } from '../../shared/metrics/registry'
 import { cached } from '../../shared/metrics/cached'
@@ -163,6 +164,7 @@ function declaredMetrics(): Promise<Map<string, string>> {
   return (declaring ??= (async () => {
     const { registry } = await import('../../shared/metrics/registry')
     const { watchBreakers } = await import('../../shared/metrics/breakers')
+    const { watchPools } = await import('../../shared/metrics/pools')
     const { observeRequest } = await import('../../shared/metrics/http')
     const { watchGateway } = await import('../../gateway/metrics')
     const { watchArchiver } = await import('../../services/archiver/metrics')
@@ -172,6 +174,7 @@ function declaredMetrics(): Promise<Map<string, string>> {
     expect(modules).toEqual(expect.arrayContaining(['gateway/metrics.ts', 'services/api/analytics/metrics.ts', 'services/archiver/metrics.ts',
       'services/mailer/metrics.ts', 'services/webhooks/metrics.ts']))
     watchBreakers()
+    watchPools()
     observeRequest(undefined, 'GET', 200, 0.001)
     watchGateway({ connections: () => 0, subscriptions: () => 0, fanoutLag: async () => new Map() })
     watchArchiver({ read: 0, archived: 0, lost: 0, deadLettered: 0 })
@@ -331,5 +334,34 @@ describe('mail attempts', () => {
     expect(await finish(email, { kind: 'failed', detail: 'x' }, async () => true)).toBe(true)
     expect(await count('error') - before.error).toBe(1)
     expect(await count('true') - before.true).toBe(1)
+  })
+})
+
+describe('gateway gaps', () => {
+  test('a fan-out gap counts once, and each subscription of its shard it ends counts once as ended by a gap', async () => {
+    const { registry } = await import('../../shared/metrics/registry')
+    const { Dispatcher } = await import('../../gateway/dispatch')
+    const { memoryGateway, namespace, noBatching, PRODUCT, request } = await import('./gateway-fakes')
+    const { shardOf } = await import('../../shared/realtime/shards')
+    const value = async (name: string, labels: Record<string, string> = {}) => (await registry.getSingleMetric(name)!.get()).values
+      .find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value ?? 0
+    const gateway = memoryGateway([namespace('chat')])
+    const dispatcher = new Dispatcher(gateway.hub, gateway.topics, noBatching, gateway.backends.usage, 1024)
+    const channel = 'chat:gap'
+    const clients = [gateway.open(), gateway.open()]
+    for (const { connection } of clients) {
+      await request(connection, { type: 'connect', id: 1, token: gateway.token([{ name: channel, ops: ['subscribe'] }]) })
+      await request(connection, { type: 'subscribe', id: 2, channel })
+    }
+    const before = { gaps: await value('platform_gateway_fanout_gaps_total'), ended: await value('platform_gateway_subscriptions_ended_total', { reason: 'gap' }) }
+    dispatcher.gap(shardOf(PRODUCT, channel))
+    expect(clients.map(({ transport }) => transport.frames.at(-1)?.type)).toEqual(['unsubscribe', 'unsubscribe'])
+    expect(await value('platform_gateway_fanout_gaps_total') - before.gaps).toBe(1)
+    expect(await value('platform_gateway_subscriptions_ended_total', { reason: 'gap' }) - before.ended).toBe(2)
+    // A gap on a shard with no subscription here ends nothing, and is counted all the same.
+    dispatcher.gap(shardOf(PRODUCT, channel) + 1)
+    expect(await value('platform_gateway_fanout_gaps_total') - before.gaps).toBe(2)
+    expect(await value('platform_gateway_subscriptions_ended_total', { reason: 'gap' }) - before.ended).toBe(2)
+    for (const { connection } of clients) connection.cleanup()
   })
 })

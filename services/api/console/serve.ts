@@ -6,7 +6,7 @@ import { Elysia } from 'elysia'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { config } from '../../../shared/config'
-import { internalError, notFound } from '../../../shared/errors'
+import { internalError, notFound, toErrorResponse } from '../../../shared/errors'
 import { describeError, log } from '../../../shared/log'
 
 interface Asset { body: string | Blob; type: string; etag: string }
@@ -59,24 +59,34 @@ export function contentSecurityPolicy(): string {
   return [
     "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self'",
     `connect-src 'self' ${gateway}`, "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+    // No code of the console writes HTML: with Trusted Types and no policy, any HTML sink a mistake adds throws.
+    "require-trusted-types-for 'script'", "trusted-types 'none'",
   ].join('; ')
 }
 
-function serve(asset: Asset, request: Request): Response {
-  const headers = {
-    'content-type': asset.type,
-    'cache-control': 'no-cache',
-    etag: asset.etag,
+/** The headers every console response carries, errors and 304s included. */
+function securityHeaders(): Record<string, string> {
+  return {
     'content-security-policy': contentSecurityPolicy(),
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
     'x-frame-options': 'DENY',
   }
-  if (request.headers.get('if-none-match') === asset.etag) return new Response(null, { status: 304, headers })
+}
+
+/** Whether an If-None-Match header (a list, weak tags allowed: RFC 9110 weak comparison) names `etag`. */
+function matches(ifNoneMatch: string | null, etag: string): boolean {
+  if (!ifNoneMatch) return false
+  return ifNoneMatch.split(',').some((tag) => tag.trim() === '*' || tag.trim().replace(/^W\//, '') === etag)
+}
+
+function serve(asset: Asset, request: Request): Response {
+  const headers = { 'content-type': asset.type, 'cache-control': 'no-cache', etag: asset.etag, ...securityHeaders() }
+  if (matches(request.headers.get('if-none-match'), asset.etag)) return new Response(null, { status: 304, headers })
   return new Response(asset.body, { headers })
 }
 
-async function asset(name: string, request: Request): Promise<Response> {
+async function find(name: string): Promise<Asset> {
   let found: Asset | undefined
   try {
     found = (await loadAssets()).get(name)
@@ -85,7 +95,17 @@ async function asset(name: string, request: Request): Promise<Response> {
     throw internalError()
   }
   if (!found) throw notFound('Console asset')
-  return serve(found, request)
+  return found
+}
+
+async function asset(name: string, request: Request): Promise<Response> {
+  try {
+    return serve(await find(name), request)
+  } catch (error) {
+    const response = toErrorResponse(error)
+    for (const [header, value] of Object.entries(securityHeaders())) response.headers.set(header, value)
+    return response
+  }
 }
 
 /** GET /console (the page; every view is a #fragment of it) and /console/assets/{name}. */

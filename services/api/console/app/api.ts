@@ -19,6 +19,8 @@ export class Api {
   /** A login session (pls_) kept in memory only: a reload signs out, and no cookie exists for another site to ride. */
   token: string | undefined
   productId: string | undefined
+  /** Called when the API refuses the session (expired, or ended elsewhere): the page signs in again. */
+  onSessionEnded: (() => void) | undefined
   private routes: Promise<Map<string, Route>> | undefined
 
   private catalog(): Promise<Map<string, Route>> {
@@ -56,6 +58,10 @@ export class Api {
       method: route.method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body),
     })
     const body = await response.json().catch(() => ({ error: 'invalid_response', message: `${response.status} without a JSON body` }))
+    if (response.status === 401 && this.token) {
+      this.token = undefined
+      this.onSessionEnded?.()
+    }
     if (!response.ok) throw new ConsoleApiError(response.status, body as ApiErrorBody)
     return body as T
   }

@@ -14,6 +14,11 @@ const AREAS: [string, string, AreaView][] = [
 
 const productNames = new Map<string, string>()
 
+/** Names are what one session could read: forgotten when it ends, so the next one in this tab sees only its own. */
+export function forgetProductNames(): void {
+  productNames.clear()
+}
+
 /** One product's area under a header: the product, the three areas, switching product and signing out. */
 export async function areaShell(root: HTMLElement, productId: string, area: string, rest: string[]): Promise<Cleanup | void> {
   api.productId = productId

@@ -1,9 +1,8 @@
 import { api, describe } from '../api'
 import { h, replace } from '../dom'
-import { go } from '../router'
 
-/** Sign in with the platform login; the session token stays in memory (api.token). */
-export function signInView(root: HTMLElement): void {
+/** Sign in with the platform login; the session token stays in memory (api.token). Then `signedIn()`. */
+export function signInView(root: HTMLElement, signedIn: () => void): void {
   const error = h('p', { class: 'error', role: 'alert' })
   const email = h('input', { name: 'email', type: 'email', autocomplete: 'username', required: true, maxlength: 254 })
   const password = h('input', { name: 'password', type: 'password', autocomplete: 'current-password', required: true, maxlength: 256 })
@@ -20,7 +19,7 @@ export function signInView(root: HTMLElement): void {
     try {
       const session = await api.run<{ token: string }>('organization_auth_login', { body: { email: email.value, password: password.value } })
       api.token = session.token
-      go('#/products')
+      signedIn()
     } catch (failure) {
       replace(error, describe(failure))
     }

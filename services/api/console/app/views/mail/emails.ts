@@ -79,7 +79,7 @@ export async function emailView(root: HTMLElement, productId: string, id: string
   try {
     email = await api.run<Email>('mail_emails_get', { path: { id } })
   } catch (failure) {
-    replace(root, back, h('p', { class: 'error', role: 'alert' }, describe(failure)))
+    replace(root, back, h('p', { class: 'error', role: 'alert', 'data-testid': 'email-error' }, describe(failure)))
     return
   }
   const facts: [string, string | null][] = [

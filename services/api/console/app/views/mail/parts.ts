@@ -63,24 +63,44 @@ export function actionButton(label: string, busy: string, action: () => Promise<
   return button
 }
 
+/** How long a destructive button stays armed ("Confirm …") without a second click. */
+export const CONFIRM_ARMED_MS = 3000
+
 /**
  * A destructive button that asks first: the first click turns it into "Confirm …", the second runs `action`.
+ * It disarms by itself after CONFIRM_ARMED_MS, when it loses focus, on Escape, or on a press anywhere else, so a
+ * forgotten first click never turns some later stray click into a deletion.
  * No window.confirm(): a page dialog blocks the tab and cannot be styled.
  */
 export function confirmButton(label: string, action: () => Promise<void>, attributes: Record<string, string> = {}): HTMLButtonElement {
   const button = h('button', { type: 'button', class: 'danger small', ...attributes }, label)
-  let armed = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const pressedElsewhere = (event: Event) => { if (!button.contains(event.target as Node)) disarm() }
+  const escape = (event: KeyboardEvent) => { if (event.key === 'Escape') disarm() }
+  function disarm(): void {
+    if (timer === undefined) return
+    clearTimeout(timer)
+    timer = undefined
+    document.removeEventListener('pointerdown', pressedElsewhere, true)
+    document.removeEventListener('keydown', escape, true)
+    button.removeAttribute('data-armed')
+    if (!button.disabled) button.textContent = label
+  }
+  button.addEventListener('blur', disarm)
   button.addEventListener('click', async () => {
-    if (!armed) {
-      armed = true
+    if (timer === undefined) {
+      timer = setTimeout(disarm, CONFIRM_ARMED_MS)
+      document.addEventListener('pointerdown', pressedElsewhere, true)
+      document.addEventListener('keydown', escape, true)
+      button.setAttribute('data-armed', '')
       button.textContent = `Confirm ${label.toLowerCase()}`
       return
     }
+    disarm()
     button.disabled = true
     try {
       await action()
     } finally {
-      armed = false
       button.disabled = false
       button.textContent = label
     }

@@ -1,7 +1,25 @@
+// Realtime: the product's namespaces and their policy, its Realtime API keys, and a live channel inspector, as three
+// tabs under #/p/{productId}/realtime/{namespaces|keys|inspector}.
 import { h, replace } from '../../dom'
+import { areaHref } from '../../router'
 import type { AreaView } from '../area'
+import { inspectorView } from './inspector'
+import { keysView } from './keys'
+import { namespacesView } from './namespaces'
 
-/** Realtime: not drawn yet. */
-export const realtimeView: AreaView = ({ root }) => {
-  replace(root, h('p', { class: 'muted' }, 'Realtime'))
+const TABS = [
+  ['namespaces', 'Namespaces', namespacesView],
+  ['keys', 'API keys', keysView],
+  ['inspector', 'Channel inspector', inspectorView],
+] as const satisfies readonly (readonly [string, string, AreaView])[]
+
+export const realtimeView: AreaView = (context) => {
+  const tab = TABS.find(([id]) => id === context.rest[0]) ?? TABS[0]
+  const body = h('div', { class: 'realtime' })
+  replace(context.root,
+    h('nav', { class: 'tabs', 'aria-label': 'Realtime' }, TABS.map(([id, title]) =>
+      h('a', { href: areaHref(context.productId, 'realtime', id), class: id === tab[0] ? 'active' : '', 'aria-current': id === tab[0] ? 'page' : null }, title))),
+    body,
+  )
+  return tab[2]({ ...context, root: body, rest: context.rest.slice(1) })
 }
