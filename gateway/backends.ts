@@ -1,5 +1,5 @@
 // The gateway's edges (./ports.ts) as the running gateway has them: Redis for the broker, presence and the client-event
-// budget; PostgreSQL (cached) for policies, revocations and signing keys; usage flushed to PostgreSQL.
+// budget; PostgreSQL (cached) for policies, revoked credentials and signing keys; usage flushed to PostgreSQL.
 import { readHistoryWithArchive } from '../shared/realtime/archive-recovery'
 import { publish, subscriptionPosition } from '../shared/realtime/broker'
 import { namespaceOf } from '../shared/realtime/names'
@@ -30,9 +30,10 @@ export function redisBackends(): GatewayBackends {
     },
     policies: { policies: (productId) => productPolicies(productId) },
     revocations: {
-      isRevoked: (keyId) => revocations.isRevoked(keyId),
-      revokedAmong: (keyIds) => revokedAmong(keyIds),
-      markRevoked: (keyId) => revocations.markRevoked(keyId),
+      isRevoked: (credential) => revocations.isRevoked(credential),
+      revokedAmong: (credentials) => revokedAmong(credentials),
+      markRevoked: (akid) => revocations.markRevoked(akid),
+      remember: (answer) => revocations.remember(answer),
       forgetActive: () => revocations.forgetActive(),
     },
     tokens: { verify: (token) => verifyToken(token) },

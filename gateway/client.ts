@@ -5,13 +5,14 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../shared/config'
 import { ApiError, logUnlessOutage } from '../shared/errors'
 import { type HistoryPolicy, keepsHistory } from '../shared/realtime/broker'
+import { isConsoleIdentity } from '../shared/realtime/console-identity'
 import { namespaceOf } from '../shared/realtime/names'
 import type { NamespacePolicy } from '../shared/realtime/policies'
 import { PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
 import { type Claims, TokenError } from '../shared/realtime/tokens'
 import { type Budget, ConnectionBudgets } from './connection-budgets'
 import type { Deadlines } from './deadlines'
-import { DISCONNECTS, type Disconnect } from './disconnect'
+import { DISCONNECTS, type Disconnect, revokedReason } from './disconnect'
 import type { GatewayLimits } from './limits'
 import { type Hub, type Position, topicOf } from './hub'
 import { CLIENT_EVENT_MAX_BYTES, encode, type FrameErrorCode, historyFrame, parseFrame, type Request } from './protocol'
@@ -211,7 +212,7 @@ export class Connection {
     }
   }
 
-  /** The token's claims, or why it is refused (a TokenError reason, or a revoked key). Throws when it cannot be told. */
+  /** The token's claims, or why it is refused (a TokenError reason, or a revoked credential). Throws when it cannot be told. */
   private async check(token: string): Promise<Claims | string> {
     let claims: Claims
     try {
@@ -220,7 +221,7 @@ export class Connection {
       if (error instanceof TokenError) return error.reason
       throw error // the database could not tell: unavailable, not 4001
     }
-    return (await this.backends.revocations.isRevoked(claims.akid)) ? 'api key revoked' : claims
+    return (await this.backends.revocations.isRevoked(claims)) ? revokedReason(claims) : claims
   }
 
   /** Takes `claims` as the connection's token: it closes the connection 4001 when it expires. */
@@ -445,6 +446,8 @@ export class Connection {
    */
   private async enter(request: Extract<Request, { type: 'presence.enter' | 'presence.update' }>): Promise<void> {
     if (!this.allowed('presenceWrite', request)) return
+    // The console watches: its identity never joins a product's rosters, join events or presence webhooks.
+    if (isConsoleIdentity(this.claims!.sub)) return this.refuse(request, 'forbidden', 'a console token reads presence; it cannot enter it')
     if (!(await this.presenceAllowed(request))) return
     const rosters = (this.rosters ??= new Rosters(this.backends.presence, { productId: this.claims!.pid, identity: this.claims!.sub, connectionId: this.id }))
     const entered = rosters.ttlOf(request.channel)

@@ -1,5 +1,5 @@
 // The gateway node: wires the hub of local subscriptions, the fan-out reader and the dispatcher it feeds, the sockets,
-// the sweeps, and cache invalidations (policies, signing keys, revoked keys) to the backends; drains on shutdown.
+// the sweeps, and cache invalidations (policies, signing keys, revoked credentials) to the backends; drains on shutdown.
 // A publication: fanout.ts (read) -> dispatch.ts (policy) -> hub.ts (who) -> transport.ts / client.ts (write).
 import type { Server } from 'bun'
 import { config } from '../shared/config'
@@ -56,8 +56,11 @@ export function startGateway(port: number, backends: GatewayBackends = redisBack
     onMessage: (message) => {
       if (message.kind === 'signing_keys') return void reloadSigningKeys()
       if (message.kind === 'namespaces' || message.kind === 'payload_storage') return policyCache.forget(message.productId)
-      // Revoking an API key ends the tokens it issued, live connections included (a scope change does not).
+      // Revoking an API key ends the tokens it issued, live connections included (a scope change does not); so does
+      // ending the login session or revoking the platform key a console token was asked for, or removing its user.
       if (message.kind === 'public_key' && message.revoked) revocationSweep.heard(message.keyId)
+      else if (message.kind === 'credential_ended') revocationSweep.heard(message.keyId)
+      else if (message.kind === 'member_removed') void revocationSweep.memberRemoved(message.userId)
     },
   })
   watchGateway({ connections: () => context.connections.size, subscriptions: () => hub.subscriptionCount(), fanoutLag: () => reader.lag() })

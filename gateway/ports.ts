@@ -3,6 +3,7 @@
 // (./backends.ts); the unit tier passes in-memory ones, so a connection is tested with nothing started.
 import type { HistoryPolicy, HistoryQuery, HistoryResult } from '../shared/realtime/broker'
 import type { NamespacePolicy } from '../shared/realtime/policies'
+import type { Revoked, TokenCredential } from '../shared/realtime/revocations'
 import type { PresenceMember } from '../shared/realtime/presence'
 import type { Claims } from '../shared/realtime/tokens'
 
@@ -52,14 +53,19 @@ export interface PolicySource {
   policies(productId: string): Promise<{ namespaces: ReadonlyMap<string, NamespacePolicy> }>
 }
 
-/** Revoked API keys (shared/realtime/revocations.ts): PostgreSQL is the authority, the gateway caches its answers. */
+/**
+ * Revoked token credentials (shared/realtime/revocations.ts): the API key, login session or platform key that asked for
+ * a token, and whether it still reaches the token's product. PostgreSQL is the authority, the gateway caches its answers.
+ */
 export interface RevocationSource {
-  /** True when the key that issued a token is revoked (cached); throws when that cannot be told. */
-  isRevoked(keyId: string): Promise<boolean>
-  /** Asks the authority which of these keys are revoked (a sweep of the live connections); throws when it cannot answer. */
-  revokedAmong(keyIds: Iterable<string>): Promise<Set<string>>
-  /** A revocation heard (an invalidation, a sweep): remembered. */
-  markRevoked(keyId: string): void
+  /** True when a token's credential is revoked for its product (cached); throws when that cannot be told. */
+  isRevoked(credential: TokenCredential): Promise<boolean>
+  /** Asks the authority about these tokens' credentials (a sweep of the live connections); throws when it cannot answer. */
+  revokedAmong(credentials: Iterable<TokenCredential>): Promise<Revoked>
+  /** A credential's end heard (an invalidation): remembered, whatever the product. */
+  markRevoked(akid: string): void
+  /** What a sweep learned: remembered. */
+  remember(answer: Revoked): void
   /** Drops the cached "not revoked" answers: after a gap in invalidations anything may have been revoked. */
   forgetActive(): void
 }

@@ -1,22 +1,27 @@
-// The gateway's periodic rounds over what it holds: revoked API keys among its live connections (closed 4001), and
+// The gateway's periodic rounds over what it holds: revoked token credentials among its live connections (closed 4001), and
 // expired presence entries on the channels its clients subscribe to (their leaves reach the subscribers here).
 import { config } from '../shared/config'
 import { logUnlessOutage } from '../shared/errors'
+import { consoleSubject } from '../shared/realtime/console-identity'
 import { namespaceOf } from '../shared/realtime/names'
+import { isRevokedIn } from '../shared/realtime/revocations'
+import type { Claims } from '../shared/realtime/tokens'
 import { everyUnlessRunning } from './rounds'
 import type { Connection } from './client'
-import { DISCONNECTS } from './disconnect'
+import { DISCONNECTS, revokedReason } from './disconnect'
 import type { Hub } from './hub'
 import type { PolicySource, Presence, RevocationSource } from './ports'
 
-/** How often the live connections' API keys are checked for a revocation this gateway may have missed. */
+/** How often the live connections' token credentials are checked for a revocation this gateway may have missed. */
 const REVOCATION_SWEEP_MS = Math.max(100, config.realtime.gatewayRevocationSweepMs)
 
 /**
- * Revocations reach live connections two ways. Heard: an invalidation names the key, and its connections close at once.
- * Missed (announced while Redis was unreachable or the subscription dropping, or never announced because Redis was down
- * when the key was revoked): found by asking PostgreSQL, the authority, about the live connections' keys, each time the
- * invalidations are back and every REVOCATION_SWEEP_MS whatever Redis does.
+ * Revocations reach live connections two ways. Heard: an invalidation names the credential (an API key, a login
+ * session, a platform key), and its connections close at once; or names a user removed from an organization, and the
+ * console connections of that user are checked at once. Missed (announced while Redis was unreachable or the
+ * subscription dropping, or never announced because Redis was down at the time): found by asking PostgreSQL, the
+ * authority, about the live connections' credentials, each time the invalidations are back and every
+ * REVOCATION_SWEEP_MS whatever Redis does.
  */
 export class RevocationSweep {
   private readonly timer: ReturnType<typeof setInterval>
@@ -27,12 +32,22 @@ export class RevocationSweep {
     this.timer = everyUnlessRunning(REVOCATION_SWEEP_MS, () => this.sweep())
   }
 
-  /** An invalidation said the key is revoked: it ends the tokens it issued, live connections included. */
-  heard(keyId: string): void {
-    this.revocations.markRevoked(keyId)
-    for (const connection of this.connections) {
-      if (connection.claims?.akid === keyId) connection.disconnect(DISCONNECTS.invalidToken, 'api key revoked')
+  /** An invalidation said the credential ended: it ends the tokens it asked for, live connections included. */
+  heard(akid: string): void {
+    this.revocations.markRevoked(akid)
+    for (const connection of [...this.connections]) {
+      if (connection.claims?.akid === akid) connection.disconnect(DISCONNECTS.invalidToken, revokedReason(connection.claims))
     }
+  }
+
+  /**
+   * An invalidation said the user left an organization: the products their sessions reach changed. Cached answers are
+   * dropped (a session of theirs may be among them) and their console connections asked about now.
+   */
+  async memberRemoved(userId: string): Promise<void> {
+    this.revocations.forgetActive()
+    const subject = `ext:${consoleSubject(userId)}`
+    await this.sweep((claims) => claims.sub === subject)
   }
 
   /**
@@ -49,13 +64,16 @@ export class RevocationSweep {
     clearInterval(this.timer)
   }
 
-  /** Asks PostgreSQL about every live connection's key; false when it could not answer. */
-  private async sweep(): Promise<boolean> {
+  /** Asks PostgreSQL about the live connections' credentials (those `which` picks); false when it could not answer. */
+  private async sweep(which: (claims: Claims) => boolean = () => true): Promise<boolean> {
     try {
-      const revoked = await this.revocations.revokedAmong([...this.connections].flatMap((c) => (c.claims ? [c.claims.akid] : [])))
-      for (const keyId of revoked) this.revocations.markRevoked(keyId)
-      for (const connection of [...this.connections]) {
-        if (connection.claims && revoked.has(connection.claims.akid)) connection.disconnect(DISCONNECTS.invalidToken, 'api key revoked')
+      const swept = [...this.connections].filter((c) => c.claims && which(c.claims))
+      if (swept.length === 0) return true
+      const answer = await this.revocations.revokedAmong(swept.map((c) => c.claims!))
+      this.revocations.remember(answer)
+      for (const connection of swept) {
+        const claims = connection.claims
+        if (claims && isRevokedIn(answer, claims)) connection.disconnect(DISCONNECTS.invalidToken, revokedReason(claims))
       }
       return true
     } catch (error) {

@@ -3,10 +3,13 @@ import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { serveApp } from '../../shared/http/serve'
 import { serveMetrics } from '../../shared/metrics/serve'
+import { usage } from '../../shared/realtime/usage'
 import { closeRedis } from '../../shared/redis'
 import { buildApiApp } from './app'
 
 process.env.PROCESS_NAME ??= 'api'
+// realtime_messages_publish counts its publishes as the public route does: written every REALTIME_USAGE_FLUSH_MS.
+usage.start()
 serveMetrics('api')
 serveApp({
   name: 'api',
@@ -15,6 +18,7 @@ serveApp({
   maxRequestBodySize: config.apiBodyLimit * 2,
   logRequests: config.logRequests,
   onStop: async () => {
+    await usage.stop()
     await sql.end({ timeout: 5 })
     await closeRedis()
   },

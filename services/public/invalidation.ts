@@ -16,7 +16,8 @@ export function listenForCacheInvalidations(): () => Promise<void> {
     onMessage: (message) => {
       if (message.kind === 'public_key') keyCache.forget(message.keyHash)
       else if (message.kind === 'mail_key') mailKeyCache.forget(message.keyHash)
-      else if (message.kind !== 'signing_keys') policyCache.forget(message.productId) // public workers sign, they do not verify
+      else if (message.kind === 'namespaces' || message.kind === 'payload_storage') policyCache.forget(message.productId)
+      // Public workers sign tokens, they do not verify them: signing keys and ended console credentials are the gateways'.
     },
   })
   return listener.stop

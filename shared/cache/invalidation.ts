@@ -28,6 +28,11 @@ export type Invalidation =
   | { kind: 'payload_storage'; productId: string }
   | { kind: 'mail_key'; keyHash: string } // hex digest of a Mail sending key (shared/mail/keys.ts)
   | { kind: 'signing_keys' } // a token signing key was added or retired: verifiers re-read their key set (./tokens.ts)
+  // A login session ended (logout) or a platform key was revoked: gateways close the console tokens it asked for.
+  | { kind: 'credential_ended'; keyId: string }
+  // A user left an organization: gateways check the console tokens of that user's sessions again (which products they
+  // reach changed), and close those that lost their product.
+  | { kind: 'member_removed'; userId: string }
 
 /**
  * Tells every worker to drop what the message names. Call it after the change has committed. A failed publish is

@@ -24,7 +24,7 @@ function validator(schema: TSchema) {
 export function checkPart(part: Part, schema: TSchema | undefined, value: unknown): { value: unknown; errors: FieldError[] } {
   if (!schema) return { value: undefined, errors: [] }
   // A copy of the raw values: the conversion may change the object it is given.
-  const input = part === 'body' ? value : keepInexactIntegers(schema, { ...(value as object) }, Value.Convert(schema, value ?? {}))
+  const input = part === 'body' ? value : keepUnwrittenNumbers(schema, { ...(value as object) }, Value.Convert(schema, value ?? {}))
   const check = validator(schema)
   if (check.Check(input)) return { value: input, errors: [] }
   const errors = describe(part, [...check.Errors(input)])
@@ -32,20 +32,26 @@ export function checkPart(part: Part, schema: TSchema | undefined, value: unknow
   return { value: input, errors: errors.length ? errors : [{ path: '/' + PART_NAME[part], message: 'does not match the schema' }] }
 }
 
+/** How a path or query value must be written to convert to an integer, and to a number: plain decimals only. */
+const INTEGER_TEXT = /^-?(?:0|[1-9][0-9]*)$/
+const DECIMAL_TEXT = /^-?[0-9]+(?:\.[0-9]+)?$/
+
 /**
  * TypeBox's conversion truncates a string such as "1.5", and a number such as 1.5 (an MCP tool call passes JSON
- * numbers), to an integer: `?limit=1.5` would pass as 1. A path or query value converts to an integer only when it is
- * written as one; otherwise it stays what it was, and the check names it (`/query/limit must be integer`).
+ * numbers), to an integer: `?limit=1.5` would pass as 1. And it reads a number as JavaScript's Number() does: "0x10"
+ * as 16, "1e3", "+7", " 5" and ".5" too. A path or query value converts only when it is written as a plain decimal
+ * (an integer without a fraction); otherwise it stays what it was, and the check names it (`/query/limit must be
+ * integer`, `/query/last_ms must be number`).
  */
-function keepInexactIntegers(schema: TSchema, raw: unknown, converted: unknown): unknown {
+function keepUnwrittenNumbers(schema: TSchema, raw: unknown, converted: unknown): unknown {
   const properties = (schema as { properties?: Record<string, { type?: string }> }).properties
   if (!properties || typeof raw !== 'object' || raw === null || typeof converted !== 'object' || converted === null) return converted
   for (const [name, property] of Object.entries(properties)) {
     const value = (raw as Record<string, unknown>)[name]
-    const inexact = typeof value === 'string' ? !/^-?(?:0|[1-9][0-9]*)$/.test(value) : typeof value === 'number' && !Number.isInteger(value)
-    if (property.type === 'integer' && inexact) {
-      (converted as Record<string, unknown>)[name] = value
-    }
+    const unwritten = property.type === 'integer'
+      ? (typeof value === 'string' ? !INTEGER_TEXT.test(value) : typeof value === 'number' && !Number.isInteger(value))
+      : property.type === 'number' && typeof value === 'string' && !DECIMAL_TEXT.test(value)
+    if (unwritten) (converted as Record<string, unknown>)[name] = value
   }
   return converted
 }

@@ -43,6 +43,9 @@ const visibleTo = (reader: EmailReader) => sql`
   ${reader.domainId !== null ? sql`and domain_id = ${reader.domainId}` : sql``}`
 
 const iso = (value: Date) => value.toISOString()
+/** What a list row needs: never the bodies (html and text may be 500 000 characters each), headers or tags. */
+const SUMMARY_COLUMNS = sql`
+  id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to, subject, created_at, last_event, last_event_at`
 const summary = (row: Record<string, any>) => ({
   object: 'email' as const, id: row.id as string, from: row.from_address as string, to: row.to_addresses as string[],
   cc: row.cc_addresses as string[], bcc: row.bcc_addresses as string[], reply_to: row.reply_to as string[],
@@ -75,13 +78,13 @@ export async function listEmailLog(reader: EmailReader, query: EmailPage) {
   if (cursorId !== undefined) {
     const name = query.after !== undefined ? 'after' : 'before'
     const [found] = isUuid(cursorId) ? await sql`select 1 from emails where id = ${cursorId} and ${visibleTo(reader)}` : []
-    if (!found) throw field(`/query/${name}`, 'names no email this key can read')
+    if (!found) throw field(`/query/${name}`, 'names no email this reader can see')
   }
   const newerPage = query.before !== undefined
   // The cursor's position is read in SQL: a JavaScript Date would drop its microseconds.
   const position = sql`(select created_at, id from emails where id = ${cursorId ?? null})`
   const rows = await sql`
-    select * from emails where ${visibleTo(reader)}
+    select ${SUMMARY_COLUMNS} from emails where ${visibleTo(reader)}
     ${cursorId !== undefined ? (newerPage ? sql`and (created_at, id) > ${position}` : sql`and (created_at, id) < ${position}`) : sql``}
     order by created_at ${newerPage ? sql`asc` : sql`desc`}, id ${newerPage ? sql`asc` : sql`desc`}
     limit ${limit + 1}`

@@ -1,7 +1,7 @@
 // A publish behind fixed-window limits in ONE script, so one Redis round trip: each limit is counted in order and the
 // first one past its limit stops the script before the next is counted and before anything is published.
 // One Redis only: the counters and the channel's shard keys are in different slots, which a cluster cannot put in one
-// script (the public route then counts with hitWindow, one step each: docs/realtime-data-plane.md, "Redis Cluster").
+// script (publishMessage then counts with hitWindow, one step each: docs/realtime-data-plane.md, "Redis Cluster").
 import { redisScript } from '../redis-script'
 import type { Window } from '../fixed-window'
 import { defaultBudgets, publishCall, publishResult, PUBLISH_SCRIPT_PARTS, type PublishBudgets, type PublishInput, type PublishReply, type PublishResult } from './broker'

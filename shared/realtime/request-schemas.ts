@@ -1,7 +1,7 @@
-// Request schemas of the Realtime public routes (typebox, the catalog's schema source), validated by validateInput().
+// Request schemas of Realtime's publish, token issue and reads (typebox, the catalog's schema source), shared by the
+// public routes and the platform API's operations, and validated by validateInput() for both.
 import Type from 'typebox'
 import { Strict } from '../catalog/schemas'
-import type { FieldError } from '../errors'
 import { LAST_N_MAX } from './broker'
 import { ChannelName, OPS, OpName, Subject } from './names'
 import { TOKEN_TTL_DEFAULT, TOKEN_TTL_MAX, TOKEN_TTL_MIN } from './tokens'
@@ -32,7 +32,7 @@ export const ChannelPath = Strict({ channel: ChannelName })
 /** Routes that take no query parameters refuse unknown ones, as every route refuses unknown body fields. */
 export const NoQuery = Strict({})
 
-/** Window (last_n or last_ms) or cursor (offset and epoch); which combination is allowed is checked in history.ts. */
+/** Window (last_n or last_ms) or cursor (offset and epoch); which combination is allowed is checked in channel-reads.ts. */
 export const HistoryQuery = Strict({
   last_n: Type.Optional(Type.Integer({ minimum: 1, maximum: LAST_N_MAX })),
   last_ms: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
@@ -40,21 +40,3 @@ export const HistoryQuery = Strict({
   epoch: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
 })
 export type HistoryQuery = { last_n?: number; last_ms?: number; offset?: number; epoch?: string }
-
-/**
- * Query values of integer fields must be written as integers: the schema conversion alone would quietly turn "2.5" into 2.
- * @example nonIntegers({ last_n: '2.5' }, ['last_n']) // → [{ path: '/query/last_n', message: 'must be integer' }]
- */
-export function nonIntegers(query: Record<string, string>, names: readonly string[]): FieldError[] {
-  return names.filter((name) => query[name] !== undefined && !/^-?\d+$/.test(query[name]!))
-    .map((name) => ({ path: `/query/${name}`, message: 'must be integer' }))
-}
-
-/**
- * Query values of number fields must be plain decimals: Number() would also read "0x10" as 16 and "" as 0.
- * @example nonDecimals({ last_ms: '0x10' }, ['last_ms']) // → [{ path: '/query/last_ms', message: 'must be a decimal number' }]
- */
-export function nonDecimals(query: Record<string, string>, names: readonly string[]): FieldError[] {
-  return names.filter((name) => query[name] !== undefined && !/^-?\d+(\.\d+)?$/.test(query[name]!))
-    .map((name) => ({ path: `/query/${name}`, message: 'must be a decimal number' }))
-}

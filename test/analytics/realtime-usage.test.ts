@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
 import { signToken } from '../../shared/realtime/tokens'
 import { UsageRecorder } from '../../shared/realtime/usage'
-import { call } from '../helpers'
+import { call, startProcess } from '../helpers'
 import { type GatewayProcess, replied, startGateway, WsClient } from '../gateway/ws-helpers'
 import { pub, realtimeProduct, type RealtimeProduct, startPublicPair, type Pair } from '../realtime/public-helpers'
 
@@ -78,3 +78,29 @@ test('flushes are one upsert per table: counts from two processes for the same m
   await mixed.flush()
   expect(await read()).toEqual([{ publishes: '4', deliveries: '5', bytes: '14' }])
 })
+
+test('a publish through the platform API (realtime_messages_publish) is counted by the api process: flushed while it runs, and on stop', async () => {
+  const own = await realtimeProduct([{ name: 'api' }])
+  const [flushing, stopping] = await Promise.all([startProcess('api', FAST_FLUSH), startProcess('api', { REALTIME_USAGE_FLUSH_MS: '600000' })])
+  const publish = async (worker: { url: string }, data: unknown) => (await fetch(`${worker.url}/realtime/messages`, {
+    method: 'POST', body: JSON.stringify({ channel: 'api:x', data }),
+    headers: { authorization: `Bearer ${own.token}`, 'x-product-id': own.productId, 'content-type': 'application/json' },
+  })).status
+  // What the analytics entity answers for the product (as the dashboards chart it).
+  const charted = async () => {
+    const result = await call('POST', '/analytics/query', { token: own.token, productId: own.productId, body: {
+      entity: 'realtime_usage', metrics: ['publishes', 'bytes'], dimensions: ['namespace'],
+      range: { from: '-1h', to: new Date(Date.now() + 120_000).toISOString() },
+    } })
+    if (result.status !== 200) throw new Error(`query: ${result.status} ${JSON.stringify(result.body)}`)
+    return result.body.rows as { namespace: string; publishes: number; bytes: number }[]
+  }
+  try {
+    expect(await publish(flushing, { n: 1 })).toBe(200)
+    expect(await publish(stopping, { n: 22 })).toBe(200) // its next flush is 10 minutes away: only stopping writes it
+    expect(await until(charted, (rows) => rows[0]?.publishes === 1)).toEqual([{ namespace: 'api', publishes: 1, bytes: '{"n":1}'.length }])
+  } finally {
+    await Promise.all([flushing.stop(), stopping.stop()])
+  }
+  expect(await charted()).toEqual([{ namespace: 'api', publishes: 2, bytes: '{"n":1}'.length + '{"n":22}'.length }])
+}, 30_000)

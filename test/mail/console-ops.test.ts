@@ -2,8 +2,9 @@
 // product, behind a session or a platform key with the mail area, never another product's emails.
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { buildPublicApp } from '../../services/public/app'
+import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
-import { call, callApp, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
+import { call, callApp, failingFields, newPlatformKey, newProduct, ok, startProcess } from '../helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const publicApp = buildPublicApp()
@@ -56,6 +57,26 @@ describe('mail_emails_list', () => {
     const newer = ok(await as(owner, 'GET', `/mail/emails?limit=1&before=${sent[0]}`), 'newer').body
     expect([newer.data.map((e: any) => e.id), newer.has_more]).toEqual([[sent[1]], true])
   })
+
+  test('a list reads only the summary columns, never the bodies: an api worker whose database role may not read html or text still lists (and cannot get)', async () => {
+    const role = `email_list_${crypto.randomUUID().slice(0, 8)}`
+    const summaryColumns = 'id, product_id, domain_id, api_key_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to, subject, created_at, last_event, last_event_at'
+    await sql.unsafe(`create role ${role} login`)
+    await sql.unsafe(`grant select, insert, update, delete on all tables in schema public to ${role}; grant usage on all sequences in schema public to ${role}`)
+    await sql.unsafe(`revoke select on emails from ${role}; grant select (${summaryColumns}) on emails to ${role}`)
+    const url = new URL(config.databaseUrl)
+    url.username = role
+    const api = await startProcess('api', { DATABASE_URL: url.toString() })
+    try {
+      const get = (path: string) => fetch(`${api.url}${path}`, { headers: { authorization: `Bearer ${owner.token}`, 'x-product-id': owner.productId } })
+      const listed = await get('/mail/emails?limit=2')
+      expect([listed.status, (await listed.json()).data?.map((e: any) => e.id)]).toEqual([200, [sent[2], sent[1]]])
+      expect((await get(`/mail/emails/${sent[0]}`)).status).toBe(500) // the role is truly kept from the bodies
+    } finally {
+      await api.stop()
+      await sql.unsafe(`drop owned by ${role}; drop role ${role}`)
+    }
+  }, 30_000)
 
   test('bad paging is a 400 naming the field', async () => {
     for (const [query, path] of [

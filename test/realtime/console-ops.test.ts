@@ -5,9 +5,13 @@ import { randomUUID } from 'node:crypto'
 import { sql } from '../../shared/db/client'
 import { INLINE_CAP_BYTES, s3 } from '../../shared/realtime/payloads'
 import { type Publication, RealtimeClient } from '../../shared/realtime-client/client'
-import { call, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
-import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
-import { manage } from './public-helpers'
+import { quotaWindow } from '../../shared/realtime/publish-quota'
+import { signToken } from '../../shared/realtime/tokens'
+import { redis } from '../../shared/redis'
+import { buildPublicApp } from '../../services/public/app'
+import { call, callApp, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
+import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
+import { createKey, manage } from './public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const as = (who: { token: string; productId?: string }, method: string, path: string, body?: unknown) =>
@@ -19,14 +23,43 @@ const until = async (what: () => boolean | Promise<boolean>) => {
 
 let owner: Owner
 let gateway: GatewayProcess
+/** Sweeps its live connections against PostgreSQL every 10 minutes: what it closes sooner, an announcement made it close. */
+let slowSweep: GatewayProcess
 beforeAll(async () => {
   owner = await newProduct('Realtime console')
   await manage(owner, 'POST', '/realtime/namespaces', { name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } })
   await manage(owner, 'POST', '/realtime/namespaces', { name: 'quiet' }) // no presence, no history, no client events
-  // A short revocation sweep: a revoked platform key's live connections close within it (no announcement carries it).
-  gateway = await startGateway({ GATEWAY_REVOCATION_SWEEP_MS: '200' })
+  // A short revocation sweep: what no announcement carries (a session's expiry) closes live connections within it.
+  ;[gateway, slowSweep] = await Promise.all([
+    startGateway({ GATEWAY_REVOCATION_SWEEP_MS: '200' }),
+    startGateway({ GATEWAY_REVOCATION_SWEEP_MS: '600000' }),
+  ])
 }, 30_000)
-afterAll(() => gateway?.stop())
+afterAll(() => Promise.all([gateway?.stop(), slowSweep?.stop()]))
+
+/** A console token of `who` (a session or platform key) for `name`, subscribe only. */
+const consoleToken = async (who: { token: string; productId?: string }, name: string) =>
+  ok(await as(who, 'POST', '/realtime/tokens', { channels: [{ name, ops: ['subscribe'] }] }), 'issue').body.token as string
+
+/** A raw connection of `token` on `on`, connected (its `closed` resolves with the close code and reason). */
+async function connectedWith(on: GatewayProcess, token: string): Promise<WsClient> {
+  const client = await WsClient.open(on.wsUrl)
+  expect(await client.request({ type: 'connect', token })).toMatchObject({ type: 'reply', to: 'connect' })
+  return client
+}
+
+/** What a fresh connect with `token` gets: the reply's type, or the close that refused it. */
+async function tryConnect(on: GatewayProcess, token: string): Promise<{ reply: string } | { code: number; reason: string }> {
+  const client = await WsClient.open(on.wsUrl)
+  try {
+    const replied = await client.request({ type: 'connect', token }).then((frame) => ({ reply: String(frame.type) }), () => null)
+    return replied ?? (await client.closed)
+  } finally {
+    client.close()
+  }
+}
+
+const ENDED = { code: 4001, reason: 'invalid token: console access ended' }
 
 const channel = () => `chat:room-${randomUUID().slice(0, 8)}`
 
@@ -72,13 +105,16 @@ describe('realtime_tokens_issue', () => {
 })
 
 describe('the console token on a real gateway', () => {
-  test('subscribes, receives what realtime_messages_publish sends, and shows on presence as the console subject', async () => {
+  test('subscribes, receives what realtime_messages_publish sends, sees an end user join; reads presence but cannot enter it', async () => {
     const name = channel()
     const issued = ok(await as(owner, 'POST', '/realtime/tokens', { channels: [{ name, ops: ['subscribe', 'presence', 'history'] }] }), 'issue').body
     const received: Publication[] = []
+    const joined: string[] = []
     const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.token })
-    const subscription = client.subscribe(name, { publication: (p) => received.push(p) })
+    const subscription = client.subscribe(name, { publication: (p) => received.push(p), join: (event) => joined.push(event.identity) })
     client.connect()
+    const { key } = await createKey(owner)
+    const user = await WsClient.open(gateway.wsUrl)
     try {
       expect(await until(() => subscription.active)).toBe(true)
       const published = ok(await as(owner, 'POST', '/realtime/messages', { channel: name, data: { hello: 'console' } }), 'publish').body
@@ -86,12 +122,23 @@ describe('the console token on a real gateway', () => {
       expect(await until(() => received.length === 1)).toBe(true)
       expect(received[0]).toMatchObject({ data: { hello: 'console' }, offset: 1 })
 
-      await client.presence(name).enter()
+      // The console watches: its token carries presence, which reads the roster, but it never joins one.
+      await expect(client.presence(name).enter()).rejects.toMatchObject({ code: 'forbidden' })
+      // An end user of the product, whose backend issues the token, enters.
+      const userToken = await callApp(buildPublicApp(), 'http://public.test', 'POST', `/${owner.productId}/realtime/tokens/issue`, {
+        headers: { 'x-api-key': key }, body: { subject: 'alice', channels: [{ name, ops: ['presence'] }] },
+      })
+      expect(await user.request({ type: 'connect', token: ok(userToken, 'user token').body.token })).toMatchObject({ type: 'reply' })
+      expect(await user.request({ type: 'presence.enter', channel: name })).toMatchObject({ type: 'reply', to: 'presence.enter' })
+      expect(await until(() => joined.length === 1)).toBe(true)
+      expect(joined).toEqual(['ext:alice'])
+      expect(await client.presence(name).read()).toMatchObject({ members: [{ identity: 'ext:alice', connections: 1 }] })
       const roster = ok(await as(owner, 'GET', `/realtime/channels/${name}/presence`), 'presence').body
-      expect(roster).toEqual({ channel: name, members: [{ identity: `ext:console:${owner.userId}`, connections: 1, info: null }] })
+      expect(roster).toEqual({ channel: name, members: [{ identity: 'ext:alice', connections: 1, info: null }] })
       const status = ok(await as(owner, 'GET', `/realtime/channels/${name}`), 'status').body
       expect(status).toEqual({ channel: name, namespace: 'chat', presence: { members: 1, connections: 1 }, history: { offset: 1, epoch: published.epoch } })
     } finally {
+      user.close()
       client.disconnect()
     }
   }, 30_000)
@@ -112,7 +159,7 @@ describe('the console token on a real gateway', () => {
       client.disconnect()
     }
   }, 30_000)
-  test('a platform key\'s token works until the key is revoked; then the gateway\'s sweep closes it (4001)', async () => {
+  test('a platform key\'s token works until the key is revoked; then the gateway closes it (4001)', async () => {
     const key = await newPlatformKey(owner, ['realtime'])
     const name = channel()
     const issued = ok(await call('POST', '/realtime/tokens', { token: key.key, body: { channels: [{ name, ops: ['subscribe'] }] } }), 'key issue').body
@@ -132,6 +179,82 @@ describe('the console token on a real gateway', () => {
   }, 30_000)
 })
 
+describe('a console token ends with the access it was issued on, announced to the gateways', () => {
+  // Each live connection is on the gateway whose sweep is 10 minutes away: only the announcement can close it.
+  test('logout closes the session\'s live console connections at once (4001), and the token is refused after', async () => {
+    const user = await newProduct('Logs out')
+    await manage(user, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const token = await consoleToken(user, channel())
+    const live = await connectedWith(slowSweep, token)
+    ok(await as(user, 'POST', '/auth/logout'), 'logout')
+    expect(await live.closed).toEqual(ENDED)
+    expect(await tryConnect(slowSweep, token)).toEqual(ENDED)
+    expect(await tryConnect(gateway, token)).toEqual(ENDED)
+  }, 30_000)
+
+  test('revoking a platform key closes its live console connections at once (4001)', async () => {
+    const key = await newPlatformKey(owner, ['realtime'])
+    const token = await consoleToken({ token: key.key }, channel())
+    const live = await connectedWith(slowSweep, token)
+    ok(await as(owner, 'DELETE', `/products/${owner.productId}/platform-keys/${key.id}`), 'revoke')
+    expect(await live.closed).toEqual(ENDED)
+    expect(await tryConnect(slowSweep, token)).toEqual(ENDED)
+  }, 30_000)
+
+  test('a member removed from the organization: their console connections to its products close at once; their session and its tokens for their own product live on', async () => {
+    const team = await newProduct('Team')
+    await manage(team, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const member = await newProduct('Own product') // signed in, with a product of their own organization
+    await manage(member, 'POST', '/realtime/namespaces', { name: 'chat' })
+    ok(await call('POST', `/organizations/${team.organizationId}/members`, { token: team.token, body: { email: member.email } }), 'add member')
+    const teamToken = await consoleToken({ token: member.token, productId: team.productId }, channel())
+    const ownToken = await consoleToken(member, channel())
+    const onTeam = await connectedWith(slowSweep, teamToken)
+    const onOwn = await connectedWith(slowSweep, ownToken)
+    const onTeamElsewhere = await connectedWith(gateway, teamToken)
+    try {
+      ok(await call('DELETE', `/organizations/${team.organizationId}/members/${member.userId}`, { token: team.token }), 'remove member')
+      expect(await onTeam.closed).toEqual(ENDED)
+      expect(await onTeamElsewhere.closed).toEqual(ENDED)
+      expect(await tryConnect(slowSweep, teamToken)).toEqual(ENDED)
+      expect(await tryConnect(gateway, teamToken)).toEqual(ENDED)
+      // The session is still theirs: the connection to their own product stays, and its token still connects.
+      expect(await onOwn.request({ type: 'ping' })).toMatchObject({ type: 'reply' })
+      expect(await tryConnect(slowSweep, ownToken)).toEqual({ reply: 'reply' })
+      // Added back, the same session reaches the team's product again (a lost product is not remembered for good).
+      ok(await call('POST', `/organizations/${team.organizationId}/members`, { token: team.token, body: { email: member.email } }), 'add again')
+      const again = await consoleToken({ token: member.token, productId: team.productId }, channel())
+      expect(await until(async () => 'reply' in (await tryConnect(gateway, again)))).toBe(true)
+    } finally {
+      onOwn.close()
+    }
+  }, 30_000)
+
+  test('a session that expires: the sweep closes its live console connections (4001) and the gateway refuses its token', async () => {
+    const user = await newProduct('Expires')
+    await manage(user, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const token = await consoleToken(user, channel())
+    const live = await connectedWith(gateway, token)
+    const akid = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).akid
+    // Nothing announces an expiry: the session's row says it, and the gateway's 200 ms sweep reads it.
+    await sql`update sessions set expires_at = now() - interval '1 second' where id = ${akid}`
+    expect(await live.closed).toEqual(ENDED)
+    expect(await tryConnect(gateway, token)).toEqual(ENDED)
+  }, 30_000)
+
+  test('a revoked rtk_ key\'s tokens are still refused; an active key\'s are not', async () => {
+    const product = await newProduct('Keys')
+    await manage(product, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const [active, revoked] = [await createKey(product), await createKey(product)]
+    await manage(product, 'DELETE', `/governance/api/v1/products/${product.productId}/public-keys/${revoked.id}`)
+    const tokenOf = async (productId: string, apiKeyId: string) =>
+      (await signToken({ productId, apiKeyId, subject: 'u', channels: [{ name: 'chat:x', ops: ['subscribe'] }] })).token
+    expect(await tryConnect(gateway, await tokenOf(product.productId, active.id))).toEqual({ reply: 'reply' })
+    const REVOKED = { code: 4001, reason: 'invalid token: api key revoked' }
+    expect(await tryConnect(gateway, await tokenOf(product.productId, revoked.id))).toEqual(REVOKED)
+  }, 30_000)
+})
+
 describe('publish and reads', () => {
   test('history by window and by cursor, as the public route answers; its validation names the field', async () => {
     const name = channel()
@@ -147,6 +270,37 @@ describe('publish and reads', () => {
       expect([query, result.status]).toEqual([query, 400])
       expect(failingFields(result)).toContain(path)
     }
+  })
+
+  test('history validates its query exactly as the public route does: numbers written as plain decimals only', async () => {
+    const { key } = await createKey(owner)
+    const publicApp = buildPublicApp()
+    const name = channel()
+    for (const value of ['0x10', '0b11', '+7', ' 5', '1e3', '.5', '1e300', '', '0', '-5', 'Infinity', '60000', '0.5']) {
+      const query = `last_ms=${encodeURIComponent(value)}`
+      const viaApi = await as(owner, 'GET', `/realtime/channels/${name}/history?${query}`)
+      const viaPublic = await callApp(publicApp, 'http://public.test', 'GET', `/${owner.productId}/realtime/channels/${name}/history?${query}`, { headers: { 'x-api-key': key } })
+      expect([value, viaApi.status, viaApi.body.fields]).toEqual([value, viaPublic.status, viaPublic.body.fields])
+      if (['60000', '0.5'].includes(value)) expect([value, viaApi.status]).toEqual([value, 200])
+      else expect([value, failingFields(viaApi)]).toEqual([value, ['/query/last_ms']])
+    }
+  })
+
+  test('publish spends the product\'s publish quota, the one the public route spends: past it, 429 quota_exceeded with Retry-After', async () => {
+    const spender = await newProduct('Quota')
+    await manage(spender, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const { key } = await createKey(spender)
+    const name = channel()
+    const { window, limit } = quotaWindow(spender.productId)
+    ok(await as(spender, 'POST', '/realtime/messages', { channel: name, data: 1 }), 'publish')
+    expect(Number(await redis().get(window.key))).toBe(1)
+    // Full, in this window and the next (the window may roll between here and the publish).
+    for (const full of [window, quotaWindow(spender.productId, Date.now() + 120_000).window]) await redis().set(full.key, String(limit), 'EX', 300)
+    const refused = await as(spender, 'POST', '/realtime/messages', { channel: name, data: 2 })
+    expect([refused.status, refused.body.error]).toEqual([429, 'quota_exceeded'])
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+    const viaPublic = await callApp(buildPublicApp(), 'http://public.test', 'POST', `/${spender.productId}/realtime/messages`, { headers: { 'x-api-key': key }, body: { channel: name, data: 3 } })
+    expect([viaPublic.status, viaPublic.body.error]).toEqual([429, 'quota_exceeded'])
   })
 
   test('publish validates its body, refuses unregistered namespaces, and needs payload storage above the inline cap', async () => {

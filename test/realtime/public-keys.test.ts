@@ -149,7 +149,7 @@ describe('revoke', () => {
     expect(await waitForInvalidation((m) => m.kind === 'public_key' && m.keyHash === digest)).toEqual({ kind: 'public_key', keyHash: digest, keyId: created.id, revoked: true })
     expect((await seenOnArrival())?.revoked_at).toBeInstanceOf(Date)
     // Tokens the key issued end with it: gateways ask PostgreSQL, the authority (test/security/revocation.test.ts).
-    expect(await isKeyRevoked(created.id)).toBe(true)
+    expect(await isKeyRevoked({ akid: created.id, pid: owner.productId })).toBe(true)
     const [row] = await sql`select revoked_at from public_keys where id = ${created.id}`
     expect(row!.revoked_at).toBeInstanceOf(Date)
     expect((await call('GET', keysPath(owner.productId), { token: owner.token })).body.keys).toEqual([])
@@ -178,7 +178,7 @@ describe('update scope', () => {
     expect(updated.body.key).toBeUndefined()
     expect(Date.parse(updated.body.updatedAt)).toBeGreaterThan(Date.parse(created.createdAt))
     expect(await waitForInvalidation((m) => m.kind === 'public_key' && m.keyHash === digest)).toBeDefined()
-    expect(await isKeyRevoked(created.id)).toBe(false) // a scope change leaves tokens the key issued valid
+    expect(await isKeyRevoked({ akid: created.id, pid: owner.productId })).toBe(false) // a scope change leaves tokens the key issued valid
     expect((await seenOnArrival())?.scope).toEqual(['tokens:issue', 'presence:read'])
     const [row] = await sql`select scope, key_hash, revoked_at from public_keys where id = ${created.id}`
     expect(row!.scope).toEqual(['tokens:issue', 'presence:read'])

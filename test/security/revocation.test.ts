@@ -8,7 +8,7 @@ import { connect } from 'node:net'
 import postgres from 'postgres'
 import { config } from '../../shared/config'
 import { InvalidatedCache } from '../../shared/cache/invalidated-cache'
-import { RevocationCache, revokedAmong } from '../../shared/realtime/revocations'
+import { RevocationCache, revokedAmong, type TokenCredential } from '../../shared/realtime/revocations'
 import { startFaultProxy } from '../faults/proxy'
 import { signToken } from '../../shared/realtime/tokens'
 import { freePort, newPlatformKey, startProcess, type Worker } from '../helpers'
@@ -204,29 +204,31 @@ describe('a Redis restarted empty', () => {
 
 describe('the gateway revocation cache', () => {
   // The cache answers from PostgreSQL (the real public_keys table), so these run in-process against the test database.
+  // A token is checked on its credential and its product: these are the product's keys.
+  const of = (akid: string): TokenCredential => ({ akid, pid: product.productId })
   test('a known key id costs no query; concurrent checks share one; an active answer is asked again after its TTL; a revocation heard is kept', async () => {
-    const queries: string[][] = []
+    const queries: TokenCredential[][] = []
     const cache = new RevocationCache(100, 200, (ids) => (queries.push(ids), revokedAmong(ids)))
     const active = await createKey(product)
     const gone = await createKey(product)
     expect((await manage(product, 'DELETE', `/governance/api/v1/products/${product.productId}/public-keys/${gone.id}`)).revoked).toBe(true)
-    expect(await Promise.all([cache.isRevoked(active.id), cache.isRevoked(active.id)])).toEqual([false, false])
-    expect(queries).toEqual([[active.id]])
-    expect(await cache.isRevoked(active.id)).toBe(false)
+    expect(await Promise.all([cache.isRevoked(of(active.id)), cache.isRevoked(of(active.id))])).toEqual([false, false])
+    expect(queries).toEqual([[of(active.id)]])
+    expect(await cache.isRevoked(of(active.id))).toBe(false)
     expect(queries.length).toBe(1)
-    expect(await cache.isRevoked(gone.id)).toBe(true)
-    expect(await cache.isRevoked(randomUUID())).toBe(true) // no such key: nothing it signed may connect
-    expect(await cache.isRevoked('not-a-uuid')).toBe(true)
+    expect(await cache.isRevoked(of(gone.id))).toBe(true)
+    expect(await cache.isRevoked(of(randomUUID()))).toBe(true) // no such key: nothing it signed may connect
+    expect(await cache.isRevoked(of('not-a-uuid'))).toBe(true)
     await Bun.sleep(250)
     const asked = queries.length
-    expect(await cache.isRevoked(active.id)).toBe(false)
+    expect(await cache.isRevoked(of(active.id))).toBe(false)
     expect(queries.length).toBe(asked + 1)
-    expect(await cache.isRevoked(gone.id)).toBe(true) // a revoked answer outlives the TTL
+    expect(await cache.isRevoked(of(gone.id))).toBe(true) // a revoked answer outlives the TTL
     expect(queries.length).toBe(asked + 1)
     // A revocation heard is kept when the active answers are dropped (after a gap in invalidations).
     cache.markRevoked(active.id)
     cache.forgetActive()
-    expect(await cache.isRevoked(active.id)).toBe(true)
+    expect(await cache.isRevoked(of(active.id))).toBe(true)
     expect(queries.length).toBe(asked + 1)
   })
 
@@ -237,22 +239,22 @@ describe('the gateway revocation cache', () => {
       await Bun.sleep(100) // ...and the invalidation arrives before the check returns
       return answer
     })
-    const checking = cache.isRevoked(active.id)
+    const checking = cache.isRevoked(of(active.id))
     await Bun.sleep(20)
     cache.markRevoked(active.id)
     expect(await checking).toBe(true)
-    expect(await cache.isRevoked(active.id)).toBe(true)
+    expect(await cache.isRevoked(of(active.id))).toBe(true)
   })
 
   test('bounded by count: past the bound the oldest answer goes, and is asked again when needed', async () => {
-    const queries: string[][] = []
+    const queries: TokenCredential[][] = []
     const cache = new RevocationCache(3, 60_000, (ids) => (queries.push(ids), revokedAmong(ids)))
     const first = await createKey(product)
-    expect(await cache.isRevoked(first.id)).toBe(false)
-    for (let i = 0; i < 10; i++) expect(await cache.isRevoked(randomUUID())).toBe(true)
+    expect(await cache.isRevoked(of(first.id))).toBe(false)
+    for (let i = 0; i < 10; i++) expect(await cache.isRevoked(of(randomUUID()))).toBe(true)
     expect(cache.size).toBe(3)
     expect(queries.length).toBe(11)
-    expect(await cache.isRevoked(first.id)).toBe(false)
+    expect(await cache.isRevoked(of(first.id))).toBe(false)
     expect(queries.length).toBe(12)
   })
 
@@ -264,17 +266,17 @@ describe('the gateway revocation cache', () => {
       const cache = new RevocationCache(100, 150, (ids) => revokedAmong(ids, proxied))
       const active = await createKey(product)
       const heard = randomUUID()
-      expect(await cache.isRevoked(active.id)).toBe(false)
+      expect(await cache.isRevoked(of(active.id))).toBe(false)
       await Bun.sleep(200)
       link.cut()
-      expect(await cache.isRevoked(active.id)).toBe(false)
+      expect(await cache.isRevoked(of(active.id))).toBe(false)
       cache.markRevoked(heard)
-      expect(await cache.isRevoked(heard)).toBe(true)
-      await expect(cache.isRevoked(randomUUID())).rejects.toThrow()
+      expect(await cache.isRevoked(of(heard))).toBe(true)
+      await expect(cache.isRevoked(of(randomUUID()))).rejects.toThrow()
       cache.forgetActive()
-      await expect(cache.isRevoked(active.id)).rejects.toThrow()
+      await expect(cache.isRevoked(of(active.id))).rejects.toThrow()
       await link.restore()
-      expect(await cache.isRevoked(active.id)).toBe(false)
+      expect(await cache.isRevoked(of(active.id))).toBe(false)
     } finally {
       await proxied.end({ timeout: 1 })
       await link.close()

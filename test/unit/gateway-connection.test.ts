@@ -119,6 +119,29 @@ test('a token whose API key is revoked closes the connection 4001 at connect', a
   expect(gateway.context.connections.size).toBe(0)
 })
 
+test('a console token reads presence but cannot enter it: its identity never joins a roster; an end user\'s token enters', async () => {
+  const gateway = memoryGateway([namespace('chat', { presence: true })])
+  const channel = 'chat:watched'
+  const ops: Op[] = ['subscribe', 'presence']
+  const watcher = gateway.open()
+  await request(watcher.connection, { type: 'connect', id: 1, token: gateway.token([{ name: channel, ops }], undefined, 'ext:console:00000000-0000-4000-8000-0000000000dd') })
+  await request(watcher.connection, { type: 'presence.enter', id: 2, channel })
+  await request(watcher.connection, { type: 'presence.update', id: 3, channel, info: { x: 1 } })
+  await request(watcher.connection, { type: 'presence.read', id: 4, channel })
+  expect(watcher.transport.take().map((f) => [f.id, f.type, f.code ?? f.to])).toEqual([
+    [1, 'reply', 'connect'], [2, 'error', 'forbidden'], [3, 'error', 'forbidden'], [4, 'reply', 'presence.read'],
+  ])
+  expect(gateway.presence.entries.get(channel)?.size ?? 0).toBe(0)
+  const user = gateway.open()
+  await request(user.connection, { type: 'connect', id: 1, token: gateway.token([{ name: channel, ops }]) })
+  await request(user.connection, { type: 'presence.enter', id: 2, channel })
+  expect(user.transport.take().map((f) => [f.id, f.type, f.code ?? f.to])).toEqual([[1, 'reply', 'connect'], [2, 'reply', 'presence.enter']])
+  expect([...gateway.presence.entries.get(channel)!.values()].map((e) => e.identity)).toEqual(['ext:tester'])
+  expect(watcher.transport.closed).toBeUndefined()
+  watcher.connection.cleanup()
+  user.connection.cleanup()
+})
+
 test('a live subscriber whose socket holds more than the limit unread after a batch is closed 4200; the others stay', async () => {
   const gateway = memoryGateway([namespace('chat')])
   const dispatcher = new Dispatcher(gateway.hub, gateway.topics, noBatching, gateway.backends.usage, LIMIT)

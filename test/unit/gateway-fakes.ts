@@ -179,9 +179,10 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
     presence,
     policies: { policies: async () => ({ namespaces: new Map(namespaces.map((n) => [n.name, n])) }) },
     revocations: {
-      isRevoked: async (keyId) => revoked.has(keyId),
-      revokedAmong: async (keyIds) => new Set([...keyIds].filter((id) => revoked.has(id))),
-      markRevoked: (keyId) => void revoked.add(keyId),
+      isRevoked: async (credential) => revoked.has(credential.akid),
+      revokedAmong: async (credentials) => ({ ended: new Set([...credentials].flatMap((c) => (revoked.has(c.akid) ? [c.akid] : []))), denied: new Set() }),
+      markRevoked: (akid) => void revoked.add(akid),
+      remember: (answer) => answer.ended.forEach((akid) => revoked.add(akid)),
       forgetActive: () => {},
     },
     tokens: {
@@ -209,11 +210,11 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
     },
   }
   const topics = new MemoryTopics()
-  /** A token for the test subject reaching these channels, and a connection (not yet connected) on a recording socket. */
-  const token = (channels: Claims['channels'], keyId = KEY) => {
+  /** A token for the test subject (or `sub`) reaching these channels, and a connection (not yet connected) on a recording socket. */
+  const token = (channels: Claims['channels'], keyId = KEY, sub = 'ext:tester') => {
     const name = `token${tokens.size + 1}`
     const now = Math.floor(Date.now() / 1000)
-    tokens.set(name, { sub: 'ext:tester', ext: true, pid: PRODUCT, akid: keyId, env: config.environment, channels, iat: now, exp: now + 600, jti: name })
+    tokens.set(name, { sub, ext: true, pid: PRODUCT, akid: keyId, env: config.environment, channels, iat: now, exp: now + 600, jti: name })
     return name
   }
   const open = () => {

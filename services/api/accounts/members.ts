@@ -1,4 +1,5 @@
 // Organization membership: who can reach the organization's products. Owners manage members; the last owner stays.
+import { publishInvalidation } from '../../../shared/cache/invalidation'
 import { sql } from '../../../shared/db/client'
 import { keysetPage } from '../../../shared/db/keyset'
 import { type PageRequest, PAGE_DEFAULT } from '../../../shared/catalog/pagination'
@@ -71,4 +72,6 @@ export async function removeMember(organizationId: string, callerId: string, use
     }
     await tx`delete from organization_members where organization_id = ${organizationId} and user_id = ${userId}`
   })
+  // The user's sessions may hold console tokens for the organization's products: gateways check them again at once.
+  await publishInvalidation({ kind: 'member_removed', userId })
 }

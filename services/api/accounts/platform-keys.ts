@@ -1,4 +1,5 @@
 // Platform API keys: bearer tokens bound to one product and a set of areas. Stored as a SHA-256 digest + prefix.
+import { publishInvalidation } from '../../../shared/cache/invalidation'
 import type { Area } from '../../../shared/catalog/operation'
 import { newSecret, sha256, visiblePrefix } from '../../../shared/crypto'
 import { insertKeyUnderCeilings } from '../../../shared/db/ceiling'
@@ -50,4 +51,6 @@ export async function revokePlatformKey(productId: string, keyId: string): Promi
     update platform_keys set revoked_at = now()
     where id = ${keyId} and product_id = ${productId} and revoked_at is null returning id`
   if (!row) throw notFound('Platform key')
+  // Gateways close the console tokens the key asked for at once, not at their next sweep.
+  await publishInvalidation({ kind: 'credential_ended', keyId })
 }

@@ -1,4 +1,5 @@
 // Users, their personal organization, and login sessions.
+import { publishInvalidation } from '../../../shared/cache/invalidation'
 import { config } from '../../../shared/config'
 import { newSecret, sha256 } from '../../../shared/crypto'
 import { sql } from '../../../shared/db/client'
@@ -51,8 +52,10 @@ export async function logIn(email: string, password: string) {
   return { user: userFields(row), ...(await startSession(row.id)) }
 }
 
+/** Ends a login session; gateways hear it and close the console tokens it asked for (shared/realtime/revocations.ts). */
 export async function endSession(sessionId: string): Promise<void> {
   await sql`update sessions set revoked_at = now() where id = ${sessionId} and revoked_at is null`
+  await publishInvalidation({ kind: 'credential_ended', keyId: sessionId })
 }
 
 export async function getUser(userId: string): Promise<User | null> {

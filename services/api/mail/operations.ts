@@ -32,6 +32,8 @@ const DomainSchema = Strict({
   verifiedAt: Type.Union([Timestamp(), Type.Null()]),
 })
 /** Any string: an id that is not a UUID names nothing (404), the rule for every Mail id. */
+// No maxLength, on purpose: an id that is not a UUID names nothing and is 404 however long (the spec's rule for Mail ids),
+// told by its shape before any query; the request line's own bound bounds it.
 const IdPath = (what: string) => Strict({ id: Type.String({ minLength: 1, description: `${what} id` }) })
 const domainOut = (d: Domain) => ({
   ...d, createdAt: iso(d.createdAt), checkedAt: d.checkedAt && iso(d.checkedAt), verifiedAt: d.verifiedAt && iso(d.verifiedAt),
@@ -197,7 +199,7 @@ const emailSummaryFields = () => ({
   object: Type.Literal('email'), id: Uuid(), from: Type.String(), to: Addresses('Recipients'), cc: Addresses('Carbon copy'),
   bcc: Addresses('Blind carbon copy'), reply_to: Addresses('Reply-To addresses'), subject: Type.String(),
   created_at: Timestamp(),
-  last_event: Type.String({ description: 'The latest event: queued, sent, delivered, deferred, bounced, failed, ...' }),
+  last_event: Type.String({ description: 'The latest event: queued, sent, delivered, delivery_delayed, bounced, failed or suppressed' }),
   last_event_at: Timestamp(),
 })
 const EmailSummarySchema = Strict(emailSummaryFields())

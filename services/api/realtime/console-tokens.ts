@@ -1,6 +1,7 @@
 // Delegated tokens for the platform's own callers (the console's channel inspector): the subject and the revocable
 // credential come from the principal, never from the request, so no caller can act as one of the product's end users.
 import type { Context } from '../../../shared/catalog/operation'
+import { consoleSubject } from '../../../shared/realtime/console-identity'
 import { issueToken, type IssueResult } from '../../../shared/realtime/token-issue'
 import type { TokenChannel } from '../../../shared/realtime/tokens'
 
@@ -11,18 +12,19 @@ export const CONSOLE_TOKEN_TTL_MAX = 600
 export const CONSOLE_TOKEN_TTL_DEFAULT = 300
 
 /**
- * Who the token speaks for: `console:<userId>` for a login session, `console:<platformKeyId>` for a platform key. The
- * colon is outside the public subject grammar ([a-zA-Z0-9._-]), so a product's backend can never issue a token that
- * looks like the console, nor the console one that looks like an end user.
- * The token's `akid` is the session or the platform key: the gateway refuses and closes tokens whose credential is
- * revoked (shared/realtime/revocations.ts), so logging out or revoking the key ends the inspector's connections too.
+ * Who the token speaks for: `console:<userId>` for a login session, `console:<platformKeyId>` for a platform key
+ * (shared/realtime/console-identity.ts), so a product's backend can never issue a token that looks like the console,
+ * nor the console one that looks like an end user.
+ * The token's `akid` is the session or the platform key: the gateway refuses and closes tokens whose credential ended,
+ * or whose session's user no longer reaches the product (shared/realtime/revocations.ts), so logging out, revoking the
+ * key or removing the member ends the inspector's connections too, at once where announced.
  */
 export function consoleIdentity(ctx: Context): { subject: string; credentialId: string } {
   const principal = ctx.principal
   if (!principal) throw new Error('console token without a principal')
   return principal.kind === 'session'
-    ? { subject: `console:${principal.userId}`, credentialId: principal.sessionId }
-    : { subject: `console:${principal.keyId}`, credentialId: principal.keyId }
+    ? { subject: consoleSubject(principal.userId), credentialId: principal.sessionId }
+    : { subject: consoleSubject(principal.keyId), credentialId: principal.keyId }
 }
 
 /** Issues a console token: the public issue's narrowing (namespace policy, grants), the subject of the principal. */

@@ -219,9 +219,11 @@ export const tokensIssue = defineOperation({
   summary: 'Issue a short-lived delegated token for the calling session or platform key, to watch channels through the gateway',
   description: `Narrowed as the public POST /tokens/issue narrows (namespace policy, then grants; publish only where the namespace `
     + `allows client events); 422 when nothing is left. The subject is the caller's, never chosen: console:<userId> for a login `
-    + `session, console:<platformKeyId> for a platform key (presence rosters show it as ext:console:...). At most `
+    + `session, console:<platformKeyId> for a platform key, carried as ext:console:...; the token watches: presence reads the `
+    + `roster, but the gateway refuses to let it enter one (forbidden), so no roster, join event or webhook shows it. At most `
     + `${CONSOLE_TOKEN_CHANNELS_MAX} channels, ${CONSOLE_TOKEN_TTL_MIN} to ${CONSOLE_TOKEN_TTL_MAX} seconds (default `
-    + `${CONSOLE_TOKEN_TTL_DEFAULT}). The token dies with the session (logout) or the platform key (revocation) that asked for it.`,
+    + `${CONSOLE_TOKEN_TTL_DEFAULT}). The token dies with the session (logout, expiry) or the platform key (revocation) that asked for it, and `
+    + `with the session's user leaving the product's organization: the gateway closes it 4001.`,
   body: Strict({
     channels: Type.Array(Strict({
       name: ChannelName,
@@ -231,7 +233,7 @@ export const tokensIssue = defineOperation({
   }),
   response: Strict({
     token: Type.String(), gatewayUrl: Type.String(), expiresAt: Timestamp(),
-    subject: Type.String({ description: 'The identity the token carries, as presence rosters show it (ext:console:...)' }),
+    subject: Type.String({ description: 'The identity the token carries (ext:console:...); it never enters a presence roster' }),
     channels: Type.Array(TokenChannelSchema, { description: 'What the token carries, after narrowing' }),
     dropped: Type.Array(Strict({
       name: Type.String(), ops: Type.Array(OpName),
