@@ -19,7 +19,7 @@ let p: RealtimeProduct
 const COMMAND_TIMEOUT_MS = 500
 /**
  * What a publish must be answered within while a node is silent. On a cluster a publish makes three Redis steps in a
- * row (IP limit, quota, publish: services/public/realtime/messages.ts); the counters' slots move with their windows, so
+ * row (IP limit, quota, publish: shared/realtime/publish-message.ts); the counters' slots move with their windows, so
  * all three may land on the silent node, and each is answered within the command timeout (shared/redis.ts). Plus
  * 500 ms for the HTTP round trip and the worker's own work on a loaded machine.
  */
