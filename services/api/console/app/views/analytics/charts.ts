@@ -2,33 +2,13 @@
 // steps, a metric with neither as big numbers. Every chart has its numbers beside it in text (totals and a data table),
 // so a reader, a screen reader and a test can read exactly what the API answered.
 import uPlot from 'uplot'
+import type { FunnelResult, FunnelStepResult } from '../../../../analytics/semantic/funnel'
+import type { MetricResult } from '../../../../analytics/semantic/metric-query'
 import { h } from '../../dom'
 
-export interface MetricResult {
-  entity: string
-  metrics: string[]
-  dimensions: string[]
-  bucket: string | null
-  timezone: string
-  range: { from: string; to: string }
-  rows: Record<string, string | number | null>[]
-  truncated: boolean
-}
-export interface StepResult {
-  step: number
-  entity: string
-  event: string
-  count: number
-  conversionFromPrevious: number | null
-  conversionFromFirst: number | null
-}
-export interface FunnelResult {
-  identity: string
-  windowDays: number
-  range: { from: string; to: string }
-  steps: StepResult[]
-  breakdown?: { value: string | null; steps: StepResult[] }[]
-}
+// The API's own result types (type-only: nothing of the server is bundled), so a change there fails the typecheck here.
+export type { FunnelResult, MetricResult }
+export type StepResult = FunnelStepResult
 export type InsightRun =
   | { insight_id: string; kind: 'metric'; result: MetricResult }
   | { insight_id: string; kind: 'funnel'; result: FunnelResult }
