@@ -10,7 +10,7 @@ export const INVALIDATION_CHANNEL = 'platform:invalidate'
 /** The member of a published message naming the announcement; listeners get the message without it. */
 const ANNOUNCEMENT_ID = 'announcement'
 /** How many recent announcement ids a subscriber remembers to drop repeats: far more than arrive within a bus relay. */
-const REMEMBERED_ANNOUNCEMENTS = 4096
+export const REMEMBERED_ANNOUNCEMENTS = 4096
 
 /**
  * A subscriber only listens, so a link that dies without a reset (no RST ever arrives on a dead path) would look live
@@ -41,17 +41,19 @@ export type Invalidation =
 export async function publishInvalidation(message: Invalidation): Promise<void> {
   // Workers key their caches by lower-case product id.
   const canonical = 'productId' in message ? { ...message, productId: message.productId.toLowerCase() } : message
-  // The id lets a subscriber that hears one announcement from several masters (below) act on it once.
+  // The id lets a subscriber that hears one announcement from several nodes (below) act on it once.
   const text = JSON.stringify({ ...canonical, [ANNOUNCEMENT_ID]: randomUUID() })
   const client = redis()
   if (client instanceof Cluster) {
-    // Each master delivers to its own subscribers before it answers, but relays to the other nodes' over the cluster
-    // bus only afterwards: one PUBLISH returning says nothing of workers subscribed elsewhere, and the next request
-    // could beat the message there. So every ready master is told (a subscriber hears it from each and acts once:
-    // onInvalidation), and the change counts as announced once any of them has it.
-    const masters = client.nodes('master').filter((node) => node.status === 'ready')
-    const results = await Promise.allSettled(masters.map((node) => node.publish(INVALIDATION_CHANNEL, text)))
-    if (results.some((result) => result.status === 'fulfilled')) return
+    // A node writes a message to its own subscribers before it answers, but relays it to the others over the cluster
+    // bus only after: one PUBLISH returning says nothing of workers subscribed elsewhere, and the next request could
+    // beat the message there. So every ready node is told, replicas too (a subscriber's seed node may be one; they
+    // accept PUBLISH), and a subscriber acts on each announcement once (onInvalidation). Every node's answer is waited
+    // for, since that is what makes the change seen at once everywhere: a node that hangs costs the caller at most the
+    // command timeout. The change counts as announced once any node has it.
+    const nodes = client.nodes('all').filter((node) => node.status === 'ready')
+    const told = await Promise.allSettled(nodes.map((node) => node.publish(INVALIDATION_CHANNEL, text)))
+    if (told.some((result) => result.status === 'fulfilled')) return
   }
   try {
     await client.publish(INVALIDATION_CHANNEL, text)

@@ -1,8 +1,10 @@
 // The invalidation subscription survives a dropped Redis connection: workers notice, stop caching, resubscribe, and
 // revocation is immediate again afterwards. The drop is real: Redis kills every pub/sub client connection.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { onInvalidation, publishInvalidation } from '../../shared/cache/invalidation'
+import { INVALIDATION_CHANNEL, onInvalidation, publishInvalidation, REMEMBERED_ANNOUNCEMENTS } from '../../shared/cache/invalidation'
+import { Cluster } from 'ioredis'
 import { config } from '../../shared/config'
+import { redis } from '../../shared/redis'
 import { startFaultProxy } from '../faults/proxy'
 import { call, needsOneRedis, onEveryRedisNode, startProcess } from '../helpers'
 import { createKey, pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
@@ -30,6 +32,64 @@ test('a subscription reports the dropped connection and the resubscription, and 
     expect(await until(() => events.includes(false) && events.slice(events.indexOf(false)).includes(true))).toBe(true)
     await publishInvalidation({ kind: 'namespaces', productId: 'after-reconnect' })
     expect(await until(() => heard.includes('after-reconnect'))).toBe(true)
+  } finally {
+    await stop()
+  }
+})
+
+/** Every node a message may be published on: each master and replica of a cluster, or the one Redis. */
+function publishers(): { publish(channel: string, text: string): Promise<unknown> }[] {
+  const client = redis()
+  return client instanceof Cluster ? client.nodes('all') : [client]
+}
+
+/** Publishes a marker on every node and waits until each is heard: whatever those nodes relayed before has arrived. */
+async function drained(heard: string[]): Promise<void> {
+  const markers = publishers().map(() => `marker-${crypto.randomUUID()}`)
+  await Promise.all(publishers().map((node, i) => node.publish(INVALIDATION_CHANNEL, JSON.stringify({ kind: 'namespaces', productId: markers[i] }))))
+  expect(await until(() => markers.every((marker) => heard.includes(marker)))).toBe(true)
+}
+
+test('an announcement is acted on once however many nodes it is heard from; a message without an id every time; an id is forgotten past the bound', async () => {
+  const heard: string[] = []
+  const stop = await onInvalidation((m) => heard.push('productId' in m ? m.productId : m.kind))
+  try {
+    // Through the platform's own publish: on a cluster it tells every node, and this subscriber hears each copy.
+    await publishInvalidation({ kind: 'namespaces', productId: 'announced-once' })
+    await drained(heard)
+    expect(heard.filter((name) => name === 'announced-once')).toEqual(['announced-once'])
+
+    const node = publishers()[0]!
+    const copy = JSON.stringify({ kind: 'namespaces', productId: 'same-id', announcement: 'a-1' })
+    await node.publish(INVALIDATION_CHANNEL, copy)
+    await node.publish(INVALIDATION_CHANNEL, copy)
+    const bare = JSON.stringify({ kind: 'namespaces', productId: 'no-id' })
+    await node.publish(INVALIDATION_CHANNEL, bare)
+    await node.publish(INVALIDATION_CHANNEL, bare)
+    await drained(heard)
+    expect(heard.filter((name) => name === 'same-id')).toHaveLength(1)
+    expect(heard.filter((name) => name === 'no-id')).toHaveLength(2)
+    // Memory is bounded: after as many other ids as it remembers, the first one is acted on again.
+    for (let i = 0; i < REMEMBERED_ANNOUNCEMENTS; i++) {
+      void node.publish(INVALIDATION_CHANNEL, JSON.stringify({ kind: 'signing_keys', announcement: `filler-${i}` }))
+    }
+    await node.publish(INVALIDATION_CHANNEL, copy)
+    await drained(heard)
+    expect(heard.filter((name) => name === 'same-id')).toHaveLength(2)
+    expect(heard.filter((name) => name === 'signing_keys').length).toBeGreaterThanOrEqual(REMEMBERED_ANNOUNCEMENTS)
+  } finally {
+    await stop()
+  }
+})
+
+test('the listener gets the announcement as published, without its id', async () => {
+  const messages: unknown[] = []
+  const stop = await onInvalidation((m) => messages.push(m))
+  try {
+    await publishInvalidation({ kind: 'namespaces', productId: 'Shown-As-Lower' })
+    const mine = () => messages.filter((m) => (m as { productId?: string }).productId === 'shown-as-lower')
+    expect(await until(() => mine().length > 0)).toBe(true)
+    expect(mine()).toEqual([{ kind: 'namespaces', productId: 'shown-as-lower' }])
   } finally {
     await stop()
   }
