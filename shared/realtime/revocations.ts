@@ -12,6 +12,8 @@ import { TOKEN_TTL_MAX } from './tokens'
 
 /** Most credentials one sweep query names (a gateway's live connections may hold many). */
 const SWEEP_CHUNK = 1000
+/** Most member removals remembered for the checks in flight (see RevocationCache.forgetUser). */
+const REMOVALS_TRACKED = 10_000
 /** How long an ended credential is remembered: past it no token it asked for can still be alive (longest lifetime + skew). */
 const REVOKED_REMEMBERED_MS = (TOKEN_TTL_MAX + 60) * 1000
 
@@ -196,7 +198,13 @@ export class RevocationCache {
 
   /** The user left an organization: the active answers about their sessions are dropped, nothing else. */
   forgetUser(userId: string): void {
-    this.removedAt.set(userId, ++this.events)
+    this.events++
+    // Only a query in flight can have started before this; past REMOVALS_TRACKED (a flood) it counts as a gap instead.
+    if (this.asking.size > 0) this.removedAt.set(userId, this.events)
+    if (this.removedAt.size > REMOVALS_TRACKED) {
+      this.lastGap = this.events
+      this.removedAt.clear()
+    }
     for (const key of [...(this.pairsOf.get(userKey(userId)) ?? [])]) if (!this.entries.get(key)?.revoked) this.drop(key)
   }
 

@@ -131,3 +131,15 @@ test('an invalidation of a credential nothing here holds, asks about or has an a
   expect(await cache.isRevoked({ akid: held, pid: PRODUCT_A })).toBe(true)
   expect(db.asked.length).toBe(2)
 })
+
+test('removals remembered for the checks in flight are bounded: past 10 000 they count as a gap (every check in flight asks once more)', async () => {
+  const db = authority()
+  const cache = new RevocationCache(100, 60_000, db.check)
+  const credential = { akid: fresh(), pid: PRODUCT_A }
+  db.sessions.set(credential.akid, session(BOB))
+  db.pause(async () => {
+    for (let i = 0; i <= 10_000; i++) cache.forgetUser(`user-${i}`)
+  })
+  expect(await cache.isRevoked(credential)).toBe(false)
+  expect(db.asked).toEqual([credential, credential])
+})
