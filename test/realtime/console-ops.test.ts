@@ -6,6 +6,7 @@ import { sql } from '../../shared/db/client'
 import { INLINE_CAP_BYTES, s3 } from '../../shared/realtime/payloads'
 import { type Publication, RealtimeClient } from '../../shared/realtime-client/client'
 import { quotaWindow } from '../../shared/realtime/publish-quota'
+import { revokedAmong } from '../../shared/realtime/revocations'
 import { signToken } from '../../shared/realtime/tokens'
 import { redis } from '../../shared/redis'
 import { publishInvalidation } from '../../shared/cache/invalidation'
@@ -285,6 +286,16 @@ describe('a console token ends with the access it was issued on, announced to th
       await listener.stop()
     }
   }, 30_000)
+
+  test('PostgreSQL\'s answer about a session names its user and its expiry (what bounds a cached answer); a key\'s names none', async () => {
+    const token = await consoleToken(owner, channel())
+    const akid = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).akid as string
+    const [row] = await sql`select expires_at from sessions where id = ${akid}`
+    const key = await createKey(owner)
+    const answer = await revokedAmong([{ akid, pid: owner.productId }, { akid: key.id, pid: owner.productId }])
+    expect([...answer.ended, ...answer.denied]).toEqual([])
+    expect([...answer.sessions]).toEqual([[akid, { userId: owner.userId, expiresAt: new Date(row!.expires_at).getTime() }]])
+  })
 
   test('a session that expires: the sweep closes its live console connections (4001) and the gateway refuses its token', async () => {
     const user = await newProduct('Expires')
