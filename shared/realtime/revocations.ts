@@ -158,7 +158,7 @@ export class RevocationCache {
         const left = (this.asking.get(credential.akid) ?? 1) - 1
         if (left > 0) this.asking.set(credential.akid, left)
         else this.asking.delete(credential.akid)
-        if (this.loading.size === 0) this.removedAt.clear() // no query left that started before a removal
+        if (this.asking.size === 0) this.removedAt.clear() // no query left that started before a removal
       })
       this.loading.set(key, pending)
     }
@@ -167,6 +167,7 @@ export class RevocationCache {
       // was for must not slip past the close it caused.
       return (await pending) || this.cachedRevoked(credential)
     } catch (error) {
+      if (hit?.session && hit.session.expiresAt <= Date.now()) return this.expired(credential.akid) // expired meanwhile
       if (hit && !hit.revoked && Date.now() - hit.until < STALE_IF_UNAVAILABLE_MS && this.entries.get(key) === hit) return false
       throw error
     }

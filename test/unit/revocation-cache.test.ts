@@ -143,3 +143,21 @@ test('removals remembered for the checks in flight are bounded: past 10 000 they
   expect(await cache.isRevoked(credential)).toBe(false)
   expect(db.asked).toEqual([credential, credential])
 })
+
+test('a session that expires while PostgreSQL fails to answer is refused, not let through on the stale answer', async () => {
+  const db = authority()
+  let failing = false
+  const cache = new RevocationCache(100, 50, async (credentials) => {
+    if (!failing) return db.check(credentials)
+    while (Date.now() <= expiresAt) await Bun.sleep(10)
+    throw new Error('PostgreSQL unreachable')
+  })
+  const akid = fresh()
+  const expiresAt = Date.now() + 150
+  db.sessions.set(akid, session(ALICE, expiresAt))
+  const credential = { akid, pid: PRODUCT_A }
+  expect(await cache.isRevoked(credential)).toBe(false)
+  await Bun.sleep(60) // the answer's TTL passed; the session has not expired yet
+  failing = true
+  expect(await cache.isRevoked(credential)).toBe(true)
+})
