@@ -32,9 +32,10 @@ export function redisBackends(): GatewayBackends {
     revocations: {
       isRevoked: (credential) => revocations.isRevoked(credential),
       revokedAmong: (credentials) => revokedAmong(credentials),
-      markRevoked: (akid) => revocations.markRevoked(akid),
+      markRevoked: (akid, held) => revocations.markRevoked(akid, held),
       remember: (answer) => revocations.remember(answer),
       forgetActive: () => revocations.forgetActive(),
+      forgetUser: (userId) => revocations.forgetUser(userId),
     },
     tokens: { verify: (token) => verifyToken(token) },
     usage,

@@ -11,6 +11,7 @@ import type { NamespacePolicy } from '../shared/realtime/policies'
 import { PRESENCE_TTL_DEFAULT_SECONDS } from '../shared/realtime/presence'
 import { type Claims, TokenError } from '../shared/realtime/tokens'
 import { type Budget, ConnectionBudgets } from './connection-budgets'
+import type { CredentialIndex } from './credential-index'
 import type { Deadlines } from './deadlines'
 import { DISCONNECTS, type Disconnect, revokedReason } from './disconnect'
 import type { GatewayLimits } from './limits'
@@ -41,6 +42,8 @@ export interface GatewayContext {
   limits?: GatewayLimits
   /** Broker, presence, policies, revocations, tokens and usage (./ports.ts). */
   backends: GatewayBackends
+  /** The connections by the credential their token names, for revocations (none when absent). */
+  credentials?: CredentialIndex<Connection>
 }
 
 /** One subscription's state (see Connection.channels). */
@@ -160,6 +163,7 @@ export class Connection {
     for (const channel of [...this.channels.keys()]) this.leave(channel)
     this.rosters?.leaveAll()
     this.gateway.connections.delete(this)
+    this.gateway.credentials?.release(this)
   }
 
   /** Frames are handled one after another, in the order sent: a client may send `connect` and `subscribe` at once. */
@@ -228,6 +232,7 @@ export class Connection {
   private adopt(claims: Claims): void {
     this.claims = claims
     this.gateway.deadlines.set(this, claims.exp * 1000)
+    if (!this.closed) this.gateway.credentials?.hold(this, claims.akid)
   }
 
   private async connect(request: Extract<Request, { type: 'connect' }>): Promise<void> {

@@ -8,6 +8,7 @@ import { policyCache } from '../shared/realtime/policies'
 import { reloadSigningKeys } from '../shared/realtime/tokens'
 import { redisBackends } from './backends'
 import type { Connection, GatewayContext } from './client'
+import { CredentialIndex } from './credential-index'
 import { Deadlines } from './deadlines'
 import { DISCONNECTS } from './disconnect'
 import { Dispatcher } from './dispatch'
@@ -32,20 +33,21 @@ export function startGateway(port: number, backends: GatewayBackends = redisBack
   // Occupancy leases tell Redis which channels have subscribers here (channel.occupied / vacated webhooks).
   const leases = backends.occupancy ? new OccupancyLeases(backends.occupancy, config.realtime.gatewayOccupancyLeaseMs) : undefined
   const hub = new Hub<Connection>(leases)
+  const credentials = new CredentialIndex<Connection>()
   const writer = new Writer(limit)
   const topics = new SocketTopics()
   const dispatcher = new Dispatcher(hub, topics, writer, backends.usage, limit)
   const reader = new FanoutReader(dispatcher.deliver, dispatcher.gap, dispatcher.batchDone)
   const limits = gatewayLimits()
   const context: GatewayContext = {
-    hub, shards: reader, connections: new Set(), limits, backends,
+    hub, shards: reader, connections: new Set(), credentials, limits, backends,
     deadlines: new Deadlines<Connection>((connection) => connection.deadlinePassed()),
   }
   // The signing key ids that may verify, loaded now so the first `connect` does not wait for them; re-read on each
   // `signing_keys` invalidation, each time the subscription is back (one may have been missed), and every 30 s.
   void reloadSigningKeys()
   reader.start()
-  const revocationSweep = new RevocationSweep(context.connections, backends.revocations)
+  const revocationSweep = new RevocationSweep(context.connections, credentials, backends.revocations)
   const presenceSweep = startPresenceSweep(hub, backends.policies, backends.presence)
   const invalidations = listenForInvalidations({
     caches: [policyCache],

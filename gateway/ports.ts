@@ -62,12 +62,17 @@ export interface RevocationSource {
   isRevoked(credential: TokenCredential): Promise<boolean>
   /** Asks the authority about these tokens' credentials (a sweep of the live connections); throws when it cannot answer. */
   revokedAmong(credentials: Iterable<TokenCredential>): Promise<Revoked>
-  /** A credential's end heard (an invalidation): remembered, whatever the product. */
-  markRevoked(akid: string): void
+  /**
+   * A credential's end heard (an invalidation): remembered, whatever the product, when a live connection here holds it
+   * (`held`) or an answer or a check in flight names it.
+   */
+  markRevoked(akid: string, held: boolean): void
   /** What a sweep learned: remembered. */
   remember(answer: Revoked): void
   /** Drops the cached "not revoked" answers: after a gap in invalidations anything may have been revoked. */
   forgetActive(): void
+  /** Drops the cached "not revoked" answers about this user's login sessions: the user left an organization. */
+  forgetUser(userId: string): void
 }
 
 /** Delegated token verification (shared/realtime/tokens.ts). */

@@ -8,6 +8,7 @@ import { isRevokedIn } from '../shared/realtime/revocations'
 import type { Claims } from '../shared/realtime/tokens'
 import { everyUnlessRunning } from './rounds'
 import type { Connection } from './client'
+import type { CredentialIndex } from './credential-index'
 import { DISCONNECTS, revokedReason } from './disconnect'
 import type { Hub } from './hub'
 import type { PolicySource, Presence, RevocationSource } from './ports'
@@ -27,25 +28,34 @@ export class RevocationSweep {
   private readonly timer: ReturnType<typeof setInterval>
   private stopped = false
 
-  constructor(private readonly connections: ReadonlySet<Connection>, private readonly revocations: RevocationSource) {
+  constructor(
+    private readonly connections: ReadonlySet<Connection>,
+    private readonly credentials: CredentialIndex<Connection>,
+    private readonly revocations: RevocationSource,
+  ) {
     // A sweep still running (PostgreSQL slow) when the next is due is skipped, not doubled.
     this.timer = everyUnlessRunning(REVOCATION_SWEEP_MS, () => this.sweep())
   }
 
-  /** An invalidation said the credential ended: it ends the tokens it asked for, live connections included. */
+  /**
+   * An invalidation said the credential ended: it ends the tokens it asked for, live connections included. Every logout
+   * on the platform is one: a credential no connection here holds costs a map lookup, not a walk of the connections.
+   */
   heard(akid: string): void {
-    this.revocations.markRevoked(akid)
-    for (const connection of [...this.connections]) {
+    const holders = this.credentials.holders(akid)
+    this.revocations.markRevoked(akid, holders.length > 0)
+    for (const connection of holders) {
       if (connection.claims?.akid === akid) connection.disconnect(DISCONNECTS.invalidToken, revokedReason(connection.claims))
     }
   }
 
   /**
-   * An invalidation said the user left an organization: the products their sessions reach changed. Cached answers are
-   * dropped (a session of theirs may be among them) and their console connections asked about now.
+   * An invalidation said the user left an organization: the products their sessions reach changed. The cached answers
+   * about their sessions are dropped (no other: removals come as fast as an owner can send them, and must not empty
+   * the cache of every product) and their console connections asked about now.
    */
   async memberRemoved(userId: string): Promise<void> {
-    this.revocations.forgetActive()
+    this.revocations.forgetUser(userId)
     const subject = `ext:${consoleSubject(userId)}`
     await this.sweep((claims) => claims.sub === subject)
   }

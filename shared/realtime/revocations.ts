@@ -12,6 +12,8 @@ import { TOKEN_TTL_MAX } from './tokens'
 
 /** Most credentials one sweep query names (a gateway's live connections may hold many). */
 const SWEEP_CHUNK = 1000
+/** Most member removals remembered for the checks in flight (see RevocationCache.forgetUser). */
+const REMOVALS_TRACKED = 10_000
 /** How long an ended credential is remembered: past it no token it asked for can still be alive (longest lifetime + skew). */
 const REVOKED_REMEMBERED_MS = (TOKEN_TTL_MAX + 60) * 1000
 
@@ -30,6 +32,18 @@ export interface Revoked {
    * `credentialKey`s: only those pairs are dead, and only while that lasts (the user may be added back).
    */
   denied: Set<string>
+  /**
+   * The active login sessions among the credentials asked about, by `akid`: whose they are (a member removal re-asks
+   * about that user's answers only) and when they expire (no answer about them outlives that).
+   */
+  sessions: Map<string, SessionFacts>
+}
+
+/** What a cached answer about a login session must know of it. */
+export interface SessionFacts {
+  userId: string
+  /** Epoch milliseconds. */
+  expiresAt: number
 }
 
 /** One string per (credential, product): the key of a cached answer and of `Revoked.denied`. */
@@ -51,7 +65,7 @@ export const isRevokedIn = (answer: Revoked, credential: TokenCredential) =>
  * Throws when PostgreSQL cannot answer: an unanswered check is not "not revoked".
  */
 export async function revokedAmong(credentials: Iterable<TokenCredential>, sql: Sql = defaultSql): Promise<Revoked> {
-  const answer: Revoked = { ended: new Set(), denied: new Set() }
+  const answer: Revoked = { ended: new Set(), denied: new Set(), sessions: new Map() }
   const asked = new Map<string, TokenCredential>()
   for (const credential of credentials) {
     if (!isUuid(credential.akid)) answer.ended.add(credential.akid)
@@ -64,19 +78,22 @@ export async function revokedAmong(credentials: Iterable<TokenCredential>, sql: 
     // A row per active credential; `reaches` says whether it reaches the product asked with it.
     const rows = await sql`
       with asked (akid, pid) as (select * from unnest(${chunk.map((c) => c.akid)}::uuid[], ${chunk.map((c) => c.pid)}::uuid[]))
-      select asked.akid, asked.pid, c.reaches from asked join lateral (
-        select true as reaches from public_keys k
+      select asked.akid, asked.pid, c.reaches, c.user_id, c.expires_at from asked join lateral (
+        select true as reaches, null::uuid as user_id, null::timestamptz as expires_at from public_keys k
         where k.id = asked.akid and k.environment = ${config.environment} and k.revoked_at is null
         union all
         select exists (
           select 1 from products p join organization_members m on m.organization_id = p.organization_id
-          where p.id = asked.pid and m.user_id = s.user_id)
+          where p.id = asked.pid and m.user_id = s.user_id), s.user_id, s.expires_at
         from sessions s where s.id = asked.akid and s.revoked_at is null and s.expires_at > now()
         union all
-        select true from platform_keys k where k.id = asked.akid and k.revoked_at is null
+        select true, null, null from platform_keys k where k.id = asked.akid and k.revoked_at is null
       ) c on true`
     const found = new Map(rows.map((row) => [`${row.akid}/${row.pid}`, row.reaches === true]))
+    const sessions = new Map(rows.filter((row) => row.user_id).map((row) => [String(row.akid), { userId: String(row.user_id), expiresAt: new Date(row.expires_at).getTime() }]))
     for (const credential of chunk) {
+      const session = sessions.get(credential.akid.toLowerCase())
+      if (session) answer.sessions.set(credential.akid, session)
       const reaches = found.get(`${credential.akid.toLowerCase()}/${credential.pid.toLowerCase()}`)
       if (reaches === undefined) answer.ended.add(credential.akid)
       else if (!reaches) answer.denied.add(credentialKey(credential))
@@ -88,17 +105,28 @@ export async function revokedAmong(credentials: Iterable<TokenCredential>, sql: 
 /**
  * A gateway's answers to "is this token's credential revoked?", so a connect with a known credential costs no query.
  * - An active answer, and a denied one (the credential lives but does not reach the product), is trusted for
- *   `activeTtlMs` (REALTIME_CACHE_TTL_MS): a revocation this gateway did not hear (Redis down at revoke time, or
- *   restarted empty) refuses new connects within that, and the sweep closes live ones.
- * - An ended credential is kept until no token it asked for can be alive: revocation is for good.
+ *   `activeTtlMs` (REALTIME_CACHE_TTL_MS), and an active session's no longer than the session: a revocation this
+ *   gateway did not hear (Redis down at revoke time, or restarted empty) refuses new connects within that, and the
+ *   sweep closes live ones. A denied pair is not asked again within that either, so a member added back reaches the
+ *   product again through this gateway after REALTIME_CACHE_TTL_MS at most.
+ * - An ended credential is kept until no token it asked for can be alive: revocation is for good. Only credentials
+ *   this gateway knows of (a connection holds, a cached answer names, a check in flight asks about) are kept: any other
+ *   is asked of PostgreSQL, which already says it ended, when a token of it first comes.
  * - At most `maxEntries` (REALTIME_CACHE_MAX_ENTRIES) answers; past it the oldest goes and is asked again when needed.
- * Concurrent checks of one pair share one query; an invalidation during a query keeps its "active" answer out.
+ * Concurrent checks of one pair share one query. An invalidation during a query (a gap, the session's user removed
+ * from an organization) keeps its "active" answer out and asks once more, so that connect cannot slip past it.
  */
 export class RevocationCache {
   // Keyed by `credentialKey` for an answer about a pair, by the bare `akid` for an ended credential (any product).
-  private readonly entries = new Map<string, { revoked: boolean; until: number }>()
+  private readonly entries = new Map<string, Entry>()
+  // The cached pairs of each credential, and of each session's user: what markRevoked and forgetUser look at.
+  private readonly pairsOf = new Map<string, Set<string>>()
   private readonly loading = new Map<string, Promise<boolean>>()
-  private generation = 0
+  private readonly asking = new Map<string, number>()
+  // A counter of invalidations that may turn an active answer wrong; when the last gap was, and each removed user's last.
+  private events = 0
+  private lastGap = 0
+  private readonly removedAt = new Map<string, number>()
 
   constructor(
     private readonly maxEntries = config.cache.maxEntries,
@@ -114,49 +142,97 @@ export class RevocationCache {
   /**
    * True when the token's credential is revoked. Throws when PostgreSQL cannot tell and there is no usable answer; an
    * active answer that expired less than STALE_IF_UNAVAILABLE_MS ago still answers then (no revocation can commit
-   * without PostgreSQL).
+   * without PostgreSQL), unless the session it is about has expired.
    */
   async isRevoked(credential: TokenCredential): Promise<boolean> {
     if (this.ended(credential.akid)) return true
     const key = credentialKey(credential)
     const hit = this.entries.get(key)
+    if (hit?.session && hit.session.expiresAt <= Date.now()) return this.expired(credential.akid)
     if (hit && hit.until > Date.now()) return hit.revoked
     let pending = this.loading.get(key)
     if (!pending) {
-      const started = this.generation
-      pending = this.check([credential]).then((answer) => {
-        this.remember(answer)
-        const revoked = isRevokedIn(answer, credential)
-        if (!revoked && this.generation === started && !this.ended(credential.akid)) this.store(key, false, this.activeTtlMs)
-        return revoked
-      }).finally(() => this.loading.delete(key))
+      this.asking.set(credential.akid, (this.asking.get(credential.akid) ?? 0) + 1)
+      pending = this.load(credential).finally(() => {
+        this.loading.delete(key)
+        const left = (this.asking.get(credential.akid) ?? 1) - 1
+        if (left > 0) this.asking.set(credential.akid, left)
+        else this.asking.delete(credential.akid)
+        if (this.asking.size === 0) this.removedAt.clear() // no query left that started before a removal
+      })
       this.loading.set(key, pending)
     }
     try {
-      // A revocation heard while the query ran wins: the connection it was for must not slip past the close it caused.
-      return (await pending) || this.ended(credential.akid)
+      // What was heard while the query ran wins (an ended credential, a pair a sweep found denied): the connection it
+      // was for must not slip past the close it caused.
+      return (await pending) || this.cachedRevoked(credential)
     } catch (error) {
+      if (hit?.session && hit.session.expiresAt <= Date.now()) return this.expired(credential.akid) // expired meanwhile
       if (hit && !hit.revoked && Date.now() - hit.until < STALE_IF_UNAVAILABLE_MS && this.entries.get(key) === hit) return false
       throw error
     }
   }
 
-  /** A credential ended (an invalidation message, a sweep): kept until no token it asked for can be alive. */
-  markRevoked(akid: string): void {
-    this.generation++
-    this.store(akid, true, REVOKED_REMEMBERED_MS)
+  /**
+   * A credential ended (an invalidation message, a sweep): kept until no token it asked for can be alive. An
+   * invalidation of a credential no live connection here holds (`held` false) is kept only when this cache knows of it
+   * (an answer names it, a check in flight asks about it): otherwise PostgreSQL, which already says it ended, is asked
+   * when a token of it first comes, and the answers worth keeping stay.
+   */
+  markRevoked(akid: string, held = true): void {
+    if (!held && !this.pairsOf.has(akid) && !this.asking.has(akid)) return
+    for (const key of [...(this.pairsOf.get(akid) ?? [])]) this.drop(key)
+    this.store(akid, { revoked: true, until: Date.now() + REVOKED_REMEMBERED_MS })
   }
 
-  /** Takes in what a sweep learned: ended credentials for good, denied pairs for `activeTtlMs`. */
+  /** Takes in what a sweep or a check learned (about credentials it asked for): ended ones for good, denied pairs for `activeTtlMs`. */
   remember(answer: Revoked): void {
-    for (const akid of answer.ended) this.markRevoked(akid)
-    for (const key of answer.denied) this.store(key, true, this.activeTtlMs)
+    for (const akid of answer.ended) this.markRevoked(akid, true)
+    for (const key of answer.denied) this.store(key, { revoked: true, until: Date.now() + this.activeTtlMs })
   }
 
   /** Drops every active answer (revocations stay): after a gap in invalidations, anything may have been revoked. */
   forgetActive(): void {
-    this.generation++
-    for (const [id, entry] of this.entries) if (!entry.revoked) this.entries.delete(id)
+    this.lastGap = ++this.events
+    for (const [key, entry] of [...this.entries]) if (!entry.revoked) this.drop(key)
+  }
+
+  /** The user left an organization: the active answers about their sessions are dropped, nothing else. */
+  forgetUser(userId: string): void {
+    this.events++
+    // Only a query in flight can have started before this; past REMOVALS_TRACKED (a flood) it counts as a gap instead.
+    if (this.asking.size > 0) this.removedAt.set(userId, this.events)
+    if (this.removedAt.size > REMOVALS_TRACKED) {
+      this.lastGap = this.events
+      this.removedAt.clear()
+    }
+    for (const key of [...(this.pairsOf.get(userKey(userId)) ?? [])]) if (!this.entries.get(key)?.revoked) this.drop(key)
+  }
+
+  /** Asks about one pair; asks once more when an invalidation that may change an "active" answer came while it ran. */
+  private async load(credential: TokenCredential): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      const started = this.events
+      const answer = await this.check([credential])
+      this.remember(answer)
+      // Heard while it ran: the credential ended, or a sweep found the pair denied.
+      if (isRevokedIn(answer, credential) || this.cachedRevoked(credential)) return true
+      const session = answer.sessions.get(credential.akid)
+      if (session && session.expiresAt <= Date.now()) return this.expired(credential.akid)
+      const disturbed = this.lastGap > started || (session !== undefined && (this.removedAt.get(session.userId) ?? 0) > started)
+      if (!disturbed) {
+        const until = Math.min(Date.now() + this.activeTtlMs, session?.expiresAt ?? Infinity)
+        this.store(credentialKey(credential), { revoked: false, until, session })
+        return false
+      }
+      if (attempt > 0) return false // asked after the invalidation was heard: PostgreSQL had it; not cached all the same
+    }
+  }
+
+  /** A session past its expiry has ended, for good. */
+  private expired(akid: string): true {
+    this.markRevoked(akid, true)
+    return true
   }
 
   private ended(akid: string): boolean {
@@ -164,12 +240,57 @@ export class RevocationCache {
     return entry !== undefined && entry.revoked && entry.until > Date.now()
   }
 
-  private store(key: string, revoked: boolean, ttlMs: number): void {
-    this.entries.delete(key) // re-inserted last: the Map's order is the eviction order
-    this.entries.set(key, { revoked, until: Date.now() + ttlMs })
-    while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!)
+  /** Revoked by what is cached now: the credential ended, or the pair denied. */
+  private cachedRevoked(credential: TokenCredential): boolean {
+    if (this.ended(credential.akid)) return true
+    const entry = this.entries.get(credentialKey(credential))
+    return entry !== undefined && entry.revoked && entry.until > Date.now()
+  }
+
+  private store(key: string, entry: Entry): void {
+    this.drop(key) // re-inserted last: the Map's order is the eviction order
+    this.entries.set(key, entry)
+    const slash = key.indexOf('/')
+    if (slash > 0) {
+      this.index(key.slice(0, slash), key)
+      if (entry.session) this.index(userKey(entry.session.userId), key)
+    }
+    while (this.entries.size > this.maxEntries) this.drop(this.entries.keys().next().value!)
+  }
+
+  private drop(key: string): void {
+    const entry = this.entries.get(key)
+    if (!entry) return
+    this.entries.delete(key)
+    const slash = key.indexOf('/')
+    if (slash > 0) {
+      this.unindex(key.slice(0, slash), key)
+      if (entry.session) this.unindex(userKey(entry.session.userId), key)
+    }
+  }
+
+  private index(name: string, key: string): void {
+    let keys = this.pairsOf.get(name)
+    if (!keys) this.pairsOf.set(name, (keys = new Set()))
+    keys.add(key)
+  }
+
+  private unindex(name: string, key: string): void {
+    const keys = this.pairsOf.get(name)
+    keys?.delete(key)
+    if (keys?.size === 0) this.pairsOf.delete(name)
   }
 }
+
+/** A cached answer: revoked or not, until when, and for an active session's, whose it is and when it expires. */
+interface Entry {
+  revoked: boolean
+  until: number
+  session?: SessionFacts
+}
+
+// Users and credentials share the index; a user's name there cannot be an `akid`.
+const userKey = (userId: string) => `user:${userId}`
 
 /** This process's answers (a gateway's): dropped and filled by gateway/sweeps.ts from invalidations and sweeps. */
 export const revocations = new RevocationCache()

@@ -6,8 +6,12 @@ import { sql } from '../../shared/db/client'
 import { INLINE_CAP_BYTES, s3 } from '../../shared/realtime/payloads'
 import { type Publication, RealtimeClient } from '../../shared/realtime-client/client'
 import { quotaWindow } from '../../shared/realtime/publish-quota'
+import { revokedAmong } from '../../shared/realtime/revocations'
 import { signToken } from '../../shared/realtime/tokens'
 import { redis } from '../../shared/redis'
+import { publishInvalidation } from '../../shared/cache/invalidation'
+import { listenForInvalidations } from '../../shared/cache/invalidation-listener'
+import { endSession } from '../../services/api/accounts/users'
 import { buildPublicApp } from '../../services/public/app'
 import { call, callApp, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
 import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
@@ -229,6 +233,69 @@ describe('a console token ends with the access it was issued on, announced to th
       onOwn.close()
     }
   }, 30_000)
+
+  test('a member removed: platform-key console connections, rtk_ connections and other users\' stay open, and their tokens still connect', async () => {
+    const team = await newProduct('Team of two')
+    await manage(team, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const member = await newProduct('Leaves')
+    ok(await call('POST', `/organizations/${team.organizationId}/members`, { token: team.token, body: { email: member.email } }), 'add member')
+    const key = await newPlatformKey(team, ['realtime'])
+    const rtk = await createKey(team)
+    const rtkToken = (await signToken({ productId: team.productId, apiKeyId: rtk.id, subject: 'u', channels: [{ name: 'chat:x', ops: ['subscribe'] }] })).token
+    const tokens = {
+      member: await consoleToken({ token: member.token, productId: team.productId }, channel()),
+      platformKey: await consoleToken({ token: key.key }, channel()),
+      owner: await consoleToken(team, channel()),
+      rtk: rtkToken,
+    }
+    // All on the gateway whose sweep is 10 minutes away: only the announcement acts on them.
+    const live = {
+      member: await connectedWith(slowSweep, tokens.member),
+      platformKey: await connectedWith(slowSweep, tokens.platformKey),
+      owner: await connectedWith(slowSweep, tokens.owner),
+      rtk: await connectedWith(slowSweep, tokens.rtk),
+    }
+    try {
+      ok(await call('DELETE', `/organizations/${team.organizationId}/members/${member.userId}`, { token: team.token }), 'remove member')
+      expect(await live.member.closed).toEqual(ENDED)
+      for (const [name, client] of Object.entries(live).filter(([name]) => name !== 'member')) {
+        expect([name, await client.request({ type: 'ping' })]).toEqual([name, expect.objectContaining({ type: 'reply' })])
+      }
+      for (const name of ['platformKey', 'owner', 'rtk'] as const) expect([name, await tryConnect(slowSweep, tokens[name])]).toEqual([name, { reply: 'reply' }])
+    } finally {
+      for (const client of Object.values(live)) client.close()
+    }
+  }, 30_000)
+
+  test('a session ended twice is announced once: a logout of an ended session has nothing left to tell the gateways', async () => {
+    const user = await newProduct('Ends once')
+    await manage(user, 'POST', '/realtime/namespaces', { name: 'chat' })
+    const token = await consoleToken(user, channel())
+    const akid = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).akid as string
+    const heard: string[] = []
+    const listener = listenForInvalidations({ caches: [], onMessage: (message) => void (message.kind === 'credential_ended' && heard.push(message.keyId)) })
+    try {
+      expect(await until(() => listener.live())).toBe(true)
+      const sentinel = randomUUID()
+      await endSession(akid)
+      await endSession(akid)
+      await publishInvalidation({ kind: 'credential_ended', keyId: sentinel }) // published after both: heard after both
+      expect(await until(() => heard.includes(sentinel))).toBe(true)
+      expect(heard.filter((id) => id === akid)).toEqual([akid])
+    } finally {
+      await listener.stop()
+    }
+  }, 30_000)
+
+  test('PostgreSQL\'s answer about a session names its user and its expiry (what bounds a cached answer); a key\'s names none', async () => {
+    const token = await consoleToken(owner, channel())
+    const akid = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).akid as string
+    const [row] = await sql`select expires_at from sessions where id = ${akid}`
+    const key = await createKey(owner)
+    const answer = await revokedAmong([{ akid, pid: owner.productId }, { akid: key.id, pid: owner.productId }])
+    expect([...answer.ended, ...answer.denied]).toEqual([])
+    expect([...answer.sessions]).toEqual([[akid, { userId: owner.userId, expiresAt: new Date(row!.expires_at).getTime() }]])
+  })
 
   test('a session that expires: the sweep closes its live console connections (4001) and the gateway refuses its token', async () => {
     const user = await newProduct('Expires')

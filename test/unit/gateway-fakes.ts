@@ -1,6 +1,7 @@
 // In-memory implementations of the gateway's edges (gateway/ports.ts) and of its sockets, for the unit tier: a
 // connection, the hub and the dispatcher run as in a gateway, with no Redis, PostgreSQL or socket behind them.
 import { Connection, type GatewayContext } from '../../gateway/client'
+import { CredentialIndex } from '../../gateway/credential-index'
 import { Deadlines } from '../../gateway/deadlines'
 import type { Batching, LiveTopics } from '../../gateway/dispatch'
 import type { FanEntry } from '../../gateway/fanout'
@@ -11,6 +12,7 @@ import { config } from '../../shared/config'
 import type { HistoryEntry, HistoryPolicy, HistoryQuery, HistoryResult } from '../../shared/realtime/broker'
 import type { NamespacePolicy } from '../../shared/realtime/policies'
 import type { PresenceMember } from '../../shared/realtime/presence'
+import { credentialKey } from '../../shared/realtime/revocations'
 import { shardOf } from '../../shared/realtime/shards'
 import { type Claims, TokenError } from '../../shared/realtime/tokens'
 
@@ -170,7 +172,10 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
   const broker = new MemoryBroker()
   const presence = new MemoryPresence()
   const tokens = new Map<string, Claims>()
+  // Ended credentials (`akid`), and pairs (`credentialKey`) that do not reach their product: what a check answers.
   const revoked = new Set<string>()
+  const denied = new Set<string>()
+  const forgottenUsers: string[] = []
   const usage: { productId: string; channel?: string; add?: Record<string, number>; change?: number }[] = []
   const shards = { wanted: new Set<number>(), ready: Promise.resolve() }
   const backends: GatewayBackends = {
@@ -179,11 +184,16 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
     presence,
     policies: { policies: async () => ({ namespaces: new Map(namespaces.map((n) => [n.name, n])) }) },
     revocations: {
-      isRevoked: async (credential) => revoked.has(credential.akid),
-      revokedAmong: async (credentials) => ({ ended: new Set([...credentials].flatMap((c) => (revoked.has(c.akid) ? [c.akid] : []))), denied: new Set() }),
+      isRevoked: async (credential) => revoked.has(credential.akid) || denied.has(credentialKey(credential)),
+      revokedAmong: async (credentials) => ({
+        ended: new Set([...credentials].flatMap((c) => (revoked.has(c.akid) ? [c.akid] : []))),
+        denied: new Set([...credentials].flatMap((c) => (denied.has(credentialKey(c)) ? [credentialKey(c)] : []))),
+        sessions: new Map(),
+      }),
       markRevoked: (akid) => void revoked.add(akid),
       remember: (answer) => answer.ended.forEach((akid) => revoked.add(akid)),
       forgetActive: () => {},
+      forgetUser: (userId) => void forgottenUsers.push(userId),
     },
     tokens: {
       verify: async (token) => {
@@ -200,7 +210,7 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
   }
   const hub = new Hub<Connection>()
   const context: GatewayContext = {
-    hub, connections: new Set(), backends, deadlines: new Deadlines<Connection>(() => {}),
+    hub, connections: new Set(), credentials: new CredentialIndex(), backends, deadlines: new Deadlines<Connection>(() => {}),
     shards: {
       add: async (shard) => {
         await shards.ready
@@ -229,7 +239,7 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
     }
     return { transport, connection }
   }
-  return { backends, broker, presence, revoked, usage, shards, hub, context, topics, token, open }
+  return { backends, broker, presence, revoked, denied, forgottenUsers, usage, shards, hub, context, topics, token, open }
 }
 
 /** Sends one frame and waits until it is handled. */

@@ -54,8 +54,9 @@ export async function logIn(email: string, password: string) {
 
 /** Ends a login session; gateways hear it and close the console tokens it asked for (shared/realtime/revocations.ts). */
 export async function endSession(sessionId: string): Promise<void> {
-  await sql`update sessions set revoked_at = now() where id = ${sessionId} and revoked_at is null`
-  await publishInvalidation({ kind: 'credential_ended', keyId: sessionId })
+  const ended = await sql`update sessions set revoked_at = now() where id = ${sessionId} and revoked_at is null returning id`
+  // Every gateway hears every announcement: a session already ended has nothing left to announce.
+  if (ended.length > 0) await publishInvalidation({ kind: 'credential_ended', keyId: sessionId })
 }
 
 export async function getUser(userId: string): Promise<User | null> {
