@@ -2,7 +2,7 @@
 import { api, describe } from '../../api'
 import { h, replace, table, when } from '../../dom'
 import { areaHref } from '../../router'
-import { actionButton, badge, confirmButton, copyable, readAll } from './parts'
+import { actionButton, badge, confirmButton, copyable, onSubmit, readAll } from './parts'
 
 export interface DnsRecord { record: string; type: string; name: string; value: string; status: string }
 export interface Domain {
@@ -77,20 +77,10 @@ export async function domainsView(root: HTMLElement, productId: string): Promise
       replace(list, h('p', { class: 'error', role: 'alert' }, describe(failure)))
     }
   }
-  form.addEventListener('submit', async (event) => {
-    event.preventDefault()
-    replace(error)
-    const submit = form.querySelector('button')!
-    submit.disabled = true
-    try {
-      await api.run<Domain>('mail_domain_create', { body: { name: name.value.trim() } })
-      name.value = ''
-      await load()
-    } catch (failure) {
-      replace(error, describe(failure))
-    } finally {
-      submit.disabled = false
-    }
+  onSubmit(form, error, async () => {
+    await api.run<Domain>('mail_domain_create', { body: { name: name.value.trim() } })
+    name.value = ''
+    await load()
   })
   replace(root, h('section', { class: 'card' }, h('h2', {}, 'Add a sending domain'),
     h('p', { class: 'muted' }, 'A DKIM key is made for it; publish the three TXT records it answers, then verify.'), form), list)

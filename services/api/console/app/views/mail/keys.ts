@@ -2,7 +2,7 @@
 import { api, describe } from '../../api'
 import { h, replace, table, when } from '../../dom'
 import type { Domain } from './domains'
-import { confirmButton, copyable, readAll } from './parts'
+import { confirmButton, copyable, onSubmit, readAll } from './parts'
 
 interface MailKey { id: string; name: string; scope: string; domainId: string | null; prefix: string; createdAt: string }
 interface CreatedKey extends MailKey { key: string }
@@ -66,23 +66,13 @@ export async function keysView(root: HTMLElement): Promise<void> {
       replace(list, h('p', { class: 'error', role: 'alert' }, describe(failure)))
     }
   }
-  form.addEventListener('submit', async (event) => {
-    event.preventDefault()
-    replace(error)
-    const submit = form.querySelector('button')!
-    submit.disabled = true
-    try {
-      const created = await api.run<CreatedKey>('mail_apikey_create', {
-        body: { name: name.value.trim(), scope: scope.value, ...(lock.value ? { domainId: lock.value } : {}) },
-      })
-      name.value = ''
-      replace(fresh, secretBox(created))
-      await load()
-    } catch (failure) {
-      replace(error, describe(failure))
-    } finally {
-      submit.disabled = false
-    }
+  onSubmit(form, error, async () => {
+    const created = await api.run<CreatedKey>('mail_apikey_create', {
+      body: { name: name.value.trim(), scope: scope.value, ...(lock.value ? { domainId: lock.value } : {}) },
+    })
+    name.value = ''
+    replace(fresh, secretBox(created))
+    await load()
   })
   replace(root, h('section', { class: 'card' }, h('h2', {}, 'Create a sending key'), form, fresh), h('section', { class: 'card' }, h('h2', {}, 'Active keys'), list))
   await load()

@@ -1,6 +1,6 @@
 // Small pieces the Mail views share: a state badge, a long value a reader can select and copy, and a list read whole.
-import { api } from '../../api'
-import { h } from '../../dom'
+import { api, describe } from '../../api'
+import { h, replace } from '../../dom'
 
 const GOOD = new Set(['verified', 'delivered', 'sent', 'opened', 'clicked'])
 const BAD = new Set(['failed', 'bounced', 'complained', 'suppressed'])
@@ -50,17 +50,40 @@ export async function readAll<T extends { id: string }>(operationId: string): Pr
 /** A button that runs `action` once at a time: disabled, and labelled `busy`, while it runs. */
 export function actionButton(label: string, busy: string, action: () => Promise<void>, attributes: Record<string, string> = {}): HTMLButtonElement {
   const button = h('button', { type: 'button', ...attributes }, label)
-  button.addEventListener('click', async () => {
-    button.disabled = true
-    button.textContent = busy
+  button.addEventListener('click', () => void whileBusy(button, label, busy, action))
+  return button
+}
+
+/** Runs `action` with `button` disabled and showing `busy`, then gives it back its `label`. */
+async function whileBusy(button: HTMLButtonElement, label: string, busy: string, action: () => Promise<void>): Promise<void> {
+  button.disabled = true
+  button.textContent = busy
+  try {
+    await action()
+  } finally {
+    button.disabled = false
+    button.textContent = label
+  }
+}
+
+/**
+ * Submits `form` through `action` one at a time: its button disabled meanwhile, and the API's refusal shown in `error`
+ * (cleared at each try).
+ */
+export function onSubmit(form: HTMLFormElement, error: HTMLElement, action: () => Promise<void>): void {
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault()
+    replace(error)
+    const submit = form.querySelector('button')!
+    submit.disabled = true
     try {
       await action()
+    } catch (failure) {
+      replace(error, describe(failure))
     } finally {
-      button.disabled = false
-      button.textContent = label
+      submit.disabled = false
     }
   })
-  return button
 }
 
 /** How long a destructive button stays armed ("Confirm …") without a second click. */
@@ -97,13 +120,7 @@ export function confirmButton(label: string, action: () => Promise<void>, attrib
       return
     }
     disarm()
-    button.disabled = true
-    try {
-      await action()
-    } finally {
-      button.disabled = false
-      button.textContent = label
-    }
+    await whileBusy(button, label, label, action)
   })
   return button
 }
