@@ -102,6 +102,9 @@ export async function revokedAmong(credentials: Iterable<TokenCredential>, sql: 
   return answer
 }
 
+/** How many times one check asks PostgreSQL while invalidations keep disturbing it, before it fails as unavailable. */
+const CHECK_ATTEMPTS = 4
+
 /**
  * A gateway's answers to "is this token's credential revoked?", so a connect with a known credential costs no query.
  * - An active answer, and a denied one (the credential lives but does not reach the product), is trusted for
@@ -114,7 +117,7 @@ export async function revokedAmong(credentials: Iterable<TokenCredential>, sql: 
  *   is asked of PostgreSQL, which already says it ended, when a token of it first comes.
  * - At most `maxEntries` (REALTIME_CACHE_MAX_ENTRIES) answers; past it the oldest goes and is asked again when needed.
  * Concurrent checks of one pair share one query. An invalidation during a query (a gap, the session's user removed
- * from an organization) keeps its "active" answer out and asks once more, so that connect cannot slip past it.
+ * from an organization) keeps its "active" answer out and asks again, so that connect cannot slip past it.
  */
 export class RevocationCache {
   // Keyed by `credentialKey` for an answer about a pair, by the bare `akid` for an ended credential (any product).
@@ -127,6 +130,9 @@ export class RevocationCache {
   private events = 0
   private lastGap = 0
   private readonly removedAt = new Map<string, number>()
+  // Credentials ended, and pairs found denied, while a check about them was in flight: kept beside the bounded entries
+  // (which traffic can push out before the check lands) until that check is over. No larger than the checks in flight.
+  private readonly revokedWhileAsked = new Set<string>()
 
   constructor(
     private readonly maxEntries = config.cache.maxEntries,
@@ -157,7 +163,11 @@ export class RevocationCache {
         this.loading.delete(key)
         const left = (this.asking.get(credential.akid) ?? 1) - 1
         if (left > 0) this.asking.set(credential.akid, left)
-        else this.asking.delete(credential.akid)
+        else {
+          this.asking.delete(credential.akid)
+          this.revokedWhileAsked.delete(credential.akid)
+          for (const heard of [...this.revokedWhileAsked]) if (heard.startsWith(`${credential.akid}/`)) this.revokedWhileAsked.delete(heard)
+        }
         if (this.asking.size === 0) this.removedAt.clear() // no query left that started before a removal
       })
       this.loading.set(key, pending)
@@ -180,6 +190,7 @@ export class RevocationCache {
    * when a token of it first comes, and the answers worth keeping stay.
    */
   markRevoked(akid: string, held = true): void {
+    if (this.asking.has(akid)) this.revokedWhileAsked.add(akid)
     if (!held && !this.pairsOf.has(akid) && !this.asking.has(akid)) return
     for (const key of [...(this.pairsOf.get(akid) ?? [])]) this.drop(key)
     this.store(akid, { revoked: true, until: Date.now() + REVOKED_REMEMBERED_MS })
@@ -188,7 +199,10 @@ export class RevocationCache {
   /** Takes in what a sweep or a check learned (about credentials it asked for): ended ones for good, denied pairs for `activeTtlMs`. */
   remember(answer: Revoked): void {
     for (const akid of answer.ended) this.markRevoked(akid, true)
-    for (const key of answer.denied) this.store(key, { revoked: true, until: Date.now() + this.activeTtlMs })
+    for (const key of answer.denied) {
+      if (this.asking.has(key.slice(0, key.indexOf('/')))) this.revokedWhileAsked.add(key)
+      this.store(key, { revoked: true, until: Date.now() + this.activeTtlMs })
+    }
   }
 
   /** Drops every active answer (revocations stay): after a gap in invalidations, anything may have been revoked. */
@@ -209,14 +223,18 @@ export class RevocationCache {
     for (const key of [...(this.pairsOf.get(userKey(userId)) ?? [])]) if (!this.entries.get(key)?.revoked) this.drop(key)
   }
 
-  /** Asks about one pair; asks once more when an invalidation that may change an "active" answer came while it ran. */
+  /**
+   * Asks about one pair; asks again when an invalidation that may change an "active" answer came while it ran (the
+   * answer may have been read before that change committed), at most CHECK_ATTEMPTS times: a check disturbed every
+   * time fails as unavailable rather than letting the connect through on an answer that may be stale.
+   */
   private async load(credential: TokenCredential): Promise<boolean> {
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 1; ; attempt++) {
       const started = this.events
       const answer = await this.check([credential])
       this.remember(answer)
       // Heard while it ran: the credential ended, or a sweep found the pair denied.
-      if (isRevokedIn(answer, credential) || this.cachedRevoked(credential)) return true
+      if (isRevokedIn(answer, credential) || this.cachedRevoked(credential) || this.heardRevoked(credential)) return true
       const session = answer.sessions.get(credential.akid)
       if (session && session.expiresAt <= Date.now()) return this.expired(credential.akid)
       const disturbed = this.lastGap > started || (session !== undefined && (this.removedAt.get(session.userId) ?? 0) > started)
@@ -225,7 +243,7 @@ export class RevocationCache {
         this.store(credentialKey(credential), { revoked: false, until, session })
         return false
       }
-      if (attempt > 0) return false // asked after the invalidation was heard: PostgreSQL had it; not cached all the same
+      if (attempt >= CHECK_ATTEMPTS) throw new Error(`revocation check disturbed ${attempt} times in a row`)
     }
   }
 
@@ -238,6 +256,11 @@ export class RevocationCache {
   private ended(akid: string): boolean {
     const entry = this.entries.get(akid)
     return entry !== undefined && entry.revoked && entry.until > Date.now()
+  }
+
+  /** Ended, or found denied, while a check about it was in flight (whatever the bounded entries still hold). */
+  private heardRevoked(credential: TokenCredential): boolean {
+    return this.revokedWhileAsked.has(credential.akid) || this.revokedWhileAsked.has(credentialKey(credential))
   }
 
   /** Revoked by what is cached now: the credential ended, or the pair denied. */

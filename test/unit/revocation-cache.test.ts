@@ -72,7 +72,7 @@ test('a removal heard while a connect is being checked: the pair the sweep found
   expect(await cache.isRevoked(credential)).toBe(true)
 })
 
-test('a removal heard while a connect is being checked, with no sweep answer yet: the check asks once more and does not cache "active" from before it', async () => {
+test('a removal heard while a connect is being checked, with no sweep answer yet: the check asks again and does not cache "active" from before it', async () => {
   const db = authority()
   const cache = new RevocationCache(100, 60_000, db.check)
   const akid = fresh()
@@ -92,6 +92,44 @@ test('a removal heard while a connect is being checked, with no sweep answer yet
   expect(db.asked.slice(2)).toEqual([other])
   expect(await cache.isRevoked(other)).toBe(false)
   expect(db.asked.length).toBe(3)
+})
+
+test('an end or a denial heard while a check runs wins even when traffic pushed it out of the full cache before the check landed', async () => {
+  for (const heard of ['ended', 'denied'] as const) {
+    const db = authority()
+    const cache = new RevocationCache(2, 60_000, db.check) // room for two answers: other traffic evicts at once
+    const credential = { akid: fresh(), pid: PRODUCT_A }
+    db.sessions.set(credential.akid, session(ALICE))
+    db.pause(async () => {
+      // Committed after the check read "active"; announced (or found by a sweep) before the check returned.
+      if (heard === 'ended') {
+        db.ended.add(credential.akid)
+        cache.markRevoked(credential.akid, false)
+      } else {
+        db.denied.add(credentialKey(credential))
+        cache.remember({ ended: new Set(), denied: new Set([credentialKey(credential)]), sessions: new Map() })
+      }
+      cache.remember({ ended: new Set([fresh(), fresh()]), denied: new Set(), sessions: new Map() }) // the marker evicted
+    })
+    expect(await cache.isRevoked(credential)).toBe(true)
+    // Nothing "active" was cached from the stale answer: the next connect asks again and is refused.
+    expect(await cache.isRevoked(credential)).toBe(true)
+  }
+})
+
+test('a check disturbed by the user\'s removals every time it asks fails as unavailable after four answers, never lets the connect through', async () => {
+  const db = authority()
+  const cache = new RevocationCache(100, 60_000, db.check)
+  const credential = { akid: fresh(), pid: PRODUCT_A }
+  db.sessions.set(credential.akid, session(ALICE))
+  const disturb = async () => {
+    cache.forgetUser(ALICE) // another organization of Alice's, removed while each query ran
+    db.pause(disturb)
+  }
+  db.pause(disturb)
+  expect(cache.isRevoked(credential)).rejects.toThrow('disturbed 4 times')
+  await Bun.sleep(0)
+  expect(db.asked).toEqual([credential, credential, credential, credential])
 })
 
 test('an active session\'s answer lives no longer than the session: once expired it is refused from the cache, and PostgreSQL unreachable changes nothing', async () => {
