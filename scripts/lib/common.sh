@@ -330,11 +330,13 @@ start_redis() {
   else export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"; fi
 }
 
-# A second redis-server (127.0.0.1:56380, no persistence), for the half of scripts/test's first pass that runs beside
+# A second redis-server (127.0.0.1:26380, no persistence), for the half of scripts/test's first pass that runs beside
 # the other half: pub/sub channels and CLIENT KILL reach every database of a server, so the halves need a server each,
 # not an index each. Exports SECOND_REDIS_URL; one already set names an existing server instead. With REDIS_URL set
 # and SECOND_REDIS_URL not, none is started (SECOND_REDIS_URL stays empty): whoever gave a server gets no other.
-SECOND_REDIS_PORT=56380
+# Below Linux's ephemeral range (32768 up): on 56380 a client connection's local port once held it at start-up, and the
+# run failed before any test (the older services' ports, 55432/56379/59000, are still inside it: docs/setup.md).
+SECOND_REDIS_PORT=26380
 second_redis_ready() { [[ $(redis-cli -h 127.0.0.1 -p "$SECOND_REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
 start_second_redis() {
   local logfile=$LOG_DIR/redis-second.log pid
