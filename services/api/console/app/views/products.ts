@@ -1,4 +1,5 @@
-import { api, describe } from '../api'
+import { describe } from '../api'
+import { readAll } from '../lists'
 import { h, replace } from '../dom'
 import { areaHref } from '../router'
 
@@ -7,14 +8,9 @@ interface Product { id: string; name: string; organizationId: string; createdAt:
 /** The products the signed-in user can act on; picking one opens its Analytics. */
 export async function productsView(root: HTMLElement): Promise<void> {
   replace(root, h('p', { class: 'muted' }, 'Loading products…'))
-  const products: Product[] = []
+  let products: Product[]
   try {
-    for (let after: string | undefined; ;) {
-      const page = await api.run<{ products: Product[]; has_more: boolean }>('organization_products_list', { query: { limit: 100, after } })
-      products.push(...page.products)
-      if (!page.has_more || !page.products.length) break
-      after = page.products.at(-1)!.id
-    }
+    products = await readAll<Product>('organization_products_list', 'products')
   } catch (failure) {
     replace(root, h('p', { class: 'error', role: 'alert' }, describe(failure)))
     return

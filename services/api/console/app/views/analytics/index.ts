@@ -1,6 +1,7 @@
 // Analytics: the product's dashboards (list, one drawn on its grid, edited, its history) and the semantic catalog.
 // Routes: #/p/{id}/analytics (dashboards), …/analytics/dashboards/{idOrSlug}, …/analytics/catalog.
-import { api, describe } from '../../api'
+import { describe } from '../../api'
+import { readAll } from '../../lists'
 import { h, replace, table, when } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView } from '../area'
@@ -30,13 +31,7 @@ export const analyticsView: AreaView = async ({ root, productId, rest }) => {
 
 async function dashboardList(root: HTMLElement, productId: string): Promise<void> {
   replace(root, h('p', { class: 'muted' }, 'Loading dashboards…'))
-  const dashboards: Dashboard[] = []
-  for (let after: string | undefined; dashboards.length < MAX_LISTED;) {
-    const page = await api.run<{ dashboards: Dashboard[]; has_more: boolean }>('analytics_dashboard_list', { query: { limit: 100, after } })
-    dashboards.push(...page.dashboards)
-    if (!page.has_more || !page.dashboards.length) break
-    after = page.dashboards.at(-1)!.id
-  }
+  const dashboards = await readAll<Dashboard>('analytics_dashboard_list', 'dashboards', { max: MAX_LISTED })
   replace(root, h('section', { class: 'card', 'data-testid': 'dashboards' },
     h('h1', {}, 'Dashboards'),
     dashboards.length

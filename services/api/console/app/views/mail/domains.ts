@@ -2,7 +2,8 @@
 import { api, describe } from '../../api'
 import { h, replace, table, when } from '../../dom'
 import { areaHref } from '../../router'
-import { actionButton, badge, confirmButton, copyable, onSubmit, readAll } from './parts'
+import { readAll } from '../../lists'
+import { actionButton, badge, confirmButton, copyable, onSubmit } from './parts'
 
 export interface DnsRecord { record: string; type: string; name: string; value: string; status: string }
 export interface Domain {
@@ -69,7 +70,7 @@ export async function domainsView(root: HTMLElement, productId: string): Promise
     h('label', {}, 'Domain', name), h('button', { type: 'submit' }, 'Add domain'), error)
   const load = async () => {
     try {
-      const domains = await readAll<Domain>('mail_domain_list')
+      const domains = await readAll<Domain>('mail_domain_list', 'data')
       replace(list, domains.length
         ? domains.map((domain) => domainCard(domain, productId, load))
         : h('p', { class: 'muted empty' }, 'No sending domains yet: add the domain your emails come from.'))

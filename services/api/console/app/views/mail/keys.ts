@@ -2,7 +2,8 @@
 import { api, describe } from '../../api'
 import { h, replace, table, when } from '../../dom'
 import type { Domain } from './domains'
-import { confirmButton, copyable, onSubmit, readAll } from './parts'
+import { readAll } from '../../lists'
+import { confirmButton, copyable, onSubmit } from './parts'
 
 interface MailKey { id: string; name: string; scope: string; domainId: string | null; prefix: string; createdAt: string }
 interface CreatedKey extends MailKey { key: string }
@@ -40,7 +41,7 @@ export async function keysView(root: HTMLElement): Promise<void> {
   let domainNames = new Map<string, string>()
   const load = async () => {
     try {
-      const [keys, domains] = await Promise.all([readAll<MailKey>('mail_apikey_list'), readAll<Domain>('mail_domain_list')])
+      const [keys, domains] = await Promise.all([readAll<MailKey>('mail_apikey_list', 'data'), readAll<Domain>('mail_domain_list', 'data')])
       domainNames = new Map(domains.map((d) => [d.id, d.name]))
       const chosen = lock.value
       replace(lock, h('option', { value: '' }, 'Any domain of the product'),

@@ -1,5 +1,6 @@
-// Small pieces the Mail views share: a state badge, a long value a reader can select and copy, and a list read whole.
-import { api, describe } from '../../api'
+// Small pieces the Mail views share: a state badge, a long value a reader can select and copy, busy and confirming
+// buttons, and a form submitted one at a time.
+import { describe } from '../../api'
 import { h, replace } from '../../dom'
 
 const GOOD = new Set(['verified', 'delivered', 'sent', 'opened', 'clicked'])
@@ -32,19 +33,6 @@ export function copyable(value: string, attributes: Record<string, string> = {})
     setTimeout(() => { button.textContent = 'Copy' }, 2000)
   })
   return h('span', { class: 'copyable' }, text, button)
-}
-
-interface Page<T> { has_more: boolean; data: T[] }
-
-/** Every item of a paginated list operation (limit/after pages), for lists a product keeps short (domains, keys). */
-export async function readAll<T extends { id: string }>(operationId: string): Promise<T[]> {
-  const items: T[] = []
-  for (let after: string | undefined; ;) {
-    const page = await api.run<Page<T>>(operationId, { query: { limit: 100, after } })
-    items.push(...page.data)
-    if (!page.has_more || !page.data.length) return items
-    after = page.data.at(-1)!.id
-  }
 }
 
 /** A button that runs `action` once at a time: disabled, and labelled `busy`, while it runs. */

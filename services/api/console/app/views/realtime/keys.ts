@@ -3,7 +3,7 @@
 import { api, describe } from '../../api'
 import { h, replace, table, when } from '../../dom'
 import type { AreaView } from '../area'
-import { readAll } from './list'
+import { readAll } from '../../lists'
 
 interface PublicKey { id: string; name: string; scope: string[]; prefix: string; environment: string; createdAt: string }
 interface CreatedKey extends PublicKey { key: string }
@@ -22,7 +22,7 @@ export const keysView: AreaView = async ({ root, productId }) => {
 
   async function reload(): Promise<void> {
     try {
-      const keys = await readAll<PublicKey>('organization_public-keys_list', 'keys', path)
+      const keys = await readAll<PublicKey>('organization_public-keys_list', 'keys', { path })
       replace(list, keys.length
         ? table(keys, [
           ['Name', (k) => k.name],

@@ -3,7 +3,7 @@
 import { api, describe } from '../../api'
 import { h, replace, table, when } from '../../dom'
 import type { AreaView } from '../area'
-import { readAll } from './list'
+import { readAll } from '../../lists'
 
 export interface Namespace {
   id: string
