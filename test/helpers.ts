@@ -193,6 +193,17 @@ export async function startWorker(
   }
 }
 
+/** Polls `check` until it answers something truthy, at most `ms`. */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false> | T | undefined | null | false, ms = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await check()
+    if (value) return value as T
+    if (Date.now() > deadline) throw new Error(`${what} not reached within ${ms} ms`)
+    await Bun.sleep(25)
+  }
+}
+
 /** Records every cache invalidation published while the calling test file runs; tests look for the ones they caused. */
 export function recordInvalidations(): Invalidation[] {
   const heard: Invalidation[] = []

@@ -7,7 +7,7 @@ import { PUBLIC_SCOPES } from '../../shared/realtime/public-keys'
 import { RealtimeClient, type Publication } from '../../shared/realtime-client/client'
 import { PRETTY_MAX_DEPTH, SHOWN_PAYLOAD_CHARS } from '../../services/api/console/app/views/realtime/format'
 import { KEY_SCOPES } from '../../services/api/console/app/views/realtime/keys'
-import { call, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { call, eventually, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
 import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
 import { createKey, manage, pub } from '../realtime/public-helpers'
 import { expectNoProblems, openArea, screenshot, useBrowser } from './browser'
@@ -29,14 +29,6 @@ afterAll(async () => {
 const browser = useBrowser(() => apiWorker.url)
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
-
-/** Waits for a condition of the test process's own clients, failing with `what` if it never holds. */
-async function until(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; !condition();) {
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`)
-    await Bun.sleep(10)
-  }
-}
 
 async function realtimeOwner(name: string, namespaces: Record<string, unknown>[] = []): Promise<Owner> {
   const owner = await newProduct(name)
@@ -171,7 +163,7 @@ describe('the channel inspector', () => {
     expect(issued.status).toBe(200)
     const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.body.token })
     client.connect()
-    await until(() => client.connected, `${subject} connected`)
+    await eventually(() => client.connected, 5000, `${subject} connected`)
     return client
   }
 
@@ -248,13 +240,13 @@ describe('the channel inspector', () => {
     const received: Publication[] = []
     const subscription = subscriber.subscribe(channel, { publication: (publication) => received.push(publication) })
     const { console, page, sockets } = await inspect(owner, channel)
-    await until(() => subscription.active, 'bob subscribed')
+    await eventually(() => subscription.active, 5000, 'bob subscribed')
 
     const data = { text: 'from the console', at: randomUUID() }
     await page.fill('[data-testid=publish-form] textarea', JSON.stringify(data))
     await page.click('[data-testid=publish-form] button[type=submit]')
     await page.waitForSelector('[data-testid=publish-result].ok')
-    await until(() => received.length > 0, 'the page\'s publication reached bob')
+    await eventually(() => received.length > 0, 5000, 'the page\'s publication reached bob')
     expect(received.map((publication) => publication.data)).toEqual([data])
     expect(await page.textContent('[data-testid=publish-result]')).toBe(`Published at offset ${received[0]!.offset}.`)
     // The page's own subscription shows it too.
@@ -271,7 +263,7 @@ describe('the channel inspector', () => {
     await page.click('.tabs a:text-is("Namespaces")')
     let closed = false
     void sockets[0]!.closed.then(() => { closed = true })
-    await until(() => closed, 'the page closed its gateway connection after leaving the inspector', 10_000)
+    await eventually(() => closed, 10_000, 'the page closed its gateway connection after leaving the inspector')
     subscriber.disconnect()
     expect(received).toHaveLength(1)
     expectNoProblems(console)

@@ -18,12 +18,12 @@ import { shardOf } from '../../shared/realtime/shards'
 import { commandConnection, redis } from '../../shared/redis'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { recordEvent, TEST_EVENT_KIND } from '../../shared/webhooks/outbox'
-import { call, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { call, eventually, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
 import { startFaultProxy } from '../faults/proxy'
 import { type GatewayProcess, replied, startGateway, WsClient } from '../gateway/ws-helpers'
 import { startArchiver, type ArchiverProcess } from '../realtime/archive-helpers'
 import { manage, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
-import { eventually, type Receiver, startReceiver } from '../webhooks/receiver'
+import { type Receiver, startReceiver } from '../webhooks/receiver'
 
 const TOKEN = `metrics-${randomUUID()}`
 

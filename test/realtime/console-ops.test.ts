@@ -13,17 +13,13 @@ import { publishInvalidation } from '../../shared/cache/invalidation'
 import { listenForInvalidations } from '../../shared/cache/invalidation-listener'
 import { endSession } from '../../services/api/accounts/users'
 import { buildPublicApp } from '../../services/public/app'
-import { call, callApp, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
+import { call, callApp, eventually, failingFields, newPlatformKey, newProduct, ok } from '../helpers'
 import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
 import { createKey, manage } from './public-helpers'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 const as = (who: { token: string; productId?: string }, method: string, path: string, body?: unknown) =>
   call(method, path, { token: who.token, productId: who.productId, body })
-const until = async (what: () => boolean | Promise<boolean>) => {
-  for (let i = 0; i < 500 && !(await what()); i++) await Bun.sleep(20)
-  return what()
-}
 
 let owner: Owner
 let gateway: GatewayProcess
@@ -120,10 +116,10 @@ describe('the console token on a real gateway', () => {
     const { key } = await createKey(owner)
     const user = await WsClient.open(gateway.wsUrl)
     try {
-      expect(await until(() => subscription.active)).toBe(true)
+      await eventually(() => subscription.active, 10_000, 'subscription.active')
       const published = ok(await as(owner, 'POST', '/realtime/messages', { channel: name, data: { hello: 'console' } }), 'publish').body
       expect(published).toMatchObject({ channel: name, offset: 1, epoch: expect.any(String), id: expect.any(String) })
-      expect(await until(() => received.length === 1)).toBe(true)
+      await eventually(() => received.length === 1, 10_000, 'received.length === 1')
       expect(received[0]).toMatchObject({ data: { hello: 'console' }, offset: 1 })
 
       // The console watches: its token carries presence, which reads the roster, but it never joins one.
@@ -134,7 +130,7 @@ describe('the console token on a real gateway', () => {
       })
       expect(await user.request({ type: 'connect', token: ok(userToken, 'user token').body.token })).toMatchObject({ type: 'reply' })
       expect(await user.request({ type: 'presence.enter', channel: name })).toMatchObject({ type: 'reply', to: 'presence.enter' })
-      expect(await until(() => joined.length === 1)).toBe(true)
+      await eventually(() => joined.length === 1, 10_000, 'joined.length === 1')
       expect(joined).toEqual(['ext:alice'])
       expect(await client.presence(name).read()).toMatchObject({ members: [{ identity: 'ext:alice', connections: 1 }] })
       const roster = ok(await as(owner, 'GET', `/realtime/channels/${name}/presence`), 'presence').body
@@ -157,7 +153,7 @@ describe('the console token on a real gateway', () => {
     const client = new RealtimeClient({ url: gateway.wsUrl, getToken: async () => issued.token, onState: (state, detail) => state === 'disconnected' && closes.push(detail?.code) })
     client.connect()
     try {
-      expect(await until(() => closes.length > 0)).toBe(true)
+      await eventually(() => closes.length > 0, 10_000, 'closes.length > 0')
       expect(closes[0]).toBe(4001)
     } finally {
       client.disconnect()
@@ -172,10 +168,10 @@ describe('the console token on a real gateway', () => {
     const subscription = client.subscribe(name)
     client.connect()
     try {
-      expect(await until(() => subscription.active)).toBe(true)
+      await eventually(() => subscription.active, 10_000, 'subscription.active')
       expect(closes).toEqual([])
       ok(await as(owner, 'DELETE', `/products/${owner.productId}/platform-keys/${key.id}`), 'revoke')
-      expect(await until(() => closes.length > 0)).toBe(true)
+      await eventually(() => closes.length > 0, 10_000, 'closes.length > 0')
       expect(closes[0]).toBe(4001)
     } finally {
       client.disconnect()
@@ -228,7 +224,7 @@ describe('a console token ends with the access it was issued on, announced to th
       // Added back, the same session reaches the team's product again (a lost product is not remembered for good).
       ok(await call('POST', `/organizations/${team.organizationId}/members`, { token: team.token, body: { email: member.email } }), 'add again')
       const again = await consoleToken({ token: member.token, productId: team.productId }, channel())
-      expect(await until(async () => 'reply' in (await tryConnect(gateway, again)))).toBe(true)
+      await eventually(async () => 'reply' in (await tryConnect(gateway, again)), 10_000, 'the token connects again')
     } finally {
       onOwn.close()
     }
@@ -275,12 +271,12 @@ describe('a console token ends with the access it was issued on, announced to th
     const heard: string[] = []
     const listener = listenForInvalidations({ caches: [], onMessage: (message) => void (message.kind === 'credential_ended' && heard.push(message.keyId)) })
     try {
-      expect(await until(() => listener.live())).toBe(true)
+      await eventually(() => listener.live(), 10_000, 'listener.live()')
       const sentinel = randomUUID()
       await endSession(akid)
       await endSession(akid)
       await publishInvalidation({ kind: 'credential_ended', keyId: sentinel }) // published after both: heard after both
-      expect(await until(() => heard.includes(sentinel))).toBe(true)
+      await eventually(() => heard.includes(sentinel), 10_000, 'heard.includes(sentinel)')
       expect(heard.filter((id) => id === akid)).toEqual([akid])
     } finally {
       await listener.stop()

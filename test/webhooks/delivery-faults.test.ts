@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
 import { recordEvent } from '../../shared/webhooks/outbox'
-import { call, newProduct, ok, startProcess, type Worker } from '../helpers'
-import { eventually, type Receiver, startReceiver, verified } from './receiver'
+import { call, eventually, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { type Receiver, startReceiver, verified } from './receiver'
 
 type Owner = { token: string; productId: string }
 const as = (owner: Owner, extra: Record<string, unknown> = {}) => ({ token: owner.token, productId: owner.productId, ...extra })

@@ -4,9 +4,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startSmtpSink, type Sink } from '../../scripts/smtp-sink'
 import { sql } from '../../shared/db/client'
-import { call, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { call, eventually, newProduct, ok, startProcess, type Worker } from '../helpers'
 import { manage, pub } from '../realtime/public-helpers'
-import { eventually, type Receiver, startReceiver, verified } from './receiver'
+import { type Receiver, startReceiver, verified } from './receiver'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 

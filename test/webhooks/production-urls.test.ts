@@ -6,9 +6,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
 import { recordEvent } from '../../shared/webhooks/outbox'
-import { newProduct, startProcess, type Worker } from '../helpers'
+import { eventually, newProduct, startProcess, type Worker } from '../helpers'
 import { type ADnsServer, startADnsServer } from './dns-a-server'
-import { eventually } from './receiver'
 
 let dns: ADnsServer
 let api: Worker

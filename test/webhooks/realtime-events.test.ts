@@ -8,10 +8,10 @@ import { sql } from '../../shared/db/client'
 import type { HookEvent } from '../../shared/realtime/hook-events'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { recordHookEvents } from '../../services/webhooks/realtime-events'
-import { startProcess, type Worker } from '../helpers'
+import { eventually, startProcess, type Worker } from '../helpers'
 import { manage, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { replied, startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
-import { eventually, type Receiver, startReceiver, verified } from './receiver'
+import { type Receiver, startReceiver, verified } from './receiver'
 
 const GRACE_MS = 1000
 const ENV = { WEBHOOK_PRESENCE_GRACE_MS: String(GRACE_MS), GATEWAY_OCCUPANCY_LEASE_MS: '1500' }

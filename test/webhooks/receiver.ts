@@ -46,14 +46,3 @@ export function startReceiver(): Receiver {
 
 /** The payload, once the `standardwebhooks` library has verified its signature under `secret` (throws otherwise). */
 export const verified = (secret: string, request: Received) => new Webhook(secret).verify(request.body, request.headers) as any
-
-/** Polls `check` until it answers something truthy, at most `ms`. */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false> | T | undefined | null | false, ms = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await check()
-    if (value) return value as T
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${ms} ms`)
-    await Bun.sleep(25)
-  }
-}
