@@ -313,6 +313,25 @@ function loadConfig() {
        * with scope "worker".
        */
       maxConcurrentPerWorker: int('ANALYTICS_MAX_CONCURRENT_PER_WORKER', 4),
+      /** Most property sets (rollups grouped by the property keys of saved insights) one product has. docs/analytics.md, "Rollups". */
+      maxRollupSets: atMost('ANALYTICS_MAX_ROLLUP_SETS', 10, 0, 100),
+      /** Most value combinations of a property set in one hour; a set that passes it is dropped and its queries read raw events. */
+      rollupMaxValues: atMost('ANALYTICS_ROLLUP_MAX_VALUES', 1000, 10, 100_000),
+    },
+    /** The aggregator (services/aggregator): event partitions and rollups. docs/analytics.md, "Partitions" and "Rollups". */
+    aggregator: {
+      /** Pause between two rounds when the last one found nothing to do. */
+      idleMs: atMost('AGGREGATOR_IDLE_MS', 1000, 10, 60_000),
+      /** Most event ids one rollup step covers (one transaction). */
+      chunkIds: atMost('AGGREGATOR_CHUNK_IDS', 200_000, 1000, 10_000_000),
+      /** Longest a rollup step waits for captures in flight before it tries again (it holds back new ones meanwhile). */
+      lockTimeoutMs: atMost('AGGREGATOR_LOCK_TIMEOUT_MS', 1000, 10, 10_000),
+      /** Months of partitions kept ready ahead of the current one. */
+      partitionsAhead: atMost('ANALYTICS_PARTITIONS_AHEAD', 3, 1, 24),
+      /** Whole months of events kept before the current one; older partitions are dropped. 0: keep every event. */
+      retentionMonths: atMost('ANALYTICS_RETENTION_MONTHS', 0, 0, 1200),
+      /** Events a legacy upgrade moves into the partitions per transaction. */
+      moveBatch: atMost('AGGREGATOR_MOVE_BATCH', 10_000, 100, 1_000_000),
     },
     webhooks: {
       /**

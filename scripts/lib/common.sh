@@ -200,6 +200,14 @@ find_pg_bin() {
 # runs a redis-server of its own (to kill it and start it again empty), whatever REDIS_URL says.
 required_packages() {
   [[ -n ${DATABASE_URL:-} || -n $(find_pg_bin) ]] || echo postgresql
+  # Analytics rollups count distinct identities in HyperLogLog sketches (docs/analytics.md, "Rollups"): the local
+  # server needs the hll extension; an existing server (DATABASE_URL) must have it already.
+  if [[ -z ${DATABASE_URL:-} ]]; then
+    local major=15 bin # Debian bookworm's PostgreSQL, when none is installed yet
+    bin=$(find_pg_bin)
+    [[ ! $bin =~ /postgresql/([0-9]+)/ ]] || major=${BASH_REMATCH[1]}
+    [[ -e /usr/share/postgresql/$major/extension/hll.control ]] || echo "postgresql-$major-hll"
+  fi
   if [[ -z ${REDIS_URL:-} || ${1:-} == test ]]; then
     { command -v redis-server >/dev/null && command -v redis-cli >/dev/null; } || echo redis-server
   fi

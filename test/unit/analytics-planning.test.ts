@@ -25,6 +25,10 @@ function database(bucketStart = (from: Date) => from.getTime()) {
       asked.push(`bucket ${bucket} ${timezone}`)
       return bucketStart(from)
     },
+    async rollupState() {
+      asked.push('rollups')
+      return { watermark: 0, sets: [] }
+    },
   }
   return { db, asked }
 }
@@ -113,7 +117,7 @@ test('more buckets than the range may span are refused at the bucket; a coarser 
 
 test('the database is asked where the first bucket starts only near the year 0001, and one before it is refused', async () => {
   const usual = database()
-  await plan({ bucket: 'week' }, usual.db)
+  await plan({ bucket: 'week', exact: true }, usual.db)
   expect(usual.asked).toEqual(['timezones'])
   const early = database(() => Date.parse('0001-01-01T00:00:00Z') - 1)
   const refused = await refusal(() => plan({ bucket: 'week', range: { from: '0001-01-01T00:00:00Z', to: '0001-02-01T00:00:00Z' } }, early.db))
@@ -165,4 +169,30 @@ test('the catalog lists names and descriptions of every entity, and none of the 
   expect(catalog.cycle).toEqual({ from: '2026-06-01T00:00:00.000Z', to: '2026-07-01T00:00:00.000Z' })
   const text = JSON.stringify(catalog)
   for (const sql of ['select', 'count(', 's.', 'coalesce']) expect(text).not.toContain(sql)
+})
+
+test('a query over tracked events reads rollups unless it asks for exact answers, reads a field rollups lack, or names keys no ready set holds', async () => {
+  const viaRollups = (text: string) => text.includes('analytics_event_rollups')
+  const asked = database()
+  expect(viaRollups((await plan({ metrics: ['count', 'identities'], bucket: 'day' }, asked.db)).text)).toBe(true)
+  expect(asked.asked).toEqual(['timezones', 'rollups'])
+  expect((await plan({ metrics: ['identities'] })).result.approximate).toBe(true)
+  expect((await plan({ metrics: ['count'] })).result.approximate).toBe(false)
+  const exact = database()
+  const refused = await plan({ metrics: ['identities'], exact: true }, exact.db)
+  expect(viaRollups(refused.text)).toBe(false)
+  expect(refused.result.approximate).toBe(false)
+  expect(exact.asked).toEqual(['timezones'])
+  expect(viaRollups((await plan({ dimensions: ['users_id'] })).text)).toBe(false)
+  expect(viaRollups((await plan({ dimensions: ['properties.plan'] })).text)).toBe(false)
+  const withSet = database()
+  withSet.db.rollupState = async () => ({ watermark: 7, sets: [{ id: 3, keys: ['plan', 'source'] }] })
+  const bySet = await plan({ dimensions: ['properties.plan'], filters: [{ field: 'properties.source', op: 'equals', value: 'ad' }] }, withSet.db)
+  expect(viaRollups(bySet.text)).toBe(true)
+  expect(bySet.params.values).toContain(3)
+  expect(bySet.params.values).toContain(7)
+  // A range without one whole UTC hour reads raw events alone and never asks.
+  const short = database()
+  expect(viaRollups((await plan({ range: { from: '2026-03-01T10:10:00Z', to: '2026-03-01T10:50:00Z' } }, short.db)).text)).toBe(false)
+  expect(short.asked).toEqual(['timezones'])
 })

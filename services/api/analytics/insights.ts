@@ -12,6 +12,11 @@ import { checkFunnel, runFunnel } from './semantic/funnel'
 import { checkMetricQuery, runMetricQuery } from './semantic/metric-query'
 import { Funnel, MetricQuery } from './semantic/query-schemas'
 import { isUuid } from '../../../shared/ids'
+import { registerRollupSet } from '../../../shared/analytics/rollups'
+import { config } from '../../../shared/config'
+import { describeError, log } from '../../../shared/log'
+import { entityNamed } from './semantic/catalog'
+import { rollupKeys } from './semantic/rollup-path'
 
 export type InsightKind = 'metric' | 'funnel'
 
@@ -41,6 +46,23 @@ async function checkQuery(kind: InsightKind, query: unknown): Promise<MetricQuer
   return checked
 }
 
+/**
+ * A saved metric insight over tracked events that groups or filters by properties gets a rollup set for those keys,
+ * so that its runs read rollups (docs/analytics.md, "Rollups"). The insight is saved either way: without a set its runs
+ * read raw events, so a failure here is logged, not answered.
+ */
+async function prepareRollups(productId: string, kind: InsightKind, query: MetricQuery | Funnel): Promise<void> {
+  if (kind !== 'metric') return
+  const entity = entityNamed((query as MetricQuery).entity)
+  const keys = entity ? rollupKeys(entity, query as MetricQuery) : null
+  if (!keys?.length) return
+  try {
+    await registerRollupSet(sql, productId, keys, config.analytics.maxRollupSets)
+  } catch (error) {
+    log('warn', 'rollup set not registered; the insight reads raw events', describeError(error))
+  }
+}
+
 export async function createInsight(
   productId: string, input: { name: string; description?: string | null; kind: InsightKind; query: unknown }, createdBy: string | null,
 ): Promise<Insight> {
@@ -50,6 +72,7 @@ export async function createInsight(
     insert into analytics_insights (id, product_id, name, description, kind, query, created_by)
     values (${randomUUID()}, ${productId}, ${input.name}, ${input.description ?? null}, ${input.kind}, ${query as never}::jsonb, ${createdBy})
     returning *`)
+  await prepareRollups(productId, input.kind, query)
   return insightOut(row!)
 }
 
@@ -74,6 +97,7 @@ export async function updateInsight(productId: string, id: string, input: { name
   const { kind } = found
   if (input.name === undefined && input.description === undefined && input.query === undefined) return found // nothing to write
   const query = input.query === undefined ? undefined : await checkQuery(kind, input.query)
+  if (query) await prepareRollups(productId, kind, query)
   // Read and written under the row lock: two updates of different fields at once both stand.
   return sql.begin(async (tx) => {
     const [current] = await tx`select * from analytics_insights where id = ${id} and product_id = ${productId} for update`

@@ -48,6 +48,8 @@ export interface Entity {
   event: string | null
   /** SQL of a unique key of a row, ordering rows of equal time (a funnel step that repeats the step before); null without events. */
   rowId: string | null
+  /** Its rows are counted in analytics_event_rollups (only tracked events): the planner may read them (./rollup-path.ts). */
+  rollups?: true
 }
 
 /** The fields of an entity whose rows carry no properties and name nobody: it charts, but no funnel joins it by identity. */

@@ -6,6 +6,7 @@ import type { Entity, Metric } from './entity'
 import { checkTimezone, filterSql, invalid, Params, parseRange, type PlanningDatabase, resolveEntity, resolveField, runQuery } from './plan'
 import { postgresPlanning } from './planning-database'
 import type { Bucket, MetricQuery } from './query-schemas'
+import { chooseRollupSet, hasWholeHour, rollupAgg, rollupKeys } from './rollup-path'
 
 const UNIT_MS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 28 * 86_400_000 } as const
 
@@ -16,6 +17,11 @@ export interface MetricResult {
   bucket: string | null
   timezone: string
   range: { from: string; to: string }
+  /**
+   * Distinct identities came from HyperLogLog sketches of the rollups: each such value is within about 2 % of the exact
+   * count (docs/analytics.md, "Rollups"). Counts are exact either way. `exact: true` in the query reads raw events.
+   */
+  approximate: boolean
   rows: Record<string, string | number | null>[]
   /** More rows matched than `limit`: the rest were cut off. */
   truncated: boolean
@@ -96,8 +102,9 @@ export async function planMetricQuery(productId: string, query: MetricQuery, pat
   if (bucket && from.getTime() < NEAR_YEAR_ONE) await checkFirstBucket(from, bucket, timezone, `${path}/range/from`, db)
   const limit = Math.min(query.limit ?? config.analytics.maxRows, config.analytics.maxRows)
 
+  const product = params.add(productId)
   const where = [
-    `s.product_id = ${params.add(productId)}`,
+    `s.product_id = ${product}`,
     `${entity.time} >= ${params.add(from.toISOString())}::timestamptz`,
     `${entity.time} < ${params.add(to.toISOString())}::timestamptz`,
     ...(query.filters ?? []).map((f, i) => filterSql(entity, f, `${path}/filters/${i}`, params)),
@@ -113,7 +120,25 @@ export async function planMetricQuery(productId: string, query: MetricQuery, pat
   const truncate = (instant: string) => (wallClock ? `date_trunc('${bucket}', ${instant} at time zone ${tz})` : `date_trunc('hour', ${instant}, ${tz})`)
   const bucketCol = bucket ? [`${truncate(entity.time)} as b`] : []
   const groupBy = [...(bucket ? ['b'] : []), ...dims.map((_, i) => `g${i}`)]
-  const agg = `select ${[...bucketCol, ...dimCols, ...aggregates].join(', ')} from ${entity.source} where ${where.join(' and ')}${groupBy.length ? ` group by ${groupBy.join(', ')}` : ''}`
+  let agg = `select ${[...bucketCol, ...dimCols, ...aggregates].join(', ')} from ${entity.source} where ${where.join(' and ')}${groupBy.length ? ` group by ${groupBy.join(', ')}` : ''}`
+  // Every bucket's start, in the zone's wall time (the answer's rows) and as instants (where the rollups' hours are cut).
+  const seriesOf = (column: string) => `generate_series(${truncate(`${params.add(from.toISOString())}::timestamptz`)},
+      ${truncate(`(${params.add(to.toISOString())}::timestamptz - interval '1 microsecond')`)}, interval '1 ${bucket}') as ${column}`
+  let ctes = ''
+  let approximate = false
+  const keys = hasWholeHour(from, to) ? rollupKeys(entity, query) : null
+  const rollups = keys ? await db.rollupState(productId) : null
+  const choice = keys && rollups ? chooseRollupSet(keys, rollups.sets) : null
+  if (rollups && choice) {
+    const rolled = rollupAgg({
+      entity, query, path, choice, metrics, params, productParam: product, from, to, rawWhere: where, rawDims: dims,
+      truncate: bucket ? truncate : null, plannedWatermark: rollups.watermark,
+      bucketStarts: bucket ? `select ${wallClock ? `(g.b at time zone ${tz})` : 'g.b'} as i from ${seriesOf('g(b)')}` : null,
+    })
+    ctes = `${rolled.ctes}, `
+    agg = rolled.agg
+    approximate = metrics.some((m) => m.name === 'identities')
+  }
 
   const value = (m: Metric, i: number, from: string) => {
     if (m.type === 'ratio') return `case when coalesce(${from}.d${i}, 0) = 0 then null else ${from}.n${i}::float8 / ${from}.d${i} end`
@@ -126,21 +151,20 @@ export async function planMetricQuery(productId: string, query: MetricQuery, pat
   if (bucket) {
     // Every bucket of the range, in the zone's wall time, whether or not it has rows; with dimensions, every bucket
     // for every combination of dimension values that has rows somewhere in the range.
-    const series = `select generate_series(${truncate(`${params.add(from.toISOString())}::timestamptz`)},
-      ${truncate(`(${params.add(to.toISOString())}::timestamptz - interval '1 microsecond')`)}, interval '1 ${bucket}') as b`
+    const series = `select ${seriesOf('b')}`
     const combos = dims.length ? `, combos as (select distinct ${dims.map((_, i) => `g${i}`).join(', ')} from agg)` : ''
     const join = dims.map((_, i) => ` and agg.g${i} is not distinct from combos.g${i}`).join('')
-    text = `with agg as (${agg}), series as (${series})${combos}
+    text = `with ${ctes}agg as (${agg}), series as (${series})${combos}
       select extract(epoch from ${wallClock ? `(series.b at time zone ${tz})` : 'series.b'}) * 1000 as bucket${dims.length ? `, ${dimOut('combos')}` : ''}, ${metricCols('agg')}
       from series${dims.length ? ' cross join combos' : ''} left join agg on agg.b = series.b${join}
       order by series.b${dims.length ? `, ${dims.map((_, i) => `combos.g${i}`).join(', ')}` : ''}
       limit ${params.add(limit + 1)}`
   } else {
-    text = `with agg as (${agg}) select ${dims.length ? `${dimOut('agg')}, ` : ''}${metricCols('agg')} from agg
+    text = `with ${ctes}agg as (${agg}) select ${dims.length ? `${dimOut('agg')}, ` : ''}${metricCols('agg')} from agg
       ${dims.length ? `order by ${dims.map((_, i) => `agg.g${i}`).join(', ')}` : ''} limit ${params.add(limit + 1)}`
   }
   return {
     text, params, limit,
-    result: { entity: entity.entity, metrics: query.metrics, dimensions: query.dimensions ?? [], bucket, timezone, range: { from: from.toISOString(), to: to.toISOString() } },
+    result: { entity: entity.entity, metrics: query.metrics, dimensions: query.dimensions ?? [], bucket, timezone, range: { from: from.toISOString(), to: to.toISOString() }, approximate },
   }
 }

@@ -29,7 +29,7 @@ export function resolveEntity(name: string, path: string): Entity {
 }
 
 // Any key capture accepts (1 to 200 characters) can be read back.
-const PROPERTY = /^properties\.(.{1,200})$/s
+export const PROPERTY = /^properties\.(.{1,200})$/s
 
 /** A dimension of the entity, or `properties.<key>` on an entity with properties: its SQL (the key as a parameter). */
 export function resolveField(entity: Entity, name: string, path: string, params: Params): string {
@@ -44,9 +44,15 @@ export function resolveField(entity: Entity, name: string, path: string, params:
 // The exponent is bounded so the cast cannot overflow numeric (a property of 8 KiB cannot have too many digits).
 const NUMERIC = `'^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]{1,4})?$'`
 
-/** One filter as a SQL condition. Values are parameters; text compares as text, gt..lte compare numbers. */
-export function filterSql(entity: Entity, filter: Filter, path: string, params: Params): string {
-  const field = resolveField(entity, filter.field, `${path}/field`, params)
+/** Where a field's value is read: the SQL of a field name (a 400 naming `path` when there is none). */
+export type FieldResolver = (name: string, path: string) => string
+
+/**
+ * One filter as a SQL condition. Values are parameters; text compares as text, gt..lte compare numbers. The field is
+ * read from the entity's rows unless `resolve` reads it elsewhere (a rollup's columns).
+ */
+export function filterSql(entity: Entity, filter: Filter, path: string, params: Params, resolve?: FieldResolver): string {
+  const field = (resolve ?? ((name, at) => resolveField(entity, name, at, params)))(filter.field, `${path}/field`)
   const value = filter.value
   const needs = (what: string) => invalid(`${path}/value`, `is required for ${filter.op}: ${what}`)
   switch (filter.op) {
@@ -114,6 +120,16 @@ export interface PlanningDatabase {
   timezones(): Promise<ReadonlySet<string>>
   /** Where PostgreSQL starts the `bucket` holding `from` in `timezone`, in epoch milliseconds (it may precede the year 0001). */
   bucketStartMs(from: Date, bucket: Bucket, timezone: string): Promise<number>
+  /**
+   * How far the rollups go, and the product's property sets that queries may read, smallest first
+   * (docs/analytics.md, "Rollups").
+   */
+  rollupState(productId: string): Promise<RollupState>
+}
+
+export interface RollupState {
+  watermark: number
+  sets: { id: number; keys: string[] }[]
 }
 
 /** An IANA time zone PostgreSQL knows. */

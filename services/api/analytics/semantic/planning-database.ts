@@ -1,4 +1,5 @@
 // The planner's questions (./plan.ts PlanningDatabase) answered by PostgreSQL on the analytics pool.
+import { readState } from '../../../../shared/analytics/rollups'
 import { analyticsSql } from '../../../../shared/db/client'
 import type { PlanningDatabase } from './plan'
 
@@ -15,4 +16,5 @@ export const postgresPlanning: PlanningDatabase = {
     const [row] = await analyticsSql.unsafe(`select extract(epoch from ${start}) * 1000 as ms`, [from.toISOString(), timezone])
     return Number(row!.ms)
   },
+  rollupState: (productId) => readState(analyticsSql, productId),
 }

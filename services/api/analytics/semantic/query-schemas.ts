@@ -36,6 +36,10 @@ export const MetricQuery = Strict({
   timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone the buckets are cut in (default UTC)' })),
   filters: Type.Optional(Type.Array(Filter, { maxItems: 20 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Most rows answered (default 10 000)' })),
+  exact: Type.Optional(Type.Boolean({
+    description: 'Count distinct identities exactly from raw events (slower over long ranges). Default false: they may come '
+      + 'from rollup sketches, within about 2 %, and the answer then says approximate: true',
+  })),
 })
 export type MetricQuery = Static<typeof MetricQuery>
 

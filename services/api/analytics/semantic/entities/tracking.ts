@@ -1,4 +1,5 @@
 // Tracking's entity: the events a product captures (tracking_events_capture).
+import { EVENTS_SOURCE, eventIdentity } from '../../../../../shared/analytics/events'
 import type { Entity } from '../entity'
 
 export const eventsEntities: Entity[] = [{
@@ -17,14 +18,15 @@ export const eventsEntities: Entity[] = [{
     { name: 'count', type: 'count', description: 'Number of events', sql: 'count(*)' },
     {
       name: 'identities', type: 'count', description: 'Number of distinct identities (users_id, else anonymous_id, email or phone)',
-      sql: 'count(distinct coalesce(s.users_id, s.anonymous_id, s.email, s.phone))',
+      sql: `count(distinct ${eventIdentity('s')})`,
     },
   ],
   identityKinds: ['email', 'phone', 'users_id', 'anonymous_id'],
-  source: 'tracked_events s',
+  source: `${EVENTS_SOURCE} s`,
   time: 's.ts',
   properties: 's.properties',
   identity: { email: 's.email', phone: 's.phone', users_id: 's.users_id', anonymous_id: 's.anonymous_id' },
   event: 's.event',
   rowId: 's.id',
+  rollups: true,
 }]

@@ -1,0 +1,200 @@
+// Rollups of tracked events, maintained incrementally (migration 0016; docs/analytics.md, "Rollups"). Each step counts
+// the events captured past the watermark into per-hour rows and moves the watermark, in one transaction: a step that
+// fails or is repeated counts nothing twice. The planner reads rollup rows up to the watermark and raw events past it.
+import type postgres from 'postgres'
+import type { Sql } from '../db/client'
+
+/** A pool or a transaction of one. */
+type Db = Sql | postgres.TransactionSql
+import { BASE_SET, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS } from './events'
+
+export interface RollupLimits {
+  /** Most event ids one step covers. */
+  chunkIds: number
+  /** Longest the step waits for captures in flight. */
+  lockTimeoutMs: number
+  /** Most value combinations of a property set in one hour. */
+  maxValues: number
+  /** Most property sets per product. */
+  maxSets: number
+}
+
+const LOCK_NOT_AVAILABLE = '55P03'
+
+/**
+ * The highest event id below which every capture has committed or rolled back, or null when captures in flight held
+ * out past the lock timeout. Ids are handed out before a capture commits, so the sequence alone is not enough: an
+ * exclusive lock on the table waits for every insert in flight to end (as Citus' incremental rollups do), and is let
+ * go at once.
+ */
+export async function settledHead(sql: Sql, lockTimeoutMs: number): Promise<number | null> {
+  try {
+    return await sql.begin(async (tx) => {
+      await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`)
+      await tx`lock table tracked_events in exclusive mode`
+      const [row] = await tx.unsafe(`select case when is_called then last_value else last_value - 1 end as head
+        from ${await identitySequence(tx)}`)
+      return Number(row!.head)
+    })
+  } catch (error) {
+    if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return null
+    throw error
+  }
+}
+
+let sequenceName: string | undefined
+async function identitySequence(tx: Db): Promise<string> {
+  sequenceName ??= (await tx`select pg_get_serial_sequence('tracked_events', 'id') as name`)[0]!.name as string
+  return sequenceName
+}
+
+/** The rollup rows of the events with ids in (lo, hi]: the base set's, and each set's of `sets` (or every live set). */
+async function countRange(tx: Db, lo: number, hi: number, only?: { setId: number; productId: string }): Promise<{ setId: number; hour: Date }[]> {
+  const upsert = `on conflict on constraint analytics_event_rollups_key do update
+    set events = r.events + excluded.events, identities = hll_union(r.identities, excluded.identities)`
+  if (!only) {
+    await tx.unsafe(`insert into analytics_event_rollups as r (product_id, set_id, hour, event, events, identities)
+      select e.product_id, ${BASE_SET}, date_trunc('hour', e.ts, 'UTC'), e.event, count(*), ${identitySketch('e')}
+      from ${EVENTS_SOURCE} e where e.id > $1 and e.id <= $2
+      group by e.product_id, date_trunc('hour', e.ts, 'UTC'), e.event
+      ${upsert}`, [lo, hi])
+  }
+  const values = Array.from({ length: MAX_SET_KEYS }, (_, i) => `e.properties ->> s.keys[${i + 1}]`)
+  const sets = only
+    ? `s.id = $3 and e.product_id = $4 and e.id <= s.covers_from`
+    : `s.state in ('building', 'ready') and e.id > s.covers_from`
+  const touched = await tx.unsafe(`with counted as (
+      insert into analytics_event_rollups as r (product_id, set_id, hour, event, v1, v2, v3, events, identities)
+      select e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), e.event, ${values.join(', ')}, count(*), ${identitySketch('e')}
+      from ${EVENTS_SOURCE} e join analytics_rollup_sets s on s.product_id = e.product_id
+      where e.id > $1 and e.id <= $2 and ${sets}
+      group by e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), e.event, ${values.join(', ')}
+      ${upsert}
+      returning set_id, hour)
+    select distinct set_id, hour from counted`, only ? [lo, hi, only.setId, only.productId] : [lo, hi])
+  return touched.map((t) => ({ setId: Number(t.set_id), hour: t.hour as Date }))
+}
+
+/**
+ * Sets with an hour of more than `maxValues` value combinations among those just counted stop: their rows go and
+ * queries read raw events for them (a key like a URL or a user id would otherwise grow a row per event).
+ */
+async function stopOverfullSets(tx: Db, touched: { setId: number; hour: Date }[], maxValues: number): Promise<number[]> {
+  if (!touched.length) return []
+  const full = await tx`
+    select distinct r.set_id from analytics_event_rollups r
+    join unnest(${touched.map((t) => t.setId)}::bigint[], ${touched.map((t) => t.hour.toISOString())}::timestamptz[]) as t(set_id, hour)
+      on r.set_id = t.set_id and r.hour = t.hour
+    group by r.set_id, r.hour having count(*) > ${maxValues}`
+  const ids = full.map((r) => Number(r.set_id))
+  if (ids.length) {
+    await tx`update analytics_rollup_sets set state = 'too_many_values' where id = any(${ids}::bigint[])`
+    await tx`delete from analytics_event_rollups where set_id = any(${ids}::bigint[])`
+  }
+  return ids
+}
+
+export interface StepResult {
+  /** Events ids the watermark moved over (0: nothing new, or captures in flight held out). */
+  advanced: number
+  watermark: number
+  /** Property sets whose backfill moved, and those that became ready. */
+  backfilled: number
+  ready: number
+}
+
+/** Moves the watermark over at most `chunkIds` captured ids, counting them in every live set. */
+export async function advanceWatermark(sql: Sql, limits: RollupLimits): Promise<{ advanced: number; watermark: number }> {
+  const head = await settledHead(sql, limits.lockTimeoutMs)
+  return sql.begin(async (tx) => {
+    const [state] = await tx`select watermark from analytics_rollup_state for update`
+    const watermark = Number(state!.watermark)
+    if (head === null || head <= watermark) return { advanced: 0, watermark }
+    const hi = Math.min(head, watermark + limits.chunkIds)
+    const touched = await countRange(tx, watermark, hi)
+    await stopOverfullSets(tx, touched, limits.maxValues)
+    await tx`update analytics_rollup_state set watermark = ${hi}, advanced_at = now()`
+    return { advanced: hi - watermark, watermark: hi }
+  })
+}
+
+/**
+ * One backfill chunk for each building set (every product's sets move in the same round, so one product's long
+ * history delays no other's), up to the ids it covers from; a set whose backfill is done becomes ready.
+ */
+export async function backfillSets(sql: Sql, limits: RollupLimits): Promise<{ backfilled: number; ready: number }> {
+  const building = await sql`select id from analytics_rollup_sets where state = 'building' order by id`
+  let backfilled = 0
+  let ready = 0
+  for (const { id } of building) {
+    await sql.begin(async (tx) => {
+      const [set] = await tx`select id, product_id, covers_from, backfilled_to from analytics_rollup_sets
+        where id = ${id} and state = 'building' for update skip locked`
+      if (!set) return
+      const lo = Number(set.backfilled_to)
+      const hi = Math.min(Number(set.covers_from), lo + limits.chunkIds)
+      const touched = hi > lo ? await countRange(tx, lo, hi, { setId: Number(set.id), productId: set.product_id as string }) : []
+      if ((await stopOverfullSets(tx, touched, limits.maxValues)).length) return
+      const done = hi >= Number(set.covers_from)
+      await tx`update analytics_rollup_sets set backfilled_to = ${hi}, state = ${done ? 'ready' : 'building'} where id = ${set.id}`
+      backfilled++
+      if (done) ready++
+    })
+  }
+  return { backfilled, ready }
+}
+
+/** One round: the watermark forward, then a backfill chunk of each building set. */
+export async function rollupStep(sql: Sql, limits: RollupLimits): Promise<StepResult> {
+  const { advanced, watermark } = await advanceWatermark(sql, limits)
+  const { backfilled, ready } = await backfillSets(sql, limits)
+  return { advanced, watermark, backfilled, ready }
+}
+
+/** Runs rounds until the watermark reaches every settled capture and no set is building (tests and the benchmark). */
+export async function rollupUntilCurrent(sql: Sql, limits: RollupLimits): Promise<void> {
+  for (;;) {
+    const step = await rollupStep(sql, limits)
+    if (step.advanced === 0 && step.backfilled === 0) {
+      const head = await settledHead(sql, limits.lockTimeoutMs)
+      if (head !== null && head <= step.watermark) return
+    }
+  }
+}
+
+/** Property keys as a set keeps them: distinct, sorted. */
+export const setKeys = (keys: readonly string[]): string[] => [...new Set(keys)].sort()
+
+/**
+ * Makes a property set for these keys unless one of the product's sets already holds them all, or the product has
+ * `maxSets` already (its queries then read raw events). It covers events past the watermark from now on; a backfill
+ * counts the ones before. Answers whether a set was made.
+ */
+export async function registerRollupSet(sql: Sql, productId: string, keys: readonly string[], maxSets: number): Promise<boolean> {
+  const wanted = setKeys(keys)
+  if (wanted.length === 0 || wanted.length > MAX_SET_KEYS) return false
+  return sql.begin(async (tx) => {
+    // One product's registrations one at a time, so the count below holds.
+    await tx`select pg_advisory_xact_lock(727003, hashtext(${productId}))`
+    const sets = await tx`select keys, state from analytics_rollup_sets where product_id = ${productId}`
+    if (sets.some((s) => s.state !== 'too_many_values' && wanted.every((k) => (s.keys as string[]).includes(k)))) return false
+    if (sets.length >= maxSets) return false
+    // Read under a share lock: a step counting right now commits first, so every id past this one reaches the set live.
+    const [state] = await tx`select watermark from analytics_rollup_state for share`
+    const made = await tx`insert into analytics_rollup_sets (product_id, keys, covers_from, state)
+      values (${productId}, ${wanted}, ${state!.watermark}, ${Number(state!.watermark) === 0 ? 'ready' : 'building'})
+      on conflict (product_id, keys) do nothing returning id`
+    return made.length > 0
+  })
+}
+
+/** The watermark, and the product's sets that queries may read (id and keys, smallest first). */
+export async function readState(sql: Sql, productId: string): Promise<{ watermark: number; sets: { id: number; keys: string[] }[] }> {
+  const rows = await sql`select (select watermark from analytics_rollup_state) as watermark, s.id, s.keys
+    from (select 1) one left join analytics_rollup_sets s on s.product_id = ${productId} and s.state = 'ready'
+    order by cardinality(s.keys), s.id`
+  return {
+    watermark: Number(rows[0]!.watermark),
+    sets: rows.filter((r) => r.id !== null).map((r) => ({ id: Number(r.id), keys: r.keys as string[] })),
+  }
+}

@@ -1,0 +1,251 @@
+// Rollups: the same metric query answered through the rollup path and through raw events (`exact: true`) gives the
+// same rows, for many random queries (metrics, dimensions, filters, buckets, zones with half- and quarter-hour offsets,
+// ranges with partial hours) over events some of which are counted in rollups and some not yet (captured past the
+// watermark, backdated into hours already rolled up). Distinct identities here stay below the size where a sketch
+// stops counting exactly, so they must match too. Also: property sets made by saving insights, built and then ready;
+// a set with too many values dropped; a capture counted by the very next query; the aggregator process.
+import { beforeAll, describe, expect, test } from 'bun:test'
+import { readState, registerRollupSet, rollupUntilCurrent, type RollupLimits } from '../../shared/analytics/rollups'
+import { sql } from '../../shared/db/client'
+import { createInsight } from '../../services/api/analytics/insights'
+import { planMetricQuery, runMetricQuery } from '../../services/api/analytics/semantic/metric-query'
+import { postgresPlanning } from '../../services/api/analytics/semantic/planning-database'
+import type { Filter, MetricQuery } from '../../services/api/analytics/semantic/query-schemas'
+import { captureEvents, type CapturedEvent } from '../../services/api/tracking/capture'
+import { call, eventually, freePort, newProduct } from '../helpers'
+
+const LIMITS: RollupLimits = { chunkIds: 700, lockTimeoutMs: 2000, maxValues: 200, maxSets: 10 }
+const roll = () => rollupUntilCurrent(sql, LIMITS)
+
+/** A small deterministic generator (mulberry32): the same seed, the same queries, so a failure can be replayed. */
+function random(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+const SEED = Number(process.env.ROLLUP_TEST_SEED ?? 20261128)
+const rnd = random(SEED)
+const pick = <T>(items: readonly T[]): T => items[Math.floor(rnd() * items.length)]!
+const some = <T>(items: readonly T[], most: number): T[] => items.filter(() => rnd() < most / items.length).slice(0, most)
+
+const EVENT_NAMES = ['signup', 'view', 'add_to_cart', 'purchase', 'pageview']
+const PLANS = ['free', 'pro', 'team']
+const SOURCES = ['ads', 'organic', 'mail', 'Ads Campaign']
+// 16 days around a month's end (two partitions), minute precision, plus a few seconds so hours are cut anywhere.
+const START = Date.parse('2026-10-24T00:00:00Z')
+const SPAN_MS = 16 * 86_400_000
+
+function events(n: number, from = START, span = SPAN_MS): CapturedEvent[] {
+  return Array.from({ length: n }, () => {
+    const user = Math.floor(rnd() * 150)
+    const properties: Record<string, unknown> = { amount: Math.floor(rnd() * 100) }
+    if (rnd() < 0.8) properties.plan = pick(PLANS)
+    if (rnd() < 0.7) properties.source = pick(SOURCES)
+    return {
+      event: pick(EVENT_NAMES),
+      timestamp: new Date(from + Math.floor(rnd() * span / 1000) * 1000).toISOString(),
+      identity: rnd() < 0.7 ? { users_id: `u${user}` } : { anonymous_id: `a${user}` },
+      properties,
+    }
+  })
+}
+
+let productId: string
+let token: string
+
+beforeAll(async () => {
+  const owner = await newProduct('Rollups')
+  productId = owner.productId
+  token = owner.token
+  // Insights that make property sets: plan with source, and amount alone.
+  await createInsight(productId, { name: 'by plan', kind: 'metric', query: {
+    entity: 'events', metrics: ['count'], dimensions: ['properties.plan'], range: { from: '-7d' },
+    filters: [{ field: 'properties.source', op: 'equals', value: 'ads' }],
+  } }, null)
+  await createInsight(productId, { name: 'big', kind: 'metric', query: {
+    entity: 'events', metrics: ['identities'], range: { from: '-7d' }, filters: [{ field: 'properties.amount', op: 'gt', value: 50 }],
+  } }, null)
+  await captureEvents(productId, events(1000))
+  await captureEvents(productId, events(1000))
+  await roll()
+  // Not rolled up: new events anywhere in the span, and events backdated into hours the rollups already hold.
+  await captureEvents(productId, events(300))
+}, 60_000)
+
+const ZONES = ['UTC', 'Europe/Berlin', 'Asia/Kolkata', 'Asia/Kathmandu', 'America/St_Johns', 'Australia/Lord_Howe', 'Pacific/Chatham', 'America/Los_Angeles']
+const FIELDS = ['event', 'properties.plan', 'properties.source', 'properties.amount']
+
+function randomFilter(): Filter {
+  const field = pick(FIELDS)
+  if (field === 'event') return pick<Filter>([
+    { field, op: 'equals', value: pick(EVENT_NAMES) }, { field, op: 'in', value: some(EVENT_NAMES, 3).length ? some(EVENT_NAMES, 3) : ['view'] },
+    { field, op: 'notEquals', value: pick(EVENT_NAMES) }, { field, op: 'contains', value: 'A' },
+  ])
+  if (field === 'properties.amount') return pick<Filter>([{ field, op: 'gt', value: 50 }, { field, op: 'lte', value: 20 }, { field, op: 'gte', value: 99 }])
+  const values = field === 'properties.plan' ? PLANS : SOURCES
+  return pick<Filter>([{ field, op: 'equals', value: pick(values) }, { field, op: 'notSet' }, { field, op: 'set' }, { field, op: 'contains', value: 'ad' }, { field, op: 'in', value: [pick(values), pick(values)] }])
+}
+
+/** A range within the span, on whole hours or not, from an hour to its whole length. */
+function randomRange(): { from: string; to: string } {
+  const a = START - 86_400_000 + Math.floor(rnd() * (SPAN_MS + 2 * 86_400_000))
+  const length = pick([2 * 3_600_000, 26 * 3_600_000, 5 * 86_400_000, SPAN_MS + 86_400_000]) * (0.5 + rnd())
+  const aligned = rnd() < 0.3
+  const at = (ms: number) => new Date(aligned ? Math.floor(ms / 3_600_000) * 3_600_000 : Math.floor(ms / 1000) * 1000).toISOString()
+  return { from: at(a), to: at(a + length) }
+}
+
+function randomQuery(): MetricQuery {
+  const metrics = pick([['count'], ['identities'], ['count', 'identities'], ['identities', 'count']])
+  const bucket = pick([undefined, 'hour', 'day', 'week', 'month'] as const)
+  const query: MetricQuery = { entity: 'events', metrics, range: randomRange(), timezone: pick(ZONES), filters: [], dimensions: [] }
+  if (bucket) query.bucket = bucket
+  // Mostly the fields the sets hold (so the rollup path is taken), sometimes others (so it is not).
+  const dims = some(['event', 'properties.plan', 'properties.source'], 2)
+  query.dimensions = dims
+  query.filters = Array.from({ length: Math.floor(rnd() * 3) }, randomFilter)
+  return query
+}
+
+const viaRollups = async (query: MetricQuery) =>
+  (await planMetricQuery(productId, query, '/body', new Date(), postgresPlanning)).text.includes('analytics_event_rollups')
+
+describe('the rollup path and the raw path', () => {
+  test('give the same rows for random queries over rolled-up, new and backdated events', async () => {
+    const head = Number((await sql`select max(id) as id from tracked_events where product_id = ${productId}`)[0]!.id)
+    expect((await readState(sql, productId)).watermark).toBeLessThan(head) // some events are past the watermark
+    let rolled = 0
+    for (let i = 0; i < 150; i++) {
+      const query = randomQuery()
+      const bucketCount = query.bucket ? (Date.parse(query.range.to!) - Date.parse(query.range.from)) / { hour: 3.6e6, day: 8.64e7, week: 6.048e8, month: 2.4e9 }[query.bucket] : 0
+      if (bucketCount > 900) query.bucket = 'day'
+      const fast = await runMetricQuery(productId, query)
+      const exact = await runMetricQuery(productId, { ...query, exact: true })
+      if (await viaRollups(query)) rolled++
+      expect(exact.approximate).toBe(false)
+      expect({ query, rows: fast.rows }).toEqual({ query, rows: exact.rows })
+    }
+    // The comparison means something only if most queries took the rollup path.
+    expect(rolled).toBeGreaterThan(75)
+  }, 120_000)
+
+  test('every event counted once in rollups: after the rollups catch up, the totals are the events stored', async () => {
+    await roll()
+    const query: MetricQuery = { entity: 'events', metrics: ['count', 'identities'], range: { from: '2026-10-01T00:00:00Z', to: '2026-12-01T00:00:00Z' } }
+    expect(await viaRollups(query)).toBe(true)
+    const [stored] = await sql`select count(*)::int as n, count(distinct coalesce(users_id, anonymous_id, email, phone))::int as who
+      from tracked_events where product_id = ${productId}`
+    const answer = await runMetricQuery(productId, query)
+    expect(answer.rows).toEqual([{ count: stored!.n, identities: stored!.who }])
+    expect(answer.approximate).toBe(true)
+  })
+})
+
+describe('property sets', () => {
+  test('saving insights made one set per key combination; queries on other keys read raw events', async () => {
+    const sets = await sql`select keys, state from analytics_rollup_sets where product_id = ${productId} order by keys`
+    expect(sets.map((s) => [s.keys, s.state])).toEqual([[['amount'], 'ready'], [['plan', 'source'], 'ready']])
+    const range = { from: '2026-10-24T00:00:00Z', to: '2026-11-01T00:00:00Z' }
+    expect(await viaRollups({ entity: 'events', metrics: ['count'], range, dimensions: ['properties.source'] })).toBe(true)
+    expect(await viaRollups({ entity: 'events', metrics: ['count'], range, dimensions: ['properties.amount', 'properties.plan'] })).toBe(false)
+    expect(await viaRollups({ entity: 'events', metrics: ['count'], range, dimensions: ['users_id'] })).toBe(false)
+    expect(await viaRollups({ entity: 'events', metrics: ['count'], range, exact: true })).toBe(false)
+  })
+
+  test('a set made after events exist is built from them, and until ready its queries read raw events', async () => {
+    expect(await registerRollupSet(sql, productId, ['source', 'amount'], LIMITS.maxSets)).toBe(true)
+    // A subset of a set the product has adds none.
+    expect(await registerRollupSet(sql, productId, ['plan'], LIMITS.maxSets)).toBe(false)
+    const query: MetricQuery = { entity: 'events', metrics: ['count', 'identities'], dimensions: ['properties.source', 'properties.amount'], range: { from: '2026-10-20T00:00:00Z', to: '2026-11-15T00:00:00Z' }, bucket: 'day' }
+    const [state] = await sql`select state from analytics_rollup_sets where product_id = ${productId} and keys = ${['amount', 'source']}`
+    expect(state!.state).toBe('building')
+    expect(await viaRollups(query)).toBe(false)
+    await roll()
+    expect(await viaRollups(query)).toBe(true)
+    expect((await runMetricQuery(productId, query)).rows).toEqual((await runMetricQuery(productId, { ...query, exact: true })).rows)
+  })
+
+  test('a product has at most ANALYTICS_MAX_ROLLUP_SETS sets; more keys read raw events', async () => {
+    const other = await newProduct('Few sets')
+    expect(await registerRollupSet(sql, other.productId, ['a'], 2)).toBe(true)
+    expect(await registerRollupSet(sql, other.productId, ['b'], 2)).toBe(true)
+    expect(await registerRollupSet(sql, other.productId, ['c'], 2)).toBe(false)
+    expect(await registerRollupSet(sql, other.productId, ['a', 'b', 'c', 'd'], 10)).toBe(false) // more keys than a set holds
+  })
+
+  test('a set whose hour holds more value combinations than allowed is dropped; its queries read raw events and stay right', async () => {
+    const other = await newProduct('Many values')
+    expect(await registerRollupSet(sql, other.productId, ['url'], 10)).toBe(true)
+    await captureEvents(other.productId, Array.from({ length: LIMITS.maxValues + 1 }, (_, i) => ({
+      event: 'pageview', timestamp: '2026-11-02T10:15:00Z', identity: { anonymous_id: `a${i % 7}` }, properties: { url: `/page/${i}` },
+    })))
+    await roll()
+    const [set] = await sql`select state from analytics_rollup_sets where product_id = ${other.productId}`
+    expect(set!.state).toBe('too_many_values')
+    expect((await sql`select count(*)::int as n from analytics_event_rollups r join analytics_rollup_sets s on s.id = r.set_id where s.product_id = ${other.productId}`)[0]!.n).toBe(0)
+    const query: MetricQuery = { entity: 'events', metrics: ['count'], dimensions: ['properties.url'], range: { from: '2026-11-02T00:00:00Z', to: '2026-11-03T00:00:00Z' }, filters: [{ field: 'properties.url', op: 'equals', value: '/page/3' }] }
+    expect(await viaRollups(query)).toBe(false)
+    expect((await runMetricQuery(other.productId, query)).rows).toEqual([{ 'properties.url': '/page/3', count: 1 }])
+  })
+})
+
+describe('freshness and isolation', () => {
+  test('a capture is counted by the very next query, through the API, whether or not rollups have run', async () => {
+    const owner = await newProduct('Fresh')
+    const body = { entity: 'events', metrics: ['count', 'identities'], range: { from: '-3h' } }
+    const ask = async () => (await call('POST', '/analytics/query', { token: owner.token, productId: owner.productId, body })).body
+    await roll()
+    for (let i = 1; i <= 3; i++) {
+      const captured = await call('POST', '/tracking/events', { token: owner.token, productId: owner.productId, body: { events: [{ event: 'ping', identity: { users_id: `u${i}` } }] } })
+      expect(captured.status).toBe(200)
+      const answer = await ask()
+      expect(answer.rows).toEqual([{ count: i, identities: i }])
+      expect(answer.approximate).toBe(true)
+      if (i === 2) await roll()
+    }
+  })
+
+  test('another product\'s events are never counted, in rollups or raw', async () => {
+    const query = { entity: 'events', metrics: ['count'], range: { from: '2026-10-01T00:00:00Z', to: '2026-12-01T00:00:00Z' } }
+    const empty = await newProduct('Empty')
+    const answer = await call('POST', '/analytics/query', { token: empty.token, productId: empty.productId, body: query })
+    expect(answer.body.rows).toEqual([{ count: 0 }])
+    const mine = await call('POST', '/analytics/query', { token, productId, body: query })
+    expect(mine.body.rows[0].count).toBeGreaterThan(2000)
+  })
+
+  test('exact must be a boolean: anything else is a 400 naming it', async () => {
+    const answer = await call('POST', '/analytics/query', { token, productId, body: { entity: 'events', metrics: ['count'], range: { from: '-1h' }, exact: 'yes' } })
+    expect(answer.status).toBe(400)
+    expect(JSON.stringify(answer.body)).toContain('/body/exact')
+  })
+})
+
+describe('the aggregator process', () => {
+  test('moves the watermark over new captures on its own and reports it in its metrics', async () => {
+    const metricsPort = await freePort()
+    const proc = Bun.spawn(['bun', 'run', 'services/aggregator/main.ts'], {
+      env: { ...process.env, AGGREGATOR_IDLE_MS: '50', METRICS_PORT: String(metricsPort) }, stdout: 'ignore', stderr: 'inherit',
+    })
+    try {
+      const owner = await newProduct('Aggregated')
+      await captureEvents(owner.productId, [{ event: 'ping', identity: { users_id: 'u' } }])
+      const [last] = await sql`select max(id)::bigint as id from tracked_events where product_id = ${owner.productId}`
+      await eventually(async () => (await readState(sql, owner.productId)).watermark >= Number(last!.id), 15_000, 'the watermark past the capture')
+      const [row] = await sql`select events from analytics_event_rollups where product_id = ${owner.productId} and set_id = 0`
+      expect(Number(row!.events)).toBe(1)
+      const text = await eventually(async () => {
+        const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => null)
+        return response?.ok ? response.text() : null
+      }, 15_000, 'the aggregator\'s metrics')
+      expect(Number(/^platform_aggregator_watermark (\d+)/m.exec(text)?.[1])).toBeGreaterThanOrEqual(Number(last!.id))
+    } finally {
+      proc.kill('SIGTERM')
+      await proc.exited
+    }
+  }, 40_000)
+})
+
