@@ -7,8 +7,9 @@ import type { Sql } from './client'
 const MIGRATIONS_DIR = join(import.meta.dir, 'migrations')
 const LOCK_ID = 727_001 // arbitrary, constant: the advisory lock key for migrations
 
-export async function migrate(sql: Sql): Promise<string[]> {
-  const files = readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort()
+/** Applies every pending migration, or with `through` only those whose name sorts at or before it (upgrade tests). */
+export async function migrate(sql: Sql, options: { through?: string } = {}): Promise<string[]> {
+  const files = readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql') && (!options.through || f <= options.through)).sort()
   const applied: string[] = []
   await sql.begin(async (tx) => {
     // Transaction-scoped lock: released on commit or rollback, even if this process dies.
