@@ -313,6 +313,18 @@ function loadConfig() {
        * with scope "worker".
        */
       maxConcurrentPerWorker: int('ANALYTICS_MAX_CONCURRENT_PER_WORKER', 4),
+      /**
+       * A PostgreSQL streaming replica (hot standby) of DATABASE_URL that metric queries, funnels and insight runs read
+       * from (services/api/analytics/reads.ts); null: they read the primary. Writes, and reads that must see a write
+       * just made (insights and dashboards), always go to the primary. docs/analytics.md, "Reads on a replica".
+       */
+      replicaUrl: str('ANALYTICS_DATABASE_URL', '') || null,
+      /**
+       * How far behind the primary the replica may be and still answer, in ms (0 to 300 000): an answer from it counts
+       * every write acknowledged up to this long before the request, and says from when (`as_of`). Further behind,
+       * the primary answers. 0: only a replica that has replayed everything the primary had at the request answers.
+       */
+      replicaMaxLagMs: atMost('ANALYTICS_REPLICA_MAX_LAG_MS', 5000, 0, 300_000),
     },
     webhooks: {
       /**
