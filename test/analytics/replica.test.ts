@@ -38,7 +38,7 @@ beforeAll(async () => {
   standby = await startStandby(config.databaseUrl, { max_standby_streaming_delay: `${STANDBY_DELAY_MS}ms`, hot_standby_feedback: 'off' })
   console.log(`pg_basebackup of the test server took ${Math.round(standby.backupMs)} ms`)
   ;[lenient, strict, owner] = await Promise.all([worker(60_000), worker(STRICT_LAG_MS), newProduct('Replica reads')])
-}, 30_000)
+}, 60_000) // the base backup copies every database of the server: 1 to 5 s here, more beside scripts/test's other passes
 
 afterAll(async () => {
   await Promise.all([lenient?.stop(), strict?.stop()])
