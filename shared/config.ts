@@ -317,6 +317,18 @@ function loadConfig() {
       maxRollupSets: atMost('ANALYTICS_MAX_ROLLUP_SETS', 10, 0, 100),
       /** Most value combinations of a property set in one hour; a set that passes it is dropped and its queries read raw events. */
       rollupMaxValues: atMost('ANALYTICS_ROLLUP_MAX_VALUES', 1000, 10, 100_000),
+      /**
+       * A PostgreSQL streaming replica (hot standby) of DATABASE_URL that metric queries, funnels and insight runs read
+       * from (services/api/analytics/reads.ts); null: they read the primary. Writes, and reads that must see a write
+       * just made (insights and dashboards), always go to the primary. docs/analytics.md, "Reads on a replica".
+       */
+      replicaUrl: str('ANALYTICS_DATABASE_URL', '') || null,
+      /**
+       * How far behind the primary the replica may be and still answer, in ms (0 to 300 000): an answer from it counts
+       * every write acknowledged up to this long before the request, and says from when (`as_of`). Further behind,
+       * the primary answers. 0: only a replica that has replayed everything the primary had at the request answers.
+       */
+      replicaMaxLagMs: atMost('ANALYTICS_REPLICA_MAX_LAG_MS', 5000, 0, 300_000),
     },
     /** The aggregator (services/aggregator): event partitions and rollups. docs/analytics.md, "Partitions" and "Rollups". */
     aggregator: {

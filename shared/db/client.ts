@@ -2,12 +2,13 @@
 // Every statement and transaction is bounded (./deadline.ts): an unreachable or stalled server is a quick 503.
 import postgres from 'postgres'
 import { config } from '../config'
+import { Breaker } from '../breaker'
 import { withDeadlines } from './deadline'
 
 export type Sql = postgres.Sql
 
-function pool(max = 10, connection: Record<string, string> = {}): Sql {
-  return postgres(config.databaseUrl, {
+function pool(max = 10, connection: Record<string, string> = {}, url = config.databaseUrl): Sql {
+  return postgres(url, {
     max,
     connection,
     idle_timeout: 30,
@@ -35,6 +36,17 @@ const ANALYTICS_SESSION = { plan_cache_mode: 'force_custom_plan' }
  * query neither takes the main pool's connections nor is cut at the main pool's deadline.
  */
 export const analyticsSql: Sql = withDeadlines(pool(4, ANALYTICS_SESSION), { timeoutMs: config.analytics.queryTimeoutMs + 2000, coolDownMs: config.db.coolDownMs, name: 'analytics' })
+
+/**
+ * The analytics pool's twin on the streaming replica (ANALYTICS_DATABASE_URL), or null when none is configured. Its
+ * breaker is its own, labelled `postgres_replica` in the metrics: a replica that is down refuses at once between probes,
+ * and analytics reads go to the primary meanwhile (services/api/analytics/reads.ts), so it is not a platform outage.
+ */
+export const analyticsReplicaSql: Sql | null = config.analytics.replicaUrl
+  ? withDeadlines(pool(4, ANALYTICS_SESSION, config.analytics.replicaUrl),
+    { timeoutMs: config.analytics.queryTimeoutMs + 2000, coolDownMs: config.db.coolDownMs, name: 'analytics_replica' },
+    new Breaker('postgres_replica (analytics reads)', config.db.coolDownMs))
+  : null
 
 /**
  * A pool without deadlines, for scripts whose statements may legitimately run long (migrations, key rotation).

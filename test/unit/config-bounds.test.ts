@@ -15,3 +15,11 @@ test('REALTIME_KEY_SET_REFRESH_MS: 1000 to 30 000 ms; beyond, the process refuse
   }
   expect((await loadWith({ REALTIME_KEY_SET_REFRESH_MS: '30000' })).code).toBe(0)
 })
+
+test('ANALYTICS_REPLICA_MAX_LAG_MS: 0 to 300 000 ms; beyond, the process refuses to start', async () => {
+  const { code, stderr } = await loadWith({ ANALYTICS_REPLICA_MAX_LAG_MS: '300001' })
+  expect(code).not.toBe(0)
+  expect(stderr).toContain('ANALYTICS_REPLICA_MAX_LAG_MS must be between 0 and 300000, got 300001')
+  expect((await loadWith({ ANALYTICS_REPLICA_MAX_LAG_MS: '-1' })).code).not.toBe(0)
+  for (const value of ['0', '300000']) expect((await loadWith({ ANALYTICS_REPLICA_MAX_LAG_MS: value })).code).toBe(0)
+})

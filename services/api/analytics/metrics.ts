@@ -1,8 +1,9 @@
 // The analytics queries' metrics (docs/metrics.md): how long each query operation runs once it holds its slot, by
-// catalog operation id and outcome, and the queries refused for want of a slot, by scope. Every label is an operation
-// id of the catalog or a fixed word: never a product, insight or dashboard id.
+// catalog operation id and outcome, the queries refused for want of a slot, by scope, and which server answered each
+// read (primary or replica) and why, with the replica's lag. Every label is an operation id of the catalog or a fixed
+// word: never a product, insight or dashboard id, nor a server's address.
 import { ApiError } from '../../../shared/errors'
-import { counter, DURATION_BUCKETS, histogram } from '../../../shared/metrics/registry'
+import { counter, DURATION_BUCKETS, gauge, histogram } from '../../../shared/metrics/registry'
 
 /** Past 10 s: ANALYTICS_QUERY_TIMEOUT_MS (10 s by default) may be raised. */
 const QUERY_BUCKETS = [...DURATION_BUCKETS, 30, 60]
@@ -33,3 +34,15 @@ export async function timedQuery<T>(operation: string, run: () => Promise<T>): P
 }
 
 export const countRefusal = (scope: 'organization' | 'worker') => refused.inc({ scope })
+
+const reads = counter('analytics_reads_total',
+  'Analytics reads (metric queries, funnels, insight runs) by the server that answered (primary, replica) and why (no_replica, fresh, within_lag, lagging, not_standby, unavailable, conflict)',
+  ['server', 'reason'])
+const replicaLag = gauge('analytics_replica_lag_seconds',
+  'How far the analytics replica was behind the primary at the last read that measured it: 0 when it had replayed everything, else the age of its last replayed commit')
+
+/** One analytics read, where it ran and why; `lagMs`: the replica's lag when that read measured it. */
+export function countRead(server: 'primary' | 'replica', reason: string, lagMs: number | null): void {
+  reads.inc({ server, reason })
+  if (lagMs !== null) replicaLag.set(lagMs / 1000)
+}

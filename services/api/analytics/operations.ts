@@ -38,12 +38,17 @@ export const catalogGet = defineOperation({
   handler: async (_input, ctx) => catalogOf(productOf(ctx)) as never,
 })
 
+/** How fresh an answer is: with a replica configured, up to ANALYTICS_REPLICA_MAX_LAG_MS before the request. */
+const AsOf = () => Timestamp('Every write acknowledged before this instant is counted; later ones may not be. ' +
+  'The request\'s own time, or, when a streaming replica that is behind answered, the time it has replayed up to ' +
+  '(never more than ANALYTICS_REPLICA_MAX_LAG_MS before the request)')
 const Cell = Type.Union([Type.String(), Type.Number(), Type.Null()])
 const MetricResultSchema = Strict({
   entity: Type.String(), metrics: Type.Array(Type.String()), dimensions: Type.Array(Type.String()),
   bucket: Type.Union([Type.String(), Type.Null()]), timezone: Type.String(), range: Strict({ from: Timestamp(), to: Timestamp() }),
   rows: Type.Array(Type.Record(Type.String(), Cell), { description: 'bucket (the start of the bucket, UTC), each dimension, each metric' }),
   truncated: Type.Boolean({ description: 'More rows matched than the limit' }),
+  as_of: AsOf(),
 })
 const StepResult = Strict({
   step: Type.Integer(), entity: Type.String(), event: Type.String(), count: Type.Number(),
@@ -53,6 +58,7 @@ const FunnelResultSchema = Strict({
   identity: Type.String(), windowDays: Type.Integer(), range: Strict({ from: Timestamp(), to: Timestamp() }),
   steps: Type.Array(StepResult),
   breakdown: Type.Optional(Type.Array(Strict({ value: Type.Union([Type.String(), Type.Null()]), steps: Type.Array(StepResult) }))),
+  as_of: AsOf(),
 })
 
 export const metricQuery = defineOperation({

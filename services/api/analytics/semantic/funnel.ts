@@ -22,6 +22,8 @@ export interface FunnelResult {
   steps: FunnelStepResult[]
   /** With `breakdown`: the funnel per value of that dimension on the first step (at most 50 values, largest first). */
   breakdown?: { value: string | null; steps: FunnelStepResult[] }[]
+  /** Every write acknowledged before this instant is counted; later ones may not be (docs/analytics.md, "Reads on a replica"). */
+  as_of: string
 }
 
 const DEFAULT_WINDOW_DAYS = 14
@@ -119,7 +121,7 @@ export async function runFunnel(productId: string, funnel: Funnel, path = '/body
   const rows = await runQuery(productId, text, params, `${path}/range`)
   const steps = funnel.steps
   const countsOf = (row: Record<string, unknown>) => steps.map((_, i) => Number(row[`c${i}`] ?? 0))
-  const result: FunnelResult = { identity: funnel.identity, windowDays, range, steps: [] }
+  const result: FunnelResult = { identity: funnel.identity, windowDays, range, steps: [], as_of: rows.asOf.toISOString() }
   if (!breakdown) {
     result.steps = stepsOf(funnel, rows[0] ? countsOf(rows[0]) : steps.map(() => 0))
     return result

@@ -25,6 +25,8 @@ export interface MetricResult {
   rows: Record<string, string | number | null>[]
   /** More rows matched than `limit`: the rest were cut off. */
   truncated: boolean
+  /** Every write acknowledged before this instant is counted; later ones may not be (docs/analytics.md, "Reads on a replica"). */
+  as_of: string
 }
 
 function resolveMetric(entity: Entity, name: string, path: string): Metric {
@@ -48,7 +50,7 @@ const NO_PRODUCT = '00000000-0000-0000-0000-000000000000'
 export interface MetricPlan {
   text: string
   params: Params
-  result: Omit<MetricResult, 'rows' | 'truncated'>
+  result: Omit<MetricResult, 'rows' | 'truncated' | 'as_of'>
   limit: number
 }
 
@@ -67,6 +69,7 @@ export async function runMetricQuery(productId: string, query: MetricQuery, path
       return out
     }),
     truncated: rows.length > limit,
+    as_of: rows.asOf.toISOString(),
   }
 }
 

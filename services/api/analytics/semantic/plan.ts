@@ -1,10 +1,10 @@
 // What metric queries and funnels share: SQL parameters, names resolved against the catalog (a name not in it is a 400
 // naming the field), filters, time ranges and zones, and running a query under its statement timeout.
 import { config } from '../../../../shared/config'
-import { analyticsSql } from '../../../../shared/db/client'
 import { ApiError, badRequest } from '../../../../shared/errors'
 import { parseIsoTime, withinIsoYears } from '../../iso-time'
 import { Slots } from '../../slots'
+import { readAnalytics } from '../reads'
 import { entityNamed } from './catalog'
 import type { Entity } from './entity'
 import type { Bucket, Filter, Range } from './query-schemas'
@@ -156,15 +156,17 @@ const DATETIME_ERRORS = new Set(['22007', '22008', '22009'])
  * before they get here; should the database still refuse one, that is a 400 naming the range, never a 500. A product
  * already running its share of queries on this worker is 429 too_many_queries (PostHog answers concurrency so too).
  */
-export async function runQuery(productId: string, text: string, params: Params, rangePath: string): Promise<Record<string, unknown>[]> {
+export async function runQuery(productId: string, text: string, params: Params, rangePath: string): Promise<Record<string, unknown>[] & { asOf: Date }> {
   const limit = config.analytics.maxConcurrentPerProduct
   const refuse = (running: number) =>
     tooManyQueries(`This product already runs ${running} analytics queries on this worker; retry when one has finished`, { limit })
   try {
-    return await productSlots.run(productId, limit, refuse, () => analyticsSql.begin(async (tx) => {
+    // On the replica or the primary (../reads.ts); `asOf`: every write acknowledged before it is in the rows.
+    const read = await productSlots.run(productId, limit, refuse, () => readAnalytics(async (tx) => {
       await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(config.analytics.queryTimeoutMs))}`)
       return (await tx.unsafe(text, params.values as never[])) as unknown as Record<string, unknown>[]
     }))
+    return Object.assign(read.value, { asOf: read.asOf })
   } catch (error) {
     if ((error as { code?: string }).code === '57014') {
       throw new ApiError('query_timeout', `The query ran longer than ${config.analytics.queryTimeoutMs} ms: narrow its range, filters or dimensions`)

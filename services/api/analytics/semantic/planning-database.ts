@@ -1,6 +1,6 @@
 // The planner's questions (./plan.ts PlanningDatabase) answered by PostgreSQL on the analytics pool.
 import { readState } from '../../../../shared/analytics/rollups'
-import { analyticsSql } from '../../../../shared/db/client'
+import { analyticsReplicaSql, analyticsSql } from '../../../../shared/db/client'
 import type { PlanningDatabase } from './plan'
 
 let zones: Set<string> | undefined
@@ -16,5 +16,13 @@ export const postgresPlanning: PlanningDatabase = {
     const [row] = await analyticsSql.unsafe(`select extract(epoch from ${start}) * 1000 as ms`, [from.toISOString(), timezone])
     return Number(row!.ms)
   },
-  rollupState: (productId) => readState(analyticsSql, productId),
+  /**
+   * Read from the server whose watermark is the lowest, the replica when there is one: the query itself may run on
+   * either, and the watermark it is planned with must not be above the one its statement reads (./rollup-path.ts).
+   * A replica that cannot answer gives watermark 0 and no sets: right answers, from raw events.
+   */
+  async rollupState(productId) {
+    if (!analyticsReplicaSql) return readState(analyticsSql, productId)
+    return readState(analyticsReplicaSql, productId).catch(() => ({ watermark: 0, sets: [] }))
+  },
 }

@@ -62,8 +62,9 @@ export interface RollupAggInput {
   /** SQL giving each bucket's start as an instant (one row per bucket, column `i`), or null without a bucket. */
   bucketStarts: string | null
   /**
-   * The watermark when the query was planned. The statement reads the current one, never lower; this one only lets
-   * PostgreSQL see how few events lie past it (a value read inside the statement it cannot estimate).
+   * A watermark read when the query was planned, at or below the one its statement reads (the replica's, when there
+   * is one: ./planning-database.ts). It only lets PostgreSQL see how few events lie past the watermark (a value read
+   * inside the statement it cannot estimate); were it above, events between the two would be missed.
    */
   plannedWatermark: number
 }
