@@ -1,80 +1,159 @@
-// Analytics benchmark: a metric query and a 4-step funnel over one million captured events, each against a peer in the
-// same run. Method and figures: docs/performance.md ("Analytics").
-//   metric query — runMetricQuery (catalog resolution, buckets in a zone with empty buckets filled, a property
-//                  dimension, a filter) against the bare SQL a developer would write for the same numbers
-//   funnel       — runFunnel (one LATERAL index range scan per step) against the same funnel computed with window
-//                  functions over each identity's ordered events (the usual SQL without per-step index lookups)
-// Usage: bun run scripts/bench/analytics.ts [--events 1000000] [--users 100000] [--runs 5]
+// Analytics benchmark: dashboard tiles (metric queries), a 4-step funnel, capture and freshness over N captured
+// events, each against a peer in the same run. Method and figures: docs/performance.md ("Analytics").
+//   tiles   — runMetricQuery as a dashboard runs it (rollups plus the raw tail), the same with `exact: true` (raw events
+//             only), and the bare SQL a developer would write over raw events for the same numbers
+//   funnel  — runFunnel (one LATERAL index range scan per step) against the same funnel computed with joins over all
+//             step events
+//   capture — captureEvents (the function behind tracking_events_capture) in batches of 1 000 from 4 callers, against
+//             a bare INSERT ... SELECT unnest of the same rows; then how long the aggregator takes to count them, and
+//             whether the very next query counts them before it has
+// Usage: bun run scripts/bench/analytics.ts [--events 1000000] [--users 100000] [--runs 5] [--peer-runs 3]
+//        [--chunk 1000000] [--capture 200000] [--keep]
 // Needs DATABASE_URL / REDIS_URL / PLATFORM_SECRET_KEY like the tests (scripts/bench/README.md).
 import './analytics-env'
 import { parseArgs } from 'node:util'
+import { registerRollupSet, rollupUntilCurrent, type RollupLimits } from '../../shared/analytics/rollups'
 import { runFunnel } from '../../services/api/analytics/semantic/funnel'
 import { runMetricQuery } from '../../services/api/analytics/semantic/metric-query'
+import type { MetricQuery } from '../../services/api/analytics/semantic/query-schemas'
+import { captureEvents, type CapturedEvent } from '../../services/api/tracking/capture'
+import { config } from '../../shared/config'
 import { analyticsSql, sql, unboundedSql } from '../../shared/db/client'
 import { closeRedis } from '../../shared/redis'
 import { newProduct } from '../../test/helpers'
 
-const { values: args } = parseArgs({ options: { events: { type: 'string', default: '1000000' }, users: { type: 'string', default: '100000' }, runs: { type: 'string', default: '5' } } })
+const { values: args } = parseArgs({
+  options: {
+    events: { type: 'string', default: '1000000' }, users: { type: 'string', default: '100000' }, runs: { type: 'string', default: '5' },
+    'peer-runs': { type: 'string', default: '3' }, chunk: { type: 'string', default: '1000000' }, capture: { type: 'string', default: '200000' },
+    keep: { type: 'boolean', default: false },
+  },
+})
 const EVENTS = Number(args.events)
 const USERS = Number(args.users)
 const RUNS = Number(args.runs)
+const PEER_RUNS = Number(args['peer-runs'])
+const CHUNK = Number(args.chunk)
+const CAPTURE = Number(args.capture)
+const LIMITS: RollupLimits = {
+  chunkIds: config.aggregator.chunkIds, lockTimeoutMs: 10_000, maxValues: config.analytics.rollupMaxValues, maxSets: config.analytics.maxRollupSets,
+}
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
+const log = (line: string) => console.error(line)
 
 const product = await newProduct('Analytics bench')
 const seed = unboundedSql()
-const started = performance.now()
-// 30 days of events from USERS users: most sign up, fewer view, fewer add to cart, fewer buy; plus page views.
-await seed`
-  insert into tracked_events (product_id, event, ts, users_id, anonymous_id, properties)
-  select ${product.productId},
-         case when r < 0.15 then 'signup' when r < 0.55 then 'view' when r < 0.75 then 'add_to_cart' when r < 0.85 then 'purchase' else 'pageview' end,
-         timestamptz '2026-03-01 00:00:00+00' + (random() * 30 * 86400) * interval '1 second',
-         'u' || (i % ${USERS}), 'a' || (i % ${USERS}),
-         jsonb_build_object('plan', (array['free', 'pro', 'team'])[1 + (i % 3)], 'amount', (i % 100))
-  from (select i, random() as r from generate_series(1, ${EVENTS}) as i) g`
+// The month partitions of the data (March 2026), as the aggregator keeps them for the months around now.
+await seed`select tracked_events_create_month(m::date) from generate_series(date '2026-02-01', date '2026-04-01', interval '1 month') m`
+// The dashboard's "by plan" tile was saved as an insight: its property set exists before the events come.
+await registerRollupSet(seed, product.productId, ['plan'], LIMITS.maxSets)
+// Any events of earlier runs the rollups have not counted yet are counted first, so the timings below are this run's.
+await rollupUntilCurrent(seed, LIMITS)
+
+// 30 days of events from USERS users: most sign up, fewer view, fewer add to cart, fewer buy; plus page views. In
+// chunks, each one statement, so that 100 million events need no more memory than one.
+const seeding = performance.now()
+for (let first = 1; first <= EVENTS; first += CHUNK) {
+  const last = Math.min(EVENTS, first + CHUNK - 1)
+  await seed`
+    insert into tracked_events (product_id, event, ts, users_id, anonymous_id, properties)
+    select ${product.productId},
+           case when r < 0.15 then 'signup' when r < 0.55 then 'view' when r < 0.75 then 'add_to_cart' when r < 0.85 then 'purchase' else 'pageview' end,
+           timestamptz '2026-03-01 00:00:00+00' + (random() * 30 * 86400) * interval '1 second',
+           'u' || (i % ${USERS}), 'a' || (i % ${USERS}),
+           jsonb_build_object('plan', (array['free', 'pro', 'team'])[1 + (i % 3)], 'amount', (i % 100))
+    from (select i, random() as r from generate_series(${first}::bigint, ${last}::bigint) as i) g`
+  if (EVENTS > CHUNK) log(`  seeded ${last.toLocaleString('en')} events (${seconds(performance.now() - seeding)})`)
+}
+const seededMs = performance.now() - seeding
 // As autovacuum would have by the time anyone queries: statistics, and the visibility map index-only scans rely on.
 await seed`vacuum analyze tracked_events`
-await seed.end()
-console.error(`seeded ${EVENTS.toLocaleString('en')} events for ${USERS.toLocaleString('en')} users in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+log(`seeded ${EVENTS.toLocaleString('en')} events for ${USERS.toLocaleString('en')} users in ${seconds(seededMs)} (${Math.round(EVENTS / (seededMs / 1000)).toLocaleString('en')} events/s, then vacuum analyze)`)
+const rolling = performance.now()
+await rollupUntilCurrent(seed, LIMITS)
+const rolledMs = performance.now() - rolling
+log(`rolled up in ${seconds(rolledMs)} (${Math.round(EVENTS / (rolledMs / 1000)).toLocaleString('en')} events/s)`)
 
 const range = { from: '2026-03-01T00:00:00Z', to: '2026-03-31T00:00:00Z' }
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!
 
-async function time(run: () => Promise<unknown>): Promise<{ p50: number; max: number; result: unknown }> {
-  const t0 = performance.now()
+async function time(runs: number, run: () => Promise<unknown>): Promise<{ p50: number; max: number; result: unknown }> {
   let result: unknown = await run() // warm: plans, caches
-  console.error(`  warm-up run: ${(performance.now() - t0).toFixed(0)} ms`)
   const ms: number[] = []
-  for (let i = 0; i < RUNS; i++) {
+  for (let i = 0; i < runs; i++) {
     const t = performance.now()
     result = await run()
     ms.push(performance.now() - t)
-    console.error(`  run ${i + 1}: ${ms.at(-1)!.toFixed(0)} ms`)
   }
   return { p50: percentile(ms, 0.5), max: Math.max(...ms), result }
 }
 
-// Metric query: purchases per day in Europe/Berlin by plan.
-console.error('metric query…')
-const metric = await time(() => runMetricQuery(product.productId, {
-  entity: 'events', metrics: ['count', 'identities'], dimensions: ['properties.plan'], bucket: 'day', timezone: 'Europe/Berlin', range,
-  filters: [{ field: 'event', op: 'equals', value: 'purchase' }],
-}))
-const metricPeer = await time(() => analyticsSql`
-  select date_trunc('day', ts at time zone 'Europe/Berlin') as day, properties ->> 'plan' as plan, count(*), count(distinct coalesce(users_id, anonymous_id))
-  from tracked_events where product_id = ${product.productId} and event = 'purchase'
-    and ts >= ${range.from}::timestamptz and ts < ${range.to}::timestamptz
-  group by 1, 2 order by 1, 2`)
+interface Tile { name: string; query: MetricQuery; peer: () => Promise<unknown>; rows: (r: unknown) => unknown }
+const P = product.productId
+const tiles: Tile[] = [
+  {
+    name: 'purchases and buyers per Berlin day by plan',
+    query: { entity: 'events', metrics: ['count', 'identities'], dimensions: ['properties.plan'], bucket: 'day', timezone: 'Europe/Berlin', range, filters: [{ field: 'event', op: 'equals', value: 'purchase' }] },
+    peer: () => analyticsSql`select date_trunc('day', ts at time zone 'Europe/Berlin') as day, properties ->> 'plan' as plan, count(*), count(distinct coalesce(users_id, anonymous_id))
+      from tracked_events where product_id = ${P} and event = 'purchase' and ts >= ${range.from}::timestamptz and ts < ${range.to}::timestamptz group by 1, 2 order by 1, 2`,
+    rows: (r) => r,
+  },
+  {
+    name: 'events per UTC day by event',
+    query: { entity: 'events', metrics: ['count'], dimensions: ['event'], bucket: 'day', range },
+    peer: () => analyticsSql`select date_trunc('day', ts, 'UTC') as day, event, count(*) from tracked_events
+      where product_id = ${P} and ts >= ${range.from}::timestamptz and ts < ${range.to}::timestamptz group by 1, 2 order by 1, 2`,
+    rows: (r) => r,
+  },
+  {
+    name: 'daily active identities (Berlin)',
+    query: { entity: 'events', metrics: ['identities'], bucket: 'day', timezone: 'Europe/Berlin', range },
+    peer: () => analyticsSql`select date_trunc('day', ts at time zone 'Europe/Berlin') as day, count(distinct coalesce(users_id, anonymous_id))
+      from tracked_events where product_id = ${P} and ts >= ${range.from}::timestamptz and ts < ${range.to}::timestamptz group by 1 order by 1`,
+    rows: (r) => r,
+  },
+  {
+    name: 'events and identities over the month, a range starting mid-hour',
+    query: { entity: 'events', metrics: ['count', 'identities'], range: { from: '2026-03-01T00:20:00Z', to: range.to } },
+    peer: () => analyticsSql`select count(*), count(distinct coalesce(users_id, anonymous_id)) from tracked_events
+      where product_id = ${P} and ts >= '2026-03-01T00:20:00Z'::timestamptz and ts < ${range.to}::timestamptz`,
+    rows: (r) => r,
+  },
+]
+
+const ms = (v: number) => `${v < 100 ? v.toFixed(1) : v.toFixed(0)} ms`
+const rowsOf = (r: unknown) => (r as { rows: Record<string, unknown>[] }).rows
+const tileLines: string[] = []
+let worstTile = 0
+for (const tile of tiles) {
+  log(`tile: ${tile.name}…`)
+  const platform = await time(RUNS, () => runMetricQuery(P, tile.query))
+  const exact = await time(PEER_RUNS, () => runMetricQuery(P, { ...tile.query, exact: true }))
+  const peer = await time(PEER_RUNS, tile.peer)
+  worstTile = Math.max(worstTile, platform.p50)
+  // How far the sketches are from the exact counts, over every identities value of the tile.
+  const fast = rowsOf(platform.result)
+  const slow = rowsOf(exact.result)
+  let worst = 0
+  fast.forEach((row, i) => {
+    const a = Number(row.identities)
+    const b = Number(slow[i]?.identities)
+    if (row.identities !== undefined && b > 0) worst = Math.max(worst, Math.abs(a - b) / b)
+  })
+  const counts = fast.every((row, i) => row.count === undefined || row.count === slow[i]?.count) && fast.length === slow.length
+  tileLines.push(`| ${tile.name} | ${ms(platform.p50)} (max ${ms(platform.max)}) | ${ms(exact.p50)} | ${ms(peer.p50)} | ${counts ? 'equal' : 'DIFFERENT'} | ${fast.some((r) => r.identities !== undefined) ? `${(worst * 100).toFixed(2)} %` : '-'} |`)
+}
 
 // Funnel: signup → view → add_to_cart → purchase on users_id, 14-day window.
 const events = ['signup', 'view', 'add_to_cart', 'purchase']
-console.error('funnel…')
-const funnel = await time(() => runFunnel(product.productId, { steps: events.map((event) => ({ entity: 'events', event })), identity: 'users_id', windowDays: 14, range }))
+log('funnel…')
+const funnel = await time(Math.min(RUNS, 3), () => runFunnel(P, { steps: events.map((event) => ({ entity: 'events', event })), identity: 'users_id', windowDays: 14, range }))
 // The peer: each user's first signup in the range, then the first of each later step after the previous one, found by
-// scanning the user's events in order (window functions), not by an index lookup per step.
-const funnelPeer = await time(() => analyticsSql`
+// joining the user's events, not by an index lookup per step.
+const funnelPeer = await time(Math.min(PEER_RUNS, 1), () => analyticsSql`
   with ev as (
     select users_id as who, event, ts from tracked_events
-    where product_id = ${product.productId} and users_id is not null and event = any(${events}::text[])
+    where product_id = ${P} and users_id is not null and event = any(${events}::text[])
       and ts >= ${range.from}::timestamptz and ts < ${range.to}::timestamptz + interval '14 days'
   ), f as (
     select who, min(ts) as t1 from ev where event = 'signup' and ts < ${range.to}::timestamptz group by who
@@ -86,21 +165,58 @@ const funnelPeer = await time(() => analyticsSql`
     select s3.*, min(ev.ts) as t4 from s3 left join ev on ev.who = s3.who and ev.event = 'purchase' and ev.ts >= s3.t3 and ev.ts <= s3.t1 + interval '14 days' group by s3.who, s3.t1, s3.t2, s3.t3
   )
   select count(*) as c1, count(t2) as c2, count(t3) as c3, count(t4) as c4 from s4`)
-
 const ours = (funnel.result as { steps: { count: number }[] }).steps.map((s) => s.count)
 const theirs = Object.values((funnelPeer.result as Record<string, string>[])[0]!).map(Number)
-const ms = (v: number) => `${v.toFixed(1)} ms`
-console.log(`\nAnalytics over ${EVENTS.toLocaleString('en')} events, ${USERS.toLocaleString('en')} users, 30 days (${navigator.hardwareConcurrency} cores; p50 and max of ${RUNS} runs after one warm-up)\n`)
-console.log('| query | platform | peer | peer is |')
-console.log('| --- | ---: | ---: | --- |')
-console.log(`| metric: purchases and buyers per Berlin day by plan | ${ms(metric.p50)} (max ${ms(metric.max)}) | ${ms(metricPeer.p50)} (max ${ms(metricPeer.max)}) | the bare SQL for the same numbers |`)
-console.log(`| funnel: signup → view → add_to_cart → purchase, 14 d | ${ms(funnel.p50)} (max ${ms(funnel.max)}) | ${ms(funnelPeer.p50)} (max ${ms(funnelPeer.max)}) | the same funnel with joins over all step events |`)
-console.log(`\nfunnel counts: platform ${ours.join(' / ')}; peer ${theirs.join(' / ')} (${ours.join() === theirs.join() ? 'equal' : 'DIFFERENT'})`)
-const metricRows = (metric.result as { rows: unknown[] }).rows.length
-console.log(`metric rows: platform ${metricRows} (every day × plan, empty days filled); peer ${(metricPeer.result as unknown[]).length}`)
 
-const cleanup = unboundedSql() // a million rows take longer to delete than the API's statement deadline
-await cleanup`delete from products where id = ${product.productId}` // its events go with it
-await Promise.all([cleanup.end(), sql.end(), analyticsSql.end()])
+// Capture: batches of 1 000 events now, from 4 callers at once; the peer inserts the same rows with one bare statement
+// per batch, also 4 at once.
+log('capture…')
+const batches = Math.max(1, Math.round(CAPTURE / 1000))
+const batch = (n: number): CapturedEvent[] => Array.from({ length: 1000 }, (_, i) => ({
+  event: 'pageview', identity: { anonymous_id: `c${n}-${i % 50}` }, properties: { path: `/p/${i % 20}`, plan: 'pro' },
+}))
+const pool = (count: number, one: (i: number) => Promise<unknown>) => {
+  let next = 0
+  return Promise.all(Array.from({ length: 4 }, async () => { while (next < count) await one(next++) }))
+}
+const counted = async () => (await runMetricQuery(P, { entity: 'events', metrics: ['count'], range: { from: '-2h' }, filters: [{ field: 'event', op: 'equals', value: 'pageview' }] })).rows[0]!.count as number
+const before = await counted()
+let t = performance.now()
+await pool(batches, (n) => captureEvents(P, batch(n)))
+const captureMs = performance.now() - t
+t = performance.now()
+await pool(batches, (n) => {
+  const rows = batch(n)
+  return sql`insert into tracked_events (product_id, event, ts, anonymous_id, properties)
+    select ${P}, event, now(), anonymous_id, properties::jsonb from unnest(${rows.map((r) => r.event)}::text[],
+      ${rows.map((r) => r.identity.anonymous_id!)}::text[], ${rows.map((r) => JSON.stringify(r.properties))}::text[]) as t(event, anonymous_id, properties)`
+})
+const peerCaptureMs = performance.now() - t
+// Freshness: the next query counts every capture before the aggregator has run; then the time it takes to count them.
+const next = await counted()
+t = performance.now()
+await rollupUntilCurrent(seed, LIMITS)
+const catchUpMs = performance.now() - t
+const afterRollup = await counted()
+
+console.log(`\nAnalytics over ${EVENTS.toLocaleString('en')} events, ${USERS.toLocaleString('en')} users, 30 days (${navigator.hardwareConcurrency} cores; p50 of ${RUNS} runs after one warm-up, exact and peer of ${PEER_RUNS})\n`)
+console.log(`seeding ${seconds(seededMs)}; rollups built from scratch in ${seconds(rolledMs)}\n`)
+console.log('| dashboard tile | platform (rollups) | exact: true | peer SQL | counts | identities off by (worst) |')
+console.log('| --- | ---: | ---: | ---: | --- | ---: |')
+for (const line of tileLines) console.log(line)
+console.log(`\nslowest tile p50: ${ms(worstTile)}`)
+console.log(`\n| funnel: signup → view → add_to_cart → purchase, 14 d | ${ms(funnel.p50)} (max ${ms(funnel.max)}) | peer ${ms(funnelPeer.p50)} |`)
+console.log(`funnel counts: platform ${ours.join(' / ')}; peer ${theirs.join(' / ')} (${ours.join() === theirs.join() ? 'equal' : 'DIFFERENT'})`)
+console.log(`\ncapture: ${(batches * 1000).toLocaleString('en')} events in batches of 1 000 from 4 callers: ${Math.round(batches * 1000 / (captureMs / 1000)).toLocaleString('en')} events/s; peer (bare insert) ${Math.round(batches * 1000 / (peerCaptureMs / 1000)).toLocaleString('en')} events/s`)
+console.log(`freshness: the next query counted ${(next - before).toLocaleString('en')} of ${(2 * batches * 1000).toLocaleString('en')} new events before any rollup; the aggregator counted them in ${seconds(catchUpMs)}; after it the query counts ${(afterRollup - before).toLocaleString('en')}`)
+
+if (args.keep) {
+  log(`kept product ${P} and its events (delete it to free them)`)
+} else {
+  const cleanup = unboundedSql() // millions of rows take longer to delete than the API's statement deadline
+  await cleanup`delete from products where id = ${P}` // its events and rollups go with it
+  await cleanup.end()
+}
+await Promise.all([seed.end(), sql.end(), analyticsSql.end()])
 await closeRedis()
 process.exit(0)

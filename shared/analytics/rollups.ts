@@ -48,42 +48,45 @@ async function identitySequence(tx: Db): Promise<string> {
   return sequenceName
 }
 
-/** The rollup rows of the events with ids in (lo, hi]: the base set's, and each set's of `sets` (or every live set). */
-async function countRange(tx: Db, lo: number, hi: number, only?: { setId: number; productId: string }): Promise<{ setId: number; hour: Date }[]> {
-  const upsert = `on conflict on constraint analytics_event_rollups_key do update
-    set events = r.events + excluded.events, identities = hll_union(r.identities, excluded.identities)`
-  if (!only) {
-    await tx.unsafe(`insert into analytics_event_rollups as r (product_id, set_id, hour, event, events, identities)
-      select e.product_id, ${BASE_SET}, date_trunc('hour', e.ts, 'UTC'), e.event, count(*), ${identitySketch('e')}
-      from ${EVENTS_SOURCE} e where e.id > $1 and e.id <= $2
-      group by e.product_id, date_trunc('hour', e.ts, 'UTC'), e.event
-      ${upsert}`, [lo, hi])
-  }
+/** A set's hour that a step counted events into. Hours as text: an event may be dated in 1 BC, which no Date holds. */
+interface Touched { setId: number; hour: string }
+
+const UPSERT = `on conflict on constraint analytics_event_rollups_key do update
+  set events = r.events + excluded.events, identities = hll_union(r.identities, excluded.identities)`
+
+/** The property sets' rows of the events `rows` (a FROM item aliased `e`) for the sets `sets` (a condition on `s`). */
+async function countSets(tx: Db, rows: string, sets: string, params: unknown[]): Promise<Touched[]> {
   const values = Array.from({ length: MAX_SET_KEYS }, (_, i) => `e.properties ->> s.keys[${i + 1}]`)
-  const sets = only
-    ? `s.id = $3 and e.product_id = $4 and e.id <= s.covers_from`
-    : `s.state in ('building', 'ready') and e.id > s.covers_from`
   const touched = await tx.unsafe(`with counted as (
       insert into analytics_event_rollups as r (product_id, set_id, hour, event, v1, v2, v3, events, identities)
       select e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), e.event, ${values.join(', ')}, count(*), ${identitySketch('e')}
-      from ${EVENTS_SOURCE} e join analytics_rollup_sets s on s.product_id = e.product_id
-      where e.id > $1 and e.id <= $2 and ${sets}
+      from ${rows} join analytics_rollup_sets s on s.product_id = e.product_id and ${sets}
       group by e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), e.event, ${values.join(', ')}
-      ${upsert}
+      ${UPSERT}
       returning set_id, hour)
-    select distinct set_id, hour from counted`, only ? [lo, hi, only.setId, only.productId] : [lo, hi])
-  return touched.map((t) => ({ setId: Number(t.set_id), hour: t.hour as Date }))
+    select distinct set_id, hour::text as hour from counted`, params as never[])
+  return touched.map((t) => ({ setId: Number(t.set_id), hour: t.hour as string }))
+}
+
+/** The rollup rows of the events with ids in (lo, hi]: the base set's, and every live set's. */
+async function countRange(tx: Db, lo: number, hi: number): Promise<Touched[]> {
+  await tx.unsafe(`insert into analytics_event_rollups as r (product_id, set_id, hour, event, events, identities)
+    select e.product_id, ${BASE_SET}, date_trunc('hour', e.ts, 'UTC'), e.event, count(*), ${identitySketch('e')}
+    from ${EVENTS_SOURCE} e where e.id > $1 and e.id <= $2
+    group by e.product_id, date_trunc('hour', e.ts, 'UTC'), e.event
+    ${UPSERT}`, [lo, hi])
+  return countSets(tx, `${EVENTS_SOURCE} e`, `e.id > $1 and e.id <= $2 and s.state in ('building', 'ready') and e.id > s.covers_from`, [lo, hi])
 }
 
 /**
  * Sets with an hour of more than `maxValues` value combinations among those just counted stop: their rows go and
  * queries read raw events for them (a key like a URL or a user id would otherwise grow a row per event).
  */
-async function stopOverfullSets(tx: Db, touched: { setId: number; hour: Date }[], maxValues: number): Promise<number[]> {
+async function stopOverfullSets(tx: Db, touched: Touched[], maxValues: number): Promise<number[]> {
   if (!touched.length) return []
   const full = await tx`
     select distinct r.set_id from analytics_event_rollups r
-    join unnest(${touched.map((t) => t.setId)}::bigint[], ${touched.map((t) => t.hour.toISOString())}::timestamptz[]) as t(set_id, hour)
+    join unnest(${touched.map((t) => t.setId)}::bigint[], ${touched.map((t) => t.hour)}::text[]::timestamptz[]) as t(set_id, hour)
       on r.set_id = t.set_id and r.hour = t.hour
     group by r.set_id, r.hour having count(*) > ${maxValues}`
   const ids = full.map((r) => Number(r.set_id))
@@ -120,7 +123,9 @@ export async function advanceWatermark(sql: Sql, limits: RollupLimits): Promise<
 
 /**
  * One backfill chunk for each building set (every product's sets move in the same round, so one product's long
- * history delays no other's), up to the ids it covers from; a set whose backfill is done becomes ready.
+ * history delays no other's): the product's next `chunkIds` events at or below the ids it covers from, in time order
+ * (the (product_id, ts) index: a small product's set costs its own events, not the table's). A set whose backfill is
+ * done becomes ready.
  */
 export async function backfillSets(sql: Sql, limits: RollupLimits): Promise<{ backfilled: number; ready: number }> {
   const building = await sql`select id from analytics_rollup_sets where state = 'building' order by id`
@@ -128,15 +133,21 @@ export async function backfillSets(sql: Sql, limits: RollupLimits): Promise<{ ba
   let ready = 0
   for (const { id } of building) {
     await sql.begin(async (tx) => {
-      const [set] = await tx`select id, product_id, covers_from, backfilled_to from analytics_rollup_sets
+      const [set] = await tx`select id, product_id, covers_from, backfilled_until::text as since from analytics_rollup_sets
         where id = ${id} and state = 'building' for update skip locked`
       if (!set) return
-      const lo = Number(set.backfilled_to)
-      const hi = Math.min(Number(set.covers_from), lo + limits.chunkIds)
-      const touched = hi > lo ? await countRange(tx, lo, hi, { setId: Number(set.id), productId: set.product_id as string }) : []
+      // Where this chunk ends: the time of the chunk's last event (all events of that very time are in the chunk,
+      // so the next one starts strictly after it), or the end of time when fewer are left.
+      // Times as text, and sent as text: '-infinity', 'infinity' and years BC have no Date.
+      const [last] = await tx`select ts::text as ts from ${tx(EVENTS_SOURCE)} where product_id = ${set.product_id} and id <= ${set.covers_from}
+        and ts > ${set.since}::text::timestamptz order by ts offset ${limits.chunkIds - 1} limit 1`
+      const until = last ? (last.ts as string) : 'infinity'
+      const touched = await countSets(tx, `${EVENTS_SOURCE} e`,
+        `s.id = $1 and e.product_id = $2 and e.id <= $3 and e.ts > $4::text::timestamptz and e.ts <= $5::text::timestamptz`,
+        [set.id, set.product_id, set.covers_from, set.since, until])
       if ((await stopOverfullSets(tx, touched, limits.maxValues)).length) return
-      const done = hi >= Number(set.covers_from)
-      await tx`update analytics_rollup_sets set backfilled_to = ${hi}, state = ${done ? 'ready' : 'building'} where id = ${set.id}`
+      const done = !last
+      await tx`update analytics_rollup_sets set backfilled_until = ${until}::text::timestamptz, state = ${done ? 'ready' : 'building'} where id = ${set.id}`
       backfilled++
       if (done) ready++
     })

@@ -28,8 +28,10 @@ export const sql: Sql = withDeadlines(pool(), { timeoutMs: config.db.timeoutMs, 
  * Every analytics query is planned for its own values. postgres.js prepares statements, and after five runs PostgreSQL
  * may switch a prepared statement to a generic plan that knows neither the product nor the events: in the benchmark
  * that turned a 1.5 s funnel into minutes on the sixth run.
+ * No JIT: a rollup query's plan holds raw-event pieces that are estimated large and read nothing (the events past the
+ * watermark, the hours a bucket boundary cuts), and compiling them took 650 ms of a 680 ms query in the benchmark.
  */
-const ANALYTICS_SESSION = { plan_cache_mode: 'force_custom_plan' }
+const ANALYTICS_SESSION = { plan_cache_mode: 'force_custom_plan', jit: 'off' }
 
 /**
  * A small pool for analytics queries: their own, longer deadline (each also sets a statement_timeout), so that a heavy

@@ -15,8 +15,8 @@ insert into analytics_rollup_state default values;
 
 -- A property set: the events of one product grouped by up to three property keys (sorted, distinct). Sets are made for
 -- the metric insights a product saves, at most ANALYTICS_MAX_ROLLUP_SETS per product.
---   building: counted for events past `covers_from` as they come; the events at or below it are being backfilled
---             (`backfilled_to`, an id, climbs to `covers_from`)
+--   building: counted for events past `covers_from` as they come; the product's events at or below it are being
+--             backfilled in time order (`backfilled_until`: every such event up to this time is counted)
 --   ready: counted for every event up to the watermark; queries may read it
 --   too_many_values: an hour held more than ANALYTICS_ROLLUP_MAX_VALUES value combinations; its rows are gone and
 --                    queries read raw events instead
@@ -26,7 +26,7 @@ create table analytics_rollup_sets (
   keys text[] not null check (cardinality(keys) between 1 and 3),
   state text not null default 'building' check (state in ('building', 'ready', 'too_many_values')),
   covers_from bigint not null,
-  backfilled_to bigint not null default 0,
+  backfilled_until timestamptz not null default '-infinity',
   created_at timestamptz not null default now(),
   unique (product_id, keys)
 );

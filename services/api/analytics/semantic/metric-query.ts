@@ -6,7 +6,7 @@ import type { Entity, Metric } from './entity'
 import { checkTimezone, filterSql, invalid, Params, parseRange, type PlanningDatabase, resolveEntity, resolveField, runQuery } from './plan'
 import { postgresPlanning } from './planning-database'
 import type { Bucket, MetricQuery } from './query-schemas'
-import { chooseRollupSet, hasWholeHour, rollupAgg, rollupKeys } from './rollup-path'
+import { chooseRollupSet, hasWholeHour, hoursOffTheHour, rollupAgg, rollupKeys } from './rollup-path'
 
 const UNIT_MS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 28 * 86_400_000 } as const
 
@@ -129,7 +129,8 @@ export async function planMetricQuery(productId: string, query: MetricQuery, pat
       ${truncate(`(${params.add(to.toISOString())}::timestamptz - interval '1 microsecond')`)}, interval '1 ${bucket}') as ${column}`
   let ctes = ''
   let approximate = false
-  const keys = hasWholeHour(from, to) ? rollupKeys(entity, query) : null
+  const rollable = hasWholeHour(from, to) && !(bucket === 'hour' && hoursOffTheHour(timezone, from, to))
+  const keys = rollable ? rollupKeys(entity, query) : null
   const rollups = keys ? await db.rollupState(productId) : null
   const choice = keys && rollups ? chooseRollupSet(keys, rollups.sets) : null
   if (rollups && choice) {

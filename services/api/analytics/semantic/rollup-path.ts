@@ -72,6 +72,26 @@ export interface RollupAggInput {
 const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR_MS) * HOUR_MS)
 const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS)
 
+/**
+ * Whether hour buckets in this zone start off the UTC hour (Asia/Kolkata +05:30, Australia/Lord_Howe's +10:30): every
+ * rollup hour is then cut by a bucket boundary and read raw, one index scan per hour, which costs more than reading
+ * the range raw at once. Asked at both ends of the range; only a choice of path, never of numbers (the cut hours are
+ * found in SQL either way).
+ */
+export function hoursOffTheHour(timezone: string, from: Date, to: Date): boolean {
+  let format: Intl.DateTimeFormat
+  try {
+    format = new Intl.DateTimeFormat('en-US', { timeZone: timezone, timeZoneName: 'longOffset' })
+  } catch {
+    return false // a zone only PostgreSQL knows: let the SQL decide hour by hour
+  }
+  const offMinutes = (at: Date) => /GMT[+-]\d{2}:(\d{2})/.exec(format.formatToParts(at).find((p) => p.type === 'timeZoneName')?.value ?? '')?.[1]
+  return [from, to].some((at) => {
+    const minutes = offMinutes(at)
+    return minutes !== undefined && minutes !== '00'
+  })
+}
+
 /** Whether a range holds at least one whole UTC hour (else the raw path reads it all anyway). */
 export const hasWholeHour = (from: Date, to: Date) => ceilHour(from).getTime() < floorHour(to).getTime()
 
@@ -131,10 +151,14 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
     // Events captured past the watermark, in the whole hours.
     raw(source, [`${entity.time} >= ${h0}::timestamptz`, `${entity.time} < ${h1}::timestamptz`,
       `s.id > ${params.add(input.plannedWatermark)}::bigint`, `s.id > (select w from st)`]),
-    // The hours a bucket boundary cuts, up to the watermark.
-    raw(`cut join ${source} on ${entity.time} >= cut.h and ${entity.time} < cut.h + interval '1 hour'`, [`(select ok from st)`, `s.id <= (select w from st)`]),
+    // The hours a bucket boundary cuts, up to the watermark: one index range scan per cut hour (lateral, and fenced by
+    // `offset 0` so PostgreSQL cannot flatten it into a join that reads every event first and then finds no hour).
+    // The query's own conditions go inside, where the indexes are (`s.id + 0`: the watermark's side is a filter, not
+    // an index scan of every event below it).
+    raw(`cut cross join lateral (select s.* from ${source} where ${[...input.rawWhere, `${entity.time} >= cut.h`,
+      `${entity.time} < cut.h + interval '1 hour'`, `s.id + 0 <= (select w from st)`].join(' and ')} offset 0) s`, [`(select ok from st)`]),
     // A set that stopped being ready since the plan was made: its whole hours raw (the planner chose it a moment ago).
-    raw(source, [`not (select ok from st)`, `${entity.time} >= ${h0}::timestamptz`, `${entity.time} < ${h1}::timestamptz`, `s.id <= (select w from st)`]),
+    raw(source, [`not (select ok from st)`, `${entity.time} >= ${h0}::timestamptz`, `${entity.time} < ${h1}::timestamptz`, `s.id + 0 <= (select w from st)`]),
   ]
   const merged = metrics.map((m, i) => (ROLLED_UP[m.name] === 'events'
     ? `sum(p.c) as m${i}`
