@@ -3,7 +3,7 @@
 import { config } from '../../../../shared/config'
 import { analyticsSql } from '../../../../shared/db/client'
 import { ApiError, badRequest } from '../../../../shared/errors'
-import { parseIsoTime, withinIsoYears } from '../../iso-time'
+import { parseIsoTime, withinIsoYears } from '../../../../shared/iso-time'
 import { Slots } from '../../slots'
 import { entityNamed } from './catalog'
 import type { Entity } from './entity'
