@@ -5,6 +5,7 @@ import { Strict } from '../catalog/schemas'
 import { sql } from '../db/client'
 import { badRequest, type FieldError } from '../errors'
 import { parseIsoTime } from '../iso-time'
+import { counter } from '../metrics/registry'
 
 /** Most events in one batch, on either route. */
 export const MAX_BATCH = 1000
@@ -57,18 +58,28 @@ function check(events: CapturedEvent[]): { errors: FieldError[]; properties: str
   return { errors, properties }
 }
 
-/** Stores a batch already shaped by CaptureBatchSchema; 400 naming every failing field, and then nothing is stored. */
-export async function captureEvents(productId: string, events: CapturedEvent[], now = new Date()): Promise<{ accepted: number }> {
+/** Which route stored the events: the platform API (tracking_events_capture) or the public capture route. */
+export type CaptureSource = 'api' | 'public'
+
+let captured: ReturnType<typeof counter<'source'>> | undefined
+
+/**
+ * Stores a batch already shaped by CaptureBatchSchema; 400 naming every failing field, and then nothing is stored.
+ * Counts the events stored (platform_tracking_events_captured_total, by source).
+ */
+export async function captureEvents(productId: string, events: CapturedEvent[], now = new Date(), source: CaptureSource = 'api'): Promise<{ accepted: number }> {
   const { errors, properties } = check(events)
   if (errors.length) throw badRequest(`Invalid request: ${errors.map((f) => `${f.path} ${f.message}`).join('; ')}`, errors)
   const column = <K extends keyof CapturedEvent['identity']>(k: K) => events.map((e) => e.identity[k]?.trim() || null)
-  const captured = now.toISOString()
+  const at = now.toISOString()
   await sql`
     insert into tracked_events (product_id, event, ts, anonymous_id, users_id, email, phone, properties)
     select ${productId}, event, ts::timestamptz, anonymous_id, users_id, lower(email), phone, properties::jsonb
-    from unnest(${events.map((e) => e.event)}::text[], ${events.map((e) => e.timestamp ?? captured)}::text[],
+    from unnest(${events.map((e) => e.event)}::text[], ${events.map((e) => e.timestamp ?? at)}::text[],
                 ${column('anonymous_id')}::text[], ${column('users_id')}::text[], ${column('email')}::text[], ${column('phone')}::text[],
                 ${properties}::text[])
       as t(event, ts, anonymous_id, users_id, email, phone, properties)`
+  captured ??= counter('tracking_events_captured_total', 'Events stored, by the route that took them (api, public)', ['source'])
+  captured.inc({ source }, events.length)
   return { accepted: events.length }
 }
