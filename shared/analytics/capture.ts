@@ -5,7 +5,7 @@ import { Strict } from '../catalog/schemas'
 import { sql } from '../db/client'
 import { badRequest, type FieldError } from '../errors'
 import { parseIsoTime } from '../iso-time'
-import { counter } from '../metrics/registry'
+import { eventsCaptured, type CaptureSource } from './metrics'
 
 /** Most events in one batch, on either route. */
 export const MAX_BATCH = 1000
@@ -58,11 +58,6 @@ function check(events: CapturedEvent[]): { errors: FieldError[]; properties: str
   return { errors, properties }
 }
 
-/** Which route stored the events: the platform API (tracking_events_capture) or the public capture route. */
-export type CaptureSource = 'api' | 'public'
-
-let captured: ReturnType<typeof counter<'source'>> | undefined
-
 /**
  * Stores a batch already shaped by CaptureBatchSchema; 400 naming every failing field, and then nothing is stored.
  * Counts the events stored (platform_tracking_events_captured_total, by source).
@@ -79,7 +74,6 @@ export async function captureEvents(productId: string, events: CapturedEvent[], 
                 ${column('anonymous_id')}::text[], ${column('users_id')}::text[], ${column('email')}::text[], ${column('phone')}::text[],
                 ${properties}::text[])
       as t(event, ts, anonymous_id, users_id, email, phone, properties)`
-  captured ??= counter('tracking_events_captured_total', 'Events stored, by the route that took them (api, public)', ['source'])
-  captured.inc({ source }, events.length)
+  eventsCaptured.inc({ source }, events.length)
   return { accepted: events.length }
 }
