@@ -116,6 +116,7 @@ function loadConfig() {
       mailTemplates: int('PRODUCT_MAX_MAIL_TEMPLATES', 1000),
       mailKeys: int('PRODUCT_MAX_MAIL_KEYS', 100),
       publicKeys: int('PRODUCT_MAX_PUBLIC_KEYS', 100),
+      captureKeys: int('PRODUCT_MAX_CAPTURE_KEYS', 100),
       platformKeys: int('PRODUCT_MAX_PLATFORM_KEYS', 100),
       namespaces: int('PRODUCT_MAX_NAMESPACES', 200),
       grants: int('PRODUCT_MAX_GRANTS', 1000),
@@ -289,6 +290,13 @@ function loadConfig() {
       ackDelayMs: int('ARCHIVER_ACK_DELAY_MS', 0),
       /** Rows one sweeper DELETE removes (short transactions). */
       sweepBatch: int('ARCHIVER_SWEEP_BATCH', 5000),
+    },
+    /** The public capture route (services/public/capture, docs/analytics.md "Capture from browsers"). */
+    capture: {
+      /** Events one publishable key may capture per second, across every public worker; beyond: 429 with Retry-After. */
+      keyEventsPerSecond: atMost('CAPTURE_KEY_EVENTS_PER_SECOND', 10_000, 1, 10_000_000),
+      /** Capture requests per client IP per minute (its own window: page analytics never spend PUBLIC_IP_RATE_LIMIT). */
+      ipRequestsPerMinute: atMost('CAPTURE_IP_RATE_LIMIT', 600, 1, 10_000_000),
     },
     analytics: {
       /** Longest an analytics query (metric query, funnel) may run; past it the request is 422 query_timeout. */

@@ -22,7 +22,7 @@ export const ERRORS = {
   invalid: { status: 400, temporary: false, description: 'Realtime: presence info above its size limit (the gateway answers it as an `invalid` frame)' },
   unauthorized: { status: 401, temporary: false, description: 'Platform API: the bearer token is missing, malformed, expired or revoked' },
   invalid_credentials: { status: 401, temporary: false, description: 'Login: the email or password is incorrect' },
-  invalid_api_key: { status: 401, temporary: false, description: 'Realtime public routes: the product API key is missing, malformed, unknown or revoked' },
+  invalid_api_key: { status: 401, temporary: false, description: 'Realtime and capture public routes: the product API key or capture key is missing, malformed, unknown or revoked' },
   restricted_api_key: { status: 401, alsoStatus: 403, temporary: false, description: 'Mail public routes: the sending key is missing, sent the wrong way, or restricted (403 when a domain-restricted key lists emails)' },
   forbidden: { status: 403, temporary: false, description: 'The credential may not do this (a platform key on a session-only operation, a member not an owner)' },
   insufficient_scope: { status: 403, temporary: false, description: "Realtime public routes: the API key's scope does not include the operation" },

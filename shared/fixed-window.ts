@@ -22,7 +22,7 @@ export const LOCAL_KEYS_PER_LIMITER = 10_000
  * quota...) keeps its own counts and its own bound: a flood of distinct keys (sign-ins from many IPv6 addresses) drops
  * expired counts, then at worst that limiter's own counts, never another limiter's.
  */
-export function countLocally(limiter: string, key: string, expiresAt: number, now: number): number {
+export function countLocally(limiter: string, key: string, expiresAt: number, now: number, amount = 1): number {
   let counts = localCounts.get(limiter)
   if (!counts) localCounts.set(limiter, (counts = new Map()))
   if (counts.size >= LOCAL_KEYS_PER_LIMITER && !counts.has(key)) {
@@ -30,13 +30,14 @@ export function countLocally(limiter: string, key: string, expiresAt: number, no
     if (counts.size >= LOCAL_KEYS_PER_LIMITER) counts.clear() // a flood of distinct keys: this limiter starts over rather than grow
   }
   const entry = counts.get(key) ?? { count: 0, expiresAt }
-  entry.count++
+  entry.count += amount
   counts.set(key, entry)
   return entry.count
 }
 
 /**
- * Counts one hit in the window of `windowSeconds` (aligned to epoch time) that `now` falls in. The Redis key is
+ * Counts one hit (or `amount`: a batch of captured events counts each) in the window of `windowSeconds` (aligned to
+ * epoch time) that `now` falls in. The Redis key is
  * `<prefix>:<window number>` and expires shortly after its window, so counters clean themselves up.
  *
  * While Redis cannot count (down, or no answer within REDIS_COMMAND_TIMEOUT_MS), the hit is counted in this worker's
@@ -44,13 +45,13 @@ export function countLocally(limiter: string, key: string, expiresAt: number, no
  * route does next still works or fails on its own (token issue keeps working without Redis; a publish still gets its
  * 503). Refusing every request because a counter is unreachable would turn a Redis outage into a full outage.
  */
-export async function hitWindow(prefix: string, windowSeconds: number, what: string, now = Date.now()): Promise<WindowCount> {
+export async function hitWindow(prefix: string, windowSeconds: number, what: string, now = Date.now(), amount = 1): Promise<WindowCount> {
   const window = windowOf(prefix, windowSeconds, now)
   try {
-    const [[, counted]] = (await redis().multi().incr(window.key).expire(window.key, window.expireSeconds).exec()) as [[null, number], unknown]
+    const [[, counted]] = (await redis().multi().incrby(window.key, amount).expire(window.key, window.expireSeconds).exec()) as [[null, number], unknown]
     return { count: counted, retryAfter: window.retryAfter }
   } catch (error) {
-    return { count: countWhileDown(what, window, error, now), retryAfter: window.retryAfter }
+    return { count: countWhileDown(what, window, error, now, amount), retryAfter: window.retryAfter }
   }
 }
 
@@ -75,12 +76,12 @@ export function windowOf(prefix: string, windowSeconds: number, now = Date.now()
 }
 
 /** hitWindow's fallback when Redis could not count `error`: the hit counted in this worker's memory (logged at most every 5 s). */
-export function countWhileDown(what: string, window: Window, error: unknown, now = Date.now()): number {
+export function countWhileDown(what: string, window: Window, error: unknown, now = Date.now(), amount = 1): number {
   if (now - lastFallbackLog > 5000) {
     lastFallbackLog = now
     log('warn', `${what}: Redis cannot count, counting in this worker`, describeError(error))
   }
-  return countLocally(what, window.key, window.endsAt, now)
+  return countLocally(what, window.key, window.endsAt, now, amount)
 }
 
 /** 429 with Retry-After in whole seconds (at least 1). */

@@ -16,7 +16,7 @@ import { registerRollupSet, rollupUntilCurrent, type RollupLimits } from '../../
 import { runFunnel } from '../../services/api/analytics/semantic/funnel'
 import { runMetricQuery } from '../../services/api/analytics/semantic/metric-query'
 import type { MetricQuery } from '../../services/api/analytics/semantic/query-schemas'
-import { captureEvents, type CapturedEvent } from '../../services/api/tracking/capture'
+import { captureEvents, type CapturedEvent } from '../../shared/analytics/capture'
 import { config } from '../../shared/config'
 import { analyticsSql, sql, unboundedSql } from '../../shared/db/client'
 import { closeRedis } from '../../shared/redis'

@@ -1,5 +1,5 @@
-// The public app ({public_url}): product-key routes under /{productId}/realtime and /{productId}/mail, CORS preflight
-// (Realtime), health.
+// The public app ({public_url}): product-key routes under /{productId}/realtime and /{productId}/mail, event capture
+// with a publishable key at /{productId}/capture, CORS preflight, health.
 // Builds the app and never listens: main.ts listens, tests call app.handle().
 import { Elysia } from 'elysia'
 import { noRoute, toErrorResponse } from '../../shared/errors'
@@ -7,6 +7,7 @@ import { healthRoutes } from '../../shared/http/health'
 import { routeLabels } from '../../shared/metrics/http'
 import { invalidationsLive } from './invalidation'
 import { isAllowedOrigin, preflight } from './http/origin'
+import { captureRoutes } from './capture/routes'
 import { mailRoutes } from './mail/routes'
 import { realtimeRoutes } from './realtime/routes'
 
@@ -26,6 +27,8 @@ export function buildPublicApp() {
       return response
     })
     .use(healthRoutes([{ name: 'invalidations', ready: invalidationsLive }]))
+    // Before the catch-all preflight: a capture key names its own origins.
+    .use(captureRoutes())
     .options('/*', ({ request }) => {
       try {
         return preflight(request)

@@ -1,6 +1,7 @@
-// This worker's caches (Realtime API keys, namespace policies, Mail sending keys) and the messages that drop their entries.
+// This worker's caches (Realtime API keys, namespace policies, Mail sending keys, capture keys) and the messages that drop their entries.
 import { listenForInvalidations, type InvalidationListener } from '../../shared/cache/invalidation-listener'
 import { policyCache } from '../../shared/realtime/policies'
+import { captureKeyCache } from './capture/key-auth'
 import { mailKeyCache } from './mail/key-auth'
 import { keyCache } from './realtime/key-auth'
 
@@ -12,10 +13,11 @@ export const invalidationsLive = () => listener?.live() ?? false
 /** Starts listening (in the background); returns the function that stops it. */
 export function listenForCacheInvalidations(): () => Promise<void> {
   listener = listenForInvalidations({
-    caches: [keyCache, policyCache, mailKeyCache],
+    caches: [keyCache, policyCache, mailKeyCache, captureKeyCache],
     onMessage: (message) => {
       if (message.kind === 'public_key') keyCache.forget(message.keyHash)
       else if (message.kind === 'mail_key') mailKeyCache.forget(message.keyHash)
+      else if (message.kind === 'capture_key') captureKeyCache.forget(message.key)
       else if (message.kind === 'namespaces' || message.kind === 'payload_storage') policyCache.forget(message.productId)
       // Public workers sign tokens, they do not verify them: signing keys and ended console credentials are the gateways'.
     },

@@ -27,6 +27,8 @@ export type Invalidation =
   | { kind: 'namespaces'; productId: string }
   | { kind: 'payload_storage'; productId: string }
   | { kind: 'mail_key'; keyHash: string } // hex digest of a Mail sending key (shared/mail/keys.ts)
+  // A publishable capture key (ptk_) was revoked or its allowed origins changed; the key itself, public by design.
+  | { kind: 'capture_key'; key: string }
   | { kind: 'signing_keys' } // a token signing key was added or retired: verifiers re-read their key set (./tokens.ts)
   // A login session ended (logout) or a platform key was revoked: gateways close the console tokens it asked for.
   | { kind: 'credential_ended'; keyId: string }

@@ -15,6 +15,7 @@ export const CEILINGS: Record<Ceiling, { what: string; variable: string; owner?:
   mailTemplates: { what: 'email templates', variable: 'PRODUCT_MAX_MAIL_TEMPLATES' },
   mailKeys: { what: 'active sending API keys', variable: 'PRODUCT_MAX_MAIL_KEYS' },
   publicKeys: { what: 'active Realtime API keys', variable: 'PRODUCT_MAX_PUBLIC_KEYS' },
+  captureKeys: { what: 'active publishable capture keys', variable: 'PRODUCT_MAX_CAPTURE_KEYS' },
   platformKeys: { what: 'active platform API keys', variable: 'PRODUCT_MAX_PLATFORM_KEYS' },
   namespaces: { what: 'namespaces', variable: 'PRODUCT_MAX_NAMESPACES' },
   grants: { what: 'grants', variable: 'PRODUCT_MAX_GRANTS' },
@@ -77,7 +78,7 @@ export async function precheckCeiling(ceiling: Ceiling, count: Counter): Promise
 }
 
 /** The key tables: a revoked key's row stays (revocation needs it), so their creation rate is bounded too. */
-export type KeyTable = 'mail_api_keys' | 'public_keys' | 'platform_keys'
+export type KeyTable = 'mail_api_keys' | 'public_keys' | 'platform_keys' | 'capture_keys'
 const DAY_SECONDS = 86_400
 
 /**

@@ -11,7 +11,7 @@ import { rollupUntilCurrent } from '../../shared/analytics/rollups'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { migrate } from '../../shared/db/migrate'
-import { captureEvents } from '../../services/api/tracking/capture'
+import { captureEvents } from '../../shared/analytics/capture'
 import { newProduct } from '../helpers'
 
 // Years of their own for each run, so that a run against a database an earlier run used finds no month made already.

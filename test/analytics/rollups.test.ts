@@ -11,7 +11,7 @@ import { createInsight } from '../../services/api/analytics/insights'
 import { planMetricQuery, runMetricQuery } from '../../services/api/analytics/semantic/metric-query'
 import { postgresPlanning } from '../../services/api/analytics/semantic/planning-database'
 import type { Filter, MetricQuery } from '../../services/api/analytics/semantic/query-schemas'
-import { captureEvents, type CapturedEvent } from '../../services/api/tracking/capture'
+import { captureEvents, type CapturedEvent } from '../../shared/analytics/capture'
 import { call, eventually, freePort, newProduct } from '../helpers'
 
 const LIMITS: RollupLimits = { chunkIds: 700, lockTimeoutMs: 2000, maxValues: 200, maxSets: 10 }

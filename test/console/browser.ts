@@ -5,9 +5,9 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 // Without the background-networking flags Chromium keeps trying hosts this machine cannot reach (docs/setup.md).
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+export const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage']
 
 // The README's pictures (docs/screenshots) are rewritten only when asked (UPDATE_SCREENSHOTS=1 scripts/test test/console),

@@ -7,7 +7,7 @@ import { toErrorResponse } from '../../../shared/errors'
 import { clientIp } from '../../../shared/http/serve'
 import { describeError, log } from '../../../shared/log'
 import { checkOrigin } from './origin'
-import { IpLimit } from './rate-limit'
+import { IpLimit, type IpRule } from './rate-limit'
 
 export interface Call<Key> {
   request: Request
@@ -27,6 +27,13 @@ export interface Guards<Key> {
    * of an allowed origin. Server-only areas (Mail's sending keys) leave it off.
    */
   browser: boolean
+  /**
+   * A browser policy of the credential's own (capture keys list their origins): checked right after `authenticate`,
+   * it answers the CORS headers of an allowed origin or throws 403. Used with `browser: false`.
+   */
+  originFor?: (request: Request, key: Key) => Record<string, string>
+  /** The per-IP limit the route counts in (default: PUBLIC_IP_RATE_LIMIT's window, shared by Realtime and Mail). */
+  ipRule?: IpRule
   /**
    * The credential (401/403/404, or 429 for an area's own per-key budgets), for the product named in the path. Calls
    * `beforeLookup` before it looks a key up outside the process (so a deferred IP limit still bounds key guessing).
@@ -52,13 +59,14 @@ export type Handler<Key> = (call: Call<Key>) => Promise<unknown> | unknown
 export function endpoint<Key>(guards: Guards<Key>, handler: Handler<Key>) {
   return async ({ request, params }: { request: Request; params: Record<string, string | undefined> }) => {
     const headers: Record<string, string> = { 'x-request-id': randomUUID() }
-    const ip = new IpLimit(clientIp(request))
+    const ip = new IpLimit(clientIp(request), guards.ipRule)
     let ipOwed = false // a deferred IP limit the request reached (a refused origin is not counted, as before)
     try {
       if (guards.browser) Object.assign(headers, checkOrigin(request))
       if (guards.deferIpLimit) ipOwed = true
       else await ip.check()
       const key = await guards.authenticate(request, String(params.productId ?? '').toLowerCase(), () => ip.check())
+      if (guards.originFor) Object.assign(headers, guards.originFor(request, key))
       const body = await guards.read(request)
       const query = request.url.includes('?') ? Object.fromEntries(new URL(request.url).searchParams) : {}
       const result = await handler({ request, key, body, params: params as Record<string, string>, query, ip })

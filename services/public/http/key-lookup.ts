@@ -8,10 +8,12 @@ import { logUnlessOutage, unavailable } from '../../../shared/errors'
  * hit (the IP rate limit bounds how many a client can try: `beforeLookup`, the request's deferred IP limit, runs before
  * any lookup that leaves the process). `cache` is exported by the caller for its invalidations.
  */
-export function cachedKeyLookup<Identity>(
-  cache: InvalidatedCache<Identity | null>, what: string, find: (digest: Buffer) => Promise<Identity | null>,
-): (digest: Buffer, beforeLookup?: () => Promise<void>) => Promise<Identity | null> {
-  return (digest, beforeLookup) => cache.get(digest.toString('hex'), async () => {
+export function cachedKeyLookup<Identity, Ref = Buffer>(
+  cache: InvalidatedCache<Identity | null>, what: string, find: (digest: Ref) => Promise<Identity | null>,
+  /** The cache entry's name; a digest's hex by default (capture keys, stored readable, are their own name). */
+  cacheKey: (digest: Ref) => string = (digest) => (digest as Buffer).toString('hex'),
+): (digest: Ref, beforeLookup?: () => Promise<void>) => Promise<Identity | null> {
+  return (digest, beforeLookup) => cache.get(cacheKey(digest), async () => {
     await beforeLookup?.()
     try {
       return await find(digest)

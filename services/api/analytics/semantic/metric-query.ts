@@ -1,7 +1,7 @@
 // Metric queries: an entity's metrics over a time range, grouped by dimensions and optionally by time bucket in a time
 // zone, filtered; empty buckets answer 0 (count and sum) or null (avg and ratio, which are undefined there).
 import { config } from '../../../../shared/config'
-import { parseIsoTime } from '../../iso-time'
+import { parseIsoTime } from '../../../../shared/iso-time'
 import type { Entity, Metric } from './entity'
 import { checkTimezone, filterSql, invalid, Params, parseRange, type PlanningDatabase, resolveEntity, resolveField, runQuery } from './plan'
 import { postgresPlanning } from './planning-database'

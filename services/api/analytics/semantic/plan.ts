@@ -2,7 +2,7 @@
 // naming the field), filters, time ranges and zones, and running a query under its statement timeout.
 import { config } from '../../../../shared/config'
 import { ApiError, badRequest } from '../../../../shared/errors'
-import { parseIsoTime, withinIsoYears } from '../../iso-time'
+import { parseIsoTime, withinIsoYears } from '../../../../shared/iso-time'
 import { Slots } from '../../slots'
 import { readAnalytics } from '../reads'
 import { entityNamed } from './catalog'
