@@ -5,6 +5,7 @@ import { partitionStep, type PartitionPolicy } from '../../shared/analytics/part
 import { rollupStep, type RollupLimits } from '../../shared/analytics/rollups'
 import type { Sql } from '../../shared/db/client'
 import { describeError, log } from '../../shared/log'
+import { wakeablePause } from '../../shared/wakeable-pause'
 
 export interface AggregatorCounts {
   /** Event ids the watermark moved over. */
@@ -37,11 +38,7 @@ export interface Aggregator {
 export function startAggregator(sql: Sql, settings: AggregatorSettings, now = () => new Date()): Aggregator {
   const counts: AggregatorCounts = { rolledUp: 0, setsReady: 0, partitionsMade: 0, partitionsDropped: 0, legacyMoved: 0, failures: 0, watermark: 0 }
   let running = true
-  let wake: (() => void) | undefined
-  const pause = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    wake = () => (clearTimeout(timer), resolve())
-  })
+  const { pause, wake } = wakeablePause()
   let lastFailure = 0
   let partitionsDue = 0
   const failed = (what: string, error: unknown) => {
@@ -86,7 +83,7 @@ export function startAggregator(sql: Sql, settings: AggregatorSettings, now = ()
     counts,
     async stop() {
       running = false
-      wake?.()
+      wake()
       await loop
     },
   }

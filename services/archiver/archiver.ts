@@ -4,6 +4,7 @@ import { config } from '../../shared/config'
 import { ensurePartitionsAhead, sweepArchive } from '../../shared/realtime/archive'
 import { describeError, log } from '../../shared/log'
 import { ShardReader, type ArchiverCounts } from './shard-reader'
+import { wakeablePause } from '../../shared/wakeable-pause'
 
 export interface Archiver {
   counts: ArchiverCounts
@@ -15,11 +16,7 @@ export function startArchiver(options = config.archiver, shards = config.realtim
   const counts: ArchiverCounts = { read: 0, archived: 0, lost: 0, deadLettered: 0 }
   const readers = Array.from({ length: shards }, (_, shard) => new ShardReader(shard, options, counts))
   let running = true
-  let wake: (() => void) | undefined
-  const pause = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    wake = () => (clearTimeout(timer), resolve())
-  })
+  const { pause, wake } = wakeablePause()
   let lastFailure = 0
 
   const loop = (async () => {
@@ -69,7 +66,7 @@ export function startArchiver(options = config.archiver, shards = config.realtim
       running = false
       clearInterval(sweeper)
       clearInterval(progress)
-      wake?.()
+      wake()
       await loop
       await sweeping
     },
