@@ -11,7 +11,7 @@ import { BASE_SET, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS } from './events'
 export interface RollupLimits {
   /** Most event ids one step covers. */
   chunkIds: number
-  /** Longest the step waits for captures in flight. */
+  /** Longest a step waits for the captures in flight when it starts (they are never held back). */
   lockTimeoutMs: number
   /** Most value combinations of a property set in one hour. */
   maxValues: number
@@ -19,27 +19,28 @@ export interface RollupLimits {
   maxSets: number
 }
 
-const LOCK_NOT_AVAILABLE = '55P03'
-
 /**
  * The highest event id below which every capture has committed or rolled back, or null when captures in flight held
- * out past the lock timeout. Ids are handed out before a capture commits, so the sequence alone is not enough: an
- * exclusive lock on the table waits for every insert in flight to end (as Citus' incremental rollups do), and is let
- * go at once.
+ * out past `waitMs`. Ids are handed out before a capture commits, so the sequence alone is not enough. Every insert
+ * holds its lock on tracked_events from before it takes its first id to its transaction's end, so: read the last id,
+ * then wait for the transactions holding that lock at that moment to end (as CREATE INDEX CONCURRENTLY waits for
+ * writers). New captures never wait for this; Citus' incremental rollups take an exclusive lock instead, which would
+ * hold every capture back while a long insert runs.
  */
-export async function settledHead(sql: Sql, lockTimeoutMs: number): Promise<number | null> {
-  try {
-    return await sql.begin(async (tx) => {
-      await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`)
-      await tx`lock table tracked_events in exclusive mode`
-      const [row] = await tx.unsafe(`select case when is_called then last_value else last_value - 1 end as head
-        from ${await identitySequence(tx)}`)
-      return Number(row!.head)
-    })
-  } catch (error) {
-    if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return null
-    throw error
+export async function settledHead(sql: Sql, waitMs: number): Promise<number | null> {
+  const [row] = await sql.unsafe(`select case when is_called then last_value else last_value - 1 end as head from ${await identitySequence(sql)}`)
+  const head = Number(row!.head)
+  const writers = (await sql`select distinct virtualtransaction as vxid from pg_locks
+    where locktype = 'relation' and relation = 'tracked_events'::regclass and mode = 'RowExclusiveLock' and granted
+      and pid <> pg_backend_pid()`).map((r) => r.vxid as string)
+  const deadline = Date.now() + waitMs
+  while (writers.length) {
+    const [open] = await sql`select count(*)::int as n from pg_locks where locktype = 'virtualxid' and virtualxid = any(${writers}::text[])`
+    if (open!.n === 0) break
+    if (Date.now() > deadline) return null
+    await Bun.sleep(5)
   }
+  return head
 }
 
 let sequenceName: string | undefined

@@ -226,6 +226,33 @@ describe('freshness and isolation', () => {
   })
 })
 
+describe('funnel samples', () => {
+  const steps = ['signup', 'view', 'purchase'].map((event) => ({ entity: 'events', event }))
+  const run = (body: Record<string, unknown>) => call('POST', '/analytics/funnel', { token, productId, body: { steps, identity: 'users_id', range: { from: '2026-10-24T00:00:00Z', to: '2026-11-09T00:00:00Z' }, ...body } })
+
+  test('a sample counts the same share of identities every run and scales the counts up; without one the answer is exact', async () => {
+    const exact = (await run({})).body
+    expect(exact.sampled).toBeNull()
+    const first = await run({ sample: 0.25 })
+    expect(first.status).toBe(200)
+    expect(first.body.sampled).toBe(0.25)
+    const counts = first.body.steps.map((step: { count: number }) => step.count)
+    expect(counts.every((count: number) => count % 4 === 0)).toBe(true) // a quarter counted, times four
+    expect(counts[0]).toBeGreaterThan(0)
+    expect(counts[0]).not.toBe(exact.steps[0].count) // 150 users: a quarter of them times four is not exactly all of them
+    expect((await run({ sample: 0.25 })).body.steps).toEqual(first.body.steps)
+    expect((await run({ sample: 1 })).body).toMatchObject({ sampled: null, steps: exact.steps })
+  })
+
+  test('a sample outside (0, 1] is a 400 naming it', async () => {
+    for (const sample of [0, -0.5, 1.5, 'half']) {
+      const refused = await run({ sample })
+      expect(refused.status).toBe(400)
+      expect(JSON.stringify(refused.body)).toContain('/body/sample')
+    }
+  })
+})
+
 describe('the aggregator process', () => {
   test('moves the watermark over new captures on its own and reports it in its metrics', async () => {
     const metricsPort = await freePort()

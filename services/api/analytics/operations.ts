@@ -48,6 +48,7 @@ const MetricResultSchema = Strict({
   bucket: Type.Union([Type.String(), Type.Null()]), timezone: Type.String(), range: Strict({ from: Timestamp(), to: Timestamp() }),
   rows: Type.Array(Type.Record(Type.String(), Cell), { description: 'bucket (the start of the bucket, UTC), each dimension, each metric' }),
   truncated: Type.Boolean({ description: 'More rows matched than the limit' }),
+  approximate: Type.Boolean({ description: 'Distinct identities came from rollup sketches: each within about 2 % of the exact count (counts are exact). exact: true in the query reads raw events' }),
   as_of: AsOf(),
 })
 const StepResult = Strict({
@@ -58,6 +59,9 @@ const FunnelResultSchema = Strict({
   identity: Type.String(), windowDays: Type.Integer(), range: Strict({ from: Timestamp(), to: Timestamp() }),
   steps: Type.Array(StepResult),
   breakdown: Type.Optional(Type.Array(Strict({ value: Type.Union([Type.String(), Type.Null()]), steps: Type.Array(StepResult) }))),
+  sampled: Type.Union([Type.Number(), Type.Null()], {
+    description: 'The share of identities counted when the funnel asked for a sample (counts are scaled up from it); null: exact',
+  }),
   as_of: AsOf(),
 })
 

@@ -22,11 +22,15 @@ export interface FunnelResult {
   steps: FunnelStepResult[]
   /** With `breakdown`: the funnel per value of that dimension on the first step (at most 50 values, largest first). */
   breakdown?: { value: string | null; steps: FunnelStepResult[] }[]
+  /** The share of identities counted when a sample was asked for (counts scaled up from it); null when exact. */
+  sampled: number | null
   /** Every write acknowledged before this instant is counted; later ones may not be (docs/analytics.md, "Reads on a replica"). */
   as_of: string
 }
 
 const DEFAULT_WINDOW_DAYS = 14
+/** A sample is a number of these parts of the identities' hash space. */
+const SAMPLE_PARTS = 1024
 const MAX_BREAKDOWN_VALUES = 50
 
 function stepEntity(funnel: Funnel, i: number, path: string): Entity {
@@ -65,6 +69,8 @@ export interface FunnelPlan {
   range: { from: string; to: string }
   /** The rows are one per breakdown value (at most MAX_BREAKDOWN_VALUES, largest first), else one row. */
   breakdown: boolean
+  /** Parts of SAMPLE_PARTS counted: SAMPLE_PARTS when exact. */
+  parts: number
 }
 
 /** Resolves and checks every name and the range, and builds the SQL (no database needed); a failure is a 400 naming the field. */
@@ -90,11 +96,15 @@ export function planFunnel(productId: string, funnel: Funnel, path = '/body', no
   // never the same row again; rows of equal time are told apart by their key. So that step also answers its row's key.
   const repeats = (i: number) => i > 0 && entities[i]!.rowId !== null && entities[i] === entities[i - 1] && funnel.steps[i]!.event === funnel.steps[i - 1]!.event
   const answersRow = (i: number) => i + 1 < entities.length && repeats(i + 1)
+  // A sample keeps the identities whose hash falls in the first `parts` of SAMPLE_PARTS: the same ones every run, so
+  // a sampled funnel does not move from one run to the next by chance.
+  const parts = funnel.sample === undefined ? SAMPLE_PARTS : Math.min(SAMPLE_PARTS, Math.max(1, Math.round(funnel.sample * SAMPLE_PARTS)))
+  const sample = parts < SAMPLE_PARTS ? ` and (hashtext(${who}) & ${SAMPLE_PARTS - 1}) < ${params.add(parts)}` : ''
   // Step 1: each identity's first occurrence in the range (and, with a breakdown, that occurrence's value).
   const firstOrder = `${first.time}${answersRow(0) ? `, ${first.rowId}` : ''}`
   const firstStep = `select ${who} as who, min(${first.time}) as t1${breakdown ? `, (array_agg(${breakdown} order by ${firstOrder}))[1] as value` : ''}
       ${answersRow(0) ? `, (array_agg(${first.rowId} order by ${firstOrder}))[1] as r1` : ''}
-    from ${first.source} where ${condition(0)} and ${who} is not null
+    from ${first.source} where ${condition(0)} and ${who} is not null${sample}
       and ${first.time} >= ${params.add(from.toISOString())}::timestamptz and ${first.time} < ${params.add(to.toISOString())}::timestamptz
     group by ${who}`
   // Each later step: the first such event at or after the previous step, and within the window from step 1.
@@ -113,15 +123,19 @@ export function planFunnel(productId: string, funnel: Funnel, path = '/body', no
   const text = `with f as (${firstStep})
     select ${breakdown ? 'f.value, ' : ''}${counts.join(', ')} from f ${laterals.join(' ')}
     ${breakdown ? `group by f.value order by c0 desc, f.value limit ${MAX_BREAKDOWN_VALUES}` : ''}`
-  return { text, params, windowDays, range: { from: from.toISOString(), to: to.toISOString() }, breakdown: breakdown !== null }
+  return { text, params, windowDays, range: { from: from.toISOString(), to: to.toISOString() }, breakdown: breakdown !== null, parts }
 }
 
 export async function runFunnel(productId: string, funnel: Funnel, path = '/body', now = new Date()): Promise<FunnelResult> {
-  const { text, params, windowDays, range, breakdown } = planFunnel(productId, funnel, path, now)
+  const { text, params, windowDays, range, breakdown, parts } = planFunnel(productId, funnel, path, now)
   const rows = await runQuery(productId, text, params, `${path}/range`)
   const steps = funnel.steps
-  const countsOf = (row: Record<string, unknown>) => steps.map((_, i) => Number(row[`c${i}`] ?? 0))
-  const result: FunnelResult = { identity: funnel.identity, windowDays, range, steps: [], as_of: rows.asOf.toISOString() }
+  // A sample's counts scaled up to the whole (rounded), and its conversions computed from them.
+  const scale = (count: number) => (parts === SAMPLE_PARTS ? count : Math.round((count * SAMPLE_PARTS) / parts))
+  const countsOf = (row: Record<string, unknown>) => steps.map((_, i) => scale(Number(row[`c${i}`] ?? 0)))
+  const result: FunnelResult = {
+    identity: funnel.identity, windowDays, range, steps: [], sampled: parts === SAMPLE_PARTS ? null : parts / SAMPLE_PARTS, as_of: rows.asOf.toISOString(),
+  }
   if (!breakdown) {
     result.steps = stepsOf(funnel, rows[0] ? countsOf(rows[0]) : steps.map(() => 0))
     return result

@@ -55,5 +55,10 @@ export const Funnel = Strict({
   windowDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 90, description: 'Conversion window from the first step, in days (default 14)' })),
   range: Range,
   breakdown: Type.Optional(Name('A dimension of the first step\'s entity, or properties.<key>: one funnel per value')),
+  sample: Type.Optional(Type.Number({
+    exclusiveMinimum: 0, maximum: 1,
+    description: 'Count only this share of identities (the same ones every run: chosen by a hash of the identity, in steps of '
+      + '1/1024) and scale the counts up: faster over many identities, and the answer says sampled. Default 1: exact',
+  })),
 })
 export type Funnel = Static<typeof Funnel>
