@@ -74,7 +74,9 @@ export async function refreshRound(options: RefreshRoundOptions = {}): Promise<R
           outcome = done === 'computed' ? 'ok' : done
         } catch (error) {
           outcome = queryOutcome(error)
-          log('warn', 'funnel insight not refreshed', { insight_id: due.id, product_id: due.product_id, outcome, ...describeError(error) })
+          // A refusal (a saved query the catalog no longer plans, a product at its query limit) needs no stack.
+          const cause = outcome === 'refused' ? { error: (error as Error).message } : describeError(error)
+          log('warn', 'funnel insight not refreshed', { insight_id: due.id, product_id: due.product_id, outcome, ...cause })
         }
         countFunnelRefresh(outcome)
         refreshed.push({ insightId: due.id, productId: due.product_id, outcome })
