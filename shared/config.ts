@@ -337,6 +337,15 @@ function loadConfig() {
        * the primary answers. 0: only a replica that has replayed everything the primary had at the request answers.
        */
       replicaMaxLagMs: atMost('ANALYTICS_REPLICA_MAX_LAG_MS', 5000, 0, 300_000),
+      /**
+       * How long a funnel insight's kept result answers its runs, in ms (1 s to 1 day): older, a run computes it again.
+       * docs/analytics.md, "Kept funnel results".
+       */
+      funnelResultTtlMs: atMost('ANALYTICS_FUNNEL_RESULT_TTL_MS', 900_000, 1000, 86_400_000),
+      /** Pause between two rounds of the background refresh of dashboard funnels, in ms (100 ms to 1 h). */
+      funnelRefreshIntervalMs: atMost('ANALYTICS_FUNNEL_REFRESH_INTERVAL_MS', 30_000, 100, 3_600_000),
+      /** Most funnel insights one background round recomputes (at most one per product); 0: no background refresh. */
+      funnelRefreshBatch: atMost('ANALYTICS_FUNNEL_REFRESH_BATCH', 20, 0, 1000),
     },
     /** The aggregator (services/aggregator): event partitions and rollups. docs/analytics.md, "Partitions" and "Rollups". */
     aggregator: {

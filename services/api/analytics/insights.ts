@@ -8,7 +8,7 @@ import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { keysetPage, NEWEST_FIRST } from '../../../shared/db/keyset'
 import { ApiError, notFound } from '../../../shared/errors'
-import { checkFunnel, runFunnel } from './semantic/funnel'
+import { checkFunnel } from './semantic/funnel'
 import { checkMetricQuery, runMetricQuery } from './semantic/metric-query'
 import { Funnel, MetricQuery } from './semantic/query-schemas'
 import { isUuid } from '../../../shared/ids'
@@ -17,6 +17,7 @@ import { config } from '../../../shared/config'
 import { describeError, log } from '../../../shared/log'
 import { entityNamed } from './semantic/catalog'
 import { rollupKeys } from './semantic/rollup-path'
+import { QUERY_HASH, runFunnelInsight, type FunnelRunOptions } from './insight-results'
 
 export type InsightKind = 'metric' | 'funnel'
 
@@ -108,6 +109,11 @@ export async function updateInsight(productId: string, id: string, input: { name
         query = ${(query ?? current.query) as never}::jsonb, updated_at = now()
       where id = ${id}
       returning *`
+    // A kept result of the query before is never answered (its hash differs); dropped here so it is not kept either.
+    if (query) {
+      await tx`delete from analytics_insight_results r using analytics_insights i
+        where r.insight_id = ${id} and i.id = r.insight_id and r.query_hash is distinct from ${QUERY_HASH}`
+    }
     return insightOut(row!)
   })
 }
@@ -131,10 +137,18 @@ export async function deleteInsight(productId: string, id: string): Promise<void
   })
 }
 
-export async function runInsight(productId: string, id: string) {
+/**
+ * Runs a saved insight. A metric insight runs now (it reads rollups); a funnel insight answers its kept result while
+ * fresher than the TTL, else computes it (docs/analytics.md, "Kept funnel results"). `computed_at`: the instant its
+ * relative ranges were taken from.
+ */
+export async function runInsight(productId: string, id: string, options: FunnelRunOptions = {}) {
   const insight = await getInsight(productId, id)
-  const result = insight.kind === 'metric'
-    ? await runMetricQuery(productId, insight.query as MetricQuery, '/query')
-    : await runFunnel(productId, insight.query as Funnel, '/query')
-  return { insight_id: insight.id, kind: insight.kind, result }
+  if (insight.kind === 'funnel') {
+    const { result, computedAt, cached } = await runFunnelInsight(productId, insight, options)
+    return { insight_id: insight.id, kind: insight.kind, result, computed_at: computedAt.toISOString(), cached }
+  }
+  const now = options.now ?? new Date()
+  const result = await runMetricQuery(productId, insight.query as MetricQuery, '/query', now)
+  return { insight_id: insight.id, kind: insight.kind, result, computed_at: now.toISOString(), cached: false }
 }

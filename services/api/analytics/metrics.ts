@@ -46,3 +46,19 @@ export function countRead(server: 'primary' | 'replica', reason: string, lagMs: 
   reads.inc({ server, reason })
   if (lagMs !== null) replicaLag.set(lagMs / 1000)
 }
+
+export type FunnelAnswer = 'kept' | 'awaited' | 'computed'
+const funnelAnswers = counter('analytics_funnel_results_total',
+  'Funnel insight runs by how they were answered: kept (a kept result younger than ANALYTICS_FUNNEL_RESULT_TTL_MS), awaited (the result another run was computing), computed (for this run)',
+  ['answer'])
+
+/** One run of a funnel insight, by how it was answered (docs/analytics.md, "Kept funnel results"). */
+export const countFunnelAnswer = (answer: FunnelAnswer) => funnelAnswers.inc({ answer })
+
+export type RefreshOutcome = 'ok' | 'busy' | 'fresh' | 'timeout' | 'refused' | 'error'
+const refreshes = counter('analytics_funnel_refreshes_total',
+  'Background refreshes of funnel insights that dashboards use, by outcome: ok, busy (another run was computing it), fresh (computed meanwhile), timeout, refused (a 4xx such as too_many_queries), error',
+  ['outcome'])
+
+/** One insight the background refresh took up, by what became of it. */
+export const countFunnelRefresh = (outcome: RefreshOutcome) => refreshes.inc({ outcome })

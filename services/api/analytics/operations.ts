@@ -145,10 +145,20 @@ export const insightDelete = defineOperation({
 export const insightRun = defineOperation({
   id: 'analytics_insight_run', method: 'POST', path: '/analytics/insights/{id}/run', area: 'analytics', auth: 'product',
   rateClass: 'analytics',
-  summary: 'Run a saved insight now (relative ranges such as -7d are taken from now)',
+  summary: 'Run a saved insight: a metric insight now; a funnel insight answers its kept result while fresh (computed_at, cached: true), else computes it',
+  description: 'A funnel insight\'s result is kept and answered while younger than ANALYTICS_FUNNEL_RESULT_TTL_MS (15 min), ' +
+    'and recomputed in the background before then while a dashboard uses it. Relative ranges such as -7d are taken from computed_at. ' +
+    '`refresh: true` computes a new result whatever is kept.',
   params: IdPath('Insight'),
-  response: Strict({ insight_id: Type.String(), kind: Kind, result: Type.Union([MetricResultSchema, FunnelResultSchema]) }),
-  handler: async ({ params }, ctx) => runInsight(productOf(ctx), params.id) as never,
+  body: Strict({
+    refresh: Type.Optional(Type.Boolean({ description: 'Compute a new result now even when a fresh one is kept (funnel insights; metric insights always run now)' })),
+  }),
+  response: Strict({
+    insight_id: Type.String(), kind: Kind, result: Type.Union([MetricResultSchema, FunnelResultSchema]),
+    computed_at: Timestamp('When the result was computed: relative ranges were taken from this instant (its as_of says how fresh its data was then)'),
+    cached: Type.Boolean({ description: 'true: a kept result, computed by an earlier run or the background refresh; false: computed for this run' }),
+  }),
+  handler: async ({ params, body }, ctx) => runInsight(productOf(ctx), params.id, { refresh: body?.refresh === true }) as never,
 })
 
 // ---- dashboards (the spec's six operations) and their history
