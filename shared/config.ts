@@ -353,7 +353,7 @@ function loadConfig() {
       idleMs: atMost('AGGREGATOR_IDLE_MS', 1000, 10, 60_000),
       /** Most event ids one rollup step covers (one transaction). */
       chunkIds: atMost('AGGREGATOR_CHUNK_IDS', 200_000, 1000, 10_000_000),
-      /** Longest a rollup step waits for captures in flight before it tries again (it holds back new ones meanwhile). */
+      /** Longest a rollup step waits for the captures in flight (never holding new ones back), and a partition change for its lock. */
       lockTimeoutMs: atMost('AGGREGATOR_LOCK_TIMEOUT_MS', 1000, 10, 10_000),
       /** Months of partitions kept ready ahead of the current one. */
       partitionsAhead: atMost('ANALYTICS_PARTITIONS_AHEAD', 3, 1, 24),
