@@ -89,10 +89,11 @@ export async function dropExpiredMonths(sql: Sql, now: Date, policy: PartitionPo
     if (new Date(`${month}T00:00:00Z`).getTime() >= keepFrom.getTime()) continue
     const name = `tracked_events_p${month.slice(0, 4)}${month.slice(5, 7)}`
     // The month's rollup rows go with its events, so no query ever counts one without the other.
+    // Rollup rows first (by their hour index), then the drop, whose lock on tracked_events is held to the commit only.
     await withLockTimeout(sql, policy.lockTimeoutMs, async (tx) => {
-      await tx.unsafe(`drop table if exists ${name}`)
       await tx`delete from analytics_event_rollups where hour >= ${month}::date::timestamp at time zone 'UTC'
         and hour < (${month}::date + interval '1 month')::timestamp at time zone 'UTC'`
+      await tx.unsafe(`drop table if exists ${name}`)
     })
     dropped.push(month)
   }
@@ -115,12 +116,20 @@ export async function moveLegacyEvents(sql: Sql, now: Date, policy: PartitionPol
     where ts >= ${monthStart(now, -MONTHS_BACK_WITH_PARTITIONS)} and ts < ${monthStart(now, policy.ahead + 1)}`
   for (const { month } of months) await createMonth(sql, dateOf(month as Date), policy.lockTimeoutMs)
   return withLockTimeout(sql, policy.lockTimeoutMs, async (tx) => {
+    // One mover at a time: a second aggregator's batch, waiting on this one's rows, would find them gone and take an
+    // empty batch for an empty table.
+    const [mover] = await tx`select pg_try_advisory_xact_lock(727005) as mine`
+    if (!mover!.mine) return 0
     const moved = await tx`with batch as (
         delete from tracked_events_legacy where id in (select id from tracked_events_legacy order by id limit ${policy.moveBatch})
         returning id, product_id, event, ts, anonymous_id, users_id, email, phone, properties, received_at)
       insert into tracked_events (id, product_id, event, ts, anonymous_id, users_id, email, phone, properties, received_at)
       overriding system value select * from batch`
+    // Empty, asked under a lock no writer gets past (nothing writes to it but this move, yet a statement may).
     if (moved.count === 0) {
+      await tx`lock table tracked_events_legacy in access exclusive mode`
+      const [left] = await tx`select exists (select 1 from tracked_events_legacy) as any`
+      if (left!.any) return 0
       await tx`create or replace view tracked_events_all as
         select id, product_id, event, ts, anonymous_id, users_id, email, phone, properties, received_at from tracked_events`
       await tx`drop table tracked_events_legacy`

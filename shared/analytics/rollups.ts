@@ -50,7 +50,7 @@ async function identitySequence(tx: Db): Promise<string> {
 }
 
 /** A set's hour that a step counted events into. Hours as text: an event may be dated in 1 BC, which no Date holds. */
-interface Touched { setId: number; hour: string }
+interface Touched { productId: string; setId: number; hour: string }
 
 const UPSERT = `on conflict on constraint analytics_event_rollups_key do update
   set events = r.events + excluded.events, identities = hll_union(r.identities, excluded.identities)`
@@ -64,9 +64,9 @@ async function countSets(tx: Db, rows: string, sets: string, params: unknown[]):
       from ${rows} join analytics_rollup_sets s on s.product_id = e.product_id and ${sets}
       group by e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), e.event, ${values.join(', ')}
       ${UPSERT}
-      returning set_id, hour)
-    select distinct set_id, hour::text as hour from counted`, params as never[])
-  return touched.map((t) => ({ setId: Number(t.set_id), hour: t.hour as string }))
+      returning product_id, set_id, hour)
+    select distinct product_id, set_id, hour::text as hour from counted`, params as never[])
+  return touched.map((t) => ({ productId: t.product_id as string, setId: Number(t.set_id), hour: t.hour as string }))
 }
 
 /** The rollup rows of the events with ids in (lo, hi]: the base set's, and every live set's. */
@@ -85,15 +85,18 @@ async function countRange(tx: Db, lo: number, hi: number): Promise<Touched[]> {
  */
 async function stopOverfullSets(tx: Db, touched: Touched[], maxValues: number): Promise<number[]> {
   if (!touched.length) return []
+  // Value combinations, whatever the event: many event names are no reason to drop a set.
   const full = await tx`
     select distinct r.set_id from analytics_event_rollups r
-    join unnest(${touched.map((t) => t.setId)}::bigint[], ${touched.map((t) => t.hour)}::text[]::timestamptz[]) as t(set_id, hour)
-      on r.set_id = t.set_id and r.hour = t.hour
-    group by r.set_id, r.hour having count(*) > ${maxValues}`
+    join unnest(${touched.map((t) => t.productId)}::uuid[], ${touched.map((t) => t.setId)}::bigint[],
+      ${touched.map((t) => t.hour)}::text[]::timestamptz[]) as t(product_id, set_id, hour)
+      on r.product_id = t.product_id and r.set_id = t.set_id and r.hour = t.hour
+    group by r.set_id, r.hour having count(distinct (r.v1, r.v2, r.v3)) > ${maxValues}`
   const ids = full.map((r) => Number(r.set_id))
   if (ids.length) {
     await tx`update analytics_rollup_sets set state = 'too_many_values' where id = any(${ids}::bigint[])`
-    await tx`delete from analytics_event_rollups where set_id = any(${ids}::bigint[])`
+    const products = [...new Set(touched.filter((t) => ids.includes(t.setId)).map((t) => t.productId))]
+    await tx`delete from analytics_event_rollups where product_id = any(${products}::uuid[]) and set_id = any(${ids}::bigint[])`
   }
   return ids
 }
@@ -190,7 +193,8 @@ export async function registerRollupSet(sql: Sql, productId: string, keys: reado
     await tx`select pg_advisory_xact_lock(727003, hashtext(${productId}))`
     const sets = await tx`select keys, state from analytics_rollup_sets where product_id = ${productId}`
     if (sets.some((s) => s.state !== 'too_many_values' && wanted.every((k) => (s.keys as string[]).includes(k)))) return false
-    if (sets.length >= maxSets) return false
+    // A set dropped for too many values keeps its keys from being made again, but not the product's room for others.
+    if (sets.filter((s) => s.state !== 'too_many_values').length >= maxSets) return false
     // Read under a share lock: a step counting right now commits first, so every id past this one reaches the set live.
     const [state] = await tx`select watermark from analytics_rollup_state for share`
     const made = await tx`insert into analytics_rollup_sets (product_id, keys, covers_from, state)

@@ -52,6 +52,8 @@ create table tracked_events_default partition of tracked_events default;
 -- Ids grow with capture, and rows are appended: a block-range index finds the events captured past a watermark in a
 -- few pages, at almost no cost per insert (each month's partition gets the same).
 create index tracked_events_default_ids on tracked_events_default using brin (id) with (pages_per_range = 16);
+-- The aggregator asks the default partition every minute which months it holds events of.
+create index tracked_events_default_time on tracked_events_default (ts);
 
 -- One month's partition, created when missing; the events the default partition holds for that month move into it in
 -- the same transaction (PostgreSQL refuses to attach a range the default still has rows of). True when it created one.

@@ -44,3 +44,5 @@ create table analytics_event_rollups (
   identities hll not null,
   constraint analytics_event_rollups_key unique nulls not distinct (product_id, set_id, hour, event, v1, v2, v3)
 );
+-- Retention deletes rollup rows by hour, across products.
+create index analytics_event_rollups_hour on analytics_event_rollups (hour);

@@ -107,11 +107,16 @@ export function planFunnel(productId: string, funnel: Funnel, path = '/body', no
     from ${first.source} where ${condition(0)} and ${who} is not null${sample}
       and ${first.time} >= ${params.add(from.toISOString())}::timestamptz and ${first.time} < ${params.add(to.toISOString())}::timestamptz
     group by ${who}`
-  // Each later step: the first such event at or after the previous step, and within the window from step 1.
+  // Each later step: the first such event at or after the previous step, and within the window from step 1. The
+  // constant bounds (from, to + window) say nothing new, but let PostgreSQL drop, when planning, the month partitions
+  // no step can reach: otherwise every lookup of every identity would walk all of them to prune them at run time.
+  const stepsFrom = params.add(from.toISOString())
+  const stepsTo = params.add(to.toISOString())
   const laterals = entities.slice(1).map((entity, k) => {
     const i = k + 1
     const [previous, previousRow] = i === 1 ? ['f.t1', 'f.r1'] : [`l${i - 1}.t`, `l${i - 1}.r`]
     const where = `${condition(i)} and ${entity.identity[funnel.identity]} = f.who
+        and ${entity.time} >= ${stepsFrom}::timestamptz and ${entity.time} <= ${stepsTo}::timestamptz + ${window}
         and ${entity.time} >= ${previous} and ${entity.time} <= f.t1 + ${window}
         ${repeats(i) ? `and (${entity.time}, ${entity.rowId}) > (${previous}, ${previousRow})` : ''}`
     const pick = answersRow(i)

@@ -23,6 +23,10 @@ export const postgresPlanning: PlanningDatabase = {
    */
   async rollupState(productId) {
     if (!analyticsReplicaSql) return readState(analyticsSql, productId)
+    // A server there that is no standby (promoted, say) is no lower bound of the primary's watermark: the primary's.
+    const standby = await analyticsReplicaSql`select pg_is_in_recovery() as yes`.then(([row]) => row!.yes as boolean, () => null)
+    if (standby === false) return readState(analyticsSql, productId)
+    if (standby === null) return { watermark: 0, sets: [] }
     return readState(analyticsReplicaSql, productId).catch(() => ({ watermark: 0, sets: [] }))
   },
 }
