@@ -109,6 +109,18 @@ export async function dropExpiredMonths(sql: Sql, now: Date, policy: PartitionPo
  * reads the partitions alone and the legacy table goes. Answers the events moved (0 when there is no legacy table).
  */
 export async function moveLegacyEvents(sql: Sql, now: Date, policy: PartitionPolicy): Promise<number> {
+  try {
+    return await moveLegacyBatch(sql, now, policy)
+  } catch (error) {
+    // undefined_table: another aggregator moved the last batch and dropped the table meanwhile.
+    if ((error as { code?: string }).code === UNDEFINED_TABLE) return 0
+    throw error
+  }
+}
+
+const UNDEFINED_TABLE = '42P01'
+
+async function moveLegacyBatch(sql: Sql, now: Date, policy: PartitionPolicy): Promise<number> {
   const [legacy] = await sql`select to_regclass('tracked_events_legacy') is not null as present`
   if (!legacy!.present) return 0
   const months = await sql`select distinct date_trunc('month', ts, 'UTC') as month from (
