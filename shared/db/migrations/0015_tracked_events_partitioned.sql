@@ -66,6 +66,10 @@ begin
   -- Two aggregators making the same month wait for each other; the second finds it made.
   perform pg_advisory_xact_lock(727002);
   if to_regclass(name) is not null then return false; end if;
+  -- No statement may be planned with the partitions as they were and read after the commit: it would find the rows
+  -- moved out of the default partition in neither place (a rollup step would then never count them). So no reader
+  -- or writer runs across the change; the caller bounds the wait (lock_timeout) and tries again later, months ahead.
+  lock table tracked_events in access exclusive mode;
   execute format('create table %I (like tracked_events including defaults including constraints)', name);
   execute format('create index %I on %I using brin (id) with (pages_per_range = 16)', name || '_ids', name);
   execute format('with moved as (delete from tracked_events_default where ts >= $1 and ts < $2 returning *) '
