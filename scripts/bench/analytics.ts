@@ -165,6 +165,7 @@ for (const tile of tiles) {
     if (row.identities !== undefined && b > 0) worst = Math.max(worst, Math.abs(a - b) / b)
   })
   const counts = fast.every((row, i) => row.count === undefined || row.count === slow[i]?.count) && fast.length === slow.length
+  // Said at once too: a long run that fails later keeps what it measured.
   tileLines.push(`| ${tile.name} | ${ms(platform.p50)} (max ${ms(platform.max)}) | ${ms(exact.p50)} | ${ms(peer.p50)} | ${counts ? 'equal' : 'DIFFERENT'} | ${fast.some((r) => r.identities !== undefined) ? `${(worst * 100).toFixed(2)} %` : '-'} |`)
 }
 
@@ -189,6 +190,7 @@ const funnelPeer = await time(Math.min(PEER_RUNS, 1), () => analyticsSql`
     select s3.*, min(ev.ts) as t4 from s3 left join ev on ev.who = s3.who and ev.event = 'purchase' and ev.ts >= s3.t3 and ev.ts <= s3.t1 + interval '14 days' group by s3.who, s3.t1, s3.t2, s3.t3
   )
   select count(*) as c1, count(t2) as c2, count(t3) as c3, count(t4) as c4 from s4`)
+log(`  ${tileLines.join('\n  ')}\n  funnel p50 ${ms(funnel.p50)}, peer ${ms(funnelPeer.p50)}`)
 const ours = (funnel.result as { steps: { count: number }[] }).steps.map((s) => s.count)
 const theirs = Object.values((funnelPeer.result as Record<string, string>[])[0]!).map(Number)
 
