@@ -174,9 +174,21 @@ export async function updateEndpoint(
 
 export async function deleteEndpoint(productId: string, area: WebhookArea, id: string): Promise<void> {
   if (!isUuid(id)) throw endpointNotFound()
-  const [row] = await sql`delete from webhook_endpoints where id = ${id} and product_id = ${productId} and area = ${area} returning id`
-  if (!row) throw endpointNotFound()
+  // The delete cascades to the endpoint's deliveries and attempts, which a webhooks process may be locking in the
+  // other order while it records an attempt: PostgreSQL then cancels one of the two (deadlock_detected, 40P01). The
+  // delete is one statement that changed nothing when cancelled, so it is run again (seen in CI: a 500 otherwise).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const [row] = await sql`delete from webhook_endpoints where id = ${id} and product_id = ${productId} and area = ${area} returning id`
+      if (!row) throw endpointNotFound()
+      return
+    } catch (error) {
+      if ((error as { code?: string }).code !== DEADLOCK_DETECTED || attempt >= 3) throw error
+    }
+  }
 }
+
+const DEADLOCK_DETECTED = '40P01'
 
 /**
  * A new secret, answered once; the one it replaces keeps signing for PREVIOUS_SECRET_HOURS (Svix's overlap), moved
