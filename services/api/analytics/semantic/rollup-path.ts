@@ -139,9 +139,10 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
     where (select ok from st) and r.product_id = ${productParam} and r.set_id = ${params.add(choice.setId)}
       and r.hour >= ${h0}::timestamptz and r.hour < ${h1}::timestamptz and r.hour not in (select h from cut)
       ${rollupFilters.map((f) => `and ${f}`).join(' ')}${group}`
-  const raw = (from: string, extra: string[]) => `select ${[...groupCols(truncate ? truncate(entity.time!) : null, input.rawDims), 'count(*) as c'].join(', ')}
+  // Raw events of `from` (alias `s`) with the query's own conditions and `extra` ones, grouped as the rollup rows are.
+  const raw = (from: string, extra: string[], own = input.rawWhere) => `select ${[...groupCols(truncate ? truncate(entity.time!) : null, input.rawDims), 'count(*) as c'].join(', ')}
       ${sketch(identitySketch('s'))}
-    from ${from} where ${[...input.rawWhere, ...extra].join(' and ')}${group}`
+    from ${from} where ${[...own, ...extra].join(' and ')}${group}`
   const source = `${EVENTS_SOURCE} s`
   const pieces = [
     rollupRows,
@@ -156,7 +157,7 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
     // The query's own conditions go inside, where the indexes are (`s.id + 0`: the watermark's side is a filter, not
     // an index scan of every event below it).
     raw(`cut cross join lateral (select s.* from ${source} where ${[...input.rawWhere, `${entity.time} >= cut.h`,
-      `${entity.time} < cut.h + interval '1 hour'`, `s.id + 0 <= (select w from st)`].join(' and ')} offset 0) s`, [`(select ok from st)`]),
+      `${entity.time} < cut.h + interval '1 hour'`, `s.id + 0 <= (select w from st)`].join(' and ')} offset 0) s`, [`(select ok from st)`], []),
     // A set that stopped being ready since the plan was made: its whole hours raw (the planner chose it a moment ago).
     raw(source, [`not (select ok from st)`, `${entity.time} >= ${h0}::timestamptz`, `${entity.time} < ${h1}::timestamptz`, `s.id + 0 <= (select w from st)`]),
   ]
