@@ -1,6 +1,6 @@
 // The WebSocket gateway with two real gateway processes, real Redis and real WebSocket clients: the connect handshake
 // and 4001, subscribe and cross-gateway delivery once and in order, error frames that never close, revocation, draining.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { publish, readHistory } from '../../shared/realtime/broker'
@@ -451,6 +451,23 @@ describe.skipIf(needsOneRedis)('Redis outage under live subscriptions', () => {
     await gateway?.stop()
     await link?.close()
   })
+
+  // Each test starts once the gateway is over the previous test's outage. Its command connection comes back on its own
+  // backoff, which may end after the revocation test already saw its 4001 close; until then a subscribe is
+  // `unavailable` (temporary), and a client would retry, as this does.
+  beforeEach(async () => {
+    const room = channel()
+    const probe = await connected(gateway, [room])
+    try {
+      let answer: Record<string, unknown> = {}
+      for (const deadline = Date.now() + 10_000; answer.type !== 'reply' && Date.now() < deadline; await Bun.sleep(100)) {
+        answer = await probe.request({ type: 'subscribe', channel: room })
+      }
+      expect(answer).toMatchObject({ type: 'reply', to: 'subscribe' })
+    } finally {
+      probe.close()
+    }
+  }, 15_000)
 
   const send = (room: string, i: number) => publish({ productId: product.productId, channel: room, policy: HISTORY, data: JSON.stringify({ i }) })
 
