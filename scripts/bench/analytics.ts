@@ -8,7 +8,9 @@
 //             a bare INSERT ... SELECT unnest of the same rows; then how long the aggregator takes to count them, and
 //             whether the very next query counts them before it has
 // Usage: bun run scripts/bench/analytics.ts [--events 1000000] [--users 100000] [--runs 5] [--peer-runs 3 (0: one cold run)]
-//        [--chunk 1000000] [--capture 200000] [--month 2026-03] [--bulk] [--keep]
+//        [--chunk 1000000] [--capture 200000 (0: none)] [--month 2026-03] [--bulk] [--keep] [--product ID]
+// --product times the queries over the events an earlier run kept (--keep) for that product, of --month, without
+// seeding again: the same data before and after a change.
 // --bulk loads a month that has no partition yet as a bulk import would: a table of its own without indexes, the
 // indexes built once at the end, then attached as the month's partition (100 million events in tens of minutes
 // instead of hours of row-by-row index upkeep). The rollups then count every event as they would any capture.
@@ -30,6 +32,7 @@ const { values: args } = parseArgs({
     events: { type: 'string', default: '1000000' }, users: { type: 'string', default: '100000' }, runs: { type: 'string', default: '5' },
     'peer-runs': { type: 'string', default: '3' }, chunk: { type: 'string', default: '1000000' }, capture: { type: 'string', default: '200000' },
     keep: { type: 'boolean', default: false }, bulk: { type: 'boolean', default: false }, month: { type: 'string', default: '2026-03' },
+    product: { type: 'string' },
   },
 })
 const EVENTS = Number(args.events)
@@ -46,13 +49,17 @@ const MONTH = `${args.month}-01T00:00:00Z`
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 const log = (line: string) => console.error(line)
 
-const product = await newProduct('Analytics bench')
+const REUSED = args.product !== undefined
+const product = REUSED ? { productId: args.product! } : await newProduct('Analytics bench')
 const seed = unboundedSql()
+if (REUSED && !(await seed`select 1 from tracked_events where product_id = ${product.productId} and ts >= ${MONTH}::timestamptz limit 1`).length) {
+  throw new Error(`--product ${product.productId} has no events of ${args.month} kept: give the --month of the run that kept them`)
+}
 const PARTITION = `tracked_events_p${args.month!.replace('-', '')}`
 const exists = (await seed`select to_regclass(${PARTITION}) is not null as there`)[0]!.there as boolean
-if (args.bulk && exists) throw new Error(`--bulk loads a month without a partition; ${PARTITION} exists: pick another --month`)
+if (args.bulk && exists && !REUSED) throw new Error(`--bulk loads a month without a partition; ${PARTITION} exists: pick another --month`)
 // The month partitions of the data, as the aggregator keeps them for the months around now.
-if (!args.bulk) await seed`select tracked_events_create_month((${MONTH}::timestamptz + m * interval '1 month')::date) from generate_series(-1, 1) m`
+if (!args.bulk && !REUSED) await seed`select tracked_events_create_month((${MONTH}::timestamptz + m * interval '1 month')::date) from generate_series(-1, 1) m`
 // The dashboard's "by plan" tile was saved as an insight: its property set exists before the events come.
 await registerRollupSet(seed, product.productId, ['plan'], LIMITS.maxSets)
 // Any events of earlier runs the rollups have not counted yet are counted first, so the timings below are this run's.
@@ -60,37 +67,42 @@ await rollupUntilCurrent(seed, LIMITS)
 
 // 30 days of events from USERS users: most sign up, fewer view, fewer add to cart, fewer buy; plus page views. In
 // chunks, each one statement, so that 100 million events need no more memory than one.
-const seeding = performance.now()
-const target = args.bulk ? PARTITION : 'tracked_events'
-if (args.bulk) {
-  await seed.unsafe(`create table ${PARTITION} (like tracked_events including defaults including constraints)`)
-  // Proves every row is of the month, so attaching it needs no scan.
-  await seed.unsafe(`alter table ${PARTITION} add constraint ${PARTITION}_month check (ts >= '${MONTH}'::timestamptz and ts < '${MONTH}'::timestamptz + interval '1 month')`)
+async function seedEvents(): Promise<number> {
+  const seeding = performance.now()
+  const target = args.bulk ? PARTITION : 'tracked_events'
+  if (args.bulk) {
+    await seed.unsafe(`create table ${PARTITION} (like tracked_events including defaults including constraints)`)
+    // Proves every row is of the month, so attaching it needs no scan.
+    await seed.unsafe(`alter table ${PARTITION} add constraint ${PARTITION}_month check (ts >= '${MONTH}'::timestamptz and ts < '${MONTH}'::timestamptz + interval '1 month')`)
+  }
+  const ids = args.bulk ? `nextval(pg_get_serial_sequence('tracked_events', 'id')), ` : ''
+  for (let first = 1; first <= EVENTS; first += CHUNK) {
+    const last = Math.min(EVENTS, first + CHUNK - 1)
+    await seed.unsafe(`
+      insert into ${target} (${args.bulk ? 'id, ' : ''}product_id, event, ts, users_id, anonymous_id, properties)
+      select ${ids}$1::uuid,
+             case when r < 0.15 then 'signup' when r < 0.55 then 'view' when r < 0.75 then 'add_to_cart' when r < 0.85 then 'purchase' else 'pageview' end,
+             $2::timestamptz + (random() * 30 * 86400) * interval '1 second',
+             'u' || (i % $3), 'a' || (i % $3),
+             jsonb_build_object('plan', (array['free', 'pro', 'team'])[1 + (i % 3)], 'amount', (i % 100))
+      from (select i, random() as r from generate_series($4::bigint, $5::bigint) as i) g`, [product.productId, MONTH, USERS, first, last])
+    if (EVENTS > CHUNK) log(`  seeded ${last.toLocaleString('en')} events (${seconds(performance.now() - seeding)})`)
+  }
+  if (args.bulk) {
+    const built = performance.now()
+    // The month's own block-range index on ids, as tracked_events_create_month makes it; attaching builds the others.
+    await seed.unsafe(`create index ${PARTITION}_ids on ${PARTITION} using brin (id) with (pages_per_range = 16)`)
+    await seed.unsafe(`alter table tracked_events attach partition ${PARTITION} for values from ('${MONTH}') to ('${MONTH}'::timestamptz + interval '1 month')`)
+    log(`  indexes built and the month attached in ${seconds(performance.now() - built)}`)
+  }
+  return performance.now() - seeding
 }
-const ids = args.bulk ? `nextval(pg_get_serial_sequence('tracked_events', 'id')), ` : ''
-for (let first = 1; first <= EVENTS; first += CHUNK) {
-  const last = Math.min(EVENTS, first + CHUNK - 1)
-  await seed.unsafe(`
-    insert into ${target} (${args.bulk ? 'id, ' : ''}product_id, event, ts, users_id, anonymous_id, properties)
-    select ${ids}$1::uuid,
-           case when r < 0.15 then 'signup' when r < 0.55 then 'view' when r < 0.75 then 'add_to_cart' when r < 0.85 then 'purchase' else 'pageview' end,
-           $2::timestamptz + (random() * 30 * 86400) * interval '1 second',
-           'u' || (i % $3), 'a' || (i % $3),
-           jsonb_build_object('plan', (array['free', 'pro', 'team'])[1 + (i % 3)], 'amount', (i % 100))
-    from (select i, random() as r from generate_series($4::bigint, $5::bigint) as i) g`, [product.productId, MONTH, USERS, first, last])
-  if (EVENTS > CHUNK) log(`  seeded ${last.toLocaleString('en')} events (${seconds(performance.now() - seeding)})`)
+const seededMs = REUSED ? 0 : await seedEvents()
+if (!REUSED) {
+  // As autovacuum would have by the time anyone queries: statistics, and the visibility map index-only scans rely on.
+  await seed`vacuum analyze tracked_events`
+  log(`seeded ${EVENTS.toLocaleString('en')} events for ${USERS.toLocaleString('en')} users in ${seconds(seededMs)} (${Math.round(EVENTS / (seededMs / 1000)).toLocaleString('en')} events/s, then vacuum analyze)`)
 }
-if (args.bulk) {
-  const built = performance.now()
-  // The month's own block-range index on ids, as tracked_events_create_month makes it; attaching builds the others.
-  await seed.unsafe(`create index ${PARTITION}_ids on ${PARTITION} using brin (id) with (pages_per_range = 16)`)
-  await seed.unsafe(`alter table tracked_events attach partition ${PARTITION} for values from ('${MONTH}') to ('${MONTH}'::timestamptz + interval '1 month')`)
-  log(`  indexes built and the month attached in ${seconds(performance.now() - built)}`)
-}
-const seededMs = performance.now() - seeding
-// As autovacuum would have by the time anyone queries: statistics, and the visibility map index-only scans rely on.
-await seed`vacuum analyze tracked_events`
-log(`seeded ${EVENTS.toLocaleString('en')} events for ${USERS.toLocaleString('en')} users in ${seconds(seededMs)} (${Math.round(EVENTS / (seededMs / 1000)).toLocaleString('en')} events/s, then vacuum analyze)`)
 const rolling = performance.now()
 await rollupUntilCurrent(seed, LIMITS)
 const rolledMs = performance.now() - rolling
@@ -194,49 +206,53 @@ log(`  ${tileLines.join('\n  ')}\n  funnel p50 ${ms(funnel.p50)}, peer ${ms(funn
 const ours = (funnel.result as { steps: { count: number }[] }).steps.map((s) => s.count)
 const theirs = Object.values((funnelPeer.result as Record<string, string>[])[0]!).map(Number)
 
-// Capture: batches of 1 000 events now, from 4 callers at once; the peer inserts the same rows with one bare statement
-// per batch, also 4 at once.
-log('capture…')
-const batches = Math.max(1, Math.round(CAPTURE / 1000))
-const batch = (n: number): CapturedEvent[] => Array.from({ length: 1000 }, (_, i) => ({
-  event: 'pageview', identity: { anonymous_id: `c${n}-${i % 50}` }, properties: { path: `/p/${i % 20}`, plan: 'pro' },
-}))
-const pool = (count: number, one: (i: number) => Promise<unknown>) => {
-  let next = 0
-  return Promise.all(Array.from({ length: 4 }, async () => { while (next < count) await one(next++) }))
+async function measureCapture(): Promise<string[]> {
+  // Capture: batches of 1 000 events now, from 4 callers at once; the peer inserts the same rows with one bare statement
+  // per batch, also 4 at once.
+  log('capture…')
+  const batches = Math.max(1, Math.round(CAPTURE / 1000))
+  const batch = (n: number): CapturedEvent[] => Array.from({ length: 1000 }, (_, i) => ({
+    event: 'pageview', identity: { anonymous_id: `c${n}-${i % 50}` }, properties: { path: `/p/${i % 20}`, plan: 'pro' },
+  }))
+  const pool = (count: number, one: (i: number) => Promise<unknown>) => {
+    let next = 0
+    return Promise.all(Array.from({ length: 4 }, async () => { while (next < count) await one(next++) }))
+  }
+  const counted = async () => (await runMetricQuery(P, { entity: 'events', metrics: ['count'], range: { from: '-2h' }, filters: [{ field: 'event', op: 'equals', value: 'pageview' }] })).rows[0]!.count as number
+  const before = await counted()
+  let t = performance.now()
+  await pool(batches, (n) => captureEvents(P, batch(n)))
+  const captureMs = performance.now() - t
+  t = performance.now()
+  await pool(batches, (n) => {
+    const rows = batch(n)
+    return sql`insert into tracked_events (product_id, event, ts, anonymous_id, properties)
+      select ${P}, event, now(), anonymous_id, properties::jsonb from unnest(${rows.map((r) => r.event)}::text[],
+        ${rows.map((r) => r.identity.anonymous_id!)}::text[], ${rows.map((r) => JSON.stringify(r.properties))}::text[]) as t(event, anonymous_id, properties)`
+  })
+  const peerCaptureMs = performance.now() - t
+  // Freshness: the next query counts every capture before the aggregator has run; then the time it takes to count them.
+  const next = await counted()
+  t = performance.now()
+  await rollupUntilCurrent(seed, LIMITS)
+  const catchUpMs = performance.now() - t
+  const afterRollup = await counted()
+  return [`capture: ${(batches * 1000).toLocaleString('en')} events in batches of 1 000 from 4 callers: ${Math.round(batches * 1000 / (captureMs / 1000)).toLocaleString('en')} events/s; peer (bare insert) ${Math.round(batches * 1000 / (peerCaptureMs / 1000)).toLocaleString('en')} events/s`,
+    `freshness: the next query counted ${(next - before).toLocaleString('en')} of ${(2 * batches * 1000).toLocaleString('en')} new events before any rollup; the aggregator counted them in ${seconds(catchUpMs)}; after it the query counts ${(afterRollup - before).toLocaleString('en')}`]
 }
-const counted = async () => (await runMetricQuery(P, { entity: 'events', metrics: ['count'], range: { from: '-2h' }, filters: [{ field: 'event', op: 'equals', value: 'pageview' }] })).rows[0]!.count as number
-const before = await counted()
-let t = performance.now()
-await pool(batches, (n) => captureEvents(P, batch(n)))
-const captureMs = performance.now() - t
-t = performance.now()
-await pool(batches, (n) => {
-  const rows = batch(n)
-  return sql`insert into tracked_events (product_id, event, ts, anonymous_id, properties)
-    select ${P}, event, now(), anonymous_id, properties::jsonb from unnest(${rows.map((r) => r.event)}::text[],
-      ${rows.map((r) => r.identity.anonymous_id!)}::text[], ${rows.map((r) => JSON.stringify(r.properties))}::text[]) as t(event, anonymous_id, properties)`
-})
-const peerCaptureMs = performance.now() - t
-// Freshness: the next query counts every capture before the aggregator has run; then the time it takes to count them.
-const next = await counted()
-t = performance.now()
-await rollupUntilCurrent(seed, LIMITS)
-const catchUpMs = performance.now() - t
-const afterRollup = await counted()
+const captureLines = CAPTURE > 0 ? await measureCapture() : []
 
 console.log(`\nAnalytics over ${EVENTS.toLocaleString('en')} events, ${USERS.toLocaleString('en')} users, 30 days (${navigator.hardwareConcurrency} cores; p50 of ${RUNS} runs after one warm-up, exact and peer of ${PEER_RUNS})\n`)
-console.log(`seeding ${seconds(seededMs)}; rollups built from scratch in ${seconds(rolledMs)}\n`)
+console.log(REUSED ? `kept events of ${args.month}; rollups brought up to date in ${seconds(rolledMs)}\n` : `seeding ${seconds(seededMs)}; rollups built from scratch in ${seconds(rolledMs)}\n`)
 console.log('| dashboard tile | platform (rollups) | exact: true | peer SQL | counts | identities off by (worst) |')
 console.log('| --- | ---: | ---: | ---: | --- | ---: |')
 for (const line of tileLines) console.log(line)
 console.log(`\nslowest tile p50: ${ms(worstTile)}`)
 console.log(`\n| funnel: signup → view → add_to_cart → purchase, 14 d | ${ms(funnel.p50)} (max ${ms(funnel.max)}) | peer ${ms(funnelPeer.p50)} |`)
 console.log(`funnel counts: platform ${ours.join(' / ')}; peer ${theirs.join(' / ')} (${ours.join() === theirs.join() ? 'equal' : 'DIFFERENT'})`)
-console.log(`\ncapture: ${(batches * 1000).toLocaleString('en')} events in batches of 1 000 from 4 callers: ${Math.round(batches * 1000 / (captureMs / 1000)).toLocaleString('en')} events/s; peer (bare insert) ${Math.round(batches * 1000 / (peerCaptureMs / 1000)).toLocaleString('en')} events/s`)
-console.log(`freshness: the next query counted ${(next - before).toLocaleString('en')} of ${(2 * batches * 1000).toLocaleString('en')} new events before any rollup; the aggregator counted them in ${seconds(catchUpMs)}; after it the query counts ${(afterRollup - before).toLocaleString('en')}`)
+if (captureLines.length) console.log(`\n${captureLines.join('\n')}`)
 
-if (args.keep) {
+if (args.keep || REUSED) {
   log(`kept product ${P} and its events (delete it to free them)`)
 } else {
   const cleanup = unboundedSql() // millions of rows take longer to delete than the API's statement deadline
