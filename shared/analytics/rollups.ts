@@ -52,6 +52,12 @@ async function identitySequence(tx: Db): Promise<string> {
 /** A set's hour that a step counted events into. Hours as text: an event may be dated in 1 BC, which no Date holds. */
 interface Touched { productId: string; setId: number; hour: string }
 
+/**
+ * Each group twice: per event, and over all events (event null, migration 0019). A query that names no event reads the
+ * second, one sketch per hour instead of one per event and hour.
+ */
+const EVENT_AND_ALL = `grouping sets ((e.event), ())`
+
 const UPSERT = `on conflict on constraint analytics_event_rollups_key do update
   set events = r.events + excluded.events, identities = hll_union(r.identities, excluded.identities)`
 
@@ -62,7 +68,7 @@ async function countSets(tx: Db, rows: string, sets: string, params: unknown[]):
       insert into analytics_event_rollups as r (product_id, set_id, hour, event, v1, v2, v3, events, identities)
       select e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), e.event, ${values.join(', ')}, count(*), ${identitySketch('e')}
       from ${rows} join analytics_rollup_sets s on s.product_id = e.product_id and ${sets}
-      group by e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), e.event, ${values.join(', ')}
+      group by e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), ${values.join(', ')}, ${EVENT_AND_ALL}
       ${UPSERT}
       returning product_id, set_id, hour)
     select distinct product_id, set_id, hour::text as hour from counted`, params as never[])
@@ -74,7 +80,7 @@ async function countRange(tx: Db, lo: number, hi: number): Promise<Touched[]> {
   await tx.unsafe(`insert into analytics_event_rollups as r (product_id, set_id, hour, event, events, identities)
     select e.product_id, ${BASE_SET}, date_trunc('hour', e.ts, 'UTC'), e.event, count(*), ${identitySketch('e')}
     from ${EVENTS_SOURCE} e where e.id > $1 and e.id <= $2
-    group by e.product_id, date_trunc('hour', e.ts, 'UTC'), e.event
+    group by e.product_id, date_trunc('hour', e.ts, 'UTC'), ${EVENT_AND_ALL}
     ${UPSERT}`, [lo, hi])
   return countSets(tx, `${EVENTS_SOURCE} e`, `e.id > $1 and e.id <= $2 and s.state in ('building', 'ready') and e.id > s.covers_from`, [lo, hi])
 }

@@ -4,9 +4,13 @@
 // watermark, backdated into hours already rolled up). Distinct identities here stay below the size where a sketch
 // stops counting exactly, so they must match too. Also: property sets made by saving insights, built and then ready;
 // a set with too many values dropped; a capture counted by the very next query; the aggregator process.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import postgres from 'postgres'
 import { readState, registerRollupSet, rollupUntilCurrent, type RollupLimits } from '../../shared/analytics/rollups'
+import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
+import { migrate } from '../../shared/db/migrate'
 import { createInsight } from '../../services/api/analytics/insights'
 import { planMetricQuery, runMetricQuery } from '../../services/api/analytics/semantic/metric-query'
 import { postgresPlanning } from '../../services/api/analytics/semantic/planning-database'
@@ -294,3 +298,61 @@ describe('the aggregator process', () => {
   }, 40_000)
 })
 
+
+describe('upgrading rollups made before the rows over all events (migration 0019)', () => {
+  const name = `platform_rollups_${randomUUID().replaceAll('-', '').slice(0, 12)}`
+  const url = new URL(config.databaseUrl)
+  url.pathname = `/${name}`
+  let db: postgres.Sql | undefined
+  afterAll(async () => {
+    await db?.end()
+    await sql.unsafe(`drop database if exists ${name}`)
+  })
+
+  test('every hour counted so far gets its row over all events, equal to its events\' rows merged, and steps after keep both', async () => {
+    await sql.unsafe(`create database ${name}`)
+    db = postgres(url.toString(), { max: 4, onnotice: () => {} })
+    await migrate(db, { through: '0018_analytics_insight_results.sql' })
+    const [product] = await db`with o as (insert into organizations (name) values ('o') returning id)
+      insert into products (organization_id, name) select id, 'p' from o returning id`
+    const [set] = await db`insert into analytics_rollup_sets (product_id, keys, covers_from, state) values (${product!.id}, ${['plan']}, 0, 'ready') returning id`
+    await db`insert into tracked_events (product_id, event, ts, users_id, properties)
+      select ${product!.id}, 'e' || (i % 3), timestamptz '2025-03-01' + i * interval '7 minutes', 'u' || (i % 40), jsonb_build_object('plan', 'p' || (i % 2))
+      from generate_series(1, 600) i`
+    // The rows as the aggregator counted them before 0019: per event only, in the base set and the plan set.
+    const sketch = `hll_add_agg(hll_hash_text(coalesce(users_id, anonymous_id, email, phone)), 14, 5)`
+    await db.unsafe(`insert into analytics_event_rollups (product_id, set_id, hour, event, events, identities)
+      select product_id, 0, date_trunc('hour', ts, 'UTC'), event, count(*), ${sketch} from tracked_events group by 1, 3, 4`)
+    await db.unsafe(`insert into analytics_event_rollups (product_id, set_id, hour, event, v1, events, identities)
+      select product_id, ${set!.id}, date_trunc('hour', ts, 'UTC'), event, properties ->> 'plan', count(*), ${sketch} from tracked_events group by 1, 3, 4, 5`)
+    await db`update analytics_rollup_state set watermark = (select max(id) from tracked_events)`
+    await migrate(db)
+    // Each hour's row over all events holds what its per-event rows hold together, in both sets.
+    const compare = async () => db!`select a.set_id, a.hour, a.v1, a.events::int as all_events, p.events::int as per_event,
+        hll_cardinality(a.identities)::int as all_identities, hll_cardinality(p.identities)::int as per_event_identities
+      from analytics_event_rollups a
+      full join (select set_id, hour, v1, sum(events) as events, hll_union_agg(identities) as identities from analytics_event_rollups
+        where event is not null group by set_id, hour, v1) p on p.set_id = a.set_id and p.hour = a.hour and p.v1 is not distinct from a.v1
+      where a.event is null or a.set_id is null`
+    let rows = await compare()
+    expect(rows.length).toBe((await db`select count(distinct (set_id, hour, v1))::int as n from analytics_event_rollups`)[0]!.n)
+    expect(rows.length).toBeGreaterThan(70 * 2)
+    for (const row of rows) {
+      expect(row.all_events).toBe(row.per_event)
+      expect(row.all_identities).toBe(row.per_event_identities)
+    }
+    // Counting goes on into both kinds of row: a backdated event into an hour counted already.
+    await db`insert into tracked_events (product_id, event, ts, users_id, properties) values (${product!.id}, 'late', '2025-03-01T02:10:00Z', 'newcomer', '{"plan":"p1"}')`
+    await rollupUntilCurrent(db, LIMITS)
+    rows = await compare()
+    for (const row of rows) {
+      expect(row.all_events).toBe(row.per_event)
+      expect(row.all_identities).toBe(row.per_event_identities)
+    }
+    const [hour] = await db`select events::int, hll_cardinality(identities)::int as identities from analytics_event_rollups
+      where set_id = 0 and event is null and hour = '2025-03-01T02:00:00Z'`
+    const [raw] = await db`select count(*)::int as events, count(distinct users_id)::int as identities from tracked_events
+      where ts >= '2025-03-01T02:00:00Z' and ts < '2025-03-01T03:00:00Z'`
+    expect(hour).toEqual(raw!)
+  }, 60_000)
+})

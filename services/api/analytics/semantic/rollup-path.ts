@@ -111,6 +111,8 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
   const rollupDims = dims.map((d, i) => rollupColumn(d, `${path}/dimensions/${i}`))
   const rollupFilters = (query.filters ?? []).map((f, i) => filterSql(entity, f, `${path}/filters/${i}`, params, rollupColumn))
   const wantsIdentities = metrics.some((m) => ROLLED_UP[m.name] === 'identities')
+  // A query that names no event reads the rows over all events (event null): one sketch per hour, not one per event.
+  const namesEvent = dims.includes('event') || (query.filters ?? []).some((f) => f.field === 'event')
 
   // One snapshot: how far the rollups go, and whether the set is ready (a set dropped for too many values is not).
   const ready = choice.setId === BASE_SET ? 'true'
@@ -138,6 +140,7 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
     from analytics_event_rollups r
     where (select ok from st) and r.product_id = ${productParam} and r.set_id = ${params.add(choice.setId)}
       and r.hour >= ${h0}::timestamptz and r.hour < ${h1}::timestamptz and r.hour not in (select h from cut)
+      and r.event is ${namesEvent ? 'not null' : 'null'}
       ${rollupFilters.map((f) => `and ${f}`).join(' ')}${group}`
   // Raw events of `from` (alias `s`) with the query's own conditions and `extra` ones, grouped as the rollup rows are.
   const raw = (from: string, extra: string[], own = input.rawWhere) => `select ${[...groupCols(truncate ? truncate(entity.time!) : null, input.rawDims), 'count(*) as c'].join(', ')}
