@@ -1,9 +1,11 @@
 // Test helpers: in-process calls to the apps, fresh accounts and products, and real worker processes on free ports.
 import { afterAll, beforeAll, expect } from 'bun:test'
 import { randomUUID } from 'node:crypto'
+import postgres from 'postgres'
+import { config } from '../shared/config'
 import { onInvalidation, type Invalidation } from '../shared/cache/invalidation'
 import { buildApiApp } from '../services/api/app'
-import { unboundedSql } from '../shared/db/client'
+import { sql as mainSql, unboundedSql } from '../shared/db/client'
 import { migrate } from '../shared/db/migrate'
 import { sealPlainSecrets } from '../shared/db/seal-secrets'
 import { Cluster } from 'ioredis'
@@ -241,3 +243,25 @@ export async function onEveryRedisNode(...command: [string, ...(string | number)
  * own faults (a master killed, a slot migrated) are test/cluster/.
  */
 export const needsOneRedis = onCluster()
+
+/**
+ * A database of a test's own beside the suite's (an upgrade from an older schema, say): created by `open`, dropped with
+ * its connections after the enclosing describe. Call at describe level.
+ */
+export function scratchDatabase(prefix: string): { open(): Promise<postgres.Sql> } {
+  const name = `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 12)}`
+  const url = new URL(config.databaseUrl)
+  url.pathname = `/${name}`
+  let db: postgres.Sql | undefined
+  afterAll(async () => {
+    await db?.end()
+    await mainSql.unsafe(`drop database if exists ${name}`)
+  })
+  return {
+    async open() {
+      await mainSql.unsafe(`create database ${name}`)
+      db = postgres(url.toString(), { max: 4, onnotice: () => {} })
+      return db
+    },
+  }
+}

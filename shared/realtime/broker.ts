@@ -8,6 +8,7 @@ import { orUnavailable, redisScript } from '../redis-script'
 import { FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
 import { channelKeys, FAN_BUDGET_SLICES } from './keys'
 import FAN_BUDGET_LUA from './lua/fan-budget.lua' with { type: 'text' }
+import GENERATION_LUA from './lua/generation.lua' with { type: 'text' }
 import HISTORY_LUA from './lua/history.lua' with { type: 'text' }
 import HISTORY_BUDGET_LUA from './lua/history-budget.lua' with { type: 'text' }
 import NOW_LUA from './lua/now.lua' with { type: 'text' }
@@ -126,11 +127,11 @@ type HistoryReply = [epoch: string, top: number, recovered: number, entries: Str
 export type PublishReply = [number, string] | [-1, string, number] | []
 
 /** publish.lua with the libraries it needs, in order (./limited-publish.ts runs it after its limits). */
-export const PUBLISH_SCRIPT_PARTS = [NOW_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA] as const
+export const PUBLISH_SCRIPT_PARTS = [NOW_LUA, GENERATION_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA] as const
 
 const publishScript = redisScript<PublishReply>('realtime publish', ...PUBLISH_SCRIPT_PARTS)
-const historyScript = redisScript<HistoryReply>('realtime history', NOW_LUA, HISTORY_LUA)
-const positionScript = redisScript<[string, number]>('realtime history', NOW_LUA, HISTORY_BUDGET_LUA, POSITION_LUA)
+const historyScript = redisScript<HistoryReply>('realtime history', NOW_LUA, GENERATION_LUA, HISTORY_LUA)
+const positionScript = redisScript<[string, number]>('realtime history', NOW_LUA, GENERATION_LUA, HISTORY_BUDGET_LUA, POSITION_LUA)
 
 /** 16 random hex characters: the epoch a script takes when the channel has none. */
 const epochCandidate = () => randomUUID().replaceAll('-', '').slice(0, 16)

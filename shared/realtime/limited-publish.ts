@@ -19,8 +19,8 @@ export type LimitedPublish = { published: PublishResult } | { refused: number; c
 type Reply = PublishReply | [-2, number, number]
 
 // The limits go between the libraries and publish.lua's body, so a refusal returns before the body runs.
-const [nowLua, fanBudgetLua, historyBudgetLua, publishLua] = PUBLISH_SCRIPT_PARTS
-const limitedPublishScript = redisScript<Reply>('realtime publish', nowLua, fanBudgetLua, historyBudgetLua, WINDOW_LIMITS_LUA, publishLua)
+const [nowLua, generationLua, fanBudgetLua, historyBudgetLua, publishLua] = PUBLISH_SCRIPT_PARTS
+const limitedPublishScript = redisScript<Reply>('realtime publish', nowLua, generationLua, fanBudgetLua, historyBudgetLua, WINDOW_LIMITS_LUA, publishLua)
 
 /**
  * Counts `limits` in order, then publishes, in one script. A refused limit counts nothing after it and publishes nothing.

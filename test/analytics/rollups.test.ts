@@ -4,11 +4,8 @@
 // watermark, backdated into hours already rolled up). Distinct identities here stay below the size where a sketch
 // stops counting exactly, so they must match too. Also: property sets made by saving insights, built and then ready;
 // a set with too many values dropped; a capture counted by the very next query; the aggregator process.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { randomUUID } from 'node:crypto'
-import postgres from 'postgres'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import { readState, registerRollupSet, rollupUntilCurrent, type RollupLimits } from '../../shared/analytics/rollups'
-import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
 import { migrate } from '../../shared/db/migrate'
 import { createInsight } from '../../services/api/analytics/insights'
@@ -16,7 +13,7 @@ import { planMetricQuery, runMetricQuery } from '../../services/api/analytics/se
 import { postgresPlanning } from '../../services/api/analytics/semantic/planning-database'
 import type { Filter, MetricQuery } from '../../services/api/analytics/semantic/query-schemas'
 import { captureEvents, type CapturedEvent } from '../../shared/analytics/capture'
-import { call, eventually, freePort, newProduct } from '../helpers'
+import { call, eventually, freePort, newProduct, scratchDatabase } from '../helpers'
 
 const LIMITS: RollupLimits = { chunkIds: 700, lockTimeoutMs: 2000, maxValues: 200, maxSets: 10 }
 const roll = () => rollupUntilCurrent(sql, LIMITS)
@@ -300,18 +297,10 @@ describe('the aggregator process', () => {
 
 
 describe('upgrading rollups made before the rows over all events (migration 0019)', () => {
-  const name = `platform_rollups_${randomUUID().replaceAll('-', '').slice(0, 12)}`
-  const url = new URL(config.databaseUrl)
-  url.pathname = `/${name}`
-  let db: postgres.Sql | undefined
-  afterAll(async () => {
-    await db?.end()
-    await sql.unsafe(`drop database if exists ${name}`)
-  })
+  const scratch = scratchDatabase('platform_rollups')
 
   test('every hour counted so far gets its row over all events, equal to its events\' rows merged, and steps after keep both', async () => {
-    await sql.unsafe(`create database ${name}`)
-    db = postgres(url.toString(), { max: 4, onnotice: () => {} })
+    const db = await scratch.open()
     await migrate(db, { through: '0018_analytics_insight_results.sql' })
     const [product] = await db`with o as (insert into organizations (name) values ('o') returning id)
       insert into products (organization_id, name) select id, 'p' from o returning id`
@@ -328,7 +317,7 @@ describe('upgrading rollups made before the rows over all events (migration 0019
     await db`update analytics_rollup_state set watermark = (select max(id) from tracked_events)`
     await migrate(db)
     // Each hour's row over all events holds what its per-event rows hold together, in both sets.
-    const compare = async () => db!`select a.set_id, a.hour, a.v1, a.events::int as all_events, p.events::int as per_event,
+    const compare = async () => db`select a.set_id, a.hour, a.v1, a.events::int as all_events, p.events::int as per_event,
         hll_cardinality(a.identities)::int as all_identities, hll_cardinality(p.identities)::int as per_event_identities
       from analytics_event_rollups a
       full join (select set_id, hour, v1, sum(events) as events, hll_union_agg(identities) as identities from analytics_event_rollups

@@ -16,6 +16,11 @@ export interface FaultProxy {
    * path of a connection dies without a reset. New connections pass normally.
    */
   blackhole(): void
+  /**
+   * New connections go to `target` from now on (open ones stay where they are: cut and restore to move them), as a
+   * virtual IP or a DNS name moved to a promoted replica.
+   */
+  retarget(target: { host: string; port: number }): void
   /** Back to normal: after a stall what was held flows in order; after a cut the same port accepts again. */
   restore(): Promise<void>
   /** Live client connections, held ones included. */
@@ -179,6 +184,9 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     },
     blackhole() {
       for (const link of links) link.dead = true
+    },
+    retarget(to) {
+      target = to
     },
     async restore() {
       if (shut) throw new Error('fault proxy is closed')

@@ -4,61 +4,16 @@
 // bring a revoked key's tokens back.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { connect } from 'node:net'
 import postgres from 'postgres'
 import { config } from '../../shared/config'
 import { InvalidatedCache } from '../../shared/cache/invalidated-cache'
 import { RevocationCache, revokedAmong, type TokenCredential } from '../../shared/realtime/revocations'
+import { OwnRedis } from '../faults/own-redis'
 import { startFaultProxy } from '../faults/proxy'
 import { signToken } from '../../shared/realtime/tokens'
 import { freePort, newPlatformKey, startProcess, type Worker } from '../helpers'
 import { startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
 import { createKey, manage, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
-
-/** A redis-server of this file's own, without persistence: stopping it and starting it again empties it. */
-class OwnRedis {
-  private proc: ReturnType<typeof Bun.spawn> | undefined
-  constructor(readonly port: number) {}
-
-  get url() {
-    return `redis://127.0.0.1:${this.port}`
-  }
-
-  async start(): Promise<void> {
-    this.proc = Bun.spawn(['redis-server', '--bind', '127.0.0.1', '--port', String(this.port), '--save', '', '--appendonly', 'no',
-      '--daemonize', 'no', '--dir', '/tmp'], { stdout: 'ignore', stderr: 'inherit' })
-    for (const deadline = Date.now() + 10_000; ; await Bun.sleep(50)) {
-      if (await this.ping()) return
-      if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${this.port}`)
-    }
-  }
-
-  /** Killed as in a crash (SIGKILL): its clients' connections close, and everything it held is gone. */
-  async stop(): Promise<void> {
-    this.proc?.kill('SIGKILL')
-    await this.proc?.exited
-    this.proc = undefined
-  }
-
-  /** Keys held now (DBSIZE of database 0). */
-  async size(): Promise<number> {
-    return Number(/:(\d+)/.exec(await this.command('*1\r\n$6\r\nDBSIZE\r\n'))?.[1] ?? NaN)
-  }
-
-  private ping = async () => (await this.command('*1\r\n$4\r\nPING\r\n').catch(() => '')).startsWith('+PONG')
-
-  private command(text: string): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const socket = connect(this.port, '127.0.0.1')
-      socket.once('error', reject)
-      socket.once('data', (data) => {
-        socket.destroy()
-        resolve(data.toString())
-      })
-      socket.write(text)
-    })
-  }
-}
 
 let redisServer: OwnRedis
 let api: Worker

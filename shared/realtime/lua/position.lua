@@ -1,13 +1,15 @@
--- Where a new subscription starts (shared/realtime/broker.ts subscriptionPosition). Needs now.lua and history-budget.lua.
+-- Where a new subscription starts (shared/realtime/broker.ts subscriptionPosition). Needs now.lua, generation.lua and
+-- history-budget.lua.
 -- KEYS: 1 hist, 2 meta, 3 histb, 4 histx
 -- ARGV: 1 epoch candidate, 2 retention ms, 3 channel, 4 history budget bytes, 5 the channel's own history cost
 --       (historyChannelBytes)
 -- Returns {epoch, top offset}, starting an epoch at offset 0 when the channel has none (as a publish would, leftover
--- history stream included), charged to the product's history budget like a publish's new epoch; when the channel's
+-- history stream included, and an epoch of another generation: generation.lua), charged to the product's history budget like a publish's new epoch; when the channel's
 -- cost does not fit, {'', 0} and nothing is created (the subscriber's cursor then names no epoch: after the first
 -- publish it does not recover, a visible resync, never a silent gap).
-local meta = redis.call('HMGET', KEYS[2], 'e', 'o')
-if meta[1] then return {meta[1], tonumber(meta[2]) or 0} end
+local meta = redis.call('HMGET', KEYS[2], 'e', 'o', 'g')
+local gen = generation()
+if meta[1] and same_generation(meta[3], gen) then return {meta[1], tonumber(meta[2]) or 0} end
 local now = now_ms()
 local ttl = tonumber(ARGV[2])
 local other = hist_other(KEYS[3], KEYS[4], ARGV[3], now)
@@ -17,8 +19,8 @@ if other + cost > tonumber(ARGV[4]) then
   redis.call('HDEL', KEYS[3], ARGV[3])
   return {'', 0}
 end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[2], 'e', ARGV[1], 'o', 0, 'b', cost)
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('HSET', KEYS[2], 'e', ARGV[1], 'o', 0, 'b', cost, 'g', gen)
 redis.call('PEXPIRE', KEYS[2], ttl)
 hist_set(KEYS[3], KEYS[4], ARGV[3], cost, other, now + ttl, ttl)
 return {ARGV[1], 0}

@@ -1,5 +1,5 @@
 -- Publishes one message: history (when kept) and the shard's fan-out entry in one atomic step (shared/realtime/broker.ts).
--- Needs now.lua, fan-budget.lua and history-budget.lua before it.
+-- Needs now.lua, generation.lua, fan-budget.lua and history-budget.lua before it.
 -- KEYS: 1 hist, 2 meta, 3 fan, 4 fan sequence, 5 product's fan-out budget (fanb), 6 product's history bytes (histb),
 --       7 product's channel expiries (histx)
 -- ARGV: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
@@ -27,7 +27,11 @@ if stored then
   -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream): its entries, and
   -- from the start of its epoch the channel's own cost (ARGV 16); the product's total in histb.
   local other = hist_other(KEYS[6], KEYS[7], ARGV[5], now)
-  epoch = redis.call('HGET', KEYS[2], 'e')
+  local meta = redis.call('HMGET', KEYS[2], 'e', 'g')
+  local gen = generation()
+  epoch = meta[1]
+  -- An epoch numbered by another master (a failover, a restart, a moved slot) is not continued: a new one starts.
+  if epoch and not same_generation(meta[2], gen) then epoch = nil end
   local bytes = 0
   local function entry_bytes(entry)
     local n = tonumber(ARGV[15])
@@ -76,14 +80,14 @@ if stored then
     return {-1, 'history', first[2] and (tonumber(first[2]) - now) or ttl}
   end
   if not epoch then
-    -- A new epoch: whatever history stream survives belongs to the old one and must not be served under the new.
+    -- A new epoch: whatever history stream and meta survive belong to the old one and must not be served under the new.
     epoch = ARGV[3]
-    redis.call('DEL', KEYS[1])
+    redis.call('DEL', KEYS[1], KEYS[2])
     redis.call('HSET', KEYS[2], 'e', epoch)
   end
   local offset = redis.call('HINCRBY', KEYS[2], 'o', 1)
   redis.call('XADD', KEYS[1], 'MAXLEN', size, string.format('%d-0', offset), 't', now, 'i', ARGV[6], ARGV[7], ARGV[8])
-  redis.call('HSET', KEYS[2], 'b', after)
+  redis.call('HSET', KEYS[2], 'b', after, 'g', gen)
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
   hist_set(KEYS[6], KEYS[7], ARGV[5], after, other, now + ttl, ttl)

@@ -1,0 +1,53 @@
+// A redis-server of a test file's own, without persistence: stopping it (SIGKILL, as in a crash) and starting it again
+// empties it. With `--replicaof` among its arguments it is a replica; `command` speaks to it directly.
+import { connect } from 'node:net'
+
+export class OwnRedis {
+  private proc: ReturnType<typeof Bun.spawn> | undefined
+  constructor(readonly port: number, private readonly args: string[] = []) {}
+
+  get url() {
+    return `redis://127.0.0.1:${this.port}`
+  }
+
+  async start(): Promise<void> {
+    this.proc = Bun.spawn(['redis-server', '--bind', '127.0.0.1', '--port', String(this.port), '--save', '', '--appendonly', 'no',
+      '--daemonize', 'no', '--dir', '/tmp', ...this.args], { stdout: 'ignore', stderr: 'inherit' })
+    for (const deadline = Date.now() + 10_000; ; await Bun.sleep(50)) {
+      if (await this.ping()) return
+      if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${this.port}`)
+    }
+  }
+
+  /** Killed as in a crash (SIGKILL): its clients' connections close, and everything it held is gone. */
+  async stop(): Promise<void> {
+    this.proc?.kill('SIGKILL')
+    await this.proc?.exited
+    this.proc = undefined
+  }
+
+  /** Keys held now (DBSIZE of database 0). */
+  async size(): Promise<number> {
+    return Number(/:(\d+)/.exec(await this.command('DBSIZE'))?.[1] ?? NaN)
+  }
+
+  /** One command's raw reply (RESP text), read until the socket has been quiet for a moment or closed. */
+  command(...args: (string | number)[]): Promise<string> {
+    const text = `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`).join('')}`
+    return new Promise((resolve, reject) => {
+      const socket = connect(this.port, '127.0.0.1')
+      let reply = ''
+      let quiet: ReturnType<typeof setTimeout> | undefined
+      socket.once('error', reject)
+      socket.on('data', (data) => {
+        reply += data.toString()
+        clearTimeout(quiet)
+        quiet = setTimeout(() => socket.destroy(), 30) // a reply spread over segments
+      })
+      socket.on('close', () => resolve(reply))
+      socket.write(text)
+    })
+  }
+
+  private ping = async () => (await this.command('PING').catch(() => '')).startsWith('+PONG')
+}
