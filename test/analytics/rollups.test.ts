@@ -13,6 +13,7 @@ import { planMetricQuery, runMetricQuery } from '../../services/api/analytics/se
 import { postgresPlanning } from '../../services/api/analytics/semantic/planning-database'
 import type { Filter, MetricQuery } from '../../services/api/analytics/semantic/query-schemas'
 import { captureEvents, type CapturedEvent } from '../../shared/analytics/capture'
+import { identitySketch } from '../../shared/analytics/events'
 import { call, eventually, freePort, newProduct, scratchDatabase } from '../helpers'
 
 const LIMITS: RollupLimits = { chunkIds: 700, lockTimeoutMs: 2000, maxValues: 200, maxSets: 10 }
@@ -309,11 +310,10 @@ describe('upgrading rollups made before the rows over all events (migration 0019
       select ${product!.id}, 'e' || (i % 3), timestamptz '2025-03-01' + i * interval '7 minutes', 'u' || (i % 40), jsonb_build_object('plan', 'p' || (i % 2))
       from generate_series(1, 600) i`
     // The rows as the aggregator counted them before 0019: per event only, in the base set and the plan set.
-    const sketch = `hll_add_agg(hll_hash_text(coalesce(users_id, anonymous_id, email, phone)), 14, 5)`
     await db.unsafe(`insert into analytics_event_rollups (product_id, set_id, hour, event, events, identities)
-      select product_id, 0, date_trunc('hour', ts, 'UTC'), event, count(*), ${sketch} from tracked_events group by 1, 3, 4`)
+      select product_id, 0, date_trunc('hour', ts, 'UTC'), event, count(*), ${identitySketch('e')} from tracked_events e group by 1, 3, 4`)
     await db.unsafe(`insert into analytics_event_rollups (product_id, set_id, hour, event, v1, events, identities)
-      select product_id, ${set!.id}, date_trunc('hour', ts, 'UTC'), event, properties ->> 'plan', count(*), ${sketch} from tracked_events group by 1, 3, 4, 5`)
+      select product_id, ${set!.id}, date_trunc('hour', ts, 'UTC'), event, properties ->> 'plan', count(*), ${identitySketch('e')} from tracked_events e group by 1, 3, 4, 5`)
     await db`update analytics_rollup_state set watermark = (select max(id) from tracked_events)`
     await migrate(db)
     // Each hour's row over all events holds what its per-event rows hold together, in both sets.

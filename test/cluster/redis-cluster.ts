@@ -11,6 +11,10 @@ const run = async (argv: string[]) => {
   return out
 }
 
+/** One command to the redis-server on 127.0.0.1:`port`, as redis-cli prints its reply; throws when it fails to answer. */
+export const redisCli = (port: number, ...command: (string | number)[]) =>
+  run(['redis-cli', '-h', '127.0.0.1', '-p', String(port), ...command.map(String)])
+
 /** Ports handed out in this process, so two nodes never get the same one (or one another's bus port). */
 const taken = new Set<number>()
 
@@ -64,7 +68,7 @@ export class RedisCluster {
 
   /** One command on one node, as redis-cli prints its reply. */
   cli(port: number, ...command: string[]): Promise<string> {
-    return run(['redis-cli', '-h', '127.0.0.1', '-p', String(port), ...command])
+    return redisCli(port, ...command)
   }
 
   /** One command on the first node that answers (some may have been killed). */

@@ -1,6 +1,6 @@
 // A redis-server of a test file's own, without persistence: stopping it (SIGKILL, as in a crash) and starting it again
-// empties it. With `--replicaof` among its arguments it is a replica; `command` speaks to it directly.
-import { connect } from 'node:net'
+// empties it. With `--replicaof` among its arguments it is a replica; `command` speaks to it through redis-cli.
+import { redisCli } from '../cluster/redis-cluster'
 
 export class OwnRedis {
   private proc: ReturnType<typeof Bun.spawn> | undefined
@@ -28,26 +28,13 @@ export class OwnRedis {
 
   /** Keys held now (DBSIZE of database 0). */
   async size(): Promise<number> {
-    return Number(/:(\d+)/.exec(await this.command('DBSIZE'))?.[1] ?? NaN)
+    return Number((await this.command('DBSIZE')).trim())
   }
 
-  /** One command's raw reply (RESP text), read until the socket has been quiet for a moment or closed. */
+  /** One command, as redis-cli prints its reply. */
   command(...args: (string | number)[]): Promise<string> {
-    const text = `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`).join('')}`
-    return new Promise((resolve, reject) => {
-      const socket = connect(this.port, '127.0.0.1')
-      let reply = ''
-      let quiet: ReturnType<typeof setTimeout> | undefined
-      socket.once('error', reject)
-      socket.on('data', (data) => {
-        reply += data.toString()
-        clearTimeout(quiet)
-        quiet = setTimeout(() => socket.destroy(), 30) // a reply spread over segments
-      })
-      socket.on('close', () => resolve(reply))
-      socket.write(text)
-    })
+    return redisCli(this.port, ...args)
   }
 
-  private ping = async () => (await this.command('PING').catch(() => '')).startsWith('+PONG')
+  private ping = async () => (await this.command('PING').catch(() => '')).trim() === 'PONG'
 }
