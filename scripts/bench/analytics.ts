@@ -8,7 +8,8 @@
 //             a bare INSERT ... SELECT unnest of the same rows; then how long the aggregator takes to count them, and
 //             whether the very next query counts them before it has
 // Usage: bun run scripts/bench/analytics.ts [--events 1000000] [--users 100000] [--runs 5] [--peer-runs 3 (0: one cold run)]
-//        [--chunk 1000000] [--capture 200000 (0: none)] [--month 2026-03] [--bulk] [--keep] [--product ID]
+//        [--chunk 1000000] [--capture 200000 (0: none)] [--month 2026-03] [--bulk] [--keep] [--product ID] [--seed-only]
+// --seed-only seeds (and keeps) the events and stops: a later --product run builds the rollups and times the queries.
 // --product times the queries over the events an earlier run kept (--keep) for that product, of --month, without
 // seeding again: the same data before and after a change.
 // --bulk loads a month that has no partition yet as a bulk import would: a table of its own without indexes, the
@@ -32,7 +33,7 @@ const { values: args } = parseArgs({
     events: { type: 'string', default: '1000000' }, users: { type: 'string', default: '100000' }, runs: { type: 'string', default: '5' },
     'peer-runs': { type: 'string', default: '3' }, chunk: { type: 'string', default: '1000000' }, capture: { type: 'string', default: '200000' },
     keep: { type: 'boolean', default: false }, bulk: { type: 'boolean', default: false }, month: { type: 'string', default: '2026-03' },
-    product: { type: 'string' },
+    product: { type: 'string' }, 'seed-only': { type: 'boolean', default: false },
   },
 })
 const EVENTS = Number(args.events)
@@ -102,6 +103,12 @@ if (!REUSED) {
   // As autovacuum would have by the time anyone queries: statistics, and the visibility map index-only scans rely on.
   await seed`vacuum analyze tracked_events`
   log(`seeded ${EVENTS.toLocaleString('en')} events for ${USERS.toLocaleString('en')} users in ${seconds(seededMs)} (${Math.round(EVENTS / (seededMs / 1000)).toLocaleString('en')} events/s, then vacuum analyze)`)
+}
+if (args['seed-only']) {
+  log(`kept product ${product.productId} and its events of ${args.month}: time them with --product ${product.productId} --month ${args.month}`)
+  await Promise.all([seed.end(), sql.end(), analyticsSql.end()])
+  await closeRedis()
+  process.exit(0)
 }
 const rolling = performance.now()
 await rollupUntilCurrent(seed, LIMITS)

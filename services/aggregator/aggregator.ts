@@ -1,4 +1,4 @@
-// The aggregator's loop: rollup rounds (the watermark forward, property sets backfilled) back to back while there is
+// The aggregator's loop: rollup rounds (the watermark forward, property sets and slots backfilled) back to back while there is
 // work, and partition upkeep (months ahead, retention, an upgrade's legacy rows) on its own timer.
 // docs/analytics.md, "Partitions" and "Rollups".
 import { partitionStep, type PartitionPolicy } from '../../shared/analytics/partitions'
@@ -71,7 +71,7 @@ export function startAggregator(sql: Sql, settings: AggregatorSettings, now = ()
         counts.rolledUp += step.advanced
         counts.setsReady += step.ready
         counts.watermark = step.watermark
-        busy ||= step.advanced > 0 || step.backfilled > 0
+        busy ||= step.advanced > 0 || step.backfilled > 0 || step.slotsBackfilled > 0
       } catch (error) {
         failed('rollup round', error)
       }

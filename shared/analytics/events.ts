@@ -25,3 +25,9 @@ export const BASE_SET = 0
 
 /** A property set has at most this many keys (v1..v3 of analytics_event_rollups). */
 export const MAX_SET_KEYS = 3
+
+/**
+ * The rollups' finer rows (analytics_event_slots, migration 0020) are per this many minutes, from the hour: a range's
+ * ends outside its whole hours are read from them. It divides an hour, and the offsets of today's zones.
+ */
+export const SLOT_MINUTES = 5

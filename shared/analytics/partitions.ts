@@ -93,6 +93,8 @@ export async function dropExpiredMonths(sql: Sql, now: Date, policy: PartitionPo
     await withLockTimeout(sql, policy.lockTimeoutMs, async (tx) => {
       await tx`delete from analytics_event_rollups where hour >= ${month}::date::timestamp at time zone 'UTC'
         and hour < (${month}::date + interval '1 month')::timestamp at time zone 'UTC'`
+      await tx`delete from analytics_event_slots where slot >= ${month}::date::timestamp at time zone 'UTC'
+        and slot < (${month}::date + interval '1 month')::timestamp at time zone 'UTC'`
       await tx.unsafe(`drop table if exists ${name}`)
     })
     dropped.push(month)
@@ -100,6 +102,7 @@ export async function dropExpiredMonths(sql: Sql, now: Date, policy: PartitionPo
   await sql`delete from tracked_events_default where ctid = any(array(
     select ctid from tracked_events_default where ts < ${keepFrom} limit ${policy.moveBatch}))`
   await sql`delete from analytics_event_rollups where hour < ${keepFrom}`
+  await sql`delete from analytics_event_slots where slot < ${keepFrom}`
   return dropped
 }
 

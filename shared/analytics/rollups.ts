@@ -6,7 +6,7 @@ import type { Sql } from '../db/client'
 
 /** A pool or a transaction of one. */
 type Db = Sql | postgres.TransactionSql
-import { BASE_SET, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS } from './events'
+import { BASE_SET, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from './events'
 
 export interface RollupLimits {
   /** Most event ids one step covers. */
@@ -58,30 +58,49 @@ interface Touched { productId: string; setId: number; hour: string }
  */
 const EVENT_AND_ALL = `grouping sets ((e.event), ())`
 
-const UPSERT = `on conflict on constraint analytics_event_rollups_key do update
+/** An event's slot (migration 0020): slots lie within hours, so an hour is its slots merged. */
+const SLOT = `date_bin('${SLOT_MINUTES} minutes', e.ts, timestamptz '2000-01-01 00:00:00+00')`
+
+const upsert = (key: string) => `on conflict on constraint ${key} do update
   set events = r.events + excluded.events, identities = hll_union(r.identities, excluded.identities)`
 
-/** The property sets' rows of the events `rows` (a FROM item aliased `e`) for the sets `sets` (a condition on `s`). */
-async function countSets(tx: Db, rows: string, sets: string, params: unknown[]): Promise<Touched[]> {
-  const values = Array.from({ length: MAX_SET_KEYS }, (_, i) => `e.properties ->> s.keys[${i + 1}]`)
-  const touched = await tx.unsafe(`with counted as (
-      insert into analytics_event_rollups as r (product_id, set_id, hour, event, v1, v2, v3, events, identities)
-      select e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), e.event, ${values.join(', ')}, count(*), ${identitySketch('e')}
-      from ${rows} join analytics_rollup_sets s on s.product_id = e.product_id and ${sets}
-      group by e.product_id, s.id, date_trunc('hour', e.ts, 'UTC'), ${values.join(', ')}, ${EVENT_AND_ALL}
-      ${UPSERT}
-      returning product_id, set_id, hour)
-    select distinct product_id, set_id, hour::text as hour from counted`, params as never[])
+/**
+ * Adds counted rows (a query giving product_id, set_id, slot, event, v1, v2, v3, events, identities) to the slots and,
+ * merged per hour, to the hours (unless `slotsOnly`), in one statement: the events are read once. Answers the hours.
+ */
+async function addCounts(tx: Db, counted: string, params: unknown[], slotsOnly = false): Promise<Touched[]> {
+  const hours = `insert into analytics_event_rollups as r (product_id, set_id, hour, event, v1, v2, v3, events, identities)
+      select product_id, set_id, date_trunc('hour', slot, 'UTC'), event, v1, v2, v3, sum(events), hll_union_agg(identities)
+      from counted group by product_id, set_id, date_trunc('hour', slot, 'UTC'), event, v1, v2, v3
+      ${upsert('analytics_event_rollups_key')}
+      returning product_id, set_id, hour`
+  const touched = await tx.unsafe(`with counted as materialized (${counted}),
+    slots as (insert into analytics_event_slots as r (product_id, set_id, slot, event, v1, v2, v3, events, identities)
+      select product_id, set_id, slot, event, v1, v2, v3, events, identities from counted
+      ${upsert('analytics_event_slots_key')}),
+    hours as (${slotsOnly ? 'select null::uuid as product_id, null::bigint as set_id, null::timestamptz as hour where false' : hours})
+    select distinct product_id, set_id, hour::text as hour from hours`, params as never[])
   return touched.map((t) => ({ productId: t.product_id as string, setId: Number(t.set_id), hour: t.hour as string }))
+}
+
+/** The base set's counted rows of the events with ids in ($1, $2]. */
+const baseCounts = `select e.product_id, ${BASE_SET}::bigint as set_id, ${SLOT} as slot, e.event,
+    null::text as v1, null::text as v2, null::text as v3, count(*) as events, ${identitySketch('e')} as identities
+  from ${EVENTS_SOURCE} e where e.id > $1 and e.id <= $2
+  group by e.product_id, ${SLOT}, ${EVENT_AND_ALL}`
+
+/** The property sets' rows of the events `rows` (a FROM item aliased `e`) for the sets `sets` (a condition on `s`). */
+function countSets(tx: Db, rows: string, sets: string, params: unknown[]): Promise<Touched[]> {
+  const values = Array.from({ length: MAX_SET_KEYS }, (_, i) => `e.properties ->> s.keys[${i + 1}]`)
+  return addCounts(tx, `select e.product_id, s.id as set_id, ${SLOT} as slot, e.event,
+      ${values.map((v, i) => `${v} as v${i + 1}`).join(', ')}, count(*) as events, ${identitySketch('e')} as identities
+    from ${rows} join analytics_rollup_sets s on s.product_id = e.product_id and ${sets}
+    group by e.product_id, s.id, ${SLOT}, ${values.join(', ')}, ${EVENT_AND_ALL}`, params)
 }
 
 /** The rollup rows of the events with ids in (lo, hi]: the base set's, and every live set's. */
 async function countRange(tx: Db, lo: number, hi: number): Promise<Touched[]> {
-  await tx.unsafe(`insert into analytics_event_rollups as r (product_id, set_id, hour, event, events, identities)
-    select e.product_id, ${BASE_SET}, date_trunc('hour', e.ts, 'UTC'), e.event, count(*), ${identitySketch('e')}
-    from ${EVENTS_SOURCE} e where e.id > $1 and e.id <= $2
-    group by e.product_id, date_trunc('hour', e.ts, 'UTC'), ${EVENT_AND_ALL}
-    ${UPSERT}`, [lo, hi])
+  await addCounts(tx, baseCounts, [lo, hi])
   return countSets(tx, `${EVENTS_SOURCE} e`, `e.id > $1 and e.id <= $2 and s.state in ('building', 'ready') and e.id > s.covers_from`, [lo, hi])
 }
 
@@ -103,6 +122,7 @@ async function stopOverfullSets(tx: Db, touched: Touched[], maxValues: number): 
     await tx`update analytics_rollup_sets set state = 'too_many_values' where id = any(${ids}::bigint[])`
     const products = [...new Set(touched.filter((t) => ids.includes(t.setId)).map((t) => t.productId))]
     await tx`delete from analytics_event_rollups where product_id = any(${products}::uuid[]) and set_id = any(${ids}::bigint[])`
+    await tx`delete from analytics_event_slots where product_id = any(${products}::uuid[]) and set_id = any(${ids}::bigint[])`
   }
   return ids
 }
@@ -114,6 +134,8 @@ export interface StepResult {
   /** Property sets whose backfill moved, and those that became ready. */
   backfilled: number
   ready: number
+  /** Event ids the base set's slot backfill moved over (an upgrade's events, migration 0020). */
+  slotsBackfilled: number
 }
 
 /** Moves the watermark over at most `chunkIds` captured ids, counting them in every live set. */
@@ -165,18 +187,35 @@ export async function backfillSets(sql: Sql, limits: RollupLimits): Promise<{ ba
   return { backfilled, ready }
 }
 
-/** One round: the watermark forward, then a backfill chunk of each building set. */
+/**
+ * One chunk of the base set's slot backfill: events counted into hours before slots existed (ids at or below
+ * slots_from, migration 0020), in id order. Queries read the base set's slots once it reaches slots_from.
+ */
+export async function backfillSlots(sql: Sql, limits: RollupLimits): Promise<number> {
+  return sql.begin(async (tx) => {
+    const [state] = await tx`select slots_from, slots_backfilled from analytics_rollup_state for update`
+    const [from, done] = [Number(state!.slots_from), Number(state!.slots_backfilled)]
+    if (done >= from) return 0
+    const hi = Math.min(from, done + limits.chunkIds)
+    await addCounts(tx, baseCounts, [done, hi], true)
+    await tx`update analytics_rollup_state set slots_backfilled = ${hi}`
+    return hi - done
+  })
+}
+
+/** One round: the watermark forward, then a backfill chunk of each building set and of the base set's slots. */
 export async function rollupStep(sql: Sql, limits: RollupLimits): Promise<StepResult> {
   const { advanced, watermark } = await advanceWatermark(sql, limits)
   const { backfilled, ready } = await backfillSets(sql, limits)
-  return { advanced, watermark, backfilled, ready }
+  const slotsBackfilled = await backfillSlots(sql, limits)
+  return { advanced, watermark, backfilled, ready, slotsBackfilled }
 }
 
 /** Runs rounds until the watermark reaches every settled capture and no set is building (tests and the benchmark). */
 export async function rollupUntilCurrent(sql: Sql, limits: RollupLimits): Promise<void> {
   for (;;) {
     const step = await rollupStep(sql, limits)
-    if (step.advanced === 0 && step.backfilled === 0) {
+    if (step.advanced === 0 && step.backfilled === 0 && step.slotsBackfilled === 0) {
       const head = await settledHead(sql, limits.lockTimeoutMs)
       if (head !== null && head <= step.watermark) return
     }

@@ -136,6 +136,66 @@ describe('the rollup path and the raw path', () => {
     expect(rolled).toBeGreaterThan(75)
   }, 120_000)
 
+  test('the ends of a range outside its whole hours are read from five-minute slots, and raw for less than a slot', async () => {
+    const other = await newProduct('Slots')
+    // One event in each of 00:03, 00:21 and 00:27, then one per hour.
+    const at = ['2026-10-10T00:03:00Z', '2026-10-10T00:21:00Z', '2026-10-10T00:27:30Z', '2026-10-10T01:10:00Z', '2026-10-10T02:10:00Z']
+    await captureEvents(other.productId, at.map((timestamp, i) => ({ event: 'view', timestamp, identity: { users_id: `s${i}` } })))
+    await roll()
+    const query: MetricQuery = { entity: 'events', metrics: ['count'], range: { from: '2026-10-10T00:20:00Z', to: '2026-10-10T02:00:00Z' } }
+    expect(await viaRollups(query)).toBe(true)
+    expect((await runMetricQuery(other.productId, query)).rows).toEqual([{ count: 3 }])
+    // The slot 00:25 (its event at 00:27:30) is read from its row, not from the event: a row made to say 100 is
+    // counted as 100 (restored after). 00:20 to 00:25 is a whole slot too; from 00:22, 00:22 to 00:25 is read raw.
+    const bump = (by: number) => sql`update analytics_event_slots set events = events + ${by}
+      where product_id = ${other.productId} and set_id = 0 and slot = '2026-10-10T00:25:00Z' and event is null`
+    await bump(99)
+    try {
+      expect((await runMetricQuery(other.productId, query)).rows).toEqual([{ count: 102 }])
+      expect((await runMetricQuery(other.productId, { ...query, range: { from: '2026-10-10T00:22:00Z', to: query.range.to } })).rows).toEqual([{ count: 101 }])
+      expect((await runMetricQuery(other.productId, { ...query, exact: true })).rows).toEqual([{ count: 3 }])
+    } finally {
+      await bump(-99)
+    }
+  })
+
+  test('a slot a bucket boundary cuts (a zone on local mean time, 1890 Amsterdam at +00:19:32) is read raw', async () => {
+    const other = await newProduct('Local mean time')
+    // Amsterdam's day of 1890-03-02 began at 23:40:28 UTC: the slot 23:40 holds events of both days.
+    const at = ['1890-03-01T22:10:00Z', '1890-03-01T23:40:10Z', '1890-03-01T23:41:00Z', '1890-03-01T23:42:00Z', '1890-03-02T03:00:00Z']
+    await captureEvents(other.productId, at.map((timestamp, i) => ({ event: 'view', timestamp, identity: { users_id: `m${i % 2}` } })))
+    await roll()
+    const query: MetricQuery = { entity: 'events', metrics: ['count', 'identities'], bucket: 'day', timezone: 'Europe/Amsterdam', range: { from: '1890-03-01T21:07:00Z', to: '1890-03-02T05:00:00Z' } }
+    expect(await viaRollups(query)).toBe(true)
+    const fast = await runMetricQuery(other.productId, query)
+    expect(fast.rows).toEqual((await runMetricQuery(other.productId, { ...query, exact: true })).rows)
+    expect(fast.rows.map((r) => r.count)).toEqual([2, 3])
+  })
+
+  test('before the base set\'s slots are counted (an upgrade\'s backfill, migration 0020), the ends are read raw; then from the slots', async () => {
+    // As migration 0020 leaves an upgraded deployment: no slots for the events counted so far.
+    await sql.begin(async (tx) => {
+      await tx`select watermark from analytics_rollup_state for update`
+      await tx`delete from analytics_event_slots where set_id = 0`
+      await tx`update analytics_rollup_state set slots_from = watermark, slots_backfilled = 0`
+    })
+    const [state] = await sql`select slots_from > slots_backfilled as behind from analytics_rollup_state`
+    expect(state!.behind).toBe(true)
+    const compare = async () => {
+      for (let i = 0; i < 25; i++) {
+        const query = { ...randomQuery(), dimensions: some(['event'], 1), filters: [] }
+        if (query.bucket === 'hour') query.bucket = 'day'
+        const fast = await runMetricQuery(productId, query)
+        expect({ query, rows: fast.rows }).toEqual({ query, rows: (await runMetricQuery(productId, { ...query, exact: true })).rows })
+      }
+    }
+    await compare()
+    await roll()
+    const [after] = await sql`select slots_from, slots_backfilled from analytics_rollup_state`
+    expect(after!.slots_backfilled).toBe(after!.slots_from)
+    await compare()
+  }, 60_000)
+
   test('every event counted once in rollups: after the rollups catch up, the totals are the events stored', async () => {
     await roll()
     const query: MetricQuery = { entity: 'events', metrics: ['count', 'identities'], range: { from: '2026-10-01T00:00:00Z', to: '2026-12-01T00:00:00Z' } }
@@ -201,6 +261,7 @@ describe('property sets', () => {
     const [set] = await sql`select state from analytics_rollup_sets where product_id = ${other.productId}`
     expect(set!.state).toBe('too_many_values')
     expect((await sql`select count(*)::int as n from analytics_event_rollups r join analytics_rollup_sets s on s.id = r.set_id where s.product_id = ${other.productId}`)[0]!.n).toBe(0)
+    expect((await sql`select count(*)::int as n from analytics_event_slots r join analytics_rollup_sets s on s.id = r.set_id where s.product_id = ${other.productId}`)[0]!.n).toBe(0)
     const query: MetricQuery = { entity: 'events', metrics: ['count'], dimensions: ['properties.url'], range: { from: '2026-11-02T00:00:00Z', to: '2026-11-03T00:00:00Z' }, filters: [{ field: 'properties.url', op: 'equals', value: '/page/3' }] }
     expect(await viaRollups(query)).toBe(false)
     expect((await runMetricQuery(other.productId, query)).rows).toEqual([{ 'properties.url': '/page/3', count: 1 }])
@@ -297,7 +358,7 @@ describe('the aggregator process', () => {
 })
 
 
-describe('upgrading rollups made before the rows over all events (migration 0019)', () => {
+describe('upgrading rollups made before the rows over all events (migration 0019) and the slots (0020)', () => {
   const scratch = scratchDatabase('platform_rollups')
 
   test('every hour counted so far gets its row over all events, equal to its events\' rows merged, and steps after keep both', async () => {
@@ -315,7 +376,7 @@ describe('upgrading rollups made before the rows over all events (migration 0019
     await db.unsafe(`insert into analytics_event_rollups (product_id, set_id, hour, event, v1, events, identities)
       select product_id, ${set!.id}, date_trunc('hour', ts, 'UTC'), event, properties ->> 'plan', count(*), ${identitySketch('e')} from tracked_events e group by 1, 3, 4, 5`)
     await db`update analytics_rollup_state set watermark = (select max(id) from tracked_events)`
-    await migrate(db)
+    await migrate(db, { through: '0019_analytics_rollups_all_events.sql' })
     // Each hour's row over all events holds what its per-event rows hold together, in both sets.
     const compare = async () => db`select a.set_id, a.hour, a.v1, a.events::int as all_events, p.events::int as per_event,
         hll_cardinality(a.identities)::int as all_identities, hll_cardinality(p.identities)::int as per_event_identities
@@ -330,13 +391,28 @@ describe('upgrading rollups made before the rows over all events (migration 0019
       expect(row.all_events).toBe(row.per_event)
       expect(row.all_identities).toBe(row.per_event_identities)
     }
-    // Counting goes on into both kinds of row: a backdated event into an hour counted already.
+    // Counting goes on into both kinds of row: a backdated event into an hour counted already (with migration 0020,
+    // which counts the plan set again, hours and slots).
+    await migrate(db)
     await db`insert into tracked_events (product_id, event, ts, users_id, properties) values (${product!.id}, 'late', '2025-03-01T02:10:00Z', 'newcomer', '{"plan":"p1"}')`
     await rollupUntilCurrent(db, LIMITS)
     rows = await compare()
     for (const row of rows) {
       expect(row.all_events).toBe(row.per_event)
       expect(row.all_identities).toBe(row.per_event_identities)
+    }
+    // 0020 counted the plan set again, and the base set's slots of the events counted before it: every hour row of
+    // both sets is its slots merged.
+    expect((await db`select state from analytics_rollup_sets where id = ${set!.id}`)[0]!.state).toBe('ready')
+    const slotted = await db`select h.set_id, h.hour, h.event, h.v1, h.events::int as hour_events, s.events::int as slot_events,
+        hll_cardinality(h.identities)::int as hour_identities, hll_cardinality(s.identities)::int as slot_identities
+      from analytics_event_rollups h full join (select set_id, date_trunc('hour', slot, 'UTC') as hour, event, v1, sum(events) as events,
+        hll_union_agg(identities) as identities from analytics_event_slots group by 1, 2, 3, 4) s
+      on s.set_id = h.set_id and s.hour = h.hour and s.event is not distinct from h.event and s.v1 is not distinct from h.v1`
+    expect(new Set(slotted.map((r) => Number(r.set_id)))).toEqual(new Set([0, Number(set!.id)]))
+    for (const row of slotted) {
+      expect(row.slot_events).toBe(row.hour_events)
+      expect(row.slot_identities).toBe(row.hour_identities)
     }
     const [hour] = await db`select events::int, hll_cardinality(identities)::int as identities from analytics_event_rollups
       where set_id = 0 and event is null and hour = '2025-03-01T02:00:00Z'`

@@ -136,25 +136,31 @@ export async function runFunnelInsight(productId: string, insight: KeptInsight, 
     countFunnelAnswer('kept')
     return kept
   }
-  let claimed = await claimResult(productId, insight.id)
-  if (!claimed) {
-    const awaited = await awaitResult(insight.id, freshAfter)
+  // Whoever takes the lease computes; the others wait for its result. A run that finds the lease free again without a
+  // result (that run failed, or kept its result and let go between two looks) tries again, for at most one lease.
+  const deadline = Date.now() + leaseMs()
+  for (;;) {
+    if (await claimResult(productId, insight.id)) {
+      // Kept by another run between the look above and the lease: answer it.
+      const justKept = await keptResult(insight.id, freshAfter)
+      if (justKept) {
+        await releaseResult(insight.id)
+        countFunnelAnswer('awaited')
+        return justKept
+      }
+      countFunnelAnswer('computed')
+      return computeHolding(productId, insight, now, true)
+    }
+    const awaited = await awaitResult(insight.id, freshAfter, Math.max(0, deadline - Date.now()))
     if (awaited) {
       countFunnelAnswer('awaited')
       return awaited
     }
-    claimed = await claimResult(productId, insight.id)
-  } else {
-    // Kept by another run between the look above and the lease: answer it.
-    const justKept = await keptResult(insight.id, freshAfter)
-    if (justKept) {
-      await releaseResult(insight.id)
-      countFunnelAnswer('awaited')
-      return justKept
+    if (Date.now() >= deadline) {
+      countFunnelAnswer('computed')
+      return computeHolding(productId, insight, now, false)
     }
   }
-  countFunnelAnswer('computed')
-  return computeHolding(productId, insight, now, claimed)
 }
 
 /**

@@ -1,10 +1,11 @@
-// The rollup path of a metric query over tracked events: rollup rows for the whole UTC hours of the range that lie
-// in one bucket each, and raw events for the rest (the partial hours at the range's ends, the hours a bucket boundary
-// cuts, and every event captured past the rollups' watermark), merged into the same `agg` rows the raw path gives
+// The rollup path of a metric query over tracked events: hour rows for the whole UTC hours of the range that lie in
+// one bucket each, five-minute slot rows for the range's ends outside them and for the hours a bucket boundary cuts,
+// and raw events for the rest (less than a slot at each end, slots a boundary cuts, and every event captured past the
+// rollups' watermark), merged into the same `agg` rows the raw path gives
 // (bucket b, dimensions g0.., metrics m0..). Counts add up; distinct identities merge as HyperLogLog sketches, so the
 // answer says `approximate`. The watermark and the set's readiness are read in the same statement, so one snapshot
 // decides which events come from where: none is counted twice or missed. docs/analytics.md, "Rollups".
-import { BASE_SET, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS } from '../../../../shared/analytics/events'
+import { BASE_SET, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from '../../../../shared/analytics/events'
 import type { Entity, Metric } from './entity'
 import { type FieldResolver, filterSql, invalid, type Params, PROPERTY } from './plan'
 import type { MetricQuery } from './query-schemas'
@@ -69,8 +70,12 @@ export interface RollupAggInput {
   plannedWatermark: number
 }
 
+const SLOT_MS = SLOT_MINUTES * 60_000
+const SLOT = `${SLOT_MINUTES} minutes`
 const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR_MS) * HOUR_MS)
 const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS)
+const ceilSlot = (at: Date) => new Date(Math.ceil(at.getTime() / SLOT_MS) * SLOT_MS)
+const floorSlot = (at: Date) => new Date(Math.floor(at.getTime() / SLOT_MS) * SLOT_MS)
 
 /**
  * Whether hour buckets in this zone start off the UTC hour (Asia/Kolkata +05:30, Australia/Lord_Howe's +10:30): every
@@ -100,6 +105,10 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
   const { entity, query, path, choice, metrics, params, productParam, truncate } = input
   const h0 = params.add(ceilHour(input.from).toISOString())
   const h1 = params.add(floorHour(input.to).toISOString())
+  // Whole slots at the range's ends, outside the whole hours: f0 <= h0 < h1 <= f1.
+  const f0 = params.add(ceilSlot(input.from).toISOString())
+  const f1 = params.add(floorSlot(input.to).toISOString())
+  const time = entity.time!
   const rollupColumn: FieldResolver = (name, at) => {
     if (name === 'event') return 'r.event'
     const property = PROPERTY.exec(name)
@@ -114,20 +123,34 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
   // A query that names no event reads the rows over all events (event null): one sketch per hour, not one per event.
   const namesEvent = dims.includes('event') || (query.filters ?? []).some((f) => f.field === 'event')
 
-  // One snapshot: how far the rollups go, and whether the set is ready (a set dropped for too many values is not).
+  // One snapshot: how far the rollups go, whether the set is ready (a set dropped for too many values is not), and
+  // whether its slots are (the base set's, during an upgrade's slot backfill, are not yet; a set's become ready with it).
+  const setId = params.add(choice.setId)
   const ready = choice.setId === BASE_SET ? 'true'
-    : `exists (select 1 from analytics_rollup_sets where id = ${params.add(choice.setId)} and product_id = ${productParam} and state = 'ready')`
-  const ctes = [`st as (select watermark as w, ${ready} as ok from analytics_rollup_state)`]
-  // Hours a bucket boundary cuts: their rollup row spans two buckets, so they are read raw. Candidates are the hours
-  // around each bucket's start; the test is the bucket of the hour's first and last instants.
+    : `exists (select 1 from analytics_rollup_sets where id = ${setId} and product_id = ${productParam} and state = 'ready')`
+  const slotsReady = choice.setId === BASE_SET ? 'slots_backfilled >= slots_from' : ready
+  const ctes = [`st as (select watermark as w, ${ready} as ok, ${slotsReady} as sok from analytics_rollup_state)`]
+  // Hours a bucket boundary cuts: their row spans two buckets, so their slots are read instead (or, before the slots
+  // are ready, raw events). Candidates are the hours around each bucket's start; the test is the bucket of the hour's
+  // first and last instants. The same test finds the slots a boundary cuts (a zone whose offset is not a whole number
+  // of five minutes, such as a city's local mean time before 1900): those are read raw.
+  const cuts = (span: string, unit: string) => `${truncate!(span)} <> ${truncate!(`(${span} + interval '${unit}' - interval '1 microsecond')`)}`
   if (truncate && input.bucketStarts) {
     ctes.push(`cut as (select distinct c.h from (select date_trunc('hour', x.i, 'UTC') + k * interval '1 hour' as h
         from (${input.bucketStarts}) x cross join (values (-1), (0), (1)) as k(k)) c
-      where c.h >= ${h0}::timestamptz and c.h < ${h1}::timestamptz
-        and ${truncate('c.h')} <> ${truncate(`(c.h + interval '1 hour' - interval '1 microsecond')`)})`)
+      where c.h >= ${h0}::timestamptz and c.h < ${h1}::timestamptz and ${cuts('c.h', '1 hour')})`)
+    ctes.push(`slotcut as (select c.s from (
+        select generate_series(${f0}::timestamptz, ${h0}::timestamptz - interval '${SLOT}', interval '${SLOT}') as s
+        union all select generate_series(${h1}::timestamptz, ${f1}::timestamptz - interval '${SLOT}', interval '${SLOT}')
+        union all select generate_series(cut.h, cut.h + interval '1 hour' - interval '${SLOT}', interval '${SLOT}') from cut) c
+      where ${cuts('c.s', SLOT)})`)
   } else {
-    ctes.push(`cut as (select null::timestamptz as h where false)`)
+    ctes.push(`cut as (select null::timestamptz as h where false)`, `slotcut as (select null::timestamptz as s where false)`)
   }
+  // Spans read raw one index range scan each, up to the watermark: the cut slots once slots are ready, else the cut
+  // hours (while the set is ready; when it is not, its whole hours are read raw below).
+  ctes.push(`rawcut as (select s as lo, s + interval '${SLOT}' as hi from slotcut where (select ok and sok from st)
+    union all select h, h + interval '1 hour' from cut where (select ok and not sok from st))`)
 
   const groupCols = (bucketSql: string | null, dimSql: string[]) =>
     [...(bucketSql ? [`${bucketSql} as b`] : []), ...dimSql.map((sql, i) => `${sql} as g${i}`)]
@@ -135,34 +158,43 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
   const group = groupBy.length ? ` group by ${groupBy.join(', ')}` : ''
   const sketch = (sql: string) => (wantsIdentities ? `, ${sql} as h` : '')
 
-  const rollupRows = `select ${[...groupCols(truncate ? truncate('r.hour') : null, rollupDims), 'sum(r.events) as c'].join(', ')}
+  // Rollup rows of `table` (alias r, time column `at`) in the spans `spans`, grouped as the raw rows are.
+  const rows = (table: string, at: string, spans: string, extra: string[] = []) => `select ${[...groupCols(truncate ? truncate(`r.${at}`) : null, rollupDims), 'sum(r.events) as c'].join(', ')}
       ${sketch('hll_union_agg(r.identities)')}
-    from analytics_event_rollups r
-    where (select ok from st) and r.product_id = ${productParam} and r.set_id = ${params.add(choice.setId)}
-      and r.hour >= ${h0}::timestamptz and r.hour < ${h1}::timestamptz and r.hour not in (select h from cut)
+    from ${table} r
+    where r.product_id = ${productParam} and r.set_id = ${setId} and ${spans}
       and r.event is ${namesEvent ? 'not null' : 'null'}
-      ${rollupFilters.map((f) => `and ${f}`).join(' ')}${group}`
+      ${[...extra, ...rollupFilters].map((f) => `and ${f}`).join(' ')}${group}`
   // Raw events of `from` (alias `s`) with the query's own conditions and `extra` ones, grouped as the rollup rows are.
-  const raw = (from: string, extra: string[], own = input.rawWhere) => `select ${[...groupCols(truncate ? truncate(entity.time!) : null, input.rawDims), 'count(*) as c'].join(', ')}
+  const raw = (from: string, extra: string[], own = input.rawWhere) => `select ${[...groupCols(truncate ? truncate(time) : null, input.rawDims), 'count(*) as c'].join(', ')}
       ${sketch(identitySketch('s'))}
-    from ${from} where ${[...own, ...extra].join(' and ')}${group}`
+    from ${from}${[...own, ...extra].length ? ` where ${[...own, ...extra].join(' and ')}` : ''}${group}`
   const source = `${EVENTS_SOURCE} s`
+  const upToWatermark = `s.id + 0 <= (select w from st)`
+  const edges = (column: string) => `((${column} >= ${f0}::timestamptz and ${column} < ${h0}::timestamptz) or (${column} >= ${h1}::timestamptz and ${column} < ${f1}::timestamptz))`
   const pieces = [
-    rollupRows,
-    // The partial hours at the range's ends (empty when it starts or ends on the hour).
-    raw(source, [`${entity.time} < ${h0}::timestamptz`]),
-    raw(source, [`${entity.time} >= ${h1}::timestamptz`]),
-    // Events captured past the watermark, in the whole hours.
-    raw(source, [`${entity.time} >= ${h0}::timestamptz`, `${entity.time} < ${h1}::timestamptz`,
+    // The whole hours no bucket boundary cuts.
+    rows('analytics_event_rollups', 'hour', `(select ok from st) and r.hour >= ${h0}::timestamptz and r.hour < ${h1}::timestamptz
+      and r.hour not in (select h from cut)`),
+    // The slots at the range's ends outside the whole hours, and those of the cut hours (one index range scan per
+    // hour: lateral, and fenced by `offset 0` so PostgreSQL cannot flatten it into a join over the product's slots).
+    rows('analytics_event_slots', 'slot', `(select ok and sok from st) and ${edges('r.slot')}`, ['r.slot not in (select s from slotcut)']),
+    `select l.* from cut cross join lateral (${rows('analytics_event_slots', 'slot', `(select ok and sok from st) and r.slot >= cut.h
+      and r.slot < cut.h + interval '1 hour'`, ['r.slot not in (select s from slotcut)'])} offset 0) l`,
+    // Less than a slot at each end (empty when the range starts or ends on a slot).
+    raw(source, [`${time} < ${f0}::timestamptz`]),
+    raw(source, [`${time} >= ${f1}::timestamptz`]),
+    // Events captured past the watermark, between those.
+    raw(source, [`${time} >= ${f0}::timestamptz`, `${time} < ${f1}::timestamptz`,
       `s.id > ${params.add(input.plannedWatermark)}::bigint`, `s.id > (select w from st)`]),
-    // The hours a bucket boundary cuts, up to the watermark: one index range scan per cut hour (lateral, and fenced by
-    // `offset 0` so PostgreSQL cannot flatten it into a join that reads every event first and then finds no hour).
-    // The query's own conditions go inside, where the indexes are (`s.id + 0`: the watermark's side is a filter, not
-    // an index scan of every event below it).
-    raw(`cut cross join lateral (select s.* from ${source} where ${[...input.rawWhere, `${entity.time} >= cut.h`,
-      `${entity.time} < cut.h + interval '1 hour'`, `s.id + 0 <= (select w from st)`].join(' and ')} offset 0) s`, [`(select ok from st)`], []),
+    // The cut spans up to the watermark, a lateral index range scan each as above. The query's own conditions go
+    // inside, where the indexes are (`s.id + 0`: the watermark's side is a filter, not an index scan of every event below it).
+    raw(`rawcut cross join lateral (select s.* from ${source} where ${[...input.rawWhere, `${time} >= rawcut.lo`,
+      `${time} < rawcut.hi`, upToWatermark].join(' and ')} offset 0) s`, [], []),
+    // Before the slots are ready (an upgrade's backfill), the ends outside the whole hours raw.
+    raw(source, [`not (select ok and sok from st)`, edges(time), upToWatermark]),
     // A set that stopped being ready since the plan was made: its whole hours raw (the planner chose it a moment ago).
-    raw(source, [`not (select ok from st)`, `${entity.time} >= ${h0}::timestamptz`, `${entity.time} < ${h1}::timestamptz`, `s.id + 0 <= (select w from st)`]),
+    raw(source, [`not (select ok from st)`, `${time} >= ${h0}::timestamptz`, `${time} < ${h1}::timestamptz`, upToWatermark]),
   ]
   const merged = metrics.map((m, i) => (ROLLED_UP[m.name] === 'events'
     ? `sum(p.c) as m${i}`
