@@ -2,7 +2,7 @@
 // another payload is 409, a repeat in flight is 409, never two emails for one key under 50 concurrent repeats.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
-import { bindClaim, claimKey, payloadHash, releaseClaim } from '../../services/public/mail/idempotency'
+import { bindClaim, claimAbandonedAfterMs, claimKey, payloadHash, releaseClaim } from '../../services/public/mail/idempotency'
 import { call, newProduct, ok } from '../helpers'
 import { type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 
@@ -69,14 +69,19 @@ test('a refused first request does not hold the key; a key is remembered 24 hour
   expect(later.body.id).not.toBe(fixed.body.id)
 })
 
-test('while the first request is in flight a repeat is 409 concurrent_idempotent_requests; a claim abandoned for a minute is taken over', async () => {
+test('while the first request is in flight a repeat is 409 concurrent_idempotent_requests; a claim older than a request can last is taken over', async () => {
   const body = message('in flight')
   // The first request has claimed the key and not yet queued its email (as between the two steps of queueEmail).
   await sql`insert into mail_idempotency_keys (product_id, api_key_id, key, request_hash) values (${owner.productId}, ${keyId}, 'flight-1', ${payloadHash(body)})`
   const repeat = await send(pair.a, body, 'flight-1')
   expect([repeat.status, repeat.body.error]).toEqual([409, 'concurrent_idempotent_requests'])
-  // The first request's process died: after a minute its claim no longer blocks the key.
-  await sql`update mail_idempotency_keys set created_at = now() - interval '2 minutes' where product_id = ${owner.productId} and key = 'flight-1'`
+  // Still in flight a moment before the bound: the claim holds.
+  const age = async (ms: number) => sql`update mail_idempotency_keys set created_at = now() - ${ms} * interval '1 millisecond' where product_id = ${owner.productId} and key = 'flight-1'`
+  await age(claimAbandonedAfterMs() - 1000)
+  expect((await send(pair.b, body, 'flight-1')).status).toBe(409)
+  // The first request's process died: past the longest a request can hold it (seconds, not a minute), the claim no
+  // longer blocks the key.
+  await age(claimAbandonedAfterMs() + 1000)
   const taken = await send(pair.b, body, 'flight-1')
   expect(taken.status).toBe(200)
   expect((await send(pair.a, body, 'flight-1')).body.id).toBe(taken.body.id)

@@ -184,7 +184,7 @@ export async function queueEmail(key: MailKeyIdentity, raw: unknown, idempotency
       if (claim) await bindClaim(tx, claim, id)
     })
   } catch (error) {
-    if (claim) await releaseClaim(claim).catch(() => {}) // else it frees itself after a minute
+    if (claim) await releaseClaim(claim).catch(() => {}) // else it frees itself (claimAbandonedAfterMs)
     throw error
   }
   return { id }

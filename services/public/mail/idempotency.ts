@@ -6,13 +6,20 @@
 // transaction, so there are never two emails for one key.
 import { createHash, randomUUID } from 'node:crypto'
 import type postgres from 'postgres'
+import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { ApiError } from '../../../shared/errors'
 
 /** How long a key is remembered. */
 export const KEY_TTL_HOURS = 24
-/** A claim never bound to an email this long after it was made belongs to a request that died: it may be taken over. */
-const ABANDONED_SECONDS = 60
+/**
+ * A claim never bound to an email this long after it was made belongs to a request that died (its process killed
+ * between the two steps): it may be taken over. The claiming request does at most one Redis command and one bounded
+ * transaction after the claim, so this is both deadlines and a margin (9 s with the defaults). A request slower than
+ * that loses its claim safely: binding checks the claim's token (bindClaim). It was a minute, in which a client retrying
+ * after a crash as Resend advises was answered 409 (found by the chaos soak, scripts/chaos).
+ */
+export const claimAbandonedAfterMs = () => 3 * config.db.timeoutMs + config.redis.commandTimeoutMs + 2000
 
 /** The header's value, or null without one; 400 invalid_idempotency_key outside 1..256 characters. */
 export function idempotencyKeyOf(request: Request): string | null {
@@ -64,7 +71,7 @@ export async function claimKey(scope: KeyScope, key: string, hash: Buffer): Prom
     on conflict (product_id, api_key_id, key) do update
       set request_hash = excluded.request_hash, claim_token = excluded.claim_token, email_id = null, created_at = now()
       where mail_idempotency_keys.created_at < now() - ${KEY_TTL_HOURS} * interval '1 hour'
-         or (mail_idempotency_keys.email_id is null and mail_idempotency_keys.created_at < now() - ${ABANDONED_SECONDS} * interval '1 second')
+         or (mail_idempotency_keys.email_id is null and mail_idempotency_keys.created_at < now() - ${claimAbandonedAfterMs()} * interval '1 millisecond')
     returning key`
   if (claimed) return { productId: scope.productId, apiKeyId: scope.apiKeyId, key, token }
   const [existing] = await sql`select request_hash, email_id from mail_idempotency_keys where ${scoped(scope, key)}`
