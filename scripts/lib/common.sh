@@ -599,8 +599,11 @@ wait_child() {
   return "$rc"
 }
 
-# Print a URL with its password replaced by ***.
+# Print a URL with its password replaced by ***. A URL with several hosts (h1:p1,h2:p2) keeps them all.
 redact_url() { sed -E 's#(://[^:/@]+):[^@/]+@#\1:***@#' <<<"$1"; }
+
+# Print the database a PostgreSQL URL names: its last path segment, without the parameters (target_session_attrs).
+database_name() { local name=${1##*/}; printf '%s\n' "${name%%\?*}"; }
 
 # ---------------------------------------------------------------------------------------------------------------
 # Composition and timings
