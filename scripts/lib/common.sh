@@ -174,10 +174,12 @@ ensure_bun() {
   [[ $version == "$BUN_VERSION" ]] || warn "bun $version found; this project pins $BUN_VERSION (bun-types)"
 }
 
-# bun install only when package.json or bun.lock changed since the last successful install.
+# bun install only when package.json, bun.lock or a patch of scripts/patches/ changed since the last successful
+# install (a changed patch leaves bun.lock as it was, and Bun applies patches only as it installs).
 ensure_deps() {
   local stamp=$ROOT/node_modules/.platform-install-stamp
-  if [[ -f $stamp && ! $ROOT/bun.lock -nt $stamp && ! $ROOT/package.json -nt $stamp ]]; then return 0; fi
+  if [[ -f $stamp && ! $ROOT/bun.lock -nt $stamp && ! $ROOT/package.json -nt $stamp &&
+    -z $(find "$ROOT/scripts/patches" -newer "$stamp" -print -quit 2>/dev/null) ]]; then return 0; fi
   log "bun install --frozen-lockfile"
   (cd "$ROOT" && bun install --frozen-lockfile) >&2
   touch "$stamp"
