@@ -20,9 +20,10 @@ export function countBackendError(backend: Backend, kind: BackendErrorKind): voi
 /**
  * SQLSTATE classes of the server's own trouble rather than the statement's: 53 insufficient resources, 54 program limit,
  * 55 object not in prerequisite state (a lock not available), 57 operator intervention (shutdown; 57014, a statement
- * cancelled by its statement_timeout, is a timeout), 58 system error, XX internal error.
+ * cancelled by its statement_timeout, is a timeout), 58 system error, XX internal error; and 25006, a write refused by
+ * a server that is read-only now (a primary fenced or being failed over).
  */
-const SERVER_TROUBLE = /^(53|54|55|57|58|XX)/
+const SERVER_TROUBLE = /^(53|54|55|57|58|XX|25006)/
 
 /** The kind of a PostgreSQL statement's failure, or null for the statement's own error (or a connection failure, told apart by the caller). */
 export function postgresErrorKind(error: unknown): BackendErrorKind | null {

@@ -79,14 +79,26 @@ function internal(error: unknown, onUnexpected?: (error: unknown) => void): ApiE
 }
 
 // Connection-level failures of PostgreSQL (postgres.js codes) or Redis (ioredis) are outages, not bugs: retry later.
+// CONNECTION_DESTROYED is also what a pool with several hosts answers when none of them is the primary (during a
+// promotion). The SQLSTATEs are PostgreSQL ending or refusing the connection itself: 57P01 admin shutdown (a fast stop,
+// as in a switchover), 57P02 crash shutdown (another backend crashed), 57P03 cannot connect now (starting up, shutting
+// down, recovering after a crash).
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
   'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  '57P01', '57P02', '57P03',
 ])
 
 /** A failure whose code says the server cannot be reached (socket or postgres.js), as opposed to a failing statement. */
 export const isConnectionFailure = (error: unknown) =>
   typeof (error as { code?: unknown } | null)?.code === 'string' && UNREACHABLE_CODES.has((error as { code: string }).code)
+
+/**
+ * PostgreSQL refused a write because the server is read-only now (SQLSTATE 25006, read_only_sql_transaction): a primary
+ * fenced for a switchover (default_transaction_read_only), or a URL that points at a standby. The server is up and
+ * answers reads, so this is no connection failure, but the write can only succeed once the primary is back: retry later.
+ */
+export const isReadOnlyServer = (error: unknown) => (error as { code?: unknown } | null)?.code === '25006'
 
 // ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected (shared/redis.ts).
 const REDIS_UNREACHABLE_MESSAGES = new Set([

@@ -245,13 +245,18 @@ export async function onEveryRedisNode(...command: [string, ...(string | number)
 export const needsOneRedis = onCluster()
 
 /**
+ * `url` naming database `name` instead, edited as text: a DATABASE_URL with several hosts (`h1:p1,h2:p2`) is no WHATWG
+ * URL, and `new URL` throws on it.
+ */
+const withDatabase = (url: string, name: string) => url.replace(/^([a-z]+:\/\/[^/?]*)(\/[^?]*)?/, `$1/${name}`)
+
+/**
  * A database of a test's own beside the suite's (an upgrade from an older schema, say): created by `open`, dropped with
  * its connections after the enclosing describe. Call at describe level.
  */
 export function scratchDatabase(prefix: string): { open(): Promise<postgres.Sql> } {
   const name = `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 12)}`
-  const url = new URL(config.databaseUrl)
-  url.pathname = `/${name}`
+  const url = withDatabase(config.databaseUrl, name)
   let db: postgres.Sql | undefined
   afterAll(async () => {
     await db?.end()
@@ -260,7 +265,7 @@ export function scratchDatabase(prefix: string): { open(): Promise<postgres.Sql>
   return {
     async open() {
       await mainSql.unsafe(`create database ${name}`)
-      db = postgres(url.toString(), { max: 4, onnotice: () => {} })
+      db = postgres(url, { max: 4, onnotice: () => {} })
       return db
     },
   }

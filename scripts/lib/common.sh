@@ -174,10 +174,12 @@ ensure_bun() {
   [[ $version == "$BUN_VERSION" ]] || warn "bun $version found; this project pins $BUN_VERSION (bun-types)"
 }
 
-# bun install only when package.json or bun.lock changed since the last successful install.
+# bun install only when package.json, bun.lock or a patch of scripts/patches/ changed since the last successful
+# install (a changed patch leaves bun.lock as it was, and Bun applies patches only as it installs).
 ensure_deps() {
   local stamp=$ROOT/node_modules/.platform-install-stamp
-  if [[ -f $stamp && ! $ROOT/bun.lock -nt $stamp && ! $ROOT/package.json -nt $stamp ]]; then return 0; fi
+  if [[ -f $stamp && ! $ROOT/bun.lock -nt $stamp && ! $ROOT/package.json -nt $stamp &&
+    -z $(find "$ROOT/scripts/patches" -newer "$stamp" -print -quit 2>/dev/null) ]]; then return 0; fi
   log "bun install --frozen-lockfile"
   (cd "$ROOT" && bun install --frozen-lockfile) >&2
   touch "$stamp"
@@ -599,8 +601,11 @@ wait_child() {
   return "$rc"
 }
 
-# Print a URL with its password replaced by ***.
+# Print a URL with its password replaced by ***. A URL with several hosts (h1:p1,h2:p2) keeps them all.
 redact_url() { sed -E 's#(://[^:/@]+):[^@/]+@#\1:***@#' <<<"$1"; }
+
+# Print the database a PostgreSQL URL names: its last path segment, without the parameters (target_session_attrs).
+database_name() { local name=${1##*/}; printf '%s\n' "${name%%\?*}"; }
 
 # ---------------------------------------------------------------------------------------------------------------
 # Composition and timings

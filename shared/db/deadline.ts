@@ -6,7 +6,7 @@
 // that needs PostgreSQL gets `503 unavailable` with Retry-After within the deadline, and the pool serves again on its
 // own as soon as one statement succeeds after the cool-down.
 import type postgres from 'postgres'
-import { type ApiError, isConnectionFailure, unavailable } from '../errors'
+import { type ApiError, isConnectionFailure, isReadOnlyServer, unavailable } from '../errors'
 import { countBackendError, postgresErrorKind } from '../backend-errors'
 import { Breaker } from '../breaker'
 
@@ -48,8 +48,14 @@ export function pendingStatements(): Map<string, PendingStatements> {
 const databaseUnavailable = (reason: string, retryAfter = 1) =>
   unavailable(`The database is unavailable (${reason}); retry shortly`, retryAfter)
 
-/** A connection failure as the caller sees it: the platform's 503, logged once per outage by the breaker, not per request. */
-const asUnavailable = (error: unknown) => (isConnectionFailure(error) ? databaseUnavailable('cannot connect') : error)
+/**
+ * A connection failure as the caller sees it: the platform's 503, logged once per outage by the breaker, not per request.
+ * A write refused by a read-only server (a primary being failed over) is a 503 too: the request was fine.
+ */
+const asUnavailable = (error: unknown) =>
+  isConnectionFailure(error) ? databaseUnavailable('cannot connect')
+    : isReadOnlyServer(error) ? databaseUnavailable('the server is read-only now')
+      : error
 
 /** The parts of a postgres.js Query this module relies on (see node_modules/postgres/src/query.js). */
 interface PendingQuery extends Promise<unknown> {

@@ -109,7 +109,7 @@ describe('backend error kinds', () => {
   test('PostgreSQL: a cancelled statement is a timeout, the server\'s own trouble other, a statement\'s own error nothing', () => {
     const pg = (code: string) => Object.assign(new Error('x'), { code })
     expect(postgresErrorKind(pg('57014'))).toBe('timeout')
-    for (const code of ['53300', '53200', '57P01', '55P03', '58030', 'XX000']) expect(postgresErrorKind(pg(code))).toBe('other')
+    for (const code of ['53300', '53200', '57P01', '55P03', '58030', 'XX000', '25006']) expect(postgresErrorKind(pg(code))).toBe('other')
     for (const code of ['23505', '22012', '42P01', '40001']) expect(postgresErrorKind(pg(code))).toBeNull()
     expect(postgresErrorKind(new ApiError('unavailable', 'x'))).toBeNull()
     expect(postgresErrorKind(new Error('x'))).toBeNull()
