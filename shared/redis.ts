@@ -12,30 +12,16 @@ import { Breaker } from './breaker'
 import { config } from './config'
 import { backendUnreachable } from './errors'
 import { log } from './log'
+import { clusterNodesOf } from './redis-url'
 
-
-/** A connection to one Redis, or to a Redis Cluster through ioredis' Cluster client (REDIS_URL `redis+cluster://`). */
-export type RedisClient = Redis | Cluster
-
-const CLUSTER_SCHEME = 'redis+cluster:'
 
 /**
- * The seed nodes of a Redis Cluster URL, `redis+cluster://host:port,host:port[/]` (any reachable node is enough: the
- * client learns the others), or null for a plain `redis://` URL. A cluster has one database: no `/<index>`.
- * @example clusterNodesOf('redis+cluster://127.0.0.1:7000,127.0.0.1:7001') // [{host:'127.0.0.1',port:7000}, …]
+ * A connection to one Redis (REDIS_URL `redis://`), or to a Redis Cluster through ioredis' Cluster client
+ * (`redis+cluster://`). The URL forms: shared/redis-url.ts.
  */
-export function clusterNodesOf(url: string): { host: string; port: number }[] | null {
-  if (!url.startsWith(`${CLUSTER_SCHEME}//`)) return null
-  const rest = url.slice(CLUSTER_SCHEME.length + 2).replace(/\/$/, '')
-  if (rest.includes('/') || rest.includes('@') || rest === '') {
-    throw new Error(`REDIS_URL ${url}: a cluster URL is redis+cluster://host:port[,host:port...], without credentials or a database index`)
-  }
-  return rest.split(',').map((node) => {
-    const match = /^([^:]+):(\d{1,5})$/.exec(node.trim())
-    if (!match) throw new Error(`REDIS_URL ${url}: "${node}" is not host:port`)
-    return { host: match[1]!, port: Number(match[2]) }
-  })
-}
+export type RedisClient = Redis | Cluster
+
+export { clusterNodesOf, sentinelOf } from './redis-url'
 
 /** Whether this process's Redis is a cluster. */
 export const onCluster = () => clusterNodesOf(config.redisUrl) !== null
