@@ -1,18 +1,20 @@
 // A redis-server of a test file's own, without persistence: stopping it (SIGKILL, as in a crash) and starting it again
-// empties it. With `--replicaof` among its arguments it is a replica; `command` speaks to it through redis-cli.
+// empties it. With `--replicaof` among its arguments it is a replica; `command` speaks to it through redis-cli. With a
+// password it requires it of its clients and gives it to its master (a replica's link).
 import { redisCli } from '../cluster/redis-cluster'
 
 export class OwnRedis {
   private proc: ReturnType<typeof Bun.spawn> | undefined
-  constructor(readonly port: number, private readonly args: string[] = []) {}
+  constructor(readonly port: number, private readonly args: string[] = [], private readonly password?: string) {}
 
   get url() {
     return `redis://127.0.0.1:${this.port}`
   }
 
   async start(): Promise<void> {
+    const auth = this.password === undefined ? [] : ['--requirepass', this.password, '--masterauth', this.password]
     this.proc = Bun.spawn(['redis-server', '--bind', '127.0.0.1', '--port', String(this.port), '--save', '', '--appendonly', 'no',
-      '--daemonize', 'no', '--dir', '/tmp', ...this.args], { stdout: 'ignore', stderr: 'inherit' })
+      '--daemonize', 'no', '--dir', '/tmp', ...auth, ...this.args], { stdout: 'ignore', stderr: 'inherit' })
     for (const deadline = Date.now() + 10_000; ; await Bun.sleep(50)) {
       if (await this.ping()) return
       if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${this.port}`)
@@ -33,7 +35,8 @@ export class OwnRedis {
 
   /** One command, as redis-cli prints its reply. */
   command(...args: (string | number)[]): Promise<string> {
-    return redisCli(this.port, ...args)
+    const auth = this.password === undefined ? [] : ['--no-auth-warning', '-a', this.password]
+    return redisCli(this.port, ...auth, ...args)
   }
 
   private ping = async () => (await this.command('PING').catch(() => '')).trim() === 'PONG'
