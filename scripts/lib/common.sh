@@ -599,8 +599,9 @@ wait_child() {
   return "$rc"
 }
 
-# Print a URL with its password replaced by ***.
-redact_url() { sed -E 's#(://[^:/@]+):[^@/]+@#\1:***@#' <<<"$1"; }
+# Print a URL with its password replaced by ***; the user name may be empty (redis://:password@host,
+# redis+sentinel://:password@host:port,host:port/name).
+redact_url() { sed -E 's#(://[^:/@]*):[^@/]+@#\1:***@#' <<<"$1"; }
 
 # ---------------------------------------------------------------------------------------------------------------
 # Composition and timings
