@@ -106,8 +106,13 @@ const REDIS_UNREACHABLE_MESSAGES = new Set([
   // ioredis' Cluster client: no node could take the command, or the cluster is not usable now.
   "Cluster isn't ready and enableOfflineQueue options is false", 'Cluster is ended.',
 ])
-/** Cluster failures whose message carries details (the last error, the node): matched by their start. */
-const REDIS_UNREACHABLE_PREFIXES = ['Too many Cluster redirections', 'CLUSTERDOWN', 'Failed to refresh slots cache']
+/**
+ * Failures whose message carries details, matched by their start: a cluster's (the last error, the node); READONLY, a
+ * write that reached a master demoted by a failover (under Sentinel the connection is then made again to the new one:
+ * shared/redis.ts); NOREPLICAS, a master with `min-replicas-to-write` that has lost its replicas (partitioned away, or
+ * about to be demoted), refusing writes it could lose. Nothing was written: try again.
+ */
+const REDIS_UNREACHABLE_PREFIXES = ['Too many Cluster redirections', 'CLUSTERDOWN', 'Failed to refresh slots cache', 'READONLY ', 'NOREPLICAS ']
 
 /**
  * A failure a data-access module turns into its own 503 and logs: outages are logged once by the service's breaker

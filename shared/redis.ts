@@ -6,36 +6,24 @@
 // once for a cool-down, so one request never waits out several timeouts in a row. ioredis reconnects by itself within
 // half a second of Redis's return, and the first command after the cool-down closes the breaker. On a Redis Cluster
 // each node has its own breaker and its own dead-link healing, so a node that is down costs only the slots it serves.
+// Under Sentinel every connection asks the sentinels where the master is at each reconnection, and drops itself when
+// they announce a switch (sentinelOptions); meanwhile commands fail at once, as while one Redis is down.
 import Redis, { Cluster, type RedisOptions } from 'ioredis'
 import { countBackendError, redisErrorKind } from './backend-errors'
 import { Breaker } from './breaker'
 import { config } from './config'
 import { backendUnreachable } from './errors'
 import { log } from './log'
+import { clusterNodesOf, sentinelOf, type SentinelTarget } from './redis-url'
 
-
-/** A connection to one Redis, or to a Redis Cluster through ioredis' Cluster client (REDIS_URL `redis+cluster://`). */
-export type RedisClient = Redis | Cluster
-
-const CLUSTER_SCHEME = 'redis+cluster:'
 
 /**
- * The seed nodes of a Redis Cluster URL, `redis+cluster://host:port,host:port[/]` (any reachable node is enough: the
- * client learns the others), or null for a plain `redis://` URL. A cluster has one database: no `/<index>`.
- * @example clusterNodesOf('redis+cluster://127.0.0.1:7000,127.0.0.1:7001') // [{host:'127.0.0.1',port:7000}, …]
+ * A connection to one Redis (REDIS_URL `redis://`, or `redis+sentinel://` for the master Sentinel names now), or to a
+ * Redis Cluster through ioredis' Cluster client (`redis+cluster://`). The URL forms: shared/redis-url.ts.
  */
-export function clusterNodesOf(url: string): { host: string; port: number }[] | null {
-  if (!url.startsWith(`${CLUSTER_SCHEME}//`)) return null
-  const rest = url.slice(CLUSTER_SCHEME.length + 2).replace(/\/$/, '')
-  if (rest.includes('/') || rest.includes('@') || rest === '') {
-    throw new Error(`REDIS_URL ${url}: a cluster URL is redis+cluster://host:port[,host:port...], without credentials or a database index`)
-  }
-  return rest.split(',').map((node) => {
-    const match = /^([^:]+):(\d{1,5})$/.exec(node.trim())
-    if (!match) throw new Error(`REDIS_URL ${url}: "${node}" is not host:port`)
-    return { host: match[1]!, port: Number(match[2]) }
-  })
-}
+export type RedisClient = Redis | Cluster
+
+export { clusterNodesOf, sentinelOf } from './redis-url'
 
 /** Whether this process's Redis is a cluster. */
 export const onCluster = () => clusterNodesOf(config.redisUrl) !== null
@@ -318,6 +306,7 @@ function connect(name: string, options: RedisOptions = {}, url = config.redisUrl
     ...options,
   }
   const nodes = clusterNodesOf(url)
+  const sentinel = nodes ? null : sentinelOf(url)
   const client: RedisClient = nodes
     ? new Cluster(nodes, {
       redisOptions,
@@ -335,7 +324,9 @@ function connect(name: string, options: RedisOptions = {}, url = config.redisUrl
       clusterRetryStrategy: (attempt) => Math.min(attempt * 50, 500),
       enableOfflineQueue: options.enableOfflineQueue ?? true,
     })
-    : new Redis(url, { lazyConnect: false, ...redisOptions })
+    : sentinel
+      ? new Redis({ ...sentinelOptions(sentinel), lazyConnect: false, ...redisOptions })
+      : new Redis(url, { lazyConnect: false, ...redisOptions })
   open.set(client, role)
   client.once('end', () => open.delete(client))
   // ioredis reconnects by itself; without a listener every failed attempt is an "unhandled error" on stderr.
@@ -346,6 +337,33 @@ function connect(name: string, options: RedisOptions = {}, url = config.redisUrl
     log('warn', 'redis unavailable', { connection: name, error: error.message })
   })
   return client
+}
+
+/**
+ * A connection to the master Sentinel names: asked of the sentinels at every (re)connection, and checked to answer
+ * `role:master` before it is used (ioredis' ready check; a demoted node named by a stale sentinel is left and the next
+ * sentinel asked). The rest of this module treats it as one Redis: one breaker, the same timeouts.
+ */
+function sentinelOptions(target: SentinelTarget): RedisOptions {
+  return {
+    sentinels: target.sentinels,
+    name: target.name,
+    db: target.db,
+    username: target.username,
+    password: target.password,
+    role: 'master',
+    // No sentinel answers: ask them all again soon, as for the master itself (ioredis' default waits up to 1 s).
+    sentinelRetryStrategy: (attempt) => Math.min(attempt * 50, 500),
+    // A sentinel that accepts the connection and answers nothing must not hold the reconnection up for good.
+    sentinelCommandTimeout: Math.max(1000, config.redis.commandTimeoutMs),
+    // A `+switch-master` heard from any sentinel drops the connection at once, and it is made again to the master the
+    // sentinels name now. Without it a process stays on an old master that is still up (a failover asked for, a
+    // partition): it takes writes until Sentinel turns it into a replica, seconds after the switch, and loses them then.
+    failoverDetector: true,
+    // A write that reaches a demoted master all the same (before the switch is heard) is refused READONLY: drop the
+    // connection too. The command is not sent again (ioredis' `2`): it failed (503), and its caller decides.
+    reconnectOnError: (error) => error.message.startsWith('READONLY '),
+  }
 }
 
 let shared: RedisClient | undefined

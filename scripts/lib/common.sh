@@ -601,8 +601,9 @@ wait_child() {
   return "$rc"
 }
 
-# Print a URL with its password replaced by ***. A URL with several hosts (h1:p1,h2:p2) keeps them all.
-redact_url() { sed -E 's#(://[^:/@]+):[^@/]+@#\1:***@#' <<<"$1"; }
+# Print a URL with its password replaced by ***; the user name may be empty (redis://:password@host,
+# redis+sentinel://:password@host:port,host:port/name), and a URL with several hosts (h1:p1,h2:p2) keeps them all.
+redact_url() { sed -E 's#(://[^:/@]*):[^@/]+@#\1:***@#' <<<"$1"; }
 
 # Print the database a PostgreSQL URL names: its last path segment, without the parameters (target_session_attrs).
 database_name() { local name=${1##*/}; printf '%s\n' "${name%%\?*}"; }

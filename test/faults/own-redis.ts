@@ -1,18 +1,30 @@
 // A redis-server of a test file's own, without persistence: stopping it (SIGKILL, as in a crash) and starting it again
-// empties it. With `--replicaof` among its arguments it is a replica; `command` speaks to it through redis-cli.
+// empties it. With `--replicaof` among its arguments it is a replica; `command` speaks to it through redis-cli. With a
+// password it requires it of its clients and gives it to its master (a replica's link).
+import { mkdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { redisCli } from '../cluster/redis-cluster'
 
 export class OwnRedis {
   private proc: ReturnType<typeof Bun.spawn> | undefined
-  constructor(readonly port: number, private readonly args: string[] = []) {}
+  /**
+   * Its working directory, its own and emptied at each start: a replica's full sync leaves a dump.rdb there, which any
+   * server started in the same directory would load (in a shared /tmp, a server of another test file, "empty").
+   */
+  private readonly dir = join(tmpdir(), `own-redis-${process.pid}-${crypto.randomUUID()}`)
+  constructor(readonly port: number, private readonly args: string[] = [], private readonly password?: string) {}
 
   get url() {
     return `redis://127.0.0.1:${this.port}`
   }
 
   async start(): Promise<void> {
+    const auth = this.password === undefined ? [] : ['--requirepass', this.password, '--masterauth', this.password]
+    rmSync(this.dir, { recursive: true, force: true })
+    mkdirSync(this.dir)
     this.proc = Bun.spawn(['redis-server', '--bind', '127.0.0.1', '--port', String(this.port), '--save', '', '--appendonly', 'no',
-      '--daemonize', 'no', '--dir', '/tmp', ...this.args], { stdout: 'ignore', stderr: 'inherit' })
+      '--daemonize', 'no', '--dir', this.dir, ...auth, ...this.args], { stdout: 'ignore', stderr: 'inherit' })
     for (const deadline = Date.now() + 10_000; ; await Bun.sleep(50)) {
       if (await this.ping()) return
       if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${this.port}`)
@@ -24,6 +36,7 @@ export class OwnRedis {
     this.proc?.kill('SIGKILL')
     await this.proc?.exited
     this.proc = undefined
+    rmSync(this.dir, { recursive: true, force: true })
   }
 
   /** Keys held now (DBSIZE of database 0). */
@@ -33,7 +46,8 @@ export class OwnRedis {
 
   /** One command, as redis-cli prints its reply. */
   command(...args: (string | number)[]): Promise<string> {
-    return redisCli(this.port, ...args)
+    const auth = this.password === undefined ? [] : ['--no-auth-warning', '-a', this.password]
+    return redisCli(this.port, ...auth, ...args)
   }
 
   private ping = async () => (await this.command('PING').catch(() => '')).trim() === 'PONG'

@@ -1,0 +1,78 @@
+// A Redis Sentinel of a test file's own (Debian's redis-server in sentinel mode) watching one master on loopback, with
+// timings small enough that a failover takes a few seconds: the master is judged down after `downAfterMs` without an
+// answer, and with a quorum of one this sentinel alone decides and leads the failover.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { redisCli } from '../cluster/redis-cluster'
+
+export interface SentinelSetup {
+  /** The port this sentinel listens on. */
+  port: number
+  /** The master's name in the sentinel's configuration (the `<master-name>` of a `redis+sentinel://` URL). */
+  name: string
+  /** The master's port on 127.0.0.1. */
+  masterPort: number
+  /** The password of the master and its replicas, if they require one. */
+  password?: string
+  /** No answer from the master for this long and it is down. Default 1000. */
+  downAfterMs?: number
+  /** A failover that has not finished in this time is given up (and another not started for twice as long). Default 5000. */
+  failoverTimeoutMs?: number
+}
+
+export class OwnSentinel {
+  private proc: ReturnType<typeof Bun.spawn> | undefined
+  /** Sentinel rewrites its configuration file as it learns: a directory of its own, removed on stop. */
+  private readonly dir = mkdtempSync(join(tmpdir(), 'sentinel-'))
+
+  constructor(readonly setup: SentinelSetup) {}
+
+  async start(): Promise<void> {
+    const { port, name, masterPort, password, downAfterMs = 1000, failoverTimeoutMs = 5000 } = this.setup
+    const file = join(this.dir, 'sentinel.conf')
+    writeFileSync(file, [
+      `port ${port}`, 'bind 127.0.0.1', 'daemonize no', `dir ${this.dir}`,
+      `sentinel monitor ${name} 127.0.0.1 ${masterPort} 1`,
+      `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+      `sentinel failover-timeout ${name} ${failoverTimeoutMs}`,
+      ...(password === undefined ? [] : [`sentinel auth-pass ${name} ${password}`]),
+    ].join('\n') + '\n')
+    this.proc = Bun.spawn(['redis-server', file, '--sentinel'], { stdout: 'ignore', stderr: 'inherit' })
+    for (const deadline = Date.now() + 10_000; ; await Bun.sleep(50)) {
+      if ((await this.command('PING').catch(() => '')).trim() === 'PONG') return
+      if (Date.now() > deadline) throw new Error(`redis-server --sentinel did not answer on ${port}`)
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.proc?.kill('SIGKILL')
+    await this.proc?.exited
+    this.proc = undefined
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  /**
+   * The port of the master this sentinel has switched to: it changes with the `+switch-master` it announces to its
+   * clients. (GET-MASTER-ADDR-BY-NAME names a promoted replica earlier, while the other replicas are being moved to it.)
+   */
+  async masterPort(): Promise<number> {
+    return Number(this.fields(await this.command('SENTINEL', 'MASTER', this.setup.name)).get('port'))
+  }
+
+  /** How many replicas of the master this sentinel knows. */
+  async replicaCount(): Promise<number> {
+    return Number(this.fields(await this.command('SENTINEL', 'MASTER', this.setup.name)).get('num-slaves'))
+  }
+
+  /** redis-cli prints a map reply as its fields and values, one a line. */
+  private fields(reply: string): Map<string, string> {
+    const lines = reply.split('\n').map((line) => line.trim())
+    return new Map(lines.flatMap((line, i) => (i % 2 === 0 && i + 1 < lines.length ? [[line, lines[i + 1]!]] : [])))
+  }
+
+  /** One command, as redis-cli prints its reply. */
+  command(...args: (string | number)[]): Promise<string> {
+    return redisCli(this.setup.port, ...args)
+  }
+}
