@@ -31,3 +31,9 @@ export const MAX_SET_KEYS = 3
  * ends outside its whole hours are read from them. It divides an hour, and the offsets of today's zones.
  */
 export const SLOT_MINUTES = 5
+
+/**
+ * And per this many hours of the UTC day (analytics_event_day_parts, migration 0021): a query reads a part's row
+ * instead of its hours' wherever no bucket boundary cuts it.
+ */
+export const DAY_PART_HOURS = 6

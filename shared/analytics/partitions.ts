@@ -95,6 +95,8 @@ export async function dropExpiredMonths(sql: Sql, now: Date, policy: PartitionPo
         and hour < (${month}::date + interval '1 month')::timestamp at time zone 'UTC'`
       await tx`delete from analytics_event_slots where slot >= ${month}::date::timestamp at time zone 'UTC'
         and slot < (${month}::date + interval '1 month')::timestamp at time zone 'UTC'`
+      await tx`delete from analytics_event_day_parts where part >= ${month}::date::timestamp at time zone 'UTC'
+        and part < (${month}::date + interval '1 month')::timestamp at time zone 'UTC'`
       await tx.unsafe(`drop table if exists ${name}`)
     })
     dropped.push(month)
@@ -103,6 +105,7 @@ export async function dropExpiredMonths(sql: Sql, now: Date, policy: PartitionPo
     select ctid from tracked_events_default where ts < ${keepFrom} limit ${policy.moveBatch}))`
   await sql`delete from analytics_event_rollups where hour < ${keepFrom}`
   await sql`delete from analytics_event_slots where slot < ${keepFrom}`
+  await sql`delete from analytics_event_day_parts where part < ${keepFrom}`
   return dropped
 }
 

@@ -6,7 +6,7 @@ import type { Sql } from '../db/client'
 
 /** A pool or a transaction of one. */
 type Db = Sql | postgres.TransactionSql
-import { BASE_SET, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from './events'
+import { BASE_SET, DAY_PART_HOURS, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from './events'
 
 export interface RollupLimits {
   /** Most event ids one step covers. */
@@ -61,12 +61,16 @@ const EVENT_AND_ALL = `grouping sets ((e.event), ())`
 /** An event's slot (migration 0020): slots lie within hours, so an hour is its slots merged. */
 const SLOT = `date_bin('${SLOT_MINUTES} minutes', e.ts, timestamptz '2000-01-01 00:00:00+00')`
 
+/** The six-hour part of the UTC day (migration 0021) holding an instant. */
+const DAY_PART = (instant: string) => `date_bin('${DAY_PART_HOURS} hours', ${instant}, timestamptz '2000-01-01 00:00:00+00')`
+
 const upsert = (key: string) => `on conflict on constraint ${key} do update
   set events = r.events + excluded.events, identities = hll_union(r.identities, excluded.identities)`
 
 /**
  * Adds counted rows (a query giving product_id, set_id, slot, event, v1, v2, v3, events, identities) to the slots and,
- * merged per hour, to the hours (unless `slotsOnly`), in one statement: the events are read once. Answers the hours.
+ * merged per hour and per part of the day, to the hours and the day parts (unless `slotsOnly`), in one statement: the
+ * events are read once. Answers the hours.
  */
 async function addCounts(tx: Db, counted: string, params: unknown[], slotsOnly = false): Promise<Touched[]> {
   const hours = `insert into analytics_event_rollups as r (product_id, set_id, hour, event, v1, v2, v3, events, identities)
@@ -74,10 +78,15 @@ async function addCounts(tx: Db, counted: string, params: unknown[], slotsOnly =
       from counted group by product_id, set_id, date_trunc('hour', slot, 'UTC'), event, v1, v2, v3
       ${upsert('analytics_event_rollups_key')}
       returning product_id, set_id, hour`
+  const parts = `insert into analytics_event_day_parts as r (product_id, set_id, part, event, v1, v2, v3, events, identities)
+      select product_id, set_id, ${DAY_PART('slot')}, event, v1, v2, v3, sum(events), hll_union_agg(identities)
+      from counted group by product_id, set_id, ${DAY_PART('slot')}, event, v1, v2, v3
+      ${upsert('analytics_event_day_parts_key')}`
   const touched = await tx.unsafe(`with counted as materialized (${counted}),
     slots as (insert into analytics_event_slots as r (product_id, set_id, slot, event, v1, v2, v3, events, identities)
       select product_id, set_id, slot, event, v1, v2, v3, events, identities from counted
       ${upsert('analytics_event_slots_key')}),
+    ${slotsOnly ? '' : `parts as (${parts}),`}
     hours as (${slotsOnly ? 'select null::uuid as product_id, null::bigint as set_id, null::timestamptz as hour where false' : hours})
     select distinct product_id, set_id, hour::text as hour from hours`, params as never[])
   return touched.map((t) => ({ productId: t.product_id as string, setId: Number(t.set_id), hour: t.hour as string }))
@@ -123,6 +132,7 @@ async function stopOverfullSets(tx: Db, touched: Touched[], maxValues: number): 
     const products = [...new Set(touched.filter((t) => ids.includes(t.setId)).map((t) => t.productId))]
     await tx`delete from analytics_event_rollups where product_id = any(${products}::uuid[]) and set_id = any(${ids}::bigint[])`
     await tx`delete from analytics_event_slots where product_id = any(${products}::uuid[]) and set_id = any(${ids}::bigint[])`
+    await tx`delete from analytics_event_day_parts where product_id = any(${products}::uuid[]) and set_id = any(${ids}::bigint[])`
   }
   return ids
 }

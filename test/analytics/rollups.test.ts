@@ -159,6 +159,30 @@ describe('the rollup path and the raw path', () => {
     }
   })
 
+  test('six-hour parts of the day are read where no bucket boundary cuts them, and their hours where one does', async () => {
+    const other = await newProduct('Day parts')
+    // An event every hour of 2026-10-11 and 2026-10-12 (UTC).
+    const at = Array.from({ length: 48 }, (_, h) => new Date(Date.parse('2026-10-11T00:30:00Z') + h * 3_600_000).toISOString())
+    await captureEvents(other.productId, at.map((timestamp, i) => ({ event: 'view', timestamp, identity: { users_id: `d${i % 5}` } })))
+    await roll()
+    const utc: MetricQuery = { entity: 'events', metrics: ['count'], bucket: 'day', range: { from: '2026-10-11T00:00:00Z', to: '2026-10-13T00:00:00Z' } }
+    const berlin: MetricQuery = { ...utc, timezone: 'Europe/Berlin', range: { from: '2026-10-10T22:00:00Z', to: '2026-10-12T22:00:00Z' } }
+    expect((await runMetricQuery(other.productId, utc)).rows.map((r) => r.count)).toEqual([24, 24])
+    // A part's row made to say 100 more (restored after): counted where the part is read. 2026-10-11 18:00-24:00 UTC
+    // is in one UTC day, but Berlin's day starts at 22:00 UTC inside it: there its hours are read instead.
+    const bump = (by: number) => sql`update analytics_event_day_parts set events = events + ${by}
+      where product_id = ${other.productId} and set_id = 0 and part = '2026-10-11T18:00:00Z' and event is null`
+    await bump(100)
+    try {
+      expect((await runMetricQuery(other.productId, utc)).rows.map((r) => r.count)).toEqual([124, 24])
+      const berlinDays = await runMetricQuery(other.productId, berlin)
+      expect(berlinDays.rows.map((r) => r.count)).toEqual([22, 24])
+    } finally {
+      await bump(-100)
+    }
+    expect((await runMetricQuery(other.productId, berlin)).rows).toEqual((await runMetricQuery(other.productId, { ...berlin, exact: true })).rows)
+  })
+
   test('a slot a bucket boundary cuts (a zone on local mean time, 1890 Amsterdam at +00:19:32) is read raw', async () => {
     const other = await newProduct('Local mean time')
     // Amsterdam's day of 1890-03-02 began at 23:40:28 UTC: the slot 23:40 holds events of both days.
@@ -358,7 +382,7 @@ describe('the aggregator process', () => {
 })
 
 
-describe('upgrading rollups made before the rows over all events (migration 0019) and the slots (0020)', () => {
+describe('upgrading rollups made before the rows over all events (migration 0019), the slots (0020) and the parts of the day (0021)', () => {
   const scratch = scratchDatabase('platform_rollups')
 
   test('every hour counted so far gets its row over all events, equal to its events\' rows merged, and steps after keep both', async () => {
@@ -413,6 +437,17 @@ describe('upgrading rollups made before the rows over all events (migration 0019
     for (const row of slotted) {
       expect(row.slot_events).toBe(row.hour_events)
       expect(row.slot_identities).toBe(row.hour_identities)
+    }
+    // 0021 made the parts of the day from the hour rows, and counting goes on into them: each is its hours merged.
+    const parted = await db`select p.set_id, p.part, p.events::int as part_events, h.events::int as hour_events,
+        hll_cardinality(p.identities)::int as part_identities, hll_cardinality(h.identities)::int as hour_identities
+      from analytics_event_day_parts p full join (select set_id, date_bin('6 hours', hour, timestamptz '2000-01-01 00:00:00+00') as part, event, v1,
+        sum(events) as events, hll_union_agg(identities) as identities from analytics_event_rollups group by 1, 2, 3, 4) h
+      on h.set_id = p.set_id and h.part = p.part and h.event is not distinct from p.event and h.v1 is not distinct from p.v1`
+    expect(parted.length).toBeGreaterThan(4)
+    for (const row of parted) {
+      expect(row.part_events).toBe(row.hour_events)
+      expect(row.part_identities).toBe(row.hour_identities)
     }
     const [hour] = await db`select events::int, hll_cardinality(identities)::int as identities from analytics_event_rollups
       where set_id = 0 and event is null and hour = '2025-03-01T02:00:00Z'`

@@ -1,11 +1,11 @@
-// The rollup path of a metric query over tracked events: hour rows for the whole UTC hours of the range that lie in
-// one bucket each, five-minute slot rows for the range's ends outside them and for the hours a bucket boundary cuts,
+// The rollup path of a metric query over tracked events: rows per six hours of the UTC day and per hour for the whole
+// parts and hours of the range that lie in one bucket each, five-minute slot rows for the range's ends outside them and for the hours a bucket boundary cuts,
 // and raw events for the rest (less than a slot at each end, slots a boundary cuts, and every event captured past the
 // rollups' watermark), merged into the same `agg` rows the raw path gives
 // (bucket b, dimensions g0.., metrics m0..). Counts add up; distinct identities merge as HyperLogLog sketches, so the
 // answer says `approximate`. The watermark and the set's readiness are read in the same statement, so one snapshot
 // decides which events come from where: none is counted twice or missed. docs/analytics.md, "Rollups".
-import { BASE_SET, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from '../../../../shared/analytics/events'
+import { BASE_SET, DAY_PART_HOURS, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from '../../../../shared/analytics/events'
 import type { Entity, Metric } from './entity'
 import { type FieldResolver, filterSql, invalid, type Params, PROPERTY } from './plan'
 import type { MetricQuery } from './query-schemas'
@@ -75,6 +75,11 @@ const SLOT = `${SLOT_MINUTES} minutes`
 const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR_MS) * HOUR_MS)
 const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS)
 const ceilSlot = (at: Date) => new Date(Math.ceil(at.getTime() / SLOT_MS) * SLOT_MS)
+const PART_MS = DAY_PART_HOURS * HOUR_MS
+const PART = `${DAY_PART_HOURS} hours`
+const DAY_PART = (instant: string) => `date_bin(interval '${PART}', ${instant}, timestamptz '2000-01-01 00:00:00+00')`
+const ceilPart = (at: Date) => new Date(Math.ceil(at.getTime() / PART_MS) * PART_MS)
+const floorPart = (at: Date) => new Date(Math.floor(at.getTime() / PART_MS) * PART_MS)
 const floorSlot = (at: Date) => new Date(Math.floor(at.getTime() / SLOT_MS) * SLOT_MS)
 
 /**
@@ -108,6 +113,9 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
   // Whole slots at the range's ends, outside the whole hours: f0 <= h0 < h1 <= f1.
   const f0 = params.add(ceilSlot(input.from).toISOString())
   const f1 = params.add(floorSlot(input.to).toISOString())
+  // Whole parts of the day within the whole hours: h0 <= p0, p1 <= h1 (none when p0 >= p1).
+  const p0 = params.add(ceilPart(ceilHour(input.from)).toISOString())
+  const p1 = params.add(floorPart(floorHour(input.to)).toISOString())
   const time = entity.time!
   const rollupColumn: FieldResolver = (name, at) => {
     if (name === 'event') return 'r.event'
@@ -147,6 +155,9 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
   } else {
     ctes.push(`cut as (select null::timestamptz as h where false)`, `slotcut as (select null::timestamptz as s where false)`)
   }
+  // Parts of the day no bucket boundary cuts: read as one row each instead of their six hours.
+  ctes.push(`parts as (select q.p from generate_series(${p0}::timestamptz, ${p1}::timestamptz - interval '${PART}', interval '${PART}') as q(p)
+    ${truncate ? `where not (${cuts('q.p', PART)})` : ''})`)
   // Spans read raw one index range scan each, up to the watermark: the cut slots once slots are ready, else the cut
   // hours (while the set is ready; when it is not, its whole hours are read raw below).
   ctes.push(`rawcut as (select s as lo, s + interval '${SLOT}' as hi from slotcut where (select ok and sok from st)
@@ -173,9 +184,11 @@ export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } 
   const upToWatermark = `s.id + 0 <= (select w from st)`
   const edges = (column: string) => `((${column} >= ${f0}::timestamptz and ${column} < ${h0}::timestamptz) or (${column} >= ${h1}::timestamptz and ${column} < ${f1}::timestamptz))`
   const pieces = [
-    // The whole hours no bucket boundary cuts.
+    // The whole parts of the day no bucket boundary cuts, and the whole hours outside them that none cuts.
+    rows('analytics_event_day_parts', 'part', `(select ok from st) and r.part >= ${p0}::timestamptz and r.part < ${p1}::timestamptz
+      and r.part in (select p from parts)`),
     rows('analytics_event_rollups', 'hour', `(select ok from st) and r.hour >= ${h0}::timestamptz and r.hour < ${h1}::timestamptz
-      and r.hour not in (select h from cut)`),
+      and r.hour not in (select h from cut) and ${DAY_PART('r.hour')} not in (select p from parts)`),
     // The slots at the range's ends outside the whole hours, and those of the cut hours (one index range scan per
     // hour: lateral, and fenced by `offset 0` so PostgreSQL cannot flatten it into a join over the product's slots).
     rows('analytics_event_slots', 'slot', `(select ok and sok from st) and ${edges('r.slot')}`, ['r.slot not in (select s from slotcut)']),
