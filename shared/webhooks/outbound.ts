@@ -6,7 +6,7 @@ import { lookup } from 'node:dns/promises'
 import http from 'node:http'
 import https from 'node:https'
 import { isIP } from 'node:net'
-import { addressAllowed } from './url-policy'
+import { addressAllowed, portOf, webhookPortAllowed } from './url-policy'
 
 export interface OutboundRequest {
   url: string
@@ -83,6 +83,8 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
   try {
     const url = new URL(request.url)
     if (url.protocol !== 'https:' && !(request.allowPrivate && url.protocol === 'http:')) throw new Refusal(`${url.protocol} is not allowed`)
+    // Checked at create and update too; an endpoint stored before the port rule is refused here, before any lookup.
+    if (!webhookPortAllowed(portOf(url))) throw new Refusal(`port ${portOf(url)} is not allowed`)
     const addresses = await checkedAddresses(url.hostname, request, abort.signal)
     const secure = url.protocol === 'https:'
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
