@@ -49,6 +49,8 @@ async function attempt(delivery: ClaimedDelivery): Promise<void> {
   const fields = { deliveryId: delivery.id, messageId: delivery.messageId, endpointId: delivery.endpointId, attempt: delivery.attempts + 1, result: describeResult(result), ms: result.durationMs }
   // Why a host was refused, for the platform only: the attempt records one message for every such case.
   if (result.detail) log('info', 'webhook host refused', { ...fields, detail: result.detail })
+  // The runtime's own words (address and port included) for operators; the attempt records the fixed ones.
+  if (result.cause) log('info', 'webhook connection failed', { ...fields, cause: result.cause })
   if (!outcome) log('warn', 'webhook attempt made after its lease was taken over; not recorded', fields)
   else if (outcome.disabledReason) log('warn', 'webhook endpoint disabled', { ...fields, productId: delivery.productId, reason: outcome.disabledReason })
   else if (outcome.state === 'failed') log('info', 'webhook delivery failed: retries spent', fields)

@@ -1,12 +1,14 @@
 // One outbound webhook request, made so a tenant's URL cannot reach what it must not: the host is resolved here, every
 // address checked, and the connection made to the checked address itself (TLS verified against the name), so a DNS
 // answer that changes between the check and the connect (rebinding) does not help. No redirect is followed, the
-// whole exchange is bounded in time, and at most `maxResponseBytes` of the answer are read.
+// whole exchange is bounded in time, and at most `maxResponseBytes` of the answer are read. Why no answer came is told
+// in fixed words (attempt-errors.ts), never in the runtime's message, which names the address and port it reached.
 import { lookup } from 'node:dns/promises'
 import http from 'node:http'
 import https from 'node:https'
 import { isIP } from 'node:net'
-import { addressAllowed } from './url-policy'
+import { connectionFailure, rawCause } from './attempt-errors'
+import { addressAllowed, portOf, webhookPortAllowed } from './url-policy'
 
 export interface OutboundRequest {
   url: string
@@ -25,12 +27,15 @@ export interface OutboundRequest {
 }
 
 export interface OutboundResult {
-  /** The HTTP status, or null when no answer came (refused address, DNS failure, timeout, connection error). */
+  /** The HTTP status, or null when no answer came (refused address or port, DNS failure, timeout, connection error). */
   status: number | null
   durationMs: number
   /** The first bytes of the answer, as text. */
   excerpt: string
-  /** Why there is no status, why a 3xx was not followed, or that the answer was cut short by the timeout. */
+  /**
+   * Why there is no status, why a 3xx was not followed, or that the answer was cut short by the timeout: shown to the
+   * tenant, so in fixed words (CONNECTION_FAILURES for a failed connection), never an address it did not write.
+   */
   error?: string
   /** The address connected to (or refused): for the platform's own use, never recorded nor shown to the tenant. */
   address?: string
@@ -39,6 +44,8 @@ export interface OutboundResult {
    * so that a tenant cannot tell a name that does not resolve from one that resolves to an internal address).
    */
   detail?: string
+  /** The runtime's own error when the connection failed (code and message, addresses included): for the logs only. */
+  cause?: string
 }
 
 class Refusal extends Error {
@@ -83,6 +90,8 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
   try {
     const url = new URL(request.url)
     if (url.protocol !== 'https:' && !(request.allowPrivate && url.protocol === 'http:')) throw new Refusal(`${url.protocol} is not allowed`)
+    // Checked at create and update too; an endpoint stored before the port rule is refused here, before any lookup.
+    if (!webhookPortAllowed(portOf(url))) throw new Refusal(`port ${portOf(url)} is not allowed`)
     const addresses = await checkedAddresses(url.hostname, request, abort.signal)
     const secure = url.protocol === 'https:'
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
@@ -142,11 +151,13 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
       : redirected ? `redirect not followed${answer.location ? ` (Location: ${answer.location.slice(0, 512)})` : ''}` : undefined
     return { status: answer.status, durationMs: elapsed(), excerpt: answer.excerpt, address, ...(error ? { error } : {}) }
   } catch (error) {
-    const message = abort.signal.aborted ? `no answer within ${request.timeoutMs} ms` : error instanceof Error ? error.message : String(error)
     const refusal = error instanceof Refusal ? error : undefined
+    const failed = !abort.signal.aborted && !refusal
+    const message = abort.signal.aborted ? `no answer within ${request.timeoutMs} ms` : refusal ? refusal.message : connectionFailure(error)
     return {
       status: null, durationMs: elapsed(), excerpt: '', error: message, address: refusal?.address ?? address,
       ...(refusal?.detail ? { detail: refusal.detail } : {}),
+      ...(failed ? { cause: rawCause(error) } : {}),
     }
   } finally {
     clearTimeout(timer)

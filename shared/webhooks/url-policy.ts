@@ -1,6 +1,7 @@
-// Which URLs a webhook endpoint may name: https only, no userinfo or fragment, at most 2048 bytes, and a host that is
-// public (an IP literal outside every special-purpose range, or a name whose every address is). Checked at create and
-// update; the delivery slice must check the address again when it connects, or DNS rebinding gets past this check.
+// Which URLs a webhook endpoint may name: https only, no userinfo or fragment, at most 2048 bytes, a port a receiver
+// listens on, and a host that is public (an IP literal outside every special-purpose range, or a name whose every
+// address is). Checked at create and update; the delivery slice must check the address (and the port) again when it
+// connects, or DNS rebinding (or an endpoint stored before a rule) gets past this check.
 import { lookup, Resolver } from 'node:dns/promises'
 import { isIP } from 'node:net'
 
@@ -106,6 +107,33 @@ export function classifyAddress(ip: string): AddressClass | null {
 /** `localhost` and its subdomains (RFC 6761: always loopback, whatever DNS says), with or without the final dot. */
 export const isLocalhostName = (host: string) => /(^|\.)localhost$/i.test(host.replace(/\.$/, ''))
 
+/**
+ * Ports above 1023 that known services listen on (data stores, queues, cluster control planes, remote desktops,
+ * proxies): a webhook may not name them, so that the platform's egress addresses cannot be used to find them open.
+ */
+export const SERVICE_PORTS: ReadonlyMap<number, string> = new Map([
+  [1080, 'SOCKS proxy'], [1433, 'SQL Server'], [1521, 'Oracle'], [2049, 'NFS'], [2181, 'ZooKeeper'], [2375, 'Docker'],
+  [2376, 'Docker (TLS)'], [2379, 'etcd'], [2380, 'etcd peers'], [3128, 'HTTP proxy'], [3306, 'MySQL'], [3389, 'RDP'],
+  [4369, 'Erlang port mapper'], [5432, 'PostgreSQL'], [5672, 'AMQP'], [5900, 'VNC'], [5984, 'CouchDB'], [5985, 'WinRM'],
+  [5986, 'WinRM (TLS)'], [6379, 'Redis'], [6443, 'Kubernetes API'], [7000, 'Cassandra'], [7001, 'Cassandra (TLS)'],
+  [8200, 'Vault'], [8500, 'Consul'], [9000, 'ClickHouse, php-fpm, MinIO'], [9042, 'Cassandra CQL'], [9092, 'Kafka'],
+  [9200, 'Elasticsearch'], [9300, 'Elasticsearch nodes'], [10250, 'kubelet'], [11211, 'memcached'],
+  [15672, 'RabbitMQ management'], [27017, 'MongoDB'],
+])
+
+/** The port a URL connects to: the one it names, or its scheme's (443, 80). */
+export const portOf = (url: URL) => (url.port ? Number(url.port) : url.protocol === 'http:' ? 80 : 443)
+
+/**
+ * Whether a webhook receiver may listen on `port`: 443 and 80, or any port from 1024 up that is not a known service's
+ * (SERVICE_PORTS). Below 1024 are the system's services (SSH, SMTP, DNS...), where no receiver listens.
+ * @example webhookPortAllowed(8443) // true; webhookPortAllowed(22) and webhookPortAllowed(6379) are false
+ */
+export const webhookPortAllowed = (port: number) => port === 443 || port === 80 || (port >= 1024 && !SERVICE_PORTS.has(port))
+
+/** The field error for a refused port (the same words in every deployment: private URLs allowed or not). */
+export const PORT_RULE = 'must use port 443, 80, or one from 1024 up that no known service uses (docs/webhooks.md, URL rules)'
+
 const refused = (status: 400 | 422, reason: string): UrlVerdict => ({ ok: false, status, reason })
 
 const systemResolve = async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
@@ -173,6 +201,7 @@ export async function checkWebhookUrl(text: string, policy: UrlPolicy): Promise<
   if (!schemes.includes(url.protocol)) return refused(400, policy.allowPrivate ? 'must be https or http' : 'must be https')
   if (url.username || url.password) return refused(400, 'must not carry a user name or password')
   if (text.includes('#')) return refused(400, 'must not carry a fragment')
+  if (!webhookPortAllowed(portOf(url))) return refused(400, `${PORT_RULE}; ${portOf(url)} is refused`)
   if (Buffer.byteLength(url.href) > URL_MAX_BYTES) return refused(400, `must be at most ${URL_MAX_BYTES} bytes once normalized`)
   const host = url.hostname
   const literal = classifyAddress(host)

@@ -9,13 +9,14 @@ import { aadOf, rewrapSecrets } from '../../shared/db/seal-secrets'
 import { keyring, requireSecretKey, seal } from '../../shared/secrets'
 import { endpointSecrets } from '../../shared/webhooks/endpoints'
 import { EVENT_KINDS, type WebhookArea } from '../../shared/webhooks/events'
+import { PORT_RULE } from '../../shared/webhooks/url-policy'
 import { api, call, expectError, failingFields, newPlatformKey, newProduct, ok, startProcess, type Worker } from '../helpers'
 
 type Owner = { token: string; productId: string }
 const as = (owner: Owner, extra: Record<string, unknown> = {}) => ({ token: owner.token, productId: owner.productId, ...extra })
 const AREAS: WebhookArea[] = ['realtime', 'mail']
 const OTHER: Record<WebhookArea, WebhookArea> = { realtime: 'mail', mail: 'realtime' }
-const URL_OK = 'http://127.0.0.1:9/hooks'
+const URL_OK = 'http://127.0.0.1:9999/hooks'
 /** A list's items, whichever shape the area lists in (Realtime `webhooks`, Mail `data`). */
 const items = (area: WebhookArea, body: any): any[] => (area === 'mail' ? body.data : body.webhooks)
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/
@@ -91,7 +92,7 @@ describe.each(AREAS)('%s webhooks', (area) => {
     expect(ok(await call('PATCH', path, as(owner, { body: { enabled: true } })), 'enable').body).toMatchObject({ enabled: true, disabledReason: null })
     expect(ok(await call('PATCH', path, as(owner, { body: {} })), 'empty patch').body).toMatchObject({ enabled: true })
     // the URL stored is the one checked, normalized
-    expect(ok(await call('PATCH', path, as(owner, { body: { url: 'HTTP://2130706433:81/x' } })), 'decimal host').body.url).toBe('http://127.0.0.1:81/x')
+    expect(ok(await call('PATCH', path, as(owner, { body: { url: 'HTTP://2130706433:8081/x' } })), 'decimal host').body.url).toBe('http://127.0.0.1:8081/x')
   })
 
   test('rotate answers a new secret once; the old one keeps signing for 24 hours, and get shows neither', async () => {
@@ -139,6 +140,13 @@ describe.each(AREAS)('%s webhooks', (area) => {
     const metadata = await post({ url: 'http://169.254.169.254/latest/meta-data/' }) // refused even where private URLs are allowed
     expectError(metadata, 422, 'unprocessable')
     expect(metadata.body.fields).toEqual([{ path: '/body/url', message: 'its host 169.254.169.254 is a link-local address, not a public one' }])
+    // Ports a receiver does not listen on: below 1024 but 80 and 443, and known services' above (even where private URLs are allowed)
+    const ssh = await post({ url: 'http://127.0.0.1:22/' })
+    expectError(ssh, 400, 'validation_failed')
+    expect(ssh.body.fields).toEqual([{ path: '/body/url', message: `${PORT_RULE}; 22 is refused` }])
+    for (const url of ['http://127.0.0.1:0/', 'https://127.0.0.1:25/', 'http://127.0.0.1:1023/', 'http://127.0.0.1:5432/', 'https://127.0.0.1:6379/']) {
+      expect([url, await fieldOf({ url })]).toEqual([url, ['/body/url']])
+    }
     expect(await fieldOf({ eventKinds: ['no.such_kind'] })).toEqual(['/body/eventKinds/0'])
     expect(await fieldOf({ eventKinds: [EVENT_KINDS[area][0], EVENT_KINDS[OTHER[area]][0]] })).toEqual(['/body/eventKinds/1'])
     expect(await fieldOf({ eventKinds: [] })).toEqual(['/body/eventKinds'])
@@ -150,6 +158,9 @@ describe.each(AREAS)('%s webhooks', (area) => {
     expect((await post({ description: 'd'.repeat(256), eventKinds: ['*'] })).status).toBe(200)
     const created = await create(owner, area)
     expect(failingFields(await call('PATCH', `/${area}/webhooks/${created.id}`, as(owner, { body: { url: 'https://u@127.0.0.1/' } })))).toEqual(['/body/url'])
+    const redis = await call('PATCH', `/${area}/webhooks/${created.id}`, as(owner, { body: { url: 'http://127.0.0.1:6379/' } }))
+    expectError(redis, 400, 'validation_failed')
+    expect(redis.body.fields).toEqual([{ path: '/body/url', message: `${PORT_RULE}; 6379 is refused` }])
     expect(ok(await call('GET', `/${area}/webhooks/${created.id}`, as(owner)), 'get').body.url).toBe(URL_OK) // unchanged
   })
 

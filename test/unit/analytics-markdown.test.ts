@@ -62,3 +62,81 @@ describe('safety', () => {
     expect(parseInline('**open without close')).toEqual(['**open without close'])
   })
 })
+
+// A text tile holds at most 4 000 characters (services/api/analytics/dashboard-schemas.ts). Each input below made the
+// old renderer rescan the rest of the text from every mark (or backtrack over a heading's spaces): quadratic or worse,
+// 40 such tiles froze a viewer's tab for seconds.
+const BOUND = 4000
+const fill = (unit: string, length = BOUND) => unit.repeat(Math.floor(length / unit.length))
+const PATHOLOGICAL: Record<string, (length: number) => string> = {
+  'underscores that never close': (length) => fill('_a ', length),
+  'stars that never close': (length) => fill('*a ', length),
+  'double stars that never close': (length) => fill('**a ', length),
+  'double underscores that never close': (length) => fill('__a ', length),
+  'every mark opened, none closed': (length) => fill('**a *b __c _d [e ', length),
+  'brackets that never close': (length) => fill('[', length),
+  'links that never close': (length) => fill('[a](', length),
+  'a link target of open parentheses': (length) => `[a](${fill('(', length - 4)}`,
+  'backticks': (length) => `x${fill('`', length - 1)}`,
+  'emphasis nested a thousand deep': (length) => fill('_a ', (length * 3) / 4) + fill('_', length / 4),
+  'a heading with a run of spaces': (length) => `# a${fill(' ', length - 4)}b`,
+}
+
+describe('pathological input at the 4 000-character bound', () => {
+  test('reads as it always did: unclosed marks are text, nesting is kept', () => {
+    const paragraph = (source: string): MarkdownNode[] => [{ tag: 'p', children: [source.trim()] }]
+    for (const name of ['underscores that never close', 'stars that never close', 'double stars that never close',
+      'double underscores that never close', 'every mark opened, none closed', 'brackets that never close',
+      'links that never close', 'a link target of open parentheses', 'backticks']) {
+      const source = PATHOLOGICAL[name]!(BOUND)
+      expect([name, source.length > BOUND - 10, parseMarkdown(source)]).toEqual([name, true, paragraph(source)])
+    }
+    expect(parseMarkdown(PATHOLOGICAL['a heading with a run of spaces']!(BOUND))).toEqual([{ tag: 'h4', children: [`a${' '.repeat(BOUND - 4)}b`] }])
+
+    // `_a ` 1 000 times, then 1 000 `_`: the nth `_a ` closes at the nth-last `_`, down to 999 levels.
+    let nested: MarkdownNode = { tag: 'em', children: ['a _a _'] }
+    for (let level = 1; level < 999; level++) nested = { tag: 'em', children: ['a ', nested] }
+    expect(parseMarkdown(PATHOLOGICAL['emphasis nested a thousand deep']!(BOUND))).toEqual([{ tag: 'p', children: [nested] }])
+
+    // Well-formed nesting, repeated to the bound, keeps every element.
+    const unit = '**a *b __c _d e_ f__ g* h** '
+    const nodes = parseMarkdown(fill(unit))
+    expect(elements(nodes).map((node) => node.tag)).toEqual(['p', ...Array(Math.floor(BOUND / unit.length)).fill(['strong', 'em', 'strong', 'em']).flat()])
+  })
+
+  // Timed as the fastest of several runs, each after a collection, and the ratio as the lowest of three tries, so that
+  // another process on this machine or a collection slows a run without failing the test. At n and 8n, linear reading
+  // takes about 8 times as long (up to 20 seen here: the small runs are cache-friendly) and quadratic about 64 (the old
+  // renderer: 55 to 160 on the quadratic inputs here, and hours for the heading).
+  const fastest = (run: () => unknown, times = 7) => {
+    let best = Infinity
+    for (let i = 0; i < times; i++) {
+      Bun.gc(true)
+      const started = performance.now()
+      run()
+      best = Math.min(best, performance.now() - started)
+    }
+    return best
+  }
+
+  for (const [name, make] of Object.entries(PATHOLOGICAL)) {
+    test(`${name}: eight times the text takes about eight times as long, not sixty-four`, () => {
+      const small = make(BOUND)
+      const large = make(8 * BOUND)
+      fastest(() => parseMarkdown(small), 3) // compiled before it is timed
+      let ratio = Infinity
+      for (let tries = 0; tries < 3 && ratio >= 30; tries++) {
+        ratio = Math.min(ratio, fastest(() => parseMarkdown(large)) / fastest(() => parseMarkdown(small)))
+      }
+      expect(ratio).toBeLessThan(30)
+    })
+  }
+
+  test('40 tiles of each at the bound render well within a second or two (the old renderer took several seconds)', () => {
+    const sources = Object.values(PATHOLOGICAL).map((make) => make(BOUND))
+    for (const source of sources) parseMarkdown(source) // compiled before it is timed
+    const started = performance.now()
+    for (let tile = 0; tile < 40; tile++) for (const source of sources) parseMarkdown(source)
+    expect(performance.now() - started).toBeLessThan(2000)
+  })
+})

@@ -1,7 +1,7 @@
 // Webhook URL rules: the address classes (every special-purpose range, IPv6 forms carrying an IPv4 address), the
 // production policy (https, public hosts only) and the one tests and development run with (private URLS allowed).
 import { describe, expect, test } from 'bun:test'
-import { checkWebhookUrl, classifyAddress, isLocalhostName, type UrlPolicy } from '../../shared/webhooks/url-policy'
+import { checkWebhookUrl, classifyAddress, isLocalhostName, PORT_RULE, SERVICE_PORTS, type UrlPolicy, webhookPortAllowed } from '../../shared/webhooks/url-policy'
 
 const names: Record<string, string[]> = {
   'public.example': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
@@ -115,11 +115,11 @@ describe('checkWebhookUrl in production (private URLs not allowed)', () => {
 
 describe('checkWebhookUrl with WEBHOOK_ALLOW_PRIVATE_URLS (development, tests)', () => {
   test('accepts http, loopback, private and unique-local addresses, and localhost names', async () => {
-    for (const url of ['http://127.0.0.1:8080/hook', 'http://10.0.0.1/', 'https://192.168.1.2/', 'http://[::1]:9000/', 'http://[fd00::1]/',
+    for (const url of ['http://127.0.0.1:8080/hook', 'http://10.0.0.1/', 'https://192.168.1.2/', 'http://[::1]:9001/', 'http://[fd00::1]/',
       'http://localhost:3000/', 'http://rebind.example/', 'http://private6.example/']) {
       expect(await checkWebhookUrl(url, development)).toMatchObject({ ok: true })
     }
-    expect(await checkWebhookUrl('http://2130706433:81/x', development)).toEqual({ ok: true, url: 'http://127.0.0.1:81/x' })
+    expect(await checkWebhookUrl('http://2130706433:8081/x', development)).toEqual({ ok: true, url: 'http://127.0.0.1:8081/x' })
   })
 
   test('still refuses link-local (the metadata address), unspecified, multicast, CGNAT and reserved addresses', async () => {
@@ -133,5 +133,25 @@ describe('checkWebhookUrl with WEBHOOK_ALLOW_PRIVATE_URLS (development, tests)',
     expect(await checkWebhookUrl('ftp://127.0.0.1/', development)).toEqual({ ok: false, status: 400, reason: 'must be https or http' })
     expect(await checkWebhookUrl('http://a:b@127.0.0.1/', development)).toMatchObject({ ok: false, status: 400 })
     expect(await checkWebhookUrl('http://127.0.0.1/#x', development)).toMatchObject({ ok: false, status: 400 })
+  })
+})
+
+describe('ports: 443, 80, or one from 1024 up that no known service uses, in every deployment', () => {
+  test('the ports a receiver listens on are accepted, the default ports included', async () => {
+    for (const port of [80, 443, 1024, 3000, 5000, 8000, 8080, 8443, 9001, 32768, 65535]) expect([port, webhookPortAllowed(port)]).toEqual([port, true])
+    expect(await checkWebhookUrl('https://public.example:443/', production)).toEqual({ ok: true, url: 'https://public.example/' })
+    expect(await checkWebhookUrl('https://public.example:80/', production)).toEqual({ ok: true, url: 'https://public.example:80/' })
+    expect(await checkWebhookUrl('http://127.0.0.1:41234/hook', development)).toEqual({ ok: true, url: 'http://127.0.0.1:41234/hook' })
+  })
+
+  test('system ports and known services are refused (400) before any lookup, naming the rule and the port', async () => {
+    for (const port of [0, 1, 21, 22, 23, 25, 53, 110, 143, 445, 587, 993, 1023, ...SERVICE_PORTS.keys()]) expect([port, webhookPortAllowed(port)]).toEqual([port, false])
+    const lookups: string[] = []
+    const counting: UrlPolicy = { ...production, resolve: async (host) => (lookups.push(host), resolve(host)) }
+    expect(await checkWebhookUrl('https://public.example:22/', counting)).toEqual({ ok: false, status: 400, reason: `${PORT_RULE}; 22 is refused` })
+    expect(await checkWebhookUrl('https://8.8.8.8:5432/', production)).toEqual({ ok: false, status: 400, reason: `${PORT_RULE}; 5432 is refused` })
+    expect(await checkWebhookUrl('http://127.0.0.1:6379/', development)).toEqual({ ok: false, status: 400, reason: `${PORT_RULE}; 6379 is refused` })
+    expect(await checkWebhookUrl('http://localhost:3306/', development)).toMatchObject({ ok: false, status: 400 })
+    expect(lookups).toEqual([])
   })
 })

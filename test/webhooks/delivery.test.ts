@@ -194,6 +194,26 @@ describe('delivery', () => {
     expect(receiver.received(target)).toHaveLength(0)
   })
 
+  test('a connection that fails is shown in fixed words: a closed port, https to a port without TLS, a port outside the rule', async () => {
+    const owner = await newProduct()
+    const closed = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    const closedPort = closed.port
+    closed.stop(true)
+    const plainPort = Number(new URL(receiver.url('/')).port)
+    const refused = await endpoint(owner, '', { url: `http://127.0.0.1:${closedPort}/hook` })
+    const noTls = await endpoint(owner, '', { url: `https://127.0.0.1:${plainPort}/hook` })
+    // An endpoint stored before the port rule: the attempt is refused, nothing connects.
+    const old = await endpoint(owner, newPath('old'))
+    await sql`update webhook_endpoints set url = 'http://127.0.0.1:22/hook' where id = ${old.id}`
+    await bounced(owner)
+    const errors = async (hook: { id: string }) => (await settled(owner, hook.id)).attempts.map((a: any) => [a.statusCode, a.error])
+    expect(await errors(refused)).toEqual(Array(3).fill([null, 'connection refused']))
+    expect(await errors(noTls)).toEqual(Array(3).fill([null, 'TLS failed']))
+    expect(await errors(old)).toEqual(Array(3).fill([null, 'port 22 is not allowed']))
+    const listed = JSON.stringify(await Promise.all([refused, noTls, old].map((hook) => deliveries(owner, hook.id))))
+    expect([listed.includes(String(closedPort)), listed.includes(String(plainPort)), /ECONN|SSL|WRONG_VERSION/.test(listed)]).toEqual([false, false, false])
+  })
+
   test('replay delivers the message again with the same webhook-id and body: a new delivery on the full schedule', async () => {
     const owner = await newProduct()
     const path = newPath('replay')

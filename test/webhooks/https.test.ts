@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Server } from 'bun'
+import { CONNECTION_FAILURES } from '../../shared/webhooks/attempt-errors'
 import { sendOutbound, type OutboundRequest } from '../../shared/webhooks/outbound'
 
 let dir: string
@@ -51,9 +52,11 @@ test('a certificate for another name fails, and so does one no trusted authority
   const wrongName = await sendOutbound(request('other.test'))
   expect(wrongName.status).toBeNull()
   expect(wrongName.error).toMatch(/certificate|altname|hostname/i)
+  expect(wrongName.error).toBe(CONNECTION_FAILURES.tlsName) // fixed words; the runtime's own in cause, for the logs
   const untrusted = await sendOutbound(request('hooks.test', { ca: undefined }))
   expect(untrusted.status).toBeNull()
   expect(untrusted.error).toMatch(/certificate|self.signed/i)
+  expect(untrusted.error).toBe(CONNECTION_FAILURES.tlsTrust)
   expect(seen.length).toBe(before)
 })
 

@@ -1,9 +1,12 @@
 // One outbound webhook request against a real HTTP receiver on loopback: the answer's status and first bytes recorded,
 // no redirect followed, the exchange bounded in time and in bytes read (an answer that stalls after its status is cut
 // short, and says so), and an address that is not allowed refused before any connection, as an IP literal or behind
-// a name: loopback and http unless the deployment allows private URLs, the metadata address always.
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+// a name: loopback and http unless the deployment allows private URLs, the metadata address always. A failed connection
+// is told in fixed words, never the runtime's message naming the address and port; a refused port is never connected to.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Server } from 'bun'
+import net from 'node:net'
+import { CONNECTION_FAILURES } from '../../shared/webhooks/attempt-errors'
 import { sendOutbound, type OutboundRequest } from '../../shared/webhooks/outbound'
 
 let receiver: Server<undefined>
@@ -114,4 +117,54 @@ test('each checked address is tried in turn: a name whose first address refuses 
   const result = await sendOutbound(request('/ok', { url, resolve: async () => ['127.0.0.2', '127.0.0.1'] }))
   expect([result.status, result.excerpt, result.address]).toEqual([200, 'received', '127.0.0.1'])
   expect(seen.slice(before).map((r) => r.host)).toEqual([`two.test:${receiver.port}`])
+})
+
+/** A raw TCP server on loopback doing `onConnection` with each socket; its port. */
+async function tcpServer(onConnection: (socket: net.Socket) => void): Promise<{ port: number; close: () => void }> {
+  const server = net.createServer(onConnection)
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening))
+  return { port: (server.address() as net.AddressInfo).port, close: () => server.close() }
+}
+
+describe('a failed connection is told in fixed words, never with an address, a port or the runtime\'s message', () => {
+  const leaks = (result: { error?: string }, port: number) => [result.error?.includes('127.0.0.1'), result.error?.includes(String(port))]
+
+  test('a closed port: connection refused (the raw error only in cause, for the logs)', async () => {
+    const closed = await tcpServer(() => {})
+    closed.close()
+    const result = await sendOutbound(request('/ok', { url: `http://127.0.0.1:${closed.port}/ok` }))
+    expect([result.status, result.error, ...leaks(result, closed.port)]).toEqual([null, CONNECTION_FAILURES.refused, false, false])
+    expect(result.cause).toContain('ECONNREFUSED')
+  })
+
+  test('https to a port that does not speak TLS: TLS failed', async () => {
+    const port = receiver.port!
+    const result = await sendOutbound(request('/ok', { url: `https://127.0.0.1:${port}/ok` }))
+    expect([result.status, result.error, ...leaks(result, port)]).toEqual([null, CONNECTION_FAILURES.tls, false, false])
+    expect(result.cause).toMatch(/SSL|TLS|VERSION/)
+  })
+
+  test('a service that is not HTTP, or closes at once: not an HTTP answer, connection closed', async () => {
+    const ssh = await tcpServer((socket) => socket.end('SSH-2.0-OpenSSH_9.6\r\n'))
+    const closing = await tcpServer((socket) => socket.end())
+    try {
+      const banner = await sendOutbound(request('/ok', { url: `http://127.0.0.1:${ssh.port}/ok` }))
+      expect([banner.status, banner.error, ...leaks(banner, ssh.port)]).toEqual([null, CONNECTION_FAILURES.notHttp, false, false])
+      const closed = await sendOutbound(request('/ok', { url: `http://127.0.0.1:${closing.port}/ok` }))
+      expect([closed.status, closed.error, ...leaks(closed, closing.port)]).toEqual([null, CONNECTION_FAILURES.closed, false, false])
+    } finally {
+      ssh.close()
+      closing.close()
+    }
+  })
+
+  test('a port outside the rule (an endpoint stored before it) is refused before any lookup or connection', async () => {
+    let looked = 0
+    const resolve = async () => (looked++, ['127.0.0.1'])
+    for (const port of [22, 25, 5432, 6379]) {
+      const result = await sendOutbound(request('/ok', { url: `http://hooks.test:${port}/ok`, resolve }))
+      expect([result.status, result.error, result.cause]).toEqual([null, `port ${port} is not allowed`, undefined])
+    }
+    expect(looked).toBe(0)
+  })
 })

@@ -9,7 +9,7 @@ import { call, newProduct, ok } from '../helpers'
 async function newEndpoint() {
   const owner = await newProduct()
   const hook = ok(await call('POST', '/mail/webhooks', {
-    token: owner.token, productId: owner.productId, body: { url: 'http://127.0.0.1:9/hook', eventKinds: ['*'], enabled: true },
+    token: owner.token, productId: owner.productId, body: { url: 'http://127.0.0.1:9999/hook', eventKinds: ['*'], enabled: true },
   }), 'create endpoint').body
   return { owner, id: hook.id as string }
 }

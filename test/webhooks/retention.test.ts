@@ -10,7 +10,7 @@ import { newProduct, ok, call } from '../helpers'
 test('finished messages past retention go with their deliveries and attempts; pending and recent ones stay', async () => {
   const owner = await newProduct()
   const endpoint = ok(await call('POST', '/mail/webhooks', {
-    token: owner.token, productId: owner.productId, body: { url: 'http://127.0.0.1:9/hook', eventKinds: ['*'], enabled: false },
+    token: owner.token, productId: owner.productId, body: { url: 'http://127.0.0.1:9999/hook', eventKinds: ['*'], enabled: false },
   }), 'create endpoint').body
   const message = async (age: string, state: string) => {
     const id = `msg_retention${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`
@@ -34,7 +34,7 @@ test('finished messages past retention go with their deliveries and attempts; pe
 test('an endpoint holding 20 000 deliveries is deleted within the database deadline, and so is its product', async () => {
   const owner = await newProduct()
   const endpoint = ok(await call('POST', '/mail/webhooks', {
-    token: owner.token, productId: owner.productId, body: { url: 'http://127.0.0.1:9/hook', eventKinds: ['*'], enabled: false },
+    token: owner.token, productId: owner.productId, body: { url: 'http://127.0.0.1:9999/hook', eventKinds: ['*'], enabled: false },
   }), 'create endpoint').body
   const tag = crypto.randomUUID().replaceAll('-', '').slice(0, 12)
   // The 40 000 rows are written without the statement deadline: this setup is not what is timed, and on a loaded
@@ -70,7 +70,7 @@ test('an endpoint holding 20 000 deliveries is deleted within the database deadl
 async function pendingBacklog(n: number, enabled: boolean) {
   const owner = await newProduct()
   const endpoint = ok(await call('POST', '/mail/webhooks', {
-    token: owner.token, productId: owner.productId, body: { url: 'http://127.0.0.1:9/hook', eventKinds: ['*'], enabled },
+    token: owner.token, productId: owner.productId, body: { url: 'http://127.0.0.1:9999/hook', eventKinds: ['*'], enabled },
   }), 'create endpoint').body
   const tag = crypto.randomUUID().replaceAll('-', '').slice(0, 12)
   await sql`

@@ -17,7 +17,8 @@ import { URL_MAX_BYTES } from '../../../shared/webhooks/url-policy'
 
 const Url = () => Type.String({
   minLength: 1, maxLength: URL_MAX_BYTES,
-  description: `Where events are POSTed: https, at most ${URL_MAX_BYTES} bytes, no user name, password or fragment; its host must be a `
+  description: `Where events are POSTed: https, at most ${URL_MAX_BYTES} bytes, no user name, password or fragment; port 443, 80 `
+    + 'or one from 1024 up that no known service uses (not 3306, 5432, 6379, ...); its host must be a '
     + 'public address, or a name whose every address is public (checked now; WEBHOOK_ALLOW_PRIVATE_URLS also allows http and '
     + 'loopback or private addresses, for development)',
 })

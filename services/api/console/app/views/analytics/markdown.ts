@@ -2,8 +2,10 @@
 // text nodes, so no HTML in the source can pass through (`<script>` stays the eight characters it is), and a link is
 // an <a> only when its target parses as an http(s) URL. What it knows: headings, paragraphs, bullet and numbered lists,
 // fenced code, **bold**, *italic*, `code`, [links](https://…) and backslash escapes; anything else is text.
-// Parsing (parseMarkdown, pure: unit-tested without a browser) is apart from building the DOM (renderMarkdown).
+// Parsing (parseMarkdown, pure: unit-tested without a browser) is apart from building the DOM (renderMarkdown), and
+// linear in the text's length: a tile is anyone's text, and must not freeze the tab of whoever views the dashboard.
 import { h } from '../../dom'
+import { closingAt, type EmphasisMark, indexInline, type InlineIndex, isSpace } from './markdown-index'
 
 // A tile's title is its h3; headings inside the text sit below it.
 const HEADINGS = ['h4', 'h5', 'h6'] as const
@@ -44,10 +46,10 @@ export function parseMarkdown(source: string): MarkdownNode[] {
       fragment.push(element('pre', [element('code', [code.join('\n')])]))
       continue
     }
-    const heading = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line)
+    const heading = headingOf(line)
     if (heading) {
-      const tag = HEADINGS[Math.min(heading[1]!.length, HEADINGS.length) - 1]!
-      fragment.push(element(tag, parseInline(heading[2]!)))
+      const tag = HEADINGS[Math.min(heading.level, HEADINGS.length) - 1]!
+      fragment.push(element(tag, parseInline(heading.text)))
       i++
       continue
     }
@@ -65,6 +67,28 @@ export function parseMarkdown(source: string): MarkdownNode[] {
     fragment.push(element('p', parseInline(paragraph.join(' '))))
   }
   return fragment
+}
+
+/**
+ * `# Title` or `### Title ###`: its level and text, or undefined. Read by hand: the expression this replaces,
+ * /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/, backtracked cubically over a long run of spaces in a title (seconds a tile).
+ */
+function headingOf(line: string): { level: number; text: string } | undefined {
+  let at = 0
+  while (at < 3 && isSpace(line[at])) at++
+  const hashes = at
+  while (line[at] === '#') at++
+  const level = at - hashes
+  if (level < 1 || level > 6 || !isSpace(line[at])) return undefined
+  while (isSpace(line[at])) at++
+  // Closing hashes and the spaces around them are not part of the title.
+  let end = line.length
+  while (end > at && isSpace(line[end - 1])) end--
+  while (end > at && line[end - 1] === '#') end--
+  while (end > at && isSpace(line[end - 1])) end--
+  const text = line.slice(at, end)
+  // As before: a line separator inside the title (where the expression's `.` stopped) makes the line no heading.
+  return /[\u2028\u2029]/.test(text) ? undefined : { level, text }
 }
 
 function listItem(line: string): { ordered: boolean; text: string } | undefined {
@@ -86,72 +110,60 @@ export function safeHref(target: string): string | undefined {
   }
 }
 
-const EMPHASIS: [string, 'strong' | 'em'][] = [['**', 'strong'], ['__', 'strong'], ['*', 'em'], ['_', 'em']]
+const EMPHASIS: [EmphasisMark, 'strong' | 'em'][] = [['**', 'strong'], ['__', 'strong'], ['*', 'em'], ['_', 'em']]
 
-// Emphasis opens before a non-space; with `_` only at the start of a word (so snake_case and window.__name stay
-// text), as CommonMark reads them.
-function opens(text: string, at: number, mark: string): boolean {
-  const after = text[at + mark.length]
-  if (after === undefined || /\s/.test(after)) return false
-  return mark[0] === '*' || at === 0 || /[\s([{"']/.test(text[at - 1]!)
+/**
+ * Inline markup as nodes; an opening mark without its closing one is plain text. Linear in the text's length: every
+ * "where does this close?" is a lookup in tables built once (markdown-index.ts), and nested markup is read in place,
+ * each character by one level only.
+ */
+export function parseInline(text: string): MarkdownNode[] {
+  return parseSpan(indexInline(text), 0, text.length)
 }
 
-function closing(text: string, from: number, mark: string): number {
-  for (let end = text.indexOf(mark, from); end !== -1; end = text.indexOf(mark, end + 1)) {
-    const before = text[end - 1]!
-    const after = text[end + mark.length]
-    // `**` is not a closing `*`; a closing `_` ends a word.
-    if (mark === '*' && after === '*') { end++; continue }
-    if (/\s/.test(before)) continue
-    if (mark[0] === '_' && after !== undefined && /[\p{L}\p{N}_]/u.test(after)) continue
-    return end
-  }
-  return -1
+// Emphasis opens before a non-space; with `_` only at the start of a word (so snake_case and window.__name stay
+// text), as CommonMark reads them. `start` and `limit` bound the span being read, as if it were the whole text.
+function opens(text: string, at: number, mark: string, start: number, limit: number): boolean {
+  const after = at + mark.length < limit ? text[at + mark.length] : undefined
+  if (after === undefined || isSpace(after)) return false
+  return mark[0] === '*' || at === start || /[\s([{"']/.test(text[at - 1]!)
 }
 
 /**
- * A link at `at` (`[text](target)`): its text, target and length, or undefined. The target has no spaces and may hold
- * balanced parentheses (https://en.wikipedia.org/wiki/Foo_(bar)); spaces around it are allowed.
+ * A link at `at` (`[label](target)`) inside a span ending at `limit`: where its label ends, its target and length, or
+ * undefined. The target has no spaces and may hold balanced parentheses (https://en.wikipedia.org/wiki/Foo_(bar));
+ * spaces around it are allowed.
  */
-function linkAt(text: string, at: number): { label: string; target: string; length: number } | undefined {
-  const label = /^\[([^\]]+)\]\(\s*/.exec(text.slice(at))
-  if (!label) return undefined
-  let end = at + label[0].length
-  let depth = 0
-  const start = end
-  for (; end < text.length; end++) {
-    const char = text[end]!
-    if (/\s/.test(char)) break
-    if (char === '(') depth++
-    else if (char === ')') {
-      if (depth === 0) break
-      depth--
-    }
-  }
-  const target = text.slice(start, end)
-  while (end < text.length && /\s/.test(text[end]!)) end++
-  if (!target || text[end] !== ')') return undefined
-  return { label: label[1]!, target, length: end + 1 - at }
+function linkAt(index: InlineIndex, at: number, limit: number): { labelEnd: number; target: string; length: number } | undefined {
+  const { text } = index
+  const labelEnd = index.nextBracketClose[at + 1]!
+  if (labelEnd === at + 1 || labelEnd + 1 >= limit || text[labelEnd + 1] !== '(') return undefined
+  const start = Math.min(index.nextNonSpace[labelEnd + 2]!, limit)
+  const end = Math.min(index.nextSpace[start]!, index.nextUnmatchedParen[start]!, limit)
+  const close = Math.min(index.nextNonSpace[end]!, limit)
+  if (end === start || close === limit || text[close] !== ')') return undefined
+  return { labelEnd, target: text.slice(start, end), length: close + 1 - at }
 }
 
-/** Inline markup as nodes; an opening mark without its closing one is plain text. */
-export function parseInline(text: string): MarkdownNode[] {
+/** The inline markup of text[start, limit) as nodes. */
+function parseSpan(index: InlineIndex, start: number, limit: number): MarkdownNode[] {
+  const { text } = index
   const nodes: MarkdownNode[] = []
   let plain = ''
   const flush = () => {
     if (plain) nodes.push(plain)
     plain = ''
   }
-  for (let i = 0; i < text.length;) {
+  for (let i = start; i < limit;) {
     const char = text[i]!
-    if (char === '\\' && i + 1 < text.length && /[\\`*_[\]()#+\-.!<>]/.test(text[i + 1]!)) {
+    if (char === '\\' && i + 1 < limit && /[\\`*_[\]()#+\-.!<>]/.test(text[i + 1]!)) {
       plain += text[i + 1]
       i += 2
       continue
     }
     if (char === '`') {
-      const end = text.indexOf('`', i + 1)
-      if (end > i + 1) {
+      const end = index.nextBacktick[i + 1]!
+      if (end > i + 1 && end < limit) {
         flush()
         nodes.push(element('code', [text.slice(i + 1, end)]))
         i = end + 1
@@ -159,23 +171,23 @@ export function parseInline(text: string): MarkdownNode[] {
       }
     }
     if (char === '[') {
-      const link = linkAt(text, i)
+      const link = linkAt(index, i, limit)
       if (link) {
         flush()
         const href = safeHref(link.target)
         // Any other target stays what it was typed as: visible text, never a link.
-        nodes.push(href ? { tag: 'a', href, children: parseInline(link.label) } : text.slice(i, i + link.length))
+        nodes.push(href ? { tag: 'a', href, children: parseSpan(index, i + 1, link.labelEnd) } : text.slice(i, i + link.length))
         i += link.length
         continue
       }
     }
-    const emphasis = EMPHASIS.find(([mark]) => text.startsWith(mark, i))
-    if (emphasis && opens(text, i, emphasis[0])) {
+    const emphasis = EMPHASIS.find(([mark]) => i + mark.length <= limit && text.startsWith(mark, i))
+    if (emphasis && opens(text, i, emphasis[0], start, limit)) {
       const [mark, tag] = emphasis
-      const end = closing(text, i + mark.length, mark)
+      const end = closingAt(index, mark, i + mark.length, limit)
       if (end > i + mark.length) {
         flush()
-        nodes.push(element(tag, parseInline(text.slice(i + mark.length, end))))
+        nodes.push(element(tag, parseSpan(index, i + mark.length, end)))
         i = end + mark.length
         continue
       }
