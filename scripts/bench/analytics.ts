@@ -10,6 +10,8 @@
 // Usage: bun run scripts/bench/analytics.ts [--events 1000000] [--users 100000] [--runs 5] [--peer-runs 3 (0: one cold run)]
 //        [--chunk 1000000] [--capture 200000 (0: none)] [--month 2026-03] [--bulk] [--keep] [--product ID] [--seed-only]
 // --seed-only seeds (and keeps) the events and stops: a later --product run builds the rollups and times the queries.
+// --tiles-only times the tiles through the rollups and stops (no exact path, peers, funnel or capture): a quick look
+// at the same data after a change to the rollups.
 // --product times the queries over the events an earlier run kept (--keep) for that product, of --month, without
 // seeding again: the same data before and after a change.
 // --bulk loads a month that has no partition yet as a bulk import would: a table of its own without indexes, the
@@ -33,7 +35,7 @@ const { values: args } = parseArgs({
     events: { type: 'string', default: '1000000' }, users: { type: 'string', default: '100000' }, runs: { type: 'string', default: '5' },
     'peer-runs': { type: 'string', default: '3' }, chunk: { type: 'string', default: '1000000' }, capture: { type: 'string', default: '200000' },
     keep: { type: 'boolean', default: false }, bulk: { type: 'boolean', default: false }, month: { type: 'string', default: '2026-03' },
-    product: { type: 'string' }, 'seed-only': { type: 'boolean', default: false },
+    product: { type: 'string' }, 'seed-only': { type: 'boolean', default: false }, 'tiles-only': { type: 'boolean', default: false },
   },
 })
 const EVENTS = Number(args.events)
@@ -114,7 +116,7 @@ const rolling = performance.now()
 await rollupUntilCurrent(seed, LIMITS)
 const rolledMs = performance.now() - rolling
 // Rows upserted once per step over many steps leave dead versions behind, as autovacuum would clear them in time.
-await seed`vacuum analyze analytics_event_rollups`
+await seed`vacuum analyze analytics_event_rollups, analytics_event_slots, analytics_event_day_parts`
 log(`rolled up in ${seconds(rolledMs)} (${Math.round(EVENTS / (rolledMs / 1000)).toLocaleString('en')} events/s)`)
 
 const range = { from: MONTH, to: new Date(Date.parse(MONTH) + 30 * 86_400_000).toISOString() }
@@ -173,6 +175,10 @@ let worstTile = 0
 for (const tile of tiles) {
   log(`tile: ${tile.name}…`)
   const platform = await time(RUNS, () => runMetricQuery(P, tile.query))
+  if (args['tiles-only']) {
+    tileLines.push(`| ${tile.name} | ${ms(platform.p50)} (max ${ms(platform.max)}) |`)
+    continue
+  }
   const exact = await time(PEER_RUNS, () => runMetricQuery(P, { ...tile.query, exact: true }))
   const peer = await time(PEER_RUNS, tile.peer)
   worstTile = Math.max(worstTile, platform.p50)
@@ -188,6 +194,15 @@ for (const tile of tiles) {
   const counts = fast.every((row, i) => row.count === undefined || row.count === slow[i]?.count) && fast.length === slow.length
   // Said at once too: a long run that fails later keeps what it measured.
   tileLines.push(`| ${tile.name} | ${ms(platform.p50)} (max ${ms(platform.max)}) | ${ms(exact.p50)} | ${ms(peer.p50)} | ${counts ? 'equal' : 'DIFFERENT'} | ${fast.some((r) => r.identities !== undefined) ? `${(worst * 100).toFixed(2)} %` : '-'} |`)
+}
+
+if (args['tiles-only']) {
+  console.log(`\nTiles through the rollups over ${args.month} of ${P} (p50 of ${RUNS} runs after one warm-up)\n`)
+  console.log('| dashboard tile | platform (rollups) |\n| --- | ---: |')
+  for (const line of tileLines) console.log(line)
+  await Promise.all([seed.end(), sql.end(), analyticsSql.end()])
+  await closeRedis()
+  process.exit(0)
 }
 
 // Funnel: signup → view → add_to_cart → purchase on users_id, 14-day window.

@@ -286,7 +286,10 @@ async function checkEmails(ledger: Ledger, caught: CaughtMessage[], violate: (li
     }
     return byToken
   }
-  await settles(() => [...ledger.emails.keys()].every((token) => copies().has(token)), SETTLE_MS)
+  await settles(() => {
+    const delivered = copies()
+    return [...ledger.emails.keys()].every((token) => delivered.has(token))
+  }, SETTLE_MS)
   const byToken = copies()
   for (const token of ledger.emails.keys()) {
     const ids = byToken.get(token)
@@ -298,14 +301,27 @@ async function checkEmails(ledger: Ledger, caught: CaughtMessage[], violate: (li
 
 /** Each accepted email's email.sent and email.delivered events arrived at least once, each event under one id. */
 async function checkWebhooks(ledger: Ledger, received: () => { id: string; type: string; data: { emailId: string } }[], violate: (line: string) => void) {
+  const KINDS = ['email.sent', 'email.delivered']
+  /** Event ids by `${emailId} ${type}`, verified once per look (thousands of emails in a long run). */
+  const idsOf = () => {
+    const ids = new Map<string, Set<string>>()
+    for (const event of received()) {
+      const key = `${event.data.emailId} ${event.type}`
+      ids.set(key, (ids.get(key) ?? new Set()).add(event.id))
+    }
+    return ids
+  }
   const emailIds = [...ledger.emails.values()]
-  await settles(() => emailIds.every((id) => ['email.sent', 'email.delivered'].every((type) => received().some((r) => r.data.emailId === id && r.type === type))), SETTLE_MS)
-  const events = received()
+  await settles(() => {
+    const ids = idsOf()
+    return emailIds.every((id) => KINDS.every((type) => ids.has(`${id} ${type}`)))
+  }, SETTLE_MS)
+  const ids = idsOf()
   for (const emailId of emailIds) {
-    for (const type of ['email.sent', 'email.delivered']) {
-      const ids = new Set(events.filter((r) => r.data.emailId === emailId && r.type === type).map((r) => r.id))
-      if (ids.size === 0) violate(`${type} of email ${emailId} never arrived`)
-      if (ids.size > 1) violate(`${type} of email ${emailId} arrived as ${ids.size} different events`)
+    for (const type of KINDS) {
+      const count = ids.get(`${emailId} ${type}`)?.size ?? 0
+      if (count === 0) violate(`${type} of email ${emailId} never arrived`)
+      if (count > 1) violate(`${type} of email ${emailId} arrived as ${count} different events`)
     }
   }
 }
