@@ -33,6 +33,11 @@ export interface SoakTarget {
   mailFrom: string
   captureKey: string
   channels: string[]
+  /**
+   * The address the soak's requests come from (X-Forwarded-For, the workers trusting it): its own, so the public
+   * workers' per-address windows in Redis, shared with anything else on the same Redis, never count the soak.
+   */
+  clientIp: string
   /** Live base URLs of each kind (public workers, gateways), asked at each request. */
   publicUrls(): string[]
   gatewayUrls(): string[]
@@ -54,7 +59,8 @@ async function publicCall(ledger: Ledger, target: SoakTarget, part: string, path
     return { status: 0, body: null }
   }
   try {
-    const response = await fetch(base + path, { ...init, signal: AbortSignal.timeout(10_000) })
+    const headers = { ...(init.headers as Record<string, string>), 'x-forwarded-for': target.clientIp }
+    const response = await fetch(base + path, { ...init, headers, signal: AbortSignal.timeout(10_000) })
     const text = await response.text()
     answered(ledger, part, response.status, text)
     let body: unknown = text

@@ -44,7 +44,7 @@ async function startPlatform(supervisor: Supervisor, smtpPort: number): Promise<
     MAILER_POLL_MS: '50', MAIL_RETRY_BASE_MS: '200', MAIL_LEASE_MS: '2000', MAILER_SMTP_TIMEOUT_MS: '5000', SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
     WEBHOOK_POLL_MS: '50', WEBHOOK_LEASE_MS: '4000', WEBHOOK_TIMEOUT_MS: '2000',
     ARCHIVER_IDLE_MS: '50', ARCHIVER_CLAIM_IDLE_MS: '1000', AGGREGATOR_IDLE_MS: '100',
-    MAIL_SEND_RATE_PER_SECOND: '1000', PUBLIC_IP_RATE_LIMIT: '1000000', GATEWAY_READ_BURST: '100000',
+    MAIL_SEND_RATE_PER_SECOND: '1000', PUBLIC_IP_RATE_LIMIT: '1000000', TRUST_PROXY: '1', GATEWAY_READ_BURST: '100000',
   }
   const ported = async (name: string, script: string, portVariable: string, extra: Record<string, string> = {}) => {
     const port = await freePort()
@@ -107,6 +107,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const live = (prefix: string) => supervisor.names.filter((n) => n.startsWith(prefix) && supervisor.alive(n)).map((n) => supervisor.url(n))
   const target: SoakTarget = {
     productId: owner.productId, rtKey: rt.key, rtKeyId: rt.id, mailKey, mailFrom: `soak@${domain.name}`, captureKey, channels,
+    clientIp: `10.${Array.from({ length: 3 }, () => Math.floor(Math.random() * 256)).join('.')}`,
     publicUrls: () => live('public-'),
     gatewayUrls: () => live('gateway-').map((url) => `${url.replace('http', 'ws')}/connection/websocket`),
   }
