@@ -37,3 +37,10 @@ export const SLOT_MINUTES = 5
  * instead of its hours' wherever no bucket boundary cuts it.
  */
 export const DAY_PART_HOURS = 6
+
+/**
+ * SQL for the start of the bin of `interval` ('5 minutes', '6 hours') holding `instant`, bins counted from a UTC
+ * midnight: the one definition of a slot and a part, shared by the rollups that write them and the queries that read.
+ */
+export const binSql = (interval: string, instant: string) =>
+  `date_bin(interval '${interval}', ${instant}, timestamptz '2000-01-01 00:00:00+00')`

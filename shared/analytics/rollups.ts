@@ -6,7 +6,7 @@ import type { Sql } from '../db/client'
 
 /** A pool or a transaction of one. */
 type Db = Sql | postgres.TransactionSql
-import { BASE_SET, DAY_PART_HOURS, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from './events'
+import { BASE_SET, binSql, DAY_PART_HOURS, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from './events'
 
 export interface RollupLimits {
   /** Most event ids one step covers. */
@@ -59,10 +59,10 @@ interface Touched { productId: string; setId: number; hour: string }
 const EVENT_AND_ALL = `grouping sets ((e.event), ())`
 
 /** An event's slot (migration 0020): slots lie within hours, so an hour is its slots merged. */
-const SLOT = `date_bin('${SLOT_MINUTES} minutes', e.ts, timestamptz '2000-01-01 00:00:00+00')`
+const SLOT = binSql(`${SLOT_MINUTES} minutes`, 'e.ts')
 
 /** The six-hour part of the UTC day (migration 0021) holding an instant. */
-const DAY_PART = (instant: string) => `date_bin('${DAY_PART_HOURS} hours', ${instant}, timestamptz '2000-01-01 00:00:00+00')`
+const DAY_PART = (instant: string) => binSql(`${DAY_PART_HOURS} hours`, instant)
 
 const upsert = (key: string) => `on conflict on constraint ${key} do update
   set events = r.events + excluded.events, identities = hll_union(r.identities, excluded.identities)`

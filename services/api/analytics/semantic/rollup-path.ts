@@ -1,11 +1,11 @@
 // The rollup path of a metric query over tracked events: rows per six hours of the UTC day and per hour for the whole
-// parts and hours of the range that lie in one bucket each, five-minute slot rows for the range's ends outside them and for the hours a bucket boundary cuts,
-// and raw events for the rest (less than a slot at each end, slots a boundary cuts, and every event captured past the
+// parts and hours of the range that lie in one bucket each, five-minute slot rows for the range's ends outside them
+// and for the hours a bucket boundary cuts, and raw events for the rest (less than a slot at each end, slots a boundary cuts, and every event captured past the
 // rollups' watermark), merged into the same `agg` rows the raw path gives
 // (bucket b, dimensions g0.., metrics m0..). Counts add up; distinct identities merge as HyperLogLog sketches, so the
 // answer says `approximate`. The watermark and the set's readiness are read in the same statement, so one snapshot
 // decides which events come from where: none is counted twice or missed. docs/analytics.md, "Rollups".
-import { BASE_SET, DAY_PART_HOURS, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from '../../../../shared/analytics/events'
+import { BASE_SET, binSql, DAY_PART_HOURS, EVENTS_SOURCE, identitySketch, MAX_SET_KEYS, SLOT_MINUTES } from '../../../../shared/analytics/events'
 import type { Entity, Metric } from './entity'
 import { type FieldResolver, filterSql, invalid, type Params, PROPERTY } from './plan'
 import type { MetricQuery } from './query-schemas'
@@ -72,15 +72,12 @@ export interface RollupAggInput {
 
 const SLOT_MS = SLOT_MINUTES * 60_000
 const SLOT = `${SLOT_MINUTES} minutes`
-const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR_MS) * HOUR_MS)
-const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS)
-const ceilSlot = (at: Date) => new Date(Math.ceil(at.getTime() / SLOT_MS) * SLOT_MS)
 const PART_MS = DAY_PART_HOURS * HOUR_MS
 const PART = `${DAY_PART_HOURS} hours`
-const DAY_PART = (instant: string) => `date_bin(interval '${PART}', ${instant}, timestamptz '2000-01-01 00:00:00+00')`
-const ceilPart = (at: Date) => new Date(Math.ceil(at.getTime() / PART_MS) * PART_MS)
-const floorPart = (at: Date) => new Date(Math.floor(at.getTime() / PART_MS) * PART_MS)
-const floorSlot = (at: Date) => new Date(Math.floor(at.getTime() / SLOT_MS) * SLOT_MS)
+const DAY_PART = (instant: string) => binSql(PART, instant)
+/** An instant rounded up or down to a multiple of `ms` since the epoch (hours, slots and parts all start at one). */
+const ceilTo = (ms: number, at: Date) => new Date(Math.ceil(at.getTime() / ms) * ms)
+const floorTo = (ms: number, at: Date) => new Date(Math.floor(at.getTime() / ms) * ms)
 
 /**
  * Whether hour buckets in this zone start off the UTC hour (Asia/Kolkata +05:30, Australia/Lord_Howe's +10:30): every
@@ -103,19 +100,19 @@ export function hoursOffTheHour(timezone: string, from: Date, to: Date): boolean
 }
 
 /** Whether a range holds at least one whole UTC hour (else the raw path reads it all anyway). */
-export const hasWholeHour = (from: Date, to: Date) => ceilHour(from).getTime() < floorHour(to).getTime()
+export const hasWholeHour = (from: Date, to: Date) => ceilTo(HOUR_MS, from).getTime() < floorTo(HOUR_MS, to).getTime()
 
 /** The CTEs (without `with`) and the `agg` select of the rollup path. */
 export function rollupAgg(input: RollupAggInput): { ctes: string; agg: string } {
   const { entity, query, path, choice, metrics, params, productParam, truncate } = input
-  const h0 = params.add(ceilHour(input.from).toISOString())
-  const h1 = params.add(floorHour(input.to).toISOString())
+  const h0 = params.add(ceilTo(HOUR_MS, input.from).toISOString())
+  const h1 = params.add(floorTo(HOUR_MS, input.to).toISOString())
   // Whole slots at the range's ends, outside the whole hours: f0 <= h0 < h1 <= f1.
-  const f0 = params.add(ceilSlot(input.from).toISOString())
-  const f1 = params.add(floorSlot(input.to).toISOString())
+  const f0 = params.add(ceilTo(SLOT_MS, input.from).toISOString())
+  const f1 = params.add(floorTo(SLOT_MS, input.to).toISOString())
   // Whole parts of the day within the whole hours: h0 <= p0, p1 <= h1 (none when p0 >= p1).
-  const p0 = params.add(ceilPart(ceilHour(input.from)).toISOString())
-  const p1 = params.add(floorPart(floorHour(input.to)).toISOString())
+  const p0 = params.add(ceilTo(PART_MS, ceilTo(HOUR_MS, input.from)).toISOString())
+  const p1 = params.add(floorTo(PART_MS, floorTo(HOUR_MS, input.to)).toISOString())
   const time = entity.time!
   const rollupColumn: FieldResolver = (name, at) => {
     if (name === 'event') return 'r.event'
