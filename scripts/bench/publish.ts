@@ -15,6 +15,7 @@ import { verifyToken, type Claims } from '../../shared/realtime/tokens'
 import type { Cluster } from 'ioredis'
 import { closeRedis, onCluster, redis } from '../../shared/redis'
 import { freePort, startWorker, type Worker } from '../../test/helpers'
+import { processCpuSeconds, redisCpuSeconds } from './cpu'
 import { realtimeProduct } from '../../test/realtime/public-helpers'
 
 const { values: args } = parseArgs({
@@ -61,9 +62,15 @@ interface Row {
   p50: number
   p99: number
   bytesPerEntry?: number
+  /** Redis CPU (user + system, INFO cpu) per operation over the measured rounds, µs. */
+  redisUs: number
+  /** The serving process's CPU per operation, µs (HTTP rows: the worker or the peer server). */
+  processUs?: number
 }
 
 type Op = (i: number) => Promise<void>
+/** One side of a pair: its name, its operation, and the process that serves it (for its CPU), if not this one. */
+type Side = [name: string, op: Op, serverPid?: number]
 
 /** Runs operations `from`..`from + n - 1` keeping `concurrency` in flight; per-operation latency in ms. Stops on Ctrl-C. */
 async function drive(from: number, n: number, concurrency: number, op: Op): Promise<{ latencies: Float64Array; seconds: number }> {
@@ -87,14 +94,20 @@ async function drive(from: number, n: number, concurrency: number, op: Op): Prom
  * `n / ROUNDS` operations each, alternating which goes first (ABBA…) so drift and ordering hit both alike.
  * ops/s is all operations over all measured time; p50/p99 pool every round's latencies.
  */
-async function compare(level: string, n: number, subject: [string, Op], peer: [string, Op]): Promise<[Row, Row]> {
+async function compare(level: string, n: number, subject: Side, peer: Side): Promise<[Row, Row]> {
   const sides = [subject, peer]
   for (const [, op] of sides) await drive(0, Math.min(WARMUP, n), CONCURRENCY, op)
   const perRound = Math.ceil(n / ROUNDS)
   const results: { latencies: Float64Array; seconds: number }[][] = [[], []]
+  // CPU seconds spent during each side's rounds: Redis (INFO cpu) and the serving process (/proc).
+  const cpu = [{ redis: 0, process: 0 }, { redis: 0, process: 0 }]
   for (let round = 0; round < ROUNDS; round++) {
     for (const side of round % 2 === 0 ? [0, 1] : [1, 0]) {
+      const pid = sides[side]![2]
+      const before = [await redisCpuSeconds(redis()), pid ? await processCpuSeconds(pid) : 0]
       results[side]!.push(await drive(WARMUP + round * perRound, perRound, CONCURRENCY, sides[side]![1]))
+      cpu[side]!.redis += (await redisCpuSeconds(redis())) - before[0]!
+      if (pid) cpu[side]!.process += (await processCpuSeconds(pid)) - before[1]!
     }
   }
   const summarize = (side: number): Row => {
@@ -111,6 +124,8 @@ async function compare(level: string, n: number, subject: [string, Op], peer: [s
     return {
       level, name: sides[side]![0], ops: all.length / runs.reduce((sum, r) => sum + r.seconds, 0),
       range: [Math.min(...rates), Math.max(...rates)], p50: q(0.5), p99: q(0.99),
+      redisUs: cpu[side]!.redis / all.length * 1e6,
+      ...(sides[side]![2] ? { processUs: cpu[side]!.process / all.length * 1e6 } : {}),
     }
   }
   console.error(`  done: ${level}`)
@@ -252,8 +267,8 @@ async function main() {
   remember(peerChannels)
   console.error('running HTTP level…')
   rows.push(...(await compare('http', HTTP_N,
-    ['POST /{productId}/realtime/messages (public worker)', post(publicWorker.url, publicChannels)],
-    ['peer: bare Bun.serve → JSON parse → publish()', post(peer.url, peerChannels)])))
+    ['POST /{productId}/realtime/messages (public worker)', post(publicWorker.url, publicChannels), publicWorker.proc.pid],
+    ['peer: bare Bun.serve → JSON parse → publish()', post(peer.url, peerChannels), peer.proc.pid])))
 
   // Token issue: the same worker and peer, the same body for both (two channels of the namespace, both kept whole).
   const tokenBody = (i: number) => ({
@@ -270,8 +285,8 @@ async function main() {
   await sameToken(await issue(publicWorker.url)(0), await issue(peer.url)(0))
   console.error('running token issue…')
   rows.push(...(await compare('token issue', TOKEN_N,
-    ['POST /{productId}/realtime/tokens/issue (public worker)', async (i) => void (await issue(publicWorker.url)(i))],
-    ['peer: bare Bun.serve → JSON parse → narrow() → signToken()', async (i) => void (await issue(peer.url)(i))])))
+    ['POST /{productId}/realtime/tokens/issue (public worker)', async (i) => void (await issue(publicWorker.url)(i)), publicWorker.proc.pid],
+    ['peer: bare Bun.serve → JSON parse → narrow() → signToken()', async (i) => void (await issue(peer.url)(i)), peer.proc.pid])))
 
   printTable(rows, metaBytes)
 }
@@ -288,9 +303,10 @@ async function sameToken(subjectText: string, peerText: string) {
 }
 
 function printTable(rows: Row[], metaBytes: number | undefined) {
-  const header = ['level', 'what', 'ops/s', 'rounds ops/s', 'p50 ms', 'p99 ms', 'Redis B/history entry']
+  const header = ['level', 'what', 'ops/s', 'rounds ops/s', 'p50 ms', 'p99 ms', 'Redis µs/op', 'server µs/op', 'Redis B/history entry']
   const cells = rows.map((r) => [
     r.level, r.name, r.ops.toFixed(0), `${r.range[0].toFixed(0)}–${r.range[1].toFixed(0)}`, r.p50.toFixed(2), r.p99.toFixed(2),
+    r.redisUs.toFixed(1), r.processUs === undefined ? '–' : r.processUs.toFixed(1),
     r.bytesPerEntry === undefined ? '–' : r.bytesPerEntry.toFixed(1),
   ])
   const widths = header.map((h, c) => Math.max(h.length, ...cells.map((row) => row[c]!.length)))
@@ -301,10 +317,14 @@ function printTable(rows: Row[], metaBytes: number | undefined) {
   console.log('')
   for (let i = 0; i + 1 < rows.length; i += 2) {
     const [subject, peer] = [rows[i]!, rows[i + 1]!]
+    const server = subject.processUs !== undefined && peer.processUs ? `, server CPU ${(subject.processUs / peer.processUs).toFixed(2)}×` : ''
     console.log(`${subject.level}: subject reaches ${(subject.ops / peer.ops * 100).toFixed(0)} % of the peer's throughput; ` +
-      `p50 ${(subject.p50 / peer.p50).toFixed(2)}×, p99 ${(subject.p99 / peer.p99).toFixed(2)}× the peer's`)
+      `p50 ${(subject.p50 / peer.p50).toFixed(2)}×, p99 ${(subject.p99 / peer.p99).toFixed(2)}× the peer's; ` +
+      `Redis CPU ${(subject.redisUs / peer.redisUs).toFixed(2)}×${server} per operation`)
   }
   console.log('ops/s: all measured operations ÷ all measured time; rounds ops/s: slowest–fastest round; p50/p99 over every round.')
+  console.log('Redis µs/op: the Redis server\'s CPU (INFO cpu, user + system) over the measured rounds ÷ their operations; ' +
+    'server µs/op: the serving process\'s (/proc/<pid>/stat), for the HTTP rows.')
   console.log('B/history entry: MEMORY USAGE (all nodes sampled) of the channels\' history streams ÷ their entries; ' +
     `publish() also keeps one meta hash per channel (epoch, offset): ${metaBytes?.toFixed(0) ?? '?'} B each.`)
 }
