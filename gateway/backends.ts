@@ -1,7 +1,7 @@
 // The gateway's edges (./ports.ts) as the running gateway has them: Redis for the broker, presence and the client-event
 // budget; PostgreSQL (cached) for policies, revoked credentials and signing keys; usage flushed to PostgreSQL.
 import { readHistoryWithArchive } from '../shared/realtime/archive-recovery'
-import { publish, subscriptionPosition } from '../shared/realtime/broker'
+import { subscriptionPosition } from '../shared/realtime/broker'
 import { namespaceOf } from '../shared/realtime/names'
 import { holdChannels, releaseChannels } from '../shared/realtime/occupancy'
 import { productPolicies } from '../shared/realtime/policies'
@@ -9,7 +9,7 @@ import { enterPresence, leavePresence, listPresence, sweepPresence } from '../sh
 import { revocations, revokedAmong } from '../shared/realtime/revocations'
 import { verifyToken } from '../shared/realtime/tokens'
 import { usage } from '../shared/realtime/usage'
-import { takeProductEvent } from './event-budget'
+import { publishClientEvent } from './event-budget'
 import type { GatewayBackends } from './ports'
 
 export function redisBackends(): GatewayBackends {
@@ -19,9 +19,8 @@ export function redisBackends(): GatewayBackends {
       // A cursor whose entries left Redis is recovered from the archive when the namespace archives (and proves continuity).
       history: (productId, channel, policy, query, maxBytes) => readHistoryWithArchive(productId, channel, policy,
         async () => (await productPolicies(productId)).namespaces.get(namespaceOf(channel))?.archiveDays ?? 0, query, maxBytes),
-      publish: (event) => publish(event),
+      publish: (event) => publishClientEvent(event),
     },
-    events: { take: (productId) => takeProductEvent(productId) },
     presence: {
       enter: (entry) => enterPresence(entry),
       leave: (entry) => leavePresence(entry),

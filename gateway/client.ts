@@ -388,12 +388,13 @@ export class Connection {
     if (size > CLIENT_EVENT_MAX_BYTES) return this.refuse(request, 'invalid', `client event is ${size} bytes serialized; at most ${CLIENT_EVENT_MAX_BYTES}`)
     if (!this.allowed('event', request)) return
     const productId = this.claims!.pid
-    if (!(await this.backends.events.take(productId))) {
-      return this.refuse(request, 'rate_limited', `more than ${config.realtime.productClientEventsPerSecond} client events a second across this product's connections`)
-    }
     let id: string
     try {
-      ;({ id } = await this.backends.broker.publish({ productId, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id }))
+      const published = await this.backends.broker.publish({ productId, channel: request.channel, policy: policy.broker, data, senderConnectionId: this.id })
+      if (published === null) {
+        return this.refuse(request, 'rate_limited', `more than ${config.realtime.productClientEventsPerSecond} client events a second across this product's connections`)
+      }
+      id = published.id
     } catch (error) {
       // Past the product's fan-out byte budget on the channel's shard (429 on the HTTP route): retry later.
       if (error instanceof ApiError && error.status === 429) return this.refuse(request, 'rate_limited', error.message)

@@ -15,15 +15,10 @@ export interface Broker {
   history(productId: string, channel: string, policy: HistoryPolicy, query: HistoryQuery, maxBytes: number): Promise<HistoryResult>
   /**
    * Fans a client event out through the channel's shard stream, never stored; its entry names the sender, whom every
-   * gateway skips. Throws ApiError 429 past the product's fan-out byte budget on the shard.
+   * gateway skips. Counted in the product's client events per second, across its connections and gateways: past them
+   * null, nothing published (gateway/event-budget.ts). Throws ApiError 429 past the product's fan-out byte budget on the shard.
    */
-  publish(event: { productId: string; channel: string; policy: HistoryPolicy; data: string; senderConnectionId: string }): Promise<{ id: string }>
-}
-
-/** Client events of a product across its connections and gateways, per second (gateway/event-budget.ts). */
-export interface EventBudget {
-  /** Counts one; false past the product's budget for this second. */
-  take(productId: string): Promise<boolean>
+  publish(event: { productId: string; channel: string; policy: HistoryPolicy; data: string; senderConnectionId: string }): Promise<{ id: string } | null>
 }
 
 /** Channel rosters (shared/realtime/presence.ts). */
@@ -90,7 +85,6 @@ export interface Usage {
 /** Everything the gateway needs from outside the process. */
 export interface GatewayBackends {
   broker: Broker
-  events: EventBudget
   presence: Presence
   policies: PolicySource
   revocations: RevocationSource

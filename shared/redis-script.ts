@@ -49,7 +49,7 @@ export async function orUnavailable<T>(service: string, call: () => Promise<T>):
   } catch (error) {
     if (error instanceof ApiError) throw error
     logUnlessOutage(`${service} failed`, error)
-    // The cause stays on the 503 for callers that count differently when Redis did not answer (limited-publish.ts).
+    // The cause stays on the 503 for callers that count differently when Redis did not answer (publish-message.ts).
     throw Object.assign(unavailable(`${service[0]!.toUpperCase()}${service.slice(1)} is unavailable`), { cause: error })
   }
 }

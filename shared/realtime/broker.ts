@@ -14,6 +14,7 @@ import HISTORY_BUDGET_LUA from './lua/history-budget.lua' with { type: 'text' }
 import NOW_LUA from './lua/now.lua' with { type: 'text' }
 import POSITION_LUA from './lua/position.lua' with { type: 'text' }
 import PUBLISH_LUA from './lua/publish.lua' with { type: 'text' }
+import PUBLISH_ONE_LUA from './lua/publish-one.lua' with { type: 'text' }
 
 /** A namespace's history policy. History is kept only when both are positive; 0/0 = no history. */
 export interface HistoryPolicy {
@@ -126,10 +127,10 @@ type HistoryReply = [epoch: string, top: number, recovered: number, entries: Str
 /** publish.lua's reply: {offset, epoch} stored, {} not stored, {-1, budget, ms} refused over a byte budget. */
 export type PublishReply = [number, string] | [-1, string, number] | []
 
-/** publish.lua with the libraries it needs, in order (./limited-publish.ts runs it after its limits). */
-export const PUBLISH_SCRIPT_PARTS = [NOW_LUA, GENERATION_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA] as const
+/** publish.lua (publish_one) with the libraries it needs, in order, for a script to call (./publish-request.ts). */
+export const PUBLISH_LIBRARY_PARTS = [NOW_LUA, GENERATION_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA] as const
 
-const publishScript = redisScript<PublishReply>('realtime publish', ...PUBLISH_SCRIPT_PARTS)
+const publishScript = redisScript<PublishReply>('realtime publish', ...PUBLISH_LIBRARY_PARTS, PUBLISH_ONE_LUA)
 const historyScript = redisScript<HistoryReply>('realtime history', NOW_LUA, GENERATION_LUA, HISTORY_LUA)
 const positionScript = redisScript<[string, number]>('realtime history', NOW_LUA, GENERATION_LUA, HISTORY_BUDGET_LUA, POSITION_LUA)
 
@@ -147,9 +148,11 @@ export async function publish(input: PublishInput, budgets: PublishBudgets = def
   return publishResult(await publishScript.run(call.keys, call.args), call.id, budgets)
 }
 
-/** One publish as publish.lua takes it (for scripts that run it after checks of their own: ./limited-publish.ts). */
+/** One publish as publish.lua's publish_one takes it (for scripts that call it after checks of their own: ./publish-request.ts). */
 export interface PublishCall {
   id: string
+  /** The channel's shard: every key below is in its slot. */
+  shard: number
   keys: string[]
   args: (string | number)[]
 }
@@ -163,6 +166,7 @@ export function publishCall(input: PublishInput, budgets: PublishBudgets): Publi
   const [field, payload] = input.data !== undefined ? ['d', input.data] : ['r', JSON.stringify(input.ref)]
   return {
     id,
+    shard: keys.shard,
     keys: [keys.hist, keys.meta, keys.fan, keys.fanSeq, keys.fanBudget, keys.histBytes, keys.histExpiry],
     args: [
       stored ? input.policy.historySize : 0,
@@ -268,7 +272,7 @@ export async function readHistory(
   const keys = channelKeys(productId, channel)
   const [epoch, top, recovered, rows, truncated] = await historyScript.run(
     [keys.hist, keys.meta],
-    [mode, value, policy.historyTtlSeconds * 1000, cursorEpoch, maxReplyBytes, HISTORY_ENTRY_FRAMING_BYTES + channel.length],
+    [mode, value, policy.historyTtlSeconds * 1000, cursorEpoch, maxReplyBytes, HISTORY_ENTRY_FRAMING_BYTES + channel.length, policy.historySize],
   )
   const entries = rows.map((row) => toEntry(row, String(epoch)))
   if (mode !== 'c') entries.reverse()

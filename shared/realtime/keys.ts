@@ -29,6 +29,8 @@
 // | rt:{sN}:hookd:<productId>             | string | webhooks: events of the product dropped by the budget (counts for the retention) |
 // | rt:{sN}:hooks                         | stream | webhook events of shard N, read by the webhooks process (group `webhooks`) |
 // | rt:{sN}:hooks:due                     | zset   | `p:`/`o:` + `<productId>:<channel>` → when its presence/occupancy next needs a check |
+// | rt:{sN}:idem:<productId>:<keyHash>:<channel> | string | what an Idempotency-Key published on the channel: `id offset epoch` (its window) |
+// | rt:idem:<productId>:<keyHash>         | string | the fingerprint of the request that used the Idempotency-Key (its window) |
 // History and meta keys expire after the namespace's retention window of idleness; presence keys 30 s after the last expiry.
 // The layout of before (`pres:<p>:<ch>` and its `:n`, `:exp`, `:gone`, `occ:<p>:<ch>` and its `:gone`, `hookn:`) is read
 // by nothing (renamed whole, so no old key is mistaken for a new one): a Redis still holding it loses that short-lived
@@ -127,3 +129,14 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
     histExpiry: `rt:${tag}:histx:${productId}`,
   }
 }
+
+/**
+ * An idempotency key's claim: the fingerprint of the request that first used the key on the product, for the key's
+ * window (publish-request.ts). `keyHash` is the key's SHA-256 (hex), so the key's own bytes never reach a key name.
+ * No hash tag: on one Redis the publish script reads it; on a cluster it is claimed in a step of its own.
+ */
+export const idempotencyClaimKey = (productId: string, keyHash: string) => `rt:idem:${productId}:${keyHash}`
+
+/** What an idempotency key published on a channel (`id offset epoch`, or `id`): in the channel's slot, written by its publish. */
+export const idempotencyMarkerKey = (productId: string, channel: string, keyHash: string, shard = shardOf(productId, channel)) =>
+  `rt:${shardTag(shard)}:idem:${productId}:${keyHash}:${channel}`

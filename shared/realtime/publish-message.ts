@@ -1,19 +1,23 @@
-// Publish from a backend (the public route) or the platform API: inline up to the cap, stored in S3 and delivered as a
-// `ref` above it; counted by the quota.
+// Publish from a backend (the public routes) or the platform API: to one channel (inline up to the cap, stored in S3
+// and delivered as a `ref` above it), or one payload to up to 100 channels (a broadcast, inline only); counted by the
+// quota, idempotent under an Idempotency-Key. docs/realtime-public-api.md, "Publish" and "Broadcast".
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../errors'
-import { countWhileDown } from '../fixed-window'
-import { publish, type PayloadRef, type PublishInput, type PublishResult } from './broker'
-import { publishWithinLimits, type WindowLimit } from './limited-publish'
+import { countWhileDown, type Window } from '../fixed-window'
+import { payloadHash } from '../http/idempotency-key'
 import { onCluster } from '../redis'
-import { namespaceOf } from './names'
-import { usage } from './usage'
-import { INLINE_CAP_BYTES, storePayload } from './payloads'
+import type { PayloadRef, PublishInput, PublishResult } from './broker'
 import { namespaceNotRegistered, payloadStorageNotProvisioned } from './channel-errors'
+import { namespaceOf } from './names'
+import { INLINE_CAP_BYTES, payloadKey, storePayload } from './payloads'
 import { productPolicies } from './policies'
-import { enforcePublishQuota, QUOTA_WHAT, quotaExceeded, quotaWindow } from './publish-quota'
-import type { Window } from '../fixed-window'
-import type { PublishBody } from './request-schemas'
+import {
+  type ChannelOutcome, claimIdempotencyKey, type KeyedRequest, keyedRequest, publishedUnderKey, publishInOneStep,
+  publishPerShard, releaseIdempotencyKey,
+} from './publish-request'
+import { countPublishes, QUOTA_WHAT, quotaExceeded, quotaWindow } from './publish-quota'
+import type { BroadcastBody, PublishBody } from './request-schemas'
+import { usage } from './usage'
 
 /**
  * The calling request's own limit, counted exactly once: by `check()`, or by the publish script itself (`take()`), as
@@ -47,69 +51,173 @@ export interface PublishResponse {
   ref?: PayloadRef
 }
 
+/** A published message, with whether it was published by an earlier request under the same Idempotency-Key. */
+export interface Published {
+  message: PublishResponse
+  /** True when the key's earlier request published it: this one published nothing (answered `Idempotent-Replayed: true`). */
+  replayed: boolean
+}
+
+/** One channel of a broadcast: 200 and the publication, or the status and error body a single publish would answer. */
+export type BroadcastResult = ({ status: 200 } & PublishResponse) | ({ status: number; channel: string } & Record<string, unknown>)
+
 /**
  * Publishes `data` to `channel`. Serialized size = UTF-8 bytes of JSON.stringify(data).
  * 404 unregistered namespace; 503 over the cap without payload storage; 429 past the request's own limit (`ip`: the
- * public route's IP limit, not yet counted: counted here, first; COUNTED_ALREADY for the platform API), past the publish quota, or past the product's fan-out or history byte budget on the
- * channel's shard (thrown by the publish script, with Retry-After).
+ * public route's IP limit, not yet counted: counted here, first; COUNTED_ALREADY for the platform API), past the
+ * publish quota, or past the product's fan-out or history byte budget on the channel's shard (with Retry-After);
+ * 409 invalid_idempotent_request when `idempotencyKey` named another request within IDEMPOTENCY_WINDOW_MS.
  */
-export async function publishMessage(productId: string, body: PublishBody, ip: RequestLimit): Promise<PublishResponse> {
-  const policies = await productPolicies(productId, () => ip.check()) // counted first if they must be read from PostgreSQL
-  const namespace = namespaceOf(body.channel)
-  const policy = policies.namespaces.get(namespace)
-  if (!policy) throw namespaceNotRegistered(namespace, '/body/channel')
-  const serialized = JSON.stringify(body.data)
-  const size = Buffer.byteLength(serialized, 'utf8')
-  const inline = size <= INLINE_CAP_BYTES
-  if (!inline && policies.payloadBucket === null) throw payloadStorageNotProvisioned(size, INLINE_CAP_BYTES)
-  const id = randomUUID()
-  let ref: PayloadRef | undefined
-  let result: PublishResult
-  if (inline && !onCluster()) {
-    result = await publishCounted(ip, { productId, channel: body.channel, policy: policy.broker, id, data: serialized })
-  } else {
-    // Over the cap the quota is checked before the upload (a refused publish stores nothing in S3); on a cluster the
-    // counters and the channel's shard are in different slots: one step each, in the same order.
-    await ip.check()
-    await enforcePublishQuota(productId)
-    ref = inline ? undefined : await storePayload({
-      bucket: policies.payloadBucket!, productId, channel: body.channel, messageId: id,
-      body: Buffer.from(serialized, 'utf8'), contentType: 'application/json',
-    })
-    result = await publish({ productId, channel: body.channel, policy: policy.broker, id, ...(ref ? { ref } : { data: serialized }) })
-  }
-  usage.count(productId, body.channel, { publishes: 1, bytes: size })
-  return {
-    id: result.id, channel: body.channel,
-    ...(result.offset !== undefined ? { offset: result.offset, epoch: result.epoch } : {}),
-    ...(ref ? { ref } : {}),
-  }
+export async function publishMessage(productId: string, body: PublishBody, ip: RequestLimit, idempotencyKey: string | null = null): Promise<Published> {
+  const request = await prepare(productId, [body.channel], body.data, ip, idempotencyKey, 'publish')
+  const target = request.targets[0]!
+  if ('error' in target) throw target.error
+  const [outcome] = request.inline && !onCluster()
+    ? await inOneStep(request, ip)
+    : await inSteps(request, ip)
+  const result = answer(request, target, outcome!)
+  if (result instanceof ApiError) throw result
+  return { message: result, replayed: request.replayed }
 }
 
 /**
- * The IP limit, the quota and the publish in one round trip (one script: the limits are conditional, so a pipeline or
- * MULTI of plain commands could not stop at the first refusal). The IP limit is left out when the request is counted
- * already (its key was looked up in PostgreSQL first). While Redis cannot run the script, the request and the publish
- * are counted in this worker as hitWindow counts them (same limits, per worker), and the publish answers its 503.
+ * Publishes one payload to each of `body.channels` (1..100, distinct), inline only (413 above the cap: one payload
+ * stored per channel would multiply the bytes). Each channel is checked as a publish to it would be (namespace, quota,
+ * byte budgets) and answered on its own; the request fails whole only past its IP limit (429) or when its
+ * Idempotency-Key named another request (409). On one Redis one round trip; on a cluster one per shard, in parallel.
  */
-async function publishCounted(ip: RequestLimit, input: PublishInput): Promise<PublishResult> {
+export async function broadcastMessage(productId: string, body: BroadcastBody, ip: RequestLimit, idempotencyKey: string | null = null): Promise<{ results: BroadcastResult[]; replayed: boolean }> {
+  const request = await prepare(productId, body.channels, body.data, ip, idempotencyKey, 'broadcast')
+  if (!request.inline) {
+    throw new ApiError('payload_too_large', `Serialized data is ${request.size} bytes; a broadcast carries at most the inline cap of ${INLINE_CAP_BYTES}`,
+      { limit: INLINE_CAP_BYTES, fields: [{ path: '/body/data', message: `at most ${INLINE_CAP_BYTES} bytes serialized` }] })
+  }
+  const valid = request.targets.filter((t): t is Target => !('error' in t))
+  if (valid.length === 0) await ip.check() // nothing to publish: the request still counts
+  const outcomes = valid.length === 0 ? [] : !onCluster() ? await inOneStep(request, ip, valid) : await inSteps(request, ip, valid)
+  const results = request.targets.map((target): BroadcastResult => {
+    if ('error' in target) return { status: target.error.status, channel: target.channel, ...target.error.body() }
+    const result = answer(request, target, outcomes[valid.indexOf(target)]!)
+    return result instanceof ApiError ? { status: result.status, channel: target.channel, ...result.body() } : { status: 200, ...result }
+  })
+  return { results, replayed: request.replayed }
+}
+
+interface Target {
+  channel: string
+  input: PublishInput
+}
+
+interface Prepared {
+  productId: string
+  targets: (Target | { channel: string; error: ApiError })[]
+  serialized: string
+  size: number
+  inline: boolean
+  payloadBucket: string | null
+  keyed?: KeyedRequest
+  /** Set once the key's claim says this request was made before. */
+  replayed: boolean
+}
+
+async function prepare(productId: string, channels: readonly string[], data: unknown, ip: RequestLimit, idempotencyKey: string | null, kind: 'publish' | 'broadcast'): Promise<Prepared> {
+  const policies = await productPolicies(productId, () => ip.check()) // counted first if they must be read from PostgreSQL
+  const serialized = JSON.stringify(data)
+  const size = Buffer.byteLength(serialized, 'utf8')
+  const inline = size <= INLINE_CAP_BYTES
+  const targets = channels.map((channel, i) => {
+    const namespace = namespaceOf(channel)
+    const policy = policies.namespaces.get(namespace)
+    const path = kind === 'publish' ? '/body/channel' : `/body/channels/${i}`
+    if (!policy) return { channel, error: namespaceNotRegistered(namespace, path) }
+    return { channel, input: { productId, channel, policy: policy.broker, id: randomUUID(), data: serialized } }
+  })
+  if (!inline && kind === 'publish' && policies.payloadBucket === null) throw payloadStorageNotProvisioned(size, INLINE_CAP_BYTES)
+  return {
+    productId, targets, serialized, size, inline, payloadBucket: policies.payloadBucket, replayed: false,
+    // What makes a repeat the same request: its kind, its channels in order and its data (object keys in any order).
+    ...(idempotencyKey !== null ? { keyed: keyedRequest(idempotencyKey, payloadHash({ kind, channels, data })) } : {}),
+  }
+}
+
+const conflict = () => new ApiError('invalid_idempotent_request',
+  'This Idempotency-Key was already used with a different request; use a new key for a new publish')
+
+/**
+ * One Redis, inline payload: the IP limit (unless counted already), the key's claim, the quota and every publish in
+ * one script. While Redis cannot run it, the request and the publishes are counted in this worker as hitWindow counts
+ * them (same limits, per worker), and the request answers its 503.
+ */
+async function inOneStep(request: Prepared, ip: RequestLimit, targets = request.targets as Target[]): Promise<ChannelOutcome[]> {
   const now = Date.now()
   const byIp = ip.done ? undefined : { window: ip.take(now), limit: ip.limit }
-  const quota = quotaWindow(input.productId, now)
-  const limits = byIp ? [byIp, quota] : [quota]
-  const refusal = (limit: WindowLimit) =>
-    limit === byIp ? ip.refuse(limit.window.retryAfter) : quotaExceeded(limit.window.retryAfter, limit.limit)
+  const quota = quotaWindow(request.productId, now)
   try {
-    const outcome = await publishWithinLimits(limits, input)
-    if ('published' in outcome) return outcome.published
-    throw refusal(limits[outcome.refused]!)
+    const outcome = await publishInOneStep(targets.map((t) => t.input), { ...(byIp ? { ip: byIp } : {}), quota, ...(request.keyed ? { keyed: request.keyed } : {}) })
+    if ('ipRefused' in outcome) throw ip.refuse(byIp!.window.retryAfter)
+    if ('conflict' in outcome) throw conflict()
+    request.replayed = outcome.replayed
+    return outcome.channels
   } catch (error) {
     // A Redis error reply means the script ran, and counted (its writes before an error stay): nothing to count here.
     const cause = error instanceof ApiError && error.status === 503 ? (error as Error).cause : undefined
     if (cause === undefined || (cause instanceof Error && cause.name === 'ReplyError')) throw error
-    for (const limit of limits) {
-      if (countWhileDown(limit === byIp ? ip.what : QUOTA_WHAT, limit.window, cause, now) > limit.limit) throw refusal(limit)
-    }
+    if (byIp && countWhileDown(ip.what, byIp.window, cause, now) > byIp.limit) throw ip.refuse(byIp.window.retryAfter)
+    if (countWhileDown(QUOTA_WHAT, quota.window, cause, now, targets.length) > quota.limit) throw quotaExceeded(quota.window.retryAfter, quota.limit)
     throw error
   }
+}
+
+/**
+ * A cluster (the counters and the claim are in other slots than the channels) or a payload stored in S3 first: the IP
+ * limit, the key's claim and the quota (all channels in one count) each a step of their own, then the publishes, one
+ * script per shard. A repeat's publish is answered from the channel's marker; a stored payload is uploaded only when
+ * the channel has none.
+ */
+async function inSteps(request: Prepared, ip: RequestLimit, targets = request.targets as Target[]): Promise<ChannelOutcome[]> {
+  await ip.check()
+  const { keyed, productId } = request
+  const claim = keyed ? await claimIdempotencyKey(productId, keyed) : undefined
+  if (claim === 'conflict') throw conflict()
+  request.replayed = claim === 'repeat'
+  let published = false
+  try {
+    const { count, limit, retryAfter } = await countPublishes(productId, targets.length)
+    // The first `allowed` channels fit the quota; the rest are refused as over it.
+    const allowed = Math.max(0, limit - (count - targets.length))
+    const outcomes: ChannelOutcome[] = targets.map((_, i) => ({ overQuota: count - targets.length + i + 1 }))
+    const going = targets.slice(0, allowed)
+    if (!request.inline) {
+      // One channel: its payload goes to S3 before it is published, unless a repeat finds it published already.
+      const earlier = claim === 'repeat' ? await publishedUnderKey(productId, going[0]!.channel, keyed!) : null
+      if (earlier) {
+        published = true
+        return [{ published: earlier, replayed: true }]
+      }
+      if (going.length === 0) throw quotaExceeded(retryAfter, limit)
+      const target = going[0]!
+      const ref = await storePayload({
+        bucket: request.payloadBucket!, productId, channel: target.channel, messageId: target.input.id!,
+        body: Buffer.from(request.serialized, 'utf8'), contentType: 'application/json',
+      })
+      target.input = { ...target.input, data: undefined, ref }
+    }
+    const done = going.length > 0 ? await publishPerShard(going.map((t) => t.input), keyed) : []
+    done.forEach((outcome, i) => (outcomes[i] = outcome))
+    published = outcomes.some((o) => 'published' in o)
+    return outcomes
+  } finally {
+    if (claim === 'new' && !published) await releaseIdempotencyKey(productId, keyed!)
+  }
+}
+
+/** A channel's outcome as the answer for it: the publication, or the error a single publish would throw. */
+function answer(request: Prepared, target: Target, outcome: ChannelOutcome): PublishResponse | ApiError {
+  if ('overQuota' in outcome) return quotaExceeded(quotaWindow(request.productId).window.retryAfter)
+  if ('refused' in outcome) return outcome.refused
+  const { id, offset, epoch } = outcome.published as PublishResult
+  if (!outcome.replayed) usage.count(request.productId, target.channel, { publishes: 1, bytes: request.size })
+  const ref: PayloadRef | undefined = target.input.ref ?? (request.inline ? undefined
+    : { bucket_key: payloadKey(request.productId, target.channel, id), size: request.size, content_type: 'application/json' })
+  return { id, channel: target.channel, ...(offset !== undefined ? { offset, epoch } : {}), ...(ref ? { ref } : {}) }
 }

@@ -45,6 +45,13 @@ export async function checkPublishQuota(productId: string, now = Date.now(), lim
   return { allowed: count <= limit, count, limit, retryAfter }
 }
 
+/** Counts `amount` publishes of the product at once (a broadcast on a cluster); QuotaResult for the last of them. */
+export async function countPublishes(productId: string, amount: number, now = Date.now(), limits = DEFAULT_LIMITS): Promise<QuotaResult> {
+  const { count, retryAfter } = await hitWindow(quotaPrefix(productId), limits.windowSeconds, QUOTA_WHAT, now, amount)
+  const limit = hardLimit(limits)
+  return { allowed: count <= limit, count, limit, retryAfter }
+}
+
 /** checkPublishQuota, throwing 429 `quota_exceeded` with Retry-After past the hard limit. */
 export async function enforcePublishQuota(productId: string): Promise<void> {
   const result = await checkPublishQuota(productId)

@@ -27,6 +27,16 @@ export const PublishBody = Strict({
 })
 export type PublishBody = { channel: string; data: unknown }
 
+/** Channels one broadcast may name (Pusher's trigger takes 100). */
+export const BROADCAST_MAX_CHANNELS = 100
+
+/** One payload to several channels (POST /messages/broadcast). */
+export const BroadcastBody = Strict({
+  channels: Type.Array(ChannelName, { minItems: 1, maxItems: BROADCAST_MAX_CHANNELS, uniqueItems: true, description: `Distinct channels, 1 to ${BROADCAST_MAX_CHANNELS}` }),
+  data: Type.Unknown({ description: 'Any JSON value (null included), at most the inline cap serialized; required' }),
+})
+export type BroadcastBody = { channels: string[]; data: unknown }
+
 export const ChannelPath = Strict({ channel: ChannelName })
 
 /** Routes that take no query parameters refuse unknown ones, as every route refuses unknown body fields. */

@@ -2,7 +2,8 @@
 // another payload is 409, a repeat in flight is 409, never two emails for one key under 50 concurrent repeats.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from '../../shared/db/client'
-import { bindClaim, claimAbandonedAfterMs, claimKey, payloadHash, releaseClaim } from '../../services/public/mail/idempotency'
+import { payloadHash } from '../../shared/http/idempotency-key'
+import { bindClaim, claimAbandonedAfterMs, claimKey, releaseClaim } from '../../services/public/mail/idempotency'
 import { call, newProduct, ok } from '../helpers'
 import { type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 

@@ -6,7 +6,7 @@ import { ApiError } from '../../shared/errors'
 import { windowOf } from '../../shared/fixed-window'
 import { channelTop, publish, readHistory } from '../../shared/realtime/broker'
 import { channelKeys } from '../../shared/realtime/keys'
-import { publishWithinLimits } from '../../shared/realtime/limited-publish'
+import { publishInOneStep } from '../../shared/realtime/publish-request'
 import { enterPresence, listPresence } from '../../shared/realtime/presence'
 import { closeRedis, redis } from '../../shared/redis'
 import { redisScript } from '../../shared/redis-script'
@@ -72,12 +72,13 @@ test('the realtime scripts name their service in that 503: publish, history, pre
   await redis().del(keys.meta, keys.presCount)
 })
 
-test('after SCRIPT FLUSH the public publish with its limits (limited-publish) still runs', async () => {
+test('after SCRIPT FLUSH the public publish with its limits (publish-request) still runs', async () => {
   const productId = randomUUID()
   const window = windowOf(`test:redis-script:${randomUUID()}`, 60)
   await redis().script('FLUSH')
-  const outcome = await publishWithinLimits([{ window, limit: 5 }], { productId, channel: 'chat:flushed', policy: { historyTtlSeconds: 60, historySize: 10 }, data: '1' })
-  expect(outcome).toEqual({ published: { id: expect.any(String), offset: 1, epoch: expect.any(String) } })
+  const input = { productId, channel: 'chat:flushed', policy: { historyTtlSeconds: 60, historySize: 10 }, data: '1', id: randomUUID() }
+  const outcome = await publishInOneStep([input], { quota: { window, limit: 5 } })
+  expect(outcome).toEqual({ replayed: false, channels: [{ published: { id: input.id, offset: 1, epoch: expect.any(String) }, replayed: false }] })
   expect(await redis().get(window.key)).toBe('1')
   await redis().del(window.key)
 })

@@ -210,6 +210,34 @@ describe('publish and history', () => {
     expect(ok.entries.map((e) => e.offset)).toEqual([6, 7, 8])
   })
 
+  test('trims by size come in batches: the stream holds at most size + size/8 entries, reads serve the newest size, and the bytes charged are always what is stored', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 300, historySize: 16 } // trimmed every 16/8 + 1 = 3 offsets
+    const keys = channelKeys(productId, channel)
+    const cost = (id: string, data: string) => id.length + data.length + HISTORY_ENTRY_OVERHEAD_BYTES
+    let epoch = ''
+    const lengths: number[] = []
+    for (let i = 1; i <= 40; i++) {
+      const data = JSON.stringify('x'.repeat(i)) // entries of different sizes, so a miscounted one shows
+      epoch = (await publish({ productId, channel, policy, data, id: `m${i}` })).epoch!
+      const stored = await redis().xrange(keys.hist, '-', '+')
+      lengths.push(stored.length)
+      const charged = historyChannelBytes(channel) + stored.reduce((sum, [, f]) => sum + cost(f[3]!, f[5]!), 0)
+      expect(await redis().hget(keys.meta, 'b')).toBe(String(charged))
+      expect(await redis().hget(keys.histBytes, '#')).toBe(String(charged))
+    }
+    expect(Math.max(...lengths)).toBe(18)
+    expect(lengths.slice(15)).toContain(16) // and down to the size right after each batch
+    const newest = await readHistory(productId, channel, policy, { last_n: 1000 })
+    expect(newest.entries.map((e) => e.offset)).toEqual(Array.from({ length: 16 }, (_, i) => 25 + i))
+    expect((await readHistory(productId, channel, policy, { last_ms: 60_000 })).entries).toHaveLength(16)
+    // A cursor recovers only from within the newest 16, even while older entries are still stored.
+    expect(await redis().xlen(keys.hist)).toBeGreaterThan(16)
+    expect((await readHistory(productId, channel, policy, { offset: 23, epoch })).recovered).toBe(false)
+    const recovered = await readHistory(productId, channel, policy, { offset: 24, epoch })
+    expect(recovered.entries.map((e) => e.offset)).toEqual(Array.from({ length: 16 }, (_, i) => 25 + i))
+  })
+
   test('entries older than the retention window are never returned, and the cursor to them does not recover', async () => {
     const { productId, channel } = fresh()
     const policy = { historyTtlSeconds: 1, historySize: 100 }

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { windowOf } from '../../shared/fixed-window'
 import { channelTop } from '../../shared/realtime/broker'
-import { publishWithinLimits } from '../../shared/realtime/limited-publish'
+import { publishInOneStep } from '../../shared/realtime/publish-request'
 import { redis } from '../../shared/redis'
 import { DEFAULT_LIMITS, quotaKey } from '../../shared/realtime/publish-quota'
 import { needsOneRedis } from '../helpers'
@@ -124,30 +124,34 @@ describe('POST /messages: IP limit, quota and publish in one round trip', () => 
 })
 
 // The one script spans the counters' keys and the channel's: one Redis only (on a cluster the route takes three steps).
-describe.skipIf(needsOneRedis)('publishWithinLimits', () => {
-  const input = (productId: string, channel: string) => ({ productId, channel, policy: { historyTtlSeconds: 60, historySize: 10 }, data: '1' })
+describe.skipIf(needsOneRedis)('publishInOneStep', () => {
+  const input = (productId: string, channel: string) => ({ productId, channel, policy: { historyTtlSeconds: 60, historySize: 10 }, data: '1', id: randomUUID() })
+  const published = (offset: number) => ({ replayed: false, channels: [{ published: { id: expect.any(String), offset, epoch: expect.any(String) }, replayed: false }] })
 
-  test('the first limit past its count refuses: the limits after it are not counted and nothing is published', async () => {
-    const [first, second] = [windowOf(`test:limits:${randomUUID()}`, 60), windowOf(`test:limits:${randomUUID()}`, 60)]
+  test('the IP limit past its count refuses first: the quota is not counted and nothing is published', async () => {
+    const [ip, quota] = [windowOf(`test:limits:${randomUUID()}`, 60), windowOf(`test:limits:${randomUUID()}`, 60)]
     const productId = randomUUID()
-    const limits = [{ window: first, limit: 1 }, { window: second, limit: 5 }]
-    expect(await publishWithinLimits(limits, input(productId, 'chat:a'))).toEqual({ published: { id: expect.any(String), offset: 1, epoch: expect.any(String) } })
-    expect(await publishWithinLimits(limits, input(productId, 'chat:a'))).toEqual({ refused: 0, count: 2 })
-    expect([await counter(first.key), await counter(second.key)]).toEqual([2, 1])
+    const limits = { ip: { window: ip, limit: 1 }, quota: { window: quota, limit: 5 } }
+    expect(await publishInOneStep([input(productId, 'chat:a')], limits)).toEqual(published(1))
+    expect(await publishInOneStep([input(productId, 'chat:a')], limits)).toEqual({ ipRefused: 2 })
+    expect([await counter(ip.key), await counter(quota.key)]).toEqual([2, 1])
     expect(await channelTop(productId, 'chat:a')).toMatchObject({ offset: 1 })
-    // The second limit refuses after the first counted; the keys expire shortly after their window, as hitWindow's.
+    // The quota refuses after the IP limit counted; the keys expire shortly after their window, as hitWindow's.
     const third = windowOf(`test:limits:${randomUUID()}`, 60)
-    expect(await publishWithinLimits([{ window: third, limit: 5 }, { window: second, limit: 1 }], input(productId, 'chat:a'))).toEqual({ refused: 1, count: 2 })
-    expect([await counter(third.key), await counter(second.key)]).toEqual([1, 2])
+    expect(await publishInOneStep([input(productId, 'chat:a')], { ip: { window: third, limit: 5 }, quota: { window: quota, limit: 1 } }))
+      .toEqual({ replayed: false, channels: [{ overQuota: 2 }] })
+    expect([await counter(third.key), await counter(quota.key)]).toEqual([1, 2])
     expect(await channelTop(productId, 'chat:a')).toMatchObject({ offset: 1 })
     const ttl = await redis().ttl(third.key)
     expect(ttl).toBeGreaterThan(60)
     expect(ttl).toBeLessThanOrEqual(65)
-    await redis().del(first.key, second.key, third.key)
+    await redis().del(ip.key, quota.key, third.key)
   })
 
-  test('without limits it is a plain publish', async () => {
-    const productId = randomUUID()
-    expect(await publishWithinLimits([], input(productId, 'chat:b'))).toEqual({ published: { id: expect.any(String), offset: 1, epoch: expect.any(String) } })
+  test('without an IP limit it counts the quota and publishes', async () => {
+    const quota = windowOf(`test:limits:${randomUUID()}`, 60)
+    expect(await publishInOneStep([input(randomUUID(), 'chat:b')], { quota: { window: quota, limit: 5 } })).toEqual(published(1))
+    expect(await counter(quota.key)).toBe(1)
+    await redis().del(quota.key)
   })
 })

@@ -180,7 +180,6 @@ export function memoryGateway(namespaces: NamespacePolicy[]) {
   const shards = { wanted: new Set<number>(), ready: Promise.resolve() }
   const backends: GatewayBackends = {
     broker,
-    events: { take: async () => true },
     presence,
     policies: { policies: async () => ({ namespaces: new Map(namespaces.map((n) => [n.name, n])) }) },
     revocations: {

@@ -10,8 +10,9 @@ import { ArchiveQuerySchema, readArchive } from '../../../shared/realtime/archiv
 import { ChannelName, GrantPattern, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
 import { productPolicies } from '../../../shared/realtime/policies'
 import { channelHistory, channelPresence, channelStatus } from '../../../shared/realtime/channel-reads'
-import { COUNTED_ALREADY, publishMessage } from '../../../shared/realtime/publish-message'
-import { HistoryQuery, PublishBody } from '../../../shared/realtime/request-schemas'
+import { broadcastMessage, COUNTED_ALREADY, publishMessage } from '../../../shared/realtime/publish-message'
+import { BROADCAST_MAX_CHANNELS, HistoryQuery } from '../../../shared/realtime/request-schemas'
+import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../../shared/http/idempotency-key'
 import {
   CONSOLE_TOKEN_CHANNELS_MAX, CONSOLE_TOKEN_TTL_DEFAULT, CONSOLE_TOKEN_TTL_MAX, CONSOLE_TOKEN_TTL_MIN, issueConsoleToken,
 } from './console-tokens'
@@ -243,18 +244,65 @@ export const tokensIssue = defineOperation({
   handler: ({ body }, ctx) => issueConsoleToken(productOf(ctx), ctx, body.channels, body.ttlSeconds),
 })
 
+const IdempotencyKeyField = Type.Optional(Type.String({
+  minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_CHARS,
+  description: 'The public route\'s Idempotency-Key: a repeat within 5 minutes answers what the first published and publishes nothing',
+}))
+const PublicationSchema = {
+  id: Type.String(), channel: Type.String(),
+  offset: Type.Optional(Type.Integer()), epoch: Type.Optional(Type.String()),
+}
+const Replayed = Type.Optional(Type.Literal(true, { description: 'A repeat of an earlier request with the same idempotencyKey: nothing was published' }))
+const keyOf = (key: string | undefined) => (key === undefined ? null : checkIdempotencyKey(key, '/body/idempotencyKey'))
+
 export const messagesPublish = defineOperation({
   id: 'realtime_messages_publish', method: 'POST', path: '/realtime/messages', area: 'realtime', auth: 'product',
   summary: 'Publish to a channel as the public POST /messages does: the same publish quota, inline cap and over-cap payload storage',
   description: 'Counted by the product\'s publish quota (429 quota_exceeded) beside this API\'s write class. Above the inline cap '
-    + 'the data is stored in the product\'s payload storage and delivered as a ref (503 when none is provisioned).',
-  body: PublishBody,
-  response: Strict({
-    id: Type.String(), channel: Type.String(),
-    offset: Type.Optional(Type.Integer()), epoch: Type.Optional(Type.String()),
-    ref: Type.Optional(Type.Unknown({ description: 'The payload object (bucket_key, size, content_type) of an over-cap publish' })),
+    + 'the data is stored in the product\'s payload storage and delivered as a ref (503 when none is provisioned). With an '
+    + 'idempotencyKey, a repeat within 5 minutes answers the first publication (replayed: true) and a different request under '
+    + 'the same key is 409 invalid_idempotent_request.',
+  body: Strict({
+    channel: ChannelName,
+    data: Type.Unknown({ description: 'Any JSON value (null included); required' }),
+    idempotencyKey: IdempotencyKeyField,
   }),
-  handler: ({ body }, ctx) => publishMessage(productOf(ctx), body as PublishBody, COUNTED_ALREADY),
+  response: Strict({
+    ...PublicationSchema,
+    ref: Type.Optional(Type.Unknown({ description: 'The payload object (bucket_key, size, content_type) of an over-cap publish' })),
+    replayed: Replayed,
+  }),
+  handler: async ({ body }, ctx) => {
+    const { message, replayed } = await publishMessage(productOf(ctx), { channel: body.channel, data: body.data }, COUNTED_ALREADY, keyOf(body.idempotencyKey))
+    return { ...message, ...(replayed ? { replayed: true as const } : {}) }
+  },
+})
+
+export const messagesBroadcast = defineOperation({
+  id: 'realtime_messages_broadcast', method: 'POST', path: '/realtime/messages/broadcast', area: 'realtime', auth: 'product',
+  summary: `Publish one payload to up to ${BROADCAST_MAX_CHANNELS} channels, each answered on its own`,
+  description: 'As the public POST /messages/broadcast: each channel is checked and counted as a publish to it would be (namespace, '
+    + 'publish quota, byte budgets) and answered with its own status, offset and epoch; data at most the inline cap. With an '
+    + 'idempotencyKey a repeat publishes only on the channels the first request did not.',
+  body: Strict({
+    channels: Type.Array(ChannelName, { minItems: 1, maxItems: BROADCAST_MAX_CHANNELS, uniqueItems: true, description: `Distinct channels, 1 to ${BROADCAST_MAX_CHANNELS}` }),
+    data: Type.Unknown({ description: 'Any JSON value (null included), at most the inline cap serialized; required' }),
+    idempotencyKey: IdempotencyKeyField,
+  }),
+  response: Strict({
+    results: Type.Array(Type.Object({
+      status: Type.Integer({ description: '200 published; otherwise the status a publish to this channel alone would answer' }),
+      channel: Type.String(),
+      id: Type.Optional(Type.String()), offset: Type.Optional(Type.Integer()), epoch: Type.Optional(Type.String()),
+      error: Type.Optional(Type.String({ description: 'The error code when status is not 200' })),
+      message: Type.Optional(Type.String()),
+    }, { additionalProperties: true }), { description: 'One per channel, in the order given' }),
+    replayed: Replayed,
+  }),
+  handler: async ({ body }, ctx) => {
+    const { results, replayed } = await broadcastMessage(productOf(ctx), { channels: body.channels, data: body.data }, COUNTED_ALREADY, keyOf(body.idempotencyKey))
+    return { results, ...(replayed ? { replayed: true as const } : {}) }
+  },
 })
 
 const ChannelPathSchema = Strict({ channel: ChannelName })
@@ -305,5 +353,5 @@ export const realtimeOperations = [
   namespacesCreate, namespacesList, namespacesGet, namespacesUpdate, namespacesDelete,
   grantsCreate, grantsList, grantsDelete,
   payloadStorageProvision, payloadStorageGet, payloadStorageDelete,
-  archiveRead, channelGet, historyRead, presenceRead, messagesPublish, tokensIssue,
+  archiveRead, channelGet, historyRead, presenceRead, messagesPublish, messagesBroadcast, tokensIssue,
 ]

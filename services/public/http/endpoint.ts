@@ -19,6 +19,8 @@ export interface Call<Key> {
   query: Record<string, string>
   /** The request's IP limit: already counted, unless the route defers it (`deferIpLimit`); then the handler counts it. */
   ip: IpLimit
+  /** The response's headers: a handler may add its own (`idempotent-replayed`). */
+  headers: Record<string, string>
 }
 
 export interface Guards<Key> {
@@ -69,7 +71,7 @@ export function endpoint<Key>(guards: Guards<Key>, handler: Handler<Key>) {
       if (guards.originFor) Object.assign(headers, guards.originFor(request, key))
       const body = await guards.read(request)
       const query = request.url.includes('?') ? Object.fromEntries(new URL(request.url).searchParams) : {}
-      const result = await handler({ request, key, body, params: params as Record<string, string>, query, ip })
+      const result = await handler({ request, key, body, params: params as Record<string, string>, query, ip, headers })
       return Response.json(result, { headers })
     } catch (failure) {
       // A deferred IP limit not counted yet (the request failed before the handler counted it): counted now, and a

@@ -15,7 +15,8 @@ import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
 import { sendingDomainNamed } from '../../../shared/mail/sending-domain'
 import { findTemplate, renderTemplate } from '../../../shared/mail/templates'
 import { type MailKeyIdentity, restrictedKey } from './key-auth'
-import { bindClaim, type Claim, claimKey, payloadHash, releaseClaim } from './idempotency'
+import { payloadHash } from '../../../shared/http/idempotency-key'
+import { bindClaim, type Claim, claimKey, releaseClaim } from './idempotency'
 import { checkSendRate } from './send-rate'
 
 export const MAX_RECIPIENTS = 50

@@ -4,7 +4,7 @@
 // the first is still being handled is 409 concurrent_idempotent_requests. The key's row is claimed with one insert (the
 // primary key makes exactly one request win, on any number of workers) and bound to the email in the email's own
 // transaction, so there are never two emails for one key.
-import { createHash, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import type postgres from 'postgres'
 import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
@@ -20,29 +20,6 @@ export const KEY_TTL_HOURS = 24
  * after a crash as Resend advises was answered 409 (found by the chaos soak, scripts/chaos).
  */
 export const claimAbandonedAfterMs = () => 3 * config.db.timeoutMs + config.redis.commandTimeoutMs + 2000
-
-/** The header's value, or null without one; 400 invalid_idempotency_key outside 1..256 characters. */
-export function idempotencyKeyOf(request: Request): string | null {
-  const key = request.headers.get('idempotency-key')
-  if (key === null) return null
-  if (key.length < 1 || key.length > 256) {
-    throw new ApiError('invalid_idempotency_key', 'Idempotency-Key must be 1 to 256 characters', {
-      fields: [{ path: '/headers/idempotency-key', message: 'must be 1 to 256 characters' }],
-    })
-  }
-  return key
-}
-
-/** JSON with object keys sorted, so the same payload hashes the same whatever its key order. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
-
-export const payloadHash = (body: unknown) => createHash('sha256').update(canonical(body)).digest()
 
 /** Whose keys: the product and the sending API key that sent the request. */
 export interface KeyScope {

@@ -7,7 +7,7 @@ import { jsonBody, noBody, readBody } from '../http/body'
 import { endpoint, type Guards, ROUTE_HOOKS } from '../http/endpoint'
 import { authenticateMailKey, type MailKeyIdentity } from './key-auth'
 import { getEmail, listEmails, queueEmail } from './emails'
-import { idempotencyKeyOf } from './idempotency'
+import { idempotencyKeyOf } from '../../../shared/http/idempotency-key'
 import { domains, templates } from './setup'
 
 /** POST /emails carries whole messages (html and text): 1 MiB on the wire. */

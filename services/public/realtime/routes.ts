@@ -8,9 +8,10 @@ import { endpoint, type Guards, ROUTE_HOOKS } from '../http/endpoint'
 import { authenticate, type KeyIdentity } from './key-auth'
 import { channelArchive, channelHistory, channelPresence, channelStatus } from '../../../shared/realtime/channel-reads'
 import { issueToken } from '../../../shared/realtime/token-issue'
-import { publishMessage } from '../../../shared/realtime/publish-message'
+import { broadcastMessage, publishMessage } from '../../../shared/realtime/publish-message'
+import { idempotencyKeyOf } from '../../../shared/http/idempotency-key'
 import { ArchiveQuerySchema, type ArchiveQuery } from '../../../shared/realtime/archive-read'
-import { ChannelPath, HistoryQuery, NoQuery, PublishBody, TokenIssueBody } from '../../../shared/realtime/request-schemas'
+import { BroadcastBody, ChannelPath, HistoryQuery, NoQuery, PublishBody, TokenIssueBody } from '../../../shared/realtime/request-schemas'
 
 /** The realtime guards of a route: browser origin allowed, an `rtk_` key holding `scope`, then `read`. */
 const guards = (scope: PublicScope, read: (request: Request) => Promise<unknown>, deferIpLimit = false): Guards<KeyIdentity> =>
@@ -33,9 +34,18 @@ export const realtimeRoutes = () =>
       return issueToken(key.productId, key.keyId, input.body as TokenIssueBody)
     }), ROUTE_HOOKS)
     // The IP limit is counted by the publish itself: with the quota and the publish, one Redis round trip.
-    .post('/messages', endpoint(guards('messages:publish', messageBody, true), ({ key, body, ip }) => {
+    // A repeat under the same Idempotency-Key answers what the first request published, with Idempotent-Replayed: true.
+    .post('/messages', endpoint(guards('messages:publish', messageBody, true), async ({ key, body, ip, request, headers }) => {
       const input = validateInput({ body: PublishBody }, { body })
-      return publishMessage(key.productId, input.body as PublishBody, ip)
+      const { message, replayed } = await publishMessage(key.productId, input.body as PublishBody, ip, idempotencyKeyOf(request))
+      if (replayed) headers['idempotent-replayed'] = 'true'
+      return message
+    }), ROUTE_HOOKS)
+    .post('/messages/broadcast', endpoint(guards('messages:publish', messageBody, true), async ({ key, body, ip, request, headers }) => {
+      const input = validateInput({ body: BroadcastBody }, { body })
+      const { results, replayed } = await broadcastMessage(key.productId, input.body as BroadcastBody, ip, idempotencyKeyOf(request))
+      if (replayed) headers['idempotent-replayed'] = 'true'
+      return { results }
     }), ROUTE_HOOKS)
     .get('/channels/:channel', endpoint(guards('channels:read', noBody), ({ key, params, query }) => {
       const channel = channelOf(params)

@@ -1,29 +1,55 @@
 -- Library, no KEYS or ARGV of its own: the product's fan-out byte budget on a shard, over `rt:{sN}:fanb:<productId>` (a
--- hash: time slice number → bytes appended in it), for every script that appends to a shard's fan-out stream.
--- - fan_used(key, window, slices, now) → bytes counted, ms until the oldest counted slice leaves the window
--- - fan_charge(key, window, slices, now, bytes) counts bytes appended now
+-- hash: time slice number → bytes appended in it; `#` = the sum counted, `c` = the slice it was summed in, `o` = the
+-- oldest slice in it), for every script that appends to a shard's fan-out stream.
+-- - fan_open(key, window, slices, now) → state `s`: s.used = bytes counted, s.wait = ms until the oldest counted slice
+--   leaves the window
+-- - fan_add(s, bytes) counts bytes appended now (one HSET)
+-- - fan_used(key, window, slices, now) → used, wait; fan_charge(key, window, slices, now, bytes): the same, one call each
 -- The slices of the last window plus the current one are summed, so every entry still younger than the window (the only
--- ones trimming must keep) is counted. Old slices are dropped here and the hash expires: nothing is ever decremented,
--- so nothing drifts.
+-- ones trimming must keep) is counted. The sum is kept in `#` and read with one HMGET; it is summed again from the
+-- slices (old ones dropped) only when a new slice starts, once per slice, since only then can a slice leave the window.
+-- Nothing is ever decremented and the hash expires: nothing drifts. A hash of before (slices only, no `c`) is summed
+-- again at once, as at a new slice.
 local function fan_slice(window, slices) return math.max(1, math.ceil(window / slices)) end
-local function fan_used(key, window, slices, now)
+local function fan_open(key, window, slices, now)
   local slice = fan_slice(window, slices)
   local bucket = math.floor(now / slice)
-  local used = 0
-  local oldest = bucket
-  local counted = redis.call('HGETALL', key)
-  for i = 1, #counted, 2 do
-    local b = tonumber(counted[i])
-    if b < bucket - slices then redis.call('HDEL', key, counted[i])
-    else
-      used = used + tonumber(counted[i + 1])
-      if b < oldest then oldest = b end
+  local got = redis.call('HMGET', key, '#', 'c', 'o', bucket)
+  local s = {key = key, window = window, slice = slice, bucket = bucket, mine = tonumber(got[4] or '0')}
+  if tonumber(got[2]) == bucket then
+    s.used, s.oldest, s.fresh = tonumber(got[1]), tonumber(got[3]), false
+  else
+    local used, oldest, stale = 0, bucket, {}
+    local counted = redis.call('HGETALL', key)
+    for i = 1, #counted, 2 do
+      local b = tonumber(counted[i]) -- nil for '#', 'c' and 'o'
+      if b then
+        if b < bucket - slices then stale[#stale + 1] = counted[i]
+        else
+          used = used + tonumber(counted[i + 1])
+          if b < oldest then oldest = b end
+        end
+      end
     end
+    if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
+    s.used, s.oldest, s.fresh = used, oldest, true
   end
-  return used, (oldest + slices + 1) * slice - now
+  s.wait = (s.oldest + slices + 1) * slice - now
+  return s
 end
-local function fan_charge(key, window, slices, now, bytes)
-  local slice = fan_slice(window, slices)
-  redis.call('HINCRBY', key, math.floor(now / slice), bytes)
-  redis.call('PEXPIRE', key, window + 2 * slice)
+local function fan_add(s, bytes)
+  s.used, s.mine = s.used + bytes, s.mine + bytes
+  if s.fresh then
+    redis.call('HSET', s.key, s.bucket, s.mine, '#', s.used, 'c', s.bucket, 'o', s.oldest)
+    -- Once per slice: the key outlives the window plus a slice after this slice's last write.
+    redis.call('PEXPIRE', s.key, s.window + 2 * s.slice)
+    s.fresh = false
+  else
+    redis.call('HSET', s.key, s.bucket, s.mine, '#', s.used)
+  end
 end
+local function fan_used(key, window, slices, now)
+  local s = fan_open(key, window, slices, now)
+  return s.used, s.wait
+end
+local function fan_charge(key, window, slices, now, bytes) fan_add(fan_open(key, window, slices, now), bytes) end

@@ -1,26 +1,60 @@
 -- Library, no KEYS or ARGV of its own: the product's history bytes on a shard (docs/realtime-data-plane.md, "Budgets"):
--- the per-channel copies and their sum (field #) in histb; histx says when each channel's keys expire, so channels that
--- expired are taken off the sum (100 per call) and the sum cannot drift past the channels that still exist.
--- - hist_other(histb, histx, channel, now) → the product's bytes on the shard without this channel's, expired ones dropped
--- - hist_set(histb, histx, channel, bytes, other, expires_at, ttl) stores the channel's bytes and when its keys expire
-local function hist_other(histb, histx, channel, now)
-  local gone = redis.call('ZRANGEBYSCORE', histx, '-inf', '(' .. now, 'LIMIT', 0, 100)
-  local total = tonumber(redis.call('HGET', histb, '#') or '0')
-  for _, ch in ipairs(gone) do
-    total = total - tonumber(redis.call('HGET', histb, ch) or '0')
-    redis.call('HDEL', histb, ch)
+-- the per-channel copies and their sum (field `#`) in histb; histx says when each channel's keys expire, so channels that
+-- expired are taken off the sum and the sum cannot drift past the channels that still exist.
+-- - hist_open(histb, histx, channel, now) → state `s`: s.other = the product's bytes on the shard without this channel's
+-- - hist_exact(s) takes channels that expired off s.other (at most 100 per call); the sum may hold expired channels
+--   for a second, so a caller calls it before it refuses anything
+-- - hist_commit(s, bytes, expires_at, ttl) stores the channel's bytes (nil: the channel has none) and when its keys
+--   expire (nil: unchanged)
+-- Per call: one HMGET, one HSET, one ZADD. Expired channels are looked for at most once a second (field `@`: when next;
+-- 0 while more are waiting), and the index's own expiry (field `x`) is moved only when it would come too soon.
+local function hist_sweep(s)
+  local gone = redis.call('ZRANGEBYSCORE', s.histx, '-inf', '(' .. s.now, 'LIMIT', 0, 100)
+  s.swept = true
+  s.next_sweep = #gone == 100 and 0 or s.now + 1000
+  if #gone == 0 then return end
+  local bytes = redis.call('HMGET', s.histb, unpack(gone))
+  for i, ch in ipairs(gone) do
+    local b = tonumber(bytes[i] or '0')
+    s.total = s.total - b
+    if ch == s.channel then s.mine = 0 end
   end
-  if #gone > 0 then
-    redis.call('ZREM', histx, unpack(gone))
-    redis.call('HSET', histb, '#', math.max(0, total))
-  end
-  return math.max(0, total - tonumber(redis.call('HGET', histb, channel) or '0'))
+  s.total = math.max(0, s.total)
+  redis.call('HDEL', s.histb, unpack(gone))
+  redis.call('ZREM', s.histx, unpack(gone))
+  s.dirty = true
 end
-local function hist_set(histb, histx, channel, bytes, other, expires_at, ttl)
-  redis.call('HSET', histb, channel, bytes, '#', other + bytes)
-  redis.call('ZADD', histx, expires_at, channel)
-  -- The product's index lives as long as its longest-lived channel on this shard.
-  for _, k in ipairs({histb, histx}) do
-    if redis.call('PTTL', k) < ttl then redis.call('PEXPIRE', k, ttl) end
+local function hist_open(histb, histx, channel, now)
+  local got = redis.call('HMGET', histb, '#', channel, '@', 'x')
+  local s = {histb = histb, histx = histx, channel = channel, now = now, total = tonumber(got[1] or '0'),
+    mine = tonumber(got[2] or '0'), next_sweep = tonumber(got[3] or '0'), expires = tonumber(got[4] or '0'), swept = false}
+  if s.next_sweep <= now then hist_sweep(s) end
+  s.other = math.max(0, s.total - s.mine)
+  return s
+end
+local function hist_exact(s)
+  if not s.swept then
+    hist_sweep(s)
+    s.other = math.max(0, s.total - s.mine)
+  end
+  return s.other
+end
+local function hist_commit(s, bytes, expires_at, ttl)
+  local total = s.other + (bytes or 0)
+  -- The product's index lives as long as its longest-lived channel on this shard: twice that, moved only when short.
+  local extend = expires_at and bytes and s.expires < expires_at
+  local fields = {'#', total, '@', s.next_sweep}
+  if bytes then table.insert(fields, s.channel) table.insert(fields, bytes) end
+  if extend then table.insert(fields, 'x') table.insert(fields, s.now + 2 * ttl) end
+  redis.call('HSET', s.histb, unpack(fields))
+  if not bytes then
+    redis.call('HDEL', s.histb, s.channel)
+    redis.call('ZREM', s.histx, s.channel)
+  elseif expires_at then
+    redis.call('ZADD', s.histx, expires_at, s.channel)
+  end
+  if extend then
+    redis.call('PEXPIRE', s.histb, 2 * ttl)
+    redis.call('PEXPIRE', s.histx, 2 * ttl)
   end
 end

@@ -3,12 +3,14 @@
 -- KEYS: 1 hist, 2 meta
 -- ARGV: 1 mode ('n' last_n, 'ms' last_ms, 'c' cursor), 2 n | ms | cursor offset, 3 retention ms, 4 cursor epoch,
 --       5 reply budget (bytes), 6 what each entry adds to a reply beyond its stored field values (keys, quotes, offset,
---       epoch, channel: see HISTORY_ENTRY_FRAMING_BYTES)
+--       epoch, channel: see HISTORY_ENTRY_FRAMING_BYTES), 7 history size (entries served: the newest this many; the
+--       stream holds up to an eighth more between publish.lua's batched trims)
 -- Returns {epoch or '', top offset, recovered 0/1, entries, truncated 0/1}; entries newest first for 'n'/'ms',
 -- ascending for 'c'. Every entry's first field is t (publish time), set by the publish script.
 -- The budget bounds what one reply builds inside Redis: a cursor gap larger than it does not recover (all or nothing);
 -- a window returns the newest entries that fit and says it was truncated.
 local budget = tonumber(ARGV[5])
+local size = tonumber(ARGV[7])
 local framing = tonumber(ARGV[6]) or 0
 local function entry_bytes(entry)
   local n = framing
@@ -27,6 +29,8 @@ if mode == 'c' then
   local offset = tonumber(ARGV[2])
   if ARGV[4] ~= epoch or offset > top then return {epoch, top, 0, {}} end
   if offset == top then return {epoch, top, 1, {}} end
+  -- The first missed entry must be among the newest `size` (offsets are contiguous within an epoch).
+  if top - offset > size then return {epoch, top, 0, {}} end
   local from = string.format('%d-0', offset + 1)
   local first = redis.call('XRANGE', KEYS[1], from, from)
   -- All or nothing: the first missed entry must still be there and inside the retention window.
@@ -47,8 +51,8 @@ if mode == 'c' then
   return {epoch, top, 1, out}
 end
 if epoch == '' then return {'', 0, 1, {}} end
-local count = 0
-if mode == 'n' then count = tonumber(ARGV[2])
+local count = size
+if mode == 'n' then count = math.min(size, tonumber(ARGV[2]))
 else cutoff = math.max(cutoff, now - tonumber(ARGV[2])) end
 local out = {}
 local bytes = 0
@@ -61,7 +65,7 @@ while true do
     bytes = bytes + entry_bytes(batch[i])
     if bytes > budget then return {epoch, top, 1, out, 1} end
     out[#out + 1] = batch[i]
-    if count > 0 and #out >= count then return {epoch, top, 1, out} end
+    if #out >= count then return {epoch, top, 1, out} end
   end
   if #batch < 500 then break end
   last = '(' .. batch[#batch][1]

@@ -12,15 +12,14 @@ local gen = generation()
 if meta[1] and same_generation(meta[3], gen) then return {meta[1], tonumber(meta[2]) or 0} end
 local now = now_ms()
 local ttl = tonumber(ARGV[2])
-local other = hist_other(KEYS[3], KEYS[4], ARGV[3], now)
+local budget = hist_open(KEYS[3], KEYS[4], ARGV[3], now)
 local cost = tonumber(ARGV[5])
-if other + cost > tonumber(ARGV[4]) then
-  redis.call('HSET', KEYS[3], '#', other)
-  redis.call('HDEL', KEYS[3], ARGV[3])
+if budget.other + cost > tonumber(ARGV[4]) and hist_exact(budget) + cost > tonumber(ARGV[4]) then
+  hist_commit(budget, nil)
   return {'', 0}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('HSET', KEYS[2], 'e', ARGV[1], 'o', 0, 'b', cost, 'g', gen)
+redis.call('HSET', KEYS[2], 'e', ARGV[1], 'o', 0, 'b', cost, 'g', gen, 'h', now)
 redis.call('PEXPIRE', KEYS[2], ttl)
-hist_set(KEYS[3], KEYS[4], ARGV[3], cost, other, now + ttl, ttl)
+hist_commit(budget, cost, now + ttl, ttl)
 return {ARGV[1], 0}

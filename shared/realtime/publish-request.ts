@@ -1,0 +1,147 @@
+// One publish request (to one channel, or a broadcast to several) on Redis, with its limits and its Idempotency-Key.
+// On one Redis, one script (./lua/publish-request.lua) counts the request's IP limit, claims the key, and per channel
+// checks the key's marker, counts the quota and publishes: one round trip, atomic. On a Redis Cluster the counters and
+// the claim live in other slots than the channels: the caller counts and claims first (claimIdempotencyKey), then
+// publishPerShard runs one script per shard, in parallel, for that shard's channels. Either way a key's marker is
+// written by the publish itself, in the channel's slot: two workers running the same request publish once.
+// docs/realtime-data-plane.md, "Publish requests".
+import { createHash } from 'node:crypto'
+import type { ApiError } from '../errors'
+import type { Window } from '../fixed-window'
+import { orUnavailable, redisScript } from '../redis-script'
+import { redis } from '../redis'
+import { defaultBudgets, publishCall, publishResult, PUBLISH_LIBRARY_PARTS, type PublishBudgets, type PublishInput, type PublishReply, type PublishResult } from './broker'
+import { idempotencyClaimKey, idempotencyMarkerKey } from './keys'
+import PUBLISH_REQUEST_LUA from './lua/publish-request.lua' with { type: 'text' }
+
+/** How long an Idempotency-Key is remembered on a product: Centrifugo's idempotent result TTL. */
+export const IDEMPOTENCY_WINDOW_MS = 5 * 60_000
+
+/** A counter the request is counted in: its window (shared/fixed-window.ts) and the most hits it allows. */
+export interface WindowLimit {
+  window: Window
+  limit: number
+}
+
+/** The request's Idempotency-Key as Redis keeps it: the key's SHA-256 and the request's fingerprint. */
+export interface KeyedRequest {
+  keyHash: string
+  fingerprint: string
+}
+
+/** A key and the request it names: what makes two requests the same (sha256 hex of each). */
+export function keyedRequest(key: string, fingerprint: Buffer): KeyedRequest {
+  return { keyHash: createHash('sha256').update(key).digest('hex'), fingerprint: fingerprint.toString('hex') }
+}
+
+/** What happened on one channel. */
+export type ChannelOutcome =
+  | { published: PublishResult; replayed: boolean }
+  | { overQuota: number }
+  | { refused: ApiError }
+
+export type RequestOutcome =
+  | { ipRefused: number }
+  | { conflict: true }
+  | { replayed: boolean; channels: ChannelOutcome[] }
+
+type ChannelReply = [1 | 2, string, number?, string?] | [-1, string, number] | [-5, number]
+type Reply = [-2, number] | [-3] | [0 | 1, ...ChannelReply[]]
+
+const requestScript = redisScript<Reply>('realtime publish', ...PUBLISH_LIBRARY_PARTS, PUBLISH_REQUEST_LUA)
+
+/** The script's KEYS and ARGV for `inputs` (one slot on a cluster), with the counters and claim given, or none. */
+function requestCall(inputs: readonly PublishInput[], budgets: PublishBudgets, options: {
+  ip?: WindowLimit; quota?: WindowLimit; keyed?: KeyedRequest; claim?: boolean
+}): [string[], (string | number)[]] {
+  const calls = inputs.map((input) => publishCall(input, budgets))
+  const spare = calls[0]!.keys[1]! // a key of the same slot, given where a run uses none (never touched)
+  const { ip, quota, keyed } = options
+  const keys = [quota?.window.key ?? spare, keyed && options.claim ? idempotencyClaimKey(inputs[0]!.productId, keyed.keyHash) : spare, ip?.window.key ?? spare]
+  const args: (string | number)[] = [
+    inputs.length, ip?.limit ?? 0, ip?.window.expireSeconds ?? 0, quota?.limit ?? 0, quota?.window.expireSeconds ?? 0,
+    keyed && options.claim ? keyed.fingerprint : '', keyed ? IDEMPOTENCY_WINDOW_MS : 0,
+  ]
+  calls.forEach((call, i) => {
+    const input = inputs[i]!
+    keys.push(...call.keys, keyed ? idempotencyMarkerKey(input.productId, input.channel, keyed.keyHash) : spare)
+    args.push(...call.args)
+  })
+  return [keys, args]
+}
+
+function channelOutcome(reply: ChannelReply, input: PublishInput, budgets: PublishBudgets): ChannelOutcome {
+  const kind = Number(reply[0])
+  if (kind === -5) return { overQuota: Number(reply[1]) }
+  if (kind === -1) {
+    try {
+      publishResult(reply as PublishReply, input.id!, budgets)
+    } catch (error) {
+      return { refused: error as ApiError }
+    }
+  }
+  const [, id, offset, epoch] = reply as [number, string, number?, string?]
+  return { published: offset === undefined ? { id } : { id, offset: Number(offset), epoch: String(epoch) }, replayed: kind === 2 }
+}
+
+/**
+ * The whole request in one script, on one Redis (not a cluster): the IP limit (when given), the key's claim (when
+ * keyed), then per channel the marker, the quota and the publish. Every input has its `id` set.
+ * Throws 503 when Redis cannot run it (the counters' state is then unknown: the caller counts as hitWindow would).
+ */
+export async function publishInOneStep(inputs: readonly PublishInput[], options: {
+  ip?: WindowLimit; quota: WindowLimit; keyed?: KeyedRequest
+}, budgets: PublishBudgets = defaultBudgets()): Promise<RequestOutcome> {
+  const [keys, args] = requestCall(inputs, budgets, { ...options, claim: true })
+  const reply = await requestScript.run(keys, args)
+  if (Number(reply[0]) === -2) return { ipRefused: Number(reply[1]) }
+  if (Number(reply[0]) === -3) return { conflict: true }
+  const [replayed, ...channels] = reply as [number, ...ChannelReply[]]
+  return { replayed: Number(replayed) === 1, channels: channels.map((r, i) => channelOutcome(r, inputs[i]!, budgets)) }
+}
+
+/**
+ * Publishes `inputs` with their limits counted and the key claimed already: one script per shard, in parallel (on one
+ * Redis they are still grouped by shard, which changes nothing). Outcomes in the order of `inputs`.
+ */
+export async function publishPerShard(inputs: readonly PublishInput[], keyed?: KeyedRequest, budgets: PublishBudgets = defaultBudgets()): Promise<ChannelOutcome[]> {
+  const byShard = new Map<number, number[]>()
+  inputs.forEach((input, i) => {
+    const shard = publishCall(input, budgets).shard
+    byShard.set(shard, [...(byShard.get(shard) ?? []), i])
+  })
+  const outcomes: ChannelOutcome[] = new Array(inputs.length)
+  const groups = [...byShard.values()]
+  const replies = await requestScript.runEach(groups.map((group) => requestCall(group.map((i) => inputs[i]!), budgets, { keyed })))
+  groups.forEach((group, g) => {
+    const [, ...channels] = replies[g] as [number, ...ChannelReply[]]
+    group.forEach((i, k) => (outcomes[i] = channelOutcome(channels[k]!, inputs[i]!, budgets)))
+  })
+  return outcomes
+}
+
+/**
+ * Claims the key for this request, as a step of its own (a cluster, or a payload stored in S3 first): 'new' when this
+ * request is the first to use it (then `releaseIdempotencyKey` if it publishes nothing), 'repeat' when the same
+ * request used it before, 'conflict' when another did.
+ */
+export async function claimIdempotencyKey(productId: string, keyed: KeyedRequest): Promise<'new' | 'repeat' | 'conflict'> {
+  const key = idempotencyClaimKey(productId, keyed.keyHash)
+  // SET NX GET: sets it only when absent, and answers what was there (nil when it set it).
+  const before = await orUnavailable('realtime publish', () => redis().call('SET', key, keyed.fingerprint, 'PX', String(IDEMPOTENCY_WINDOW_MS), 'NX', 'GET') as Promise<string | null>)
+  if (before === null) return 'new'
+  return before === keyed.fingerprint ? 'repeat' : 'conflict'
+}
+
+/** Takes back a claim this request made and published nothing under (so the key can name another request). */
+export async function releaseIdempotencyKey(productId: string, keyed: KeyedRequest): Promise<void> {
+  await redis().del(idempotencyClaimKey(productId, keyed.keyHash)).catch(() => 0)
+}
+
+/** What the key published on one channel before, or null: for a repeat that would otherwise store its payload first. */
+export async function publishedUnderKey(productId: string, channel: string, keyed: KeyedRequest): Promise<PublishResult | null> {
+  const marker = await orUnavailable('realtime publish', () => redis().get(idempotencyMarkerKey(productId, channel, keyed.keyHash)))
+  if (marker === null) return null
+  const [id, offset, epoch] = marker.split(' ')
+  return offset === undefined ? { id: id! } : { id: id!, offset: Number(offset), epoch: epoch! }
+}
