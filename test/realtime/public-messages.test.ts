@@ -140,6 +140,26 @@ describe('POST /messages', () => {
     expect(history.body.entries[0].data).toBeUndefined()
   })
 
+  test('an over-cap publish repeated under its Idempotency-Key answers the first ref and stores no second payload', async () => {
+    const q = await realtimeProduct([{ name: 'chat', history: { ttlSeconds: 300, size: 10 } }])
+    const storage = await manage(q, 'PUT', '/realtime/payload-storage', {})
+    const channel = `chat:${randomUUID()}`
+    const body = { channel, data: { blob: 'z'.repeat(300 * 1024) } }
+    const send = (worker: typeof pair.a) => pub(worker, 'POST', `/${q.productId}/realtime/messages`, {
+      key: q.key, raw: Bun.gzipSync(JSON.stringify(body)),
+      headers: { 'content-encoding': 'gzip', 'content-type': 'application/json', 'idempotency-key': 'upload-1' },
+    })
+    const first = await send(pair.a)
+    expect(first.status).toBe(200)
+    const again = await send(pair.b)
+    expect(again.status).toBe(200)
+    expect(again.headers.get('idempotent-replayed')).toBe('true')
+    expect(again.body).toEqual(first.body)
+    const objects: string[] = []
+    for await (const object of s3().listObjectsV2(storage.bucket, `${q.productId}/${channel}/`, true)) objects.push(object.name)
+    expect(objects).toEqual([first.body.ref.bucket_key])
+  })
+
   test('gzip: decompressed size is capped (413), bad gzip is 400, other encodings 415', async () => {
     const path = `/${p.productId}/realtime/messages`
     const bomb = Bun.gzipSync(JSON.stringify({ channel: 'chat:1', data: ' '.repeat(config.realtime.maxDecompressedBytes) }))
