@@ -12,7 +12,7 @@
 // | rt:{sN}:fan:n                         | string | the shard's fan-out sequence: entry `n` of the stream carries n    |
 // | rt:{sN}:fan:archived                  | string | highest `n` delivered to the archiver's group (counts trimmed gaps) |
 // | rt:{sN}:fan:dead                      | list   | fan-out entries PostgreSQL refused to archive, newest first, capped |
-// | rt:{sN}:fanb:<productId>              | hash   | fan-out bytes the product appended, per time slice (budget)        |
+// | rt:{sN}:fanb2:<productId>              | hash   | fan-out bytes the product appended, per time slice (budget)        |
 // | rt:{sN}:histb:<productId>             | hash   | history bytes per channel of the product; `#` = their sum          |
 // | rt:{sN}:histx:<productId>             | zset   | channel → when its history keys expire (ms), to drop it from histb |
 // | rt:{sN}:hist:<productId>:<channel>    | stream | history entries; stream id `<offset>-0`; fields t, i, d or r       |
@@ -25,7 +25,7 @@
 // | rt:{sN}:occl:<productId>:<channel>    | zset   | occupancy: gateway id → when its lease on the channel expires (ms)  |
 // | rt:{sN}:occgone:<productId>:<channel> | string | webhooks: when the channel's last subscriber went, while `vacated` waits |
 // | rt:{sN}:occmute:<productId>:<channel> | string | webhooks: exists while the channel's `occupied` was dropped (so is its `vacated`) |
-// | rt:{sN}:hookb:<productId>             | hash   | webhooks: event bytes the product appended, per time slice (budget) |
+// | rt:{sN}:hookb2:<productId>             | hash   | webhooks: event bytes the product appended, per time slice (budget) |
 // | rt:{sN}:hookd:<productId>             | string | webhooks: events of the product dropped by the budget (counts for the retention) |
 // | rt:{sN}:hooks                         | stream | webhook events of shard N, read by the webhooks process (group `webhooks`) |
 // | rt:{sN}:hooks:due                     | zset   | `p:`/`o:` + `<productId>:<channel>` → when its presence/occupancy next needs a check |
@@ -120,11 +120,11 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
     occ: `rt:${tag}:occl:${name}`,
     occGone: `rt:${tag}:occgone:${name}`,
     occMuted: `rt:${tag}:occmute:${name}`,
-    hookBudget: `rt:${tag}:hookb:${productId}`,
+    hookBudget: `rt:${tag}:hookb2:${productId}`,
     hookDropped: `rt:${tag}:hookd:${productId}`,
     hooks: hooksKey(shard),
     hooksDue: hooksDueKey(shard),
-    fanBudget: `rt:${tag}:fanb:${productId}`,
+    fanBudget: `rt:${tag}:fanb2:${productId}`,
     histBytes: `rt:${tag}:histb:${productId}`,
     histExpiry: `rt:${tag}:histx:${productId}`,
   }

@@ -1,4 +1,4 @@
--- Library, no KEYS or ARGV of its own: the product's fan-out byte budget on a shard, over `rt:{sN}:fanb:<productId>` (a
+-- Library, no KEYS or ARGV of its own: the product's fan-out byte budget on a shard, over `rt:{sN}:fanb2:<productId>` (a
 -- hash: time slice number → bytes appended in it; `#` = the sum counted, `c` = the slice it was summed in, `o` = the
 -- oldest slice in it), for every script that appends to a shard's fan-out stream.
 -- - fan_open(key, window, slices, now) → state `s`: s.used = bytes counted, s.wait = ms until the oldest counted slice
