@@ -19,10 +19,12 @@ export interface Ledger {
   batchesAccepted: Set<string>
   batchesUnanswered: Set<string>
   subscribers: SubscriberLog[]
+  /** Webhook deliveries whose signature did not verify when they arrived: each is a violation. */
+  unverifiedHooks: string[]
 }
 
 export const newLedger = (): Ledger => ({
-  published: new Map(), answers: new Map(), serverErrors: [], emails: new Map(), emailsRefused: [], batchesAccepted: new Set(), batchesUnanswered: new Set(), subscribers: [],
+  published: new Map(), answers: new Map(), serverErrors: [], emails: new Map(), emailsRefused: [], batchesAccepted: new Set(), batchesUnanswered: new Set(), subscribers: [], unverifiedHooks: [],
 })
 
 export interface SoakTarget {

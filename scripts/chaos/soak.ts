@@ -87,6 +87,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const sink = await startSmtpSink({ port: 0, onMessage: (message) => caught.push(message) })
   const receiver = startReceiver()
   const supervisor = new Supervisor(process.env)
+  const ledger = newLedger()
 
   // One product with everything the load uses.
   const owner = await newProduct('Chaos soak')
@@ -98,6 +99,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const mailKey = (await manage('POST', '/mail/api-keys', { name: 'soak', scope: 'full_access' })).key
   const hookPath = '/soak-events'
   const hookSecret = (await manage('POST', '/mail/webhooks', { url: receiver.url(hookPath), eventKinds: ['email.sent', 'email.delivered'] })).secret
+  // Verified as each delivery arrives: the signature's timestamp is only fresh then (a receiver refuses one older than
+  // 5 minutes, and a long run checks deliveries of its first minutes at the end).
+  const hooks: { id: string; type: string; data: { emailId: string } }[] = []
+  receiver.on(hookPath, (request) => {
+    try {
+      hooks.push({ id: request.headers['webhook-id']!, ...verified(hookSecret, request) })
+    } catch (error) {
+      ledger.unverifiedHooks.push(`${request.headers['webhook-id']}: ${error instanceof Error ? error.message : error}`)
+    }
+    return new Response('ok')
+  })
   const captureKey = (await manage('POST', '/tracking/capture-keys', { name: 'soak' })).key
   const runId = randomUUID().slice(0, 8)
   const channels = Array.from({ length: CHANNELS }, (_, i) => `soak:${runId}-${i}`)
@@ -111,7 +123,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     publicUrls: () => live('public-'),
     gatewayUrls: () => live('gateway-').map((url) => `${url.replace('http', 'ws')}/connection/websocket`),
   }
-  const ledger = newLedger()
   const counter = { n: 0 }
   const subscribers = Array.from({ length: options.subscribers ?? 4 }, (_, i) => new Subscriber(target, `soak-${runId}-${i}`, `room:${runId}`))
   ledger.subscribers = subscribers.map((s) => s.log)
@@ -158,7 +169,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await Promise.all(subscribers.map((s) => s.stop()))
     await checked('subscribers', () => checkSubscribers(ledger, violate))
     await checked('emails', () => checkEmails(ledger, caught, violate))
-    await checked('webhooks', () => checkWebhooks(ledger, () => receiver.received(hookPath).map((r) => ({ id: r.headers['webhook-id']!, ...verified(hookSecret, r) })), violate))
+    await checked('webhooks', () => checkWebhooks(ledger, () => hooks, violate))
+    for (const line of ledger.unverifiedHooks) violate(`a webhook delivery whose signature did not verify: ${line}`)
     await checked('captures', () => checkCaptures(ledger, owner.productId, violate))
     for (const line of ledger.serverErrors) violate(`a 5xx other than 503: ${line}`)
     for (const line of ledger.emailsRefused) violate(`a valid email never accepted: ${line}`)
@@ -232,17 +244,18 @@ async function checkPublications(ledger: Ledger, target: SoakTarget, owner: { to
       }
     }
   }
-  // The archive: every acknowledged publication once, under its (epoch, offset).
+  // The archive: every acknowledged publication once, under its (epoch, offset). The last read is the one checked.
+  const archives = new Map<string, Awaited<ReturnType<typeof archiveOf>>>()
   const archived = await settles(async () => {
-    for (const channel of target.channels) {
-      const entries = await archiveOf(owner, channel)
-      const held = new Set(entries.map((e) => `${channel} ${e.epoch} ${e.offset}`))
+    for (const channel of target.channels) archives.set(channel, await archiveOf(owner, channel))
+    return target.channels.every((channel) => {
+      const held = new Set(archives.get(channel)!.map((e) => `${channel} ${e.epoch} ${e.offset}`))
       for (const key of ledger.published.keys()) if (key.startsWith(`${channel} `) && !held.has(key)) return false
-    }
-    return true
+      return true
+    })
   }, SETTLE_MS)
   for (const channel of target.channels) {
-    const entries = await archiveOf(owner, channel)
+    const entries = archives.get(channel)!
     const seen = new Map<string, number>()
     for (const e of entries) {
       const key = `${channel} ${e.epoch} ${e.offset}`
@@ -313,7 +326,7 @@ async function checkEmails(ledger: Ledger, caught: CaughtMessage[], violate: (li
 /** Each accepted email's email.sent and email.delivered events arrived at least once, each event under one id. */
 async function checkWebhooks(ledger: Ledger, received: () => { id: string; type: string; data: { emailId: string } }[], violate: (line: string) => void) {
   const KINDS = ['email.sent', 'email.delivered']
-  /** Event ids by `${emailId} ${type}`, verified once per look (thousands of emails in a long run). */
+  /** Event ids by `${emailId} ${type}` (thousands of emails in a long run). */
   const idsOf = () => {
     const ids = new Map<string, Set<string>>()
     for (const event of received()) {
