@@ -33,6 +33,8 @@ export class Variable<T> {
     private readonly parser: (text: string, as: string) => T,
     /** Never echoed in a message nor shown as a default: keys and tokens. */
     readonly secret = false,
+    /** An integer's range, both ends included. */
+    readonly bounds?: { readonly min: number; readonly max: number },
   ) {}
 
   /** The value when the variable is unset or empty. */
@@ -73,7 +75,7 @@ export function integer(name: string, spec: Common & { default: number; min: num
       const value = /^\d+$/.test(text) ? Number(text) : NaN
       if (!(value >= min && value <= max)) throw variable.refuse(text, as)
       return value
-    })
+    }, false, { min, max })
   return variable
 }
 
@@ -109,7 +111,7 @@ export function text(name: string, spec: Common & { default: Default<string>; fo
 
 /** The rule of a URL variable, from its schemes: `a redis:// or rediss:// URL`. */
 const urlRule = (schemes: readonly string[]) =>
-  `a ${schemes.map((s) => `${s}://`).join(', ').replace(/, ([^,]*)$/, ' or $1')} URL`
+  `${/^(http|smtp)/.test(schemes[0]!) ? 'an' : 'a'} ${schemes.map((s) => `${s}://`).join(', ').replace(/, ([^,]*)$/, ' or $1')} URL`
 
 /** A URL with one of `schemes`; only the scheme is checked (a PostgreSQL URL may name several hosts). */
 function urlParser(schemes: readonly string[], refuse: (text: string, as: string) => ConfigError) {
@@ -122,7 +124,7 @@ function urlParser(schemes: readonly string[], refuse: (text: string, as: string
 
 /** A URL whose scheme is one of `schemes` (given without `://`). */
 export function url(name: string, spec: Common & { default: Default<string>; schemes: readonly string[] }): Variable<string> {
-  const [shown, fallback] = defaults(spec.default, withoutPassword)
+  const [shown, fallback] = defaults(spec.default, (value) => value)
   const variable: Variable<string> = new Variable(name, urlRule(spec.schemes), spec.description, spec.formerNames ?? [],
     shown, fallback, urlParser(spec.schemes, (t, as) => variable.refuse(t, as)))
   return variable
