@@ -28,15 +28,33 @@ export function webhookLeaseRefusal(leaseMs: number, timeoutMs: number): string 
   return `WEBHOOK_LEASE_MS (${leaseMs}) must exceed WEBHOOK_TIMEOUT_MS (${timeoutMs}) by at least 1000`
 }
 
+/** Whether `host` is a loopback address (or name): a listener only this machine reaches. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '')
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\./.test(h)
+}
+
+/**
+ * Why a metrics listener on `host` needs a token: the metrics say what the platform does and how much, so exposing
+ * them beyond this machine must be a decision (METRICS_TOKEN), not a default.
+ */
+export function metricsHostRefusal(host: string, token: string): string | undefined {
+  if (isLoopback(host) || token) return undefined
+  return `METRICS_HOST ${host} is not loopback: set METRICS_TOKEN (scrapers then send it as a bearer token), or bind 127.0.0.1`
+}
+
 /** What the rules refuse in a configuration, one line each; empty when it may run. */
 export function refusals(config: {
   environment: string
   mail: { devVerify: boolean }
   webhooks: { allowPrivateUrls: boolean; leaseMs: number; timeoutMs: number }
+  metrics: { port: number; portOffset: number; host: string; token: string }
 }): string[] {
+  const metricsListener = config.metrics.port > 0 || config.metrics.portOffset > 0
   return [
     devVerifyRefusal(config.environment, config.mail.devVerify),
     privateWebhooksRefusal(config.environment, config.webhooks.allowPrivateUrls),
     webhookLeaseRefusal(config.webhooks.leaseMs, config.webhooks.timeoutMs),
+    metricsListener ? metricsHostRefusal(config.metrics.host, config.metrics.token) : undefined,
   ].filter((refusal): refusal is string => refusal !== undefined)
 }

@@ -204,4 +204,8 @@ test('settings never safe together are refused, each naming the variables', () =
     .toThrow('WEBHOOK_LEASE_MS (20500) must exceed WEBHOOK_TIMEOUT_MS (20000) by at least 1000')
   expect(() => loadConfig({ PLATFORM_ENV: 'production', MAIL_DEV_VERIFY: '1' })).toThrow('MAIL_DEV_VERIFY is refused when PLATFORM_ENV="production"')
   expect(loadConfig({ WEBHOOK_TIMEOUT_MS: '20000', WEBHOOK_LEASE_MS: '21000' }).config.webhooks.leaseMs).toBe(21_000)
+  expect(() => loadConfig({ METRICS_PORT: '9100', METRICS_HOST: '0.0.0.0' })).toThrow('METRICS_HOST 0.0.0.0 is not loopback: set METRICS_TOKEN')
+  expect(() => loadConfig({ METRICS_PORT_OFFSET: '10000', METRICS_HOST: '10.0.0.5' })).toThrow('METRICS_HOST 10.0.0.5 is not loopback')
+  expect(loadConfig({ METRICS_PORT: '9100', METRICS_HOST: '0.0.0.0', METRICS_TOKEN: 's3cret' }).config.metrics.host).toBe('0.0.0.0')
+  expect(loadConfig({ METRICS_HOST: '0.0.0.0' }).config.metrics.port).toBe(0) // no listener: nothing exposed
 })
