@@ -15,9 +15,10 @@ export function variablesOf(tree: Declarations): Variable<unknown>[] {
   return Object.values(tree).flatMap((entry) => entry instanceof Variable ? [entry] : variablesOf(entry))
 }
 
-/** The text set for `variable` and the name it was set under, preferring its name to a former one. */
+/** The text set for `variable` (as set, spaces kept) and the name it was set under, preferring its name to a former one. */
 function setting(variable: Variable<unknown>, env: Environment, warnings: string[]): [string, string] | undefined {
-  const given = (name: string) => env[name]?.trim() || undefined
+  // Blank counts as unset, as it always has: `VAR=` in an env file means "the default".
+  const given = (name: string) => env[name]?.trim() ? env[name] : undefined
   const current = given(variable.name)
   for (const former of variable.formerNames) {
     if (given(former) === undefined) continue

@@ -29,7 +29,10 @@ export class Variable<T> {
     /** The default as the reference shows it (empty: none). */
     readonly shownDefault: string,
     private readonly fallback: (lookup: Lookup) => T,
-    /** Reads the text of a set variable (trimmed, never empty); throws ConfigError naming `as` and the rule. */
+    /**
+     * Reads the text of a set variable (never blank), as set: free text keeps its spaces (PLATFORM_ENV is part of a
+     * key's hashed lookup), numbers, switches and URLs trim them. Throws ConfigError naming `as` and the rule.
+     */
     private readonly parser: (text: string, as: string) => T,
     /** Never echoed in a message nor shown as a default: keys and tokens. */
     readonly secret = false,
@@ -55,9 +58,9 @@ export function withoutPassword(text: string): string {
   return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@')
 }
 
-function defaults<T>(given: Default<T>, show: (value: T) => string): [string, (lookup: Lookup) => T] {
-  if (typeof given === 'object' && given !== null && 'shown' in given) return [given.shown, given.value]
-  return [show(given), () => given]
+function defaults(given: Default<string>): [string, (lookup: Lookup) => string] {
+  if (typeof given === 'object') return [given.shown, given.value]
+  return [given, () => given]
 }
 
 /**
@@ -72,7 +75,7 @@ export function integer(name: string, spec: Common & { default: number; min: num
   }
   const variable: Variable<number> = new Variable(name, `an integer from ${min} to ${max}`, spec.description,
     spec.formerNames ?? [], String(spec.default), () => spec.default, (text, as) => {
-      const value = /^\d+$/.test(text) ? Number(text) : NaN
+      const value = /^\d+$/.test(text.trim()) ? Number(text) : NaN
       if (!(value >= min && value <= max)) throw variable.refuse(text, as)
       return value
     }, false, { min, max })
@@ -87,7 +90,7 @@ export const port = (name: string, fallback: number, description: string) =>
 export function flag(name: string, spec: Common & { default: boolean }): Variable<boolean> {
   const variable: Variable<boolean> = new Variable(name, '1, true, 0 or false', spec.description, spec.formerNames ?? [],
     spec.default ? '1' : '0', () => spec.default, (text, as) => {
-      const value = text.toLowerCase()
+      const value = text.trim().toLowerCase()
       if (value === '1' || value === 'true') return true
       if (value === '0' || value === 'false') return false
       throw variable.refuse(text, as)
@@ -100,7 +103,7 @@ export function flag(name: string, spec: Common & { default: boolean }): Variabl
  * @example text('MAIL_DKIM_SELECTOR', { default: 'platform', form: [/^[a-z0-9-]+$/, 'a DNS label'], description: '…' })
  */
 export function text(name: string, spec: Common & { default: Default<string>; form?: [RegExp, string] }): Variable<string> {
-  const [shown, fallback] = defaults(spec.default, (value) => value)
+  const [shown, fallback] = defaults(spec.default)
   const variable: Variable<string> = new Variable(name, spec.form?.[1] ?? 'any text', spec.description,
     spec.formerNames ?? [], shown, fallback, (value, as) => {
       if (spec.form && !spec.form[0].test(value)) throw variable.refuse(value, as)
@@ -116,7 +119,8 @@ const urlRule = (schemes: readonly string[]) =>
 /** A URL with one of `schemes`; only the scheme is checked (a PostgreSQL URL may name several hosts). */
 function urlParser(schemes: readonly string[], refuse: (text: string, as: string) => ConfigError) {
   const pattern = new RegExp(`^(${schemes.map((s) => s.replace(/[+.]/g, '\\$&')).join('|')})://\\S+$`, 'i')
-  return (value: string, as: string) => {
+  return (text: string, as: string) => {
+    const value = text.trim()
     if (!pattern.test(value)) throw refuse(value, as)
     return value
   }
@@ -124,7 +128,7 @@ function urlParser(schemes: readonly string[], refuse: (text: string, as: string
 
 /** A URL whose scheme is one of `schemes` (given without `://`). */
 export function url(name: string, spec: Common & { default: Default<string>; schemes: readonly string[] }): Variable<string> {
-  const [shown, fallback] = defaults(spec.default, (value) => value)
+  const [shown, fallback] = defaults(spec.default)
   const variable: Variable<string> = new Variable(name, urlRule(spec.schemes), spec.description, spec.formerNames ?? [],
     shown, fallback, urlParser(spec.schemes, (t, as) => variable.refuse(t, as)))
   return variable

@@ -159,6 +159,12 @@ describe('a bad value of each type stops the configuration, naming the variable 
   })
 })
 
+test('free text is kept as set, spaces and all (PLATFORM_ENV is part of a key\'s hashed lookup); numbers, switches and URLs are trimmed', () => {
+  const { values } = read({ PLATFORM_ENV: ' staging ', CACHE_TTL_MS: ' 750 ', LOG_REQUESTS: ' 0', DATABASE_URL: ' postgres://db/platform ' })
+  expect([values.environment, values.cache.ttlMs, values.logRequests, values.databaseUrl]).toEqual([' staging ', 750, false, 'postgres://db/platform'])
+  expect(read({ CACHE_TTL_MS: '   ' }).values.cache.ttlMs).toBe(5000) // blank: the default
+})
+
 test('every numeric variable is bounded, and its bounds hold: each end accepted, one past it refused', () => {
   const integers = variablesOf(declarations).filter((variable) => typeof variable.defaultValue(() => 0) === 'number')
   expect(integers.length).toBeGreaterThan(100)
