@@ -14,10 +14,7 @@ import { startRealtimeEvents } from './realtime-events'
 
 process.env.PROCESS_NAME ??= 'webhooks'
 requireSecretKey() // endpoint secrets are sealed: without the master key, fail now with a clear message
-// A lease shorter than an attempt would let a second process make the same attempt while the first still waits.
-if (config.webhooks.leaseMs < config.webhooks.timeoutMs + 1000) {
-  throw new Error(`WEBHOOK_LEASE_MS (${config.webhooks.leaseMs}) must exceed WEBHOOK_TIMEOUT_MS (${config.webhooks.timeoutMs}) by at least 1000`)
-}
+// WEBHOOK_LEASE_MS against WEBHOOK_TIMEOUT_MS is checked with the configuration (shared/config/rules.ts).
 
 if (serveMetrics('webhooks')) watchPendingDeliveries()
 const deliverer = startDeliverer()

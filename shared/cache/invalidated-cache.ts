@@ -12,7 +12,7 @@ export const STALE_IF_UNAVAILABLE_MS = 60_000
 
 export class InvalidatedCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>()
-  /** Most entries held (REALTIME_CACHE_MAX_ENTRIES); past it the oldest goes and is loaded again when next needed. */
+  /** Most entries held (CACHE_MAX_ENTRIES); past it the oldest goes and is loaded again when next needed. */
   constructor(private readonly maxEntries = config.cache.maxEntries) {}
 
   /** Entries held now (for tests of the bound). */

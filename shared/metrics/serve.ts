@@ -4,6 +4,7 @@
 import type { Server } from 'bun'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { config } from '../config'
+import { isLoopback, metricsHostRefusal } from '../config/rules'
 import { log } from '../log'
 import { watchBreakers } from './breakers'
 import { watchPools } from './pools'
@@ -31,20 +32,15 @@ export function bearerMatches(header: string | null, token: string): boolean {
   return timingSafeEqual(digest(presented), digest(token))
 }
 
-/** Whether `host` is a loopback address (or name): a listener only this machine reaches. */
-export function isLoopback(host: string): boolean {
-  const h = host.toLowerCase().replace(/^\[|\]$/g, '')
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\./.test(h)
-}
+export { isLoopback }
 
 /**
- * Refuses a metrics listener reachable from other hosts without a token: METRICS_HOST other than loopback needs
- * METRICS_TOKEN. The metrics say what the platform does and how much; exposing them must be a decision, not a default.
+ * Refuses a metrics listener reachable from other hosts without a token (the rule is the configuration's, checked at
+ * every start when a metrics port is set: shared/config/rules.ts); here for listeners given their own settings.
  */
 export function checkMetricsSettings(settings: { host: string; token: string } = config.metrics): void {
-  if (!isLoopback(settings.host) && !settings.token) {
-    throw new Error(`METRICS_HOST ${settings.host} is not loopback: set METRICS_TOKEN (scrapers then send it as a bearer token), or bind 127.0.0.1`)
-  }
+  const refusal = metricsHostRefusal(settings.host, settings.token)
+  if (refusal) throw new Error(refusal)
 }
 
 const problem = (status: number, error: string, message: string, headers: Record<string, string> = {}) =>

@@ -56,7 +56,7 @@ beforeAll(async () => {
     // A short cache life, so that serving cached keys and policies while PostgreSQL is down is really exercised.
     startProcess('public', {
       ...env, TRUST_PROXY: '1', PUBLIC_IP_RATE_LIMIT: '1000000', REALTIME_QUOTA_BURST: '1000000',
-      REALTIME_CACHE_TTL_MS: '300',
+      CACHE_TTL_MS: '300',
     }),
     newUser().then((user) => user.token),
     realtimeProduct([{ name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 } }]),

@@ -11,7 +11,7 @@ import { replied, startGateway, type GatewayProcess, WsClient } from './ws-helpe
 // Long enough that a reconnect (a new socket, connect, enter) on a loaded machine stays well inside it.
 const GRACE_MS = 2000
 const LEASE_MS = 1500
-const ENV = { WEBHOOK_PRESENCE_GRACE_MS: String(GRACE_MS), GATEWAY_OCCUPANCY_LEASE_MS: String(LEASE_MS) }
+const ENV = { REALTIME_HOOK_GRACE_MS: String(GRACE_MS), GATEWAY_OCCUPANCY_LEASE_MS: String(LEASE_MS) }
 
 let a: GatewayProcess
 let b: GatewayProcess

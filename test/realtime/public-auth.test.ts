@@ -242,7 +242,7 @@ describe('process', () => {
   })
 
   test('workers do cache keys (a revocation written without an invalidation is seen only after the cache TTL); SIGTERM exits 0', async () => {
-    const extra = await startPublicPair({ REALTIME_CACHE_TTL_MS: '400' })
+    const extra = await startPublicPair({ CACHE_TTL_MS: '400' })
     try {
       const { id, key } = await createKey(p)
       const path = `/${p.productId}/realtime/channels/chat:lobby`

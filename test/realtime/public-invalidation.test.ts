@@ -113,7 +113,7 @@ test.skipIf(needsOneRedis)('when the invalidation link dies without a reset, the
   const link = await startFaultProxy({ host: url.hostname, port: Number(url.port) })
   const worker = await startProcess('public', {
     TRUST_PROXY: '1', REDIS_URL: link.url(config.redisUrl),
-    REDIS_COMMAND_TIMEOUT_MS: '500', REALTIME_CACHE_TTL_MS: '60000', // the cache alone would trust the key for a minute
+    REDIS_COMMAND_TIMEOUT_MS: '500', CACHE_TTL_MS: '60000', // the cache alone would trust the key for a minute
   })
   try {
     const { id, key } = await createKey(p)

@@ -14,7 +14,7 @@ import { replied, startGateway, type GatewayProcess, WsClient } from '../gateway
 import { type Receiver, startReceiver, verified } from './receiver'
 
 const GRACE_MS = 1000
-const ENV = { WEBHOOK_PRESENCE_GRACE_MS: String(GRACE_MS), GATEWAY_OCCUPANCY_LEASE_MS: '1500' }
+const ENV = { REALTIME_HOOK_GRACE_MS: String(GRACE_MS), GATEWAY_OCCUPANCY_LEASE_MS: '1500' }
 const PATH = '/realtime-events'
 
 let receiver: Receiver

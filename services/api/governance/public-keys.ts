@@ -75,7 +75,7 @@ export async function revokePublicKey(productId: string, keyId: string): Promise
     returning key_hash`
   if (!row) throw notFound('Public key')
   // The committed row is the revocation: gateways and public workers read it from PostgreSQL. The announcement only
-  // makes it take effect at once; if Redis cannot carry it (logged), it takes effect within REALTIME_CACHE_TTL_MS for
+  // makes it take effect at once; if Redis cannot carry it (logged), it takes effect within CACHE_TTL_MS for
   // new requests and connects, and within GATEWAY_REVOCATION_SWEEP_MS for live connections.
   await invalidateKey(keyId, row.key_hash, true)
 }

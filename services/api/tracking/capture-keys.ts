@@ -34,7 +34,7 @@ function checkedOrigins(origins: readonly string[], at: string): string[] {
   return normalizeOrigins(origins)
 }
 
-/** Every public worker drops its cached copy of the key, after the change commits (or within REALTIME_CACHE_TTL_MS). */
+/** Every public worker drops its cached copy of the key, after the change commits (or within CACHE_TTL_MS). */
 const invalidateKey = (key: string) => publishInvalidation({ kind: 'capture_key', key })
 
 /** Creates an active key of the product in this environment. */
