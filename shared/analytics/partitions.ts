@@ -4,9 +4,6 @@
 import type postgres from 'postgres'
 import type { Sql } from '../db/client'
 
-/** A pool or a transaction of one. */
-type Db = Sql | postgres.TransactionSql
-
 export interface PartitionPolicy {
   /** Months kept ready after the current one. */
   ahead: number
