@@ -2,6 +2,7 @@
 // Every process maps thrown errors through toErrorResponse(), so no route invents its own shape.
 import { ERRORS, type ErrorCode, type StatusOf } from './error-catalog'
 import { describeError, log } from './log'
+import { isPgError, SQLSTATE } from './db/error-codes'
 
 /** One failing input field: `path` is a JSON pointer into the request part (e.g. "/body/tiles/0/layout/w"). */
 export interface FieldError {
@@ -86,7 +87,7 @@ function internal(error: unknown, onUnexpected?: (error: unknown) => void): ApiE
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
   'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
-  '57P01', '57P02', '57P03',
+  SQLSTATE.adminShutdown, SQLSTATE.crashShutdown, SQLSTATE.cannotConnectNow,
 ])
 
 /** A failure whose code says the server cannot be reached (socket or postgres.js), as opposed to a failing statement. */
@@ -98,7 +99,7 @@ export const isConnectionFailure = (error: unknown) =>
  * fenced for a switchover (default_transaction_read_only), or a URL that points at a standby. The server is up and
  * answers reads, so this is no connection failure, but the write can only succeed once the primary is back: retry later.
  */
-export const isReadOnlyServer = (error: unknown) => (error as { code?: unknown } | null)?.code === '25006'
+export const isReadOnlyServer = (error: unknown) => isPgError(error, 'readOnlySqlTransaction')
 
 // ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected (shared/redis.ts).
 const REDIS_UNREACHABLE_MESSAGES = new Set([
