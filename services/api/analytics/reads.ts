@@ -6,7 +6,7 @@ import { config } from '../../../shared/config'
 import { analyticsReplicaSql, analyticsSql, sql, type Sql } from '../../../shared/db/client'
 import { ApiError } from '../../../shared/errors'
 import type postgres from 'postgres'
-import { countRead } from './metrics'
+import { countRead } from './prometheus'
 import { SQLSTATE, sqlStateOf } from '../../../shared/db/error-codes'
 
 export type Server = 'primary' | 'replica'
