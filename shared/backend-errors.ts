@@ -1,5 +1,5 @@
 // PostgreSQL and Redis failures by kind, counted where each backend's guard already sees every outcome once
-// (shared/db/deadline.ts per statement, shared/redis.ts per command and server), as plain numbers that
+// (shared/db/deadline.ts per statement, shared/redis/guard.ts per command and server), as plain numbers that
 // shared/metrics/breakers.ts reads at scrape time. Only failures of the backend count, never a statement's or command's
 // own error (a unique violation, a NOSCRIPT, a script's refusal): those are answers, not outages.
 import { SQLSTATE } from './db/error-codes'

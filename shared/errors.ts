@@ -101,7 +101,7 @@ export const isConnectionFailure = (error: unknown) =>
  */
 export const isReadOnlyServer = (error: unknown) => isPgError(error, 'readOnlySqlTransaction')
 
-// ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected (shared/redis.ts).
+// ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected (shared/redis/).
 const REDIS_UNREACHABLE_MESSAGES = new Set([
   'Connection is closed.', 'Command timed out', "Stream isn't writeable and enableOfflineQueue options is false",
   // ioredis' Cluster client: no node could take the command, or the cluster is not usable now.
@@ -110,7 +110,7 @@ const REDIS_UNREACHABLE_MESSAGES = new Set([
 /**
  * Failures whose message carries details, matched by their start: a cluster's (the last error, the node); READONLY, a
  * write that reached a master demoted by a failover (under Sentinel the connection is then made again to the new one:
- * shared/redis.ts); NOREPLICAS, a master with `min-replicas-to-write` that has lost its replicas (partitioned away, or
+ * shared/redis/client.ts); NOREPLICAS, a master with `min-replicas-to-write` that has lost its replicas (partitioned away, or
  * about to be demoted), refusing writes it could lose. Nothing was written: try again.
  */
 const REDIS_UNREACHABLE_PREFIXES = ['Too many Cluster redirections', 'CLUSTERDOWN', 'Failed to refresh slots cache', 'READONLY ', 'NOREPLICAS ']
