@@ -7,7 +7,7 @@ import { countWhileDown, hitWindow, windowOf } from '../shared/fixed-window'
 import { config } from '../shared/config'
 import { publish, type PublishInput } from '../shared/realtime/broker'
 import { publishInOneStep } from '../shared/realtime/publish-request'
-import { onCluster } from '../shared/redis'
+import { onCluster } from '../shared/redis/cluster'
 
 const WHAT = 'client event budget'
 const prefix = (productId: string) => `gw:ce:${productId}`

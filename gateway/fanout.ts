@@ -13,7 +13,8 @@
 import type Redis from 'ioredis'
 import { describeError, log } from '../shared/log'
 import { fanKey, fanSeqKey } from '../shared/realtime/keys'
-import { clusterNode, dedicatedReader, nodeOfKey, onCluster, redis, refreshClusterSlots } from '../shared/redis'
+import { dedicatedReader, redis } from '../shared/redis/client'
+import { clusterNode, nodeOfKey, onCluster, refreshClusterSlots } from '../shared/redis/cluster'
 
 /** One fan-out entry, as the publish script wrote it (docs/realtime-data-plane.md). */
 export interface FanEntry {

@@ -4,7 +4,7 @@ import { sql } from '../shared/db/client'
 import { onShutdown } from '../shared/http/lifecycle'
 import { serveMetrics } from '../shared/metrics/serve'
 import { usage } from '../shared/realtime/usage'
-import { closeRedis } from '../shared/redis'
+import { closeRedis } from '../shared/redis/client'
 import { requireSecretKey } from '../shared/secrets'
 import { startGateway } from './node'
 

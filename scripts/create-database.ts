@@ -2,6 +2,7 @@
 // scripts/test gives its cluster pass a database of its own this way, on an existing server as on its own one (no psql
 // needed). Exits non-zero, saying why, when it cannot (a role without CREATEDB).
 import postgres from 'postgres'
+import { isPgError } from '../shared/db/error-codes'
 
 const name = process.argv[2] ?? ''
 // Quoted into the statement below: only names that need no quoting at all.
@@ -16,7 +17,7 @@ try {
       console.log(`created database ${name}`)
     } catch (error) {
       // duplicate_database: another run created it between the look and the create.
-      if ((error as { code?: string }).code !== '42P04') throw error
+      if (!isPgError(error, 'duplicateDatabase')) throw error
     }
   }
 } finally {

@@ -1,7 +1,8 @@
 // PostgreSQL and Redis failures by kind, counted where each backend's guard already sees every outcome once
-// (shared/db/deadline.ts per statement, shared/redis.ts per command and server), as plain numbers that
+// (shared/db/deadline.ts per statement, shared/redis/guard.ts per command and server), as plain numbers that
 // shared/metrics/breakers.ts reads at scrape time. Only failures of the backend count, never a statement's or command's
 // own error (a unique violation, a NOSCRIPT, a script's refusal): those are answers, not outages.
+import { SQLSTATE } from './db/error-codes'
 
 export type Backend = 'postgres' | 'redis'
 /** `timeout`: no answer within the deadline; `unavailable`: the server cannot be reached; `other`: it answered that it cannot serve. */
@@ -23,13 +24,13 @@ export function countBackendError(backend: Backend, kind: BackendErrorKind): voi
  * cancelled by its statement_timeout, is a timeout), 58 system error, XX internal error; and 25006, a write refused by
  * a server that is read-only now (a primary fenced or being failed over).
  */
-const SERVER_TROUBLE = /^(53|54|55|57|58|XX|25006)/
+const SERVER_TROUBLE = new RegExp(`^(53|54|55|57|58|XX|${SQLSTATE.readOnlySqlTransaction})`)
 
 /** The kind of a PostgreSQL statement's failure, or null for the statement's own error (or a connection failure, told apart by the caller). */
 export function postgresErrorKind(error: unknown): BackendErrorKind | null {
   const code = (error as { code?: unknown } | null)?.code
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return null
-  if (code === '57014') return 'timeout'
+  if (code === SQLSTATE.queryCanceled) return 'timeout'
   return SERVER_TROUBLE.test(code) ? 'other' : null
 }
 

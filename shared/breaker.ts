@@ -1,6 +1,6 @@
 // A circuit breaker for one backing service: after a connection failure, calls fail at once for a cool-down instead of
 // queueing behind a dead link; then one call at a time probes (half-open), and a success closes it. Used for
-// PostgreSQL (shared/db/deadline.ts) and Redis (shared/redis.ts).
+// PostgreSQL (shared/db/deadline.ts) and Redis (shared/redis/guard.ts).
 import { log } from './log'
 
 /** What shared/metrics/breakers.ts reads at scrape time, by backend (the service's first word: `postgres`, `redis`). */

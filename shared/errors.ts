@@ -2,6 +2,7 @@
 // Every process maps thrown errors through toErrorResponse(), so no route invents its own shape.
 import { ERRORS, type ErrorCode, type StatusOf } from './error-catalog'
 import { describeError, log } from './log'
+import { isPgError, SQLSTATE } from './db/error-codes'
 
 /** One failing input field: `path` is a JSON pointer into the request part (e.g. "/body/tiles/0/layout/w"). */
 export interface FieldError {
@@ -86,7 +87,7 @@ function internal(error: unknown, onUnexpected?: (error: unknown) => void): ApiE
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
   'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
-  '57P01', '57P02', '57P03',
+  SQLSTATE.adminShutdown, SQLSTATE.crashShutdown, SQLSTATE.cannotConnectNow,
 ])
 
 /** A failure whose code says the server cannot be reached (socket or postgres.js), as opposed to a failing statement. */
@@ -98,9 +99,9 @@ export const isConnectionFailure = (error: unknown) =>
  * fenced for a switchover (default_transaction_read_only), or a URL that points at a standby. The server is up and
  * answers reads, so this is no connection failure, but the write can only succeed once the primary is back: retry later.
  */
-export const isReadOnlyServer = (error: unknown) => (error as { code?: unknown } | null)?.code === '25006'
+export const isReadOnlyServer = (error: unknown) => isPgError(error, 'readOnlySqlTransaction')
 
-// ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected (shared/redis.ts).
+// ioredis says it in words: a closed connection, a command timeout, a command refused while disconnected (shared/redis/).
 const REDIS_UNREACHABLE_MESSAGES = new Set([
   'Connection is closed.', 'Command timed out', "Stream isn't writeable and enableOfflineQueue options is false",
   // ioredis' Cluster client: no node could take the command, or the cluster is not usable now.
@@ -109,7 +110,7 @@ const REDIS_UNREACHABLE_MESSAGES = new Set([
 /**
  * Failures whose message carries details, matched by their start: a cluster's (the last error, the node); READONLY, a
  * write that reached a master demoted by a failover (under Sentinel the connection is then made again to the new one:
- * shared/redis.ts); NOREPLICAS, a master with `min-replicas-to-write` that has lost its replicas (partitioned away, or
+ * shared/redis/client.ts); NOREPLICAS, a master with `min-replicas-to-write` that has lost its replicas (partitioned away, or
  * about to be demoted), refusing writes it could lose. Nothing was written: try again.
  */
 const REDIS_UNREACHABLE_PREFIXES = ['Too many Cluster redirections', 'CLUSTERDOWN', 'Failed to refresh slots cache', 'READONLY ', 'NOREPLICAS ']

@@ -1,7 +1,7 @@
 // Fixed-window counters in Redis, shared by every worker: request rate limits and the publish quota.
 import { ApiError } from './errors'
 import { describeError, log } from './log'
-import { redis } from './redis'
+import { redis } from './redis/client'
 
 export interface WindowCount {
   /** Hits counted in the current window, this one included. */

@@ -3,7 +3,7 @@
 // and a Redis that cannot run it answered with the platform's 503. The scripts live in `.lua` files beside their users.
 import { createHash } from 'node:crypto'
 import { ApiError, logUnlessOutage, unavailable } from './errors'
-import { redis } from './redis'
+import { redis } from './redis/client'
 
 type Args = readonly (string | number)[]
 

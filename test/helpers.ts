@@ -9,7 +9,8 @@ import { sql as mainSql, unboundedSql } from '../shared/db/client'
 import { migrate } from '../shared/db/migrate'
 import { sealPlainSecrets } from '../shared/db/seal-secrets'
 import { Cluster } from 'ioredis'
-import { onCluster, redis } from '../shared/redis'
+import { redis } from '../shared/redis/client'
+import { onCluster } from '../shared/redis/cluster'
 
 // Integration tests need the schema current before any of them touches the database (scripts/test has migrated it
 // already; a plain `bun test` may not have). Here, not in the preload, so the unit tier needs no database at all.

@@ -27,7 +27,7 @@ import type { MetricQuery } from '../../services/api/analytics/semantic/query-sc
 import { captureEvents, type CapturedEvent } from '../../shared/analytics/capture'
 import { config } from '../../shared/config'
 import { analyticsSql, sql, unboundedSql } from '../../shared/db/client'
-import { closeRedis } from '../../shared/redis'
+import { closeRedis } from '../../shared/redis/client'
 import { newProduct } from '../../test/helpers'
 
 const { values: args } = parseArgs({

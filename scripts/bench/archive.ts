@@ -15,7 +15,7 @@ import { readArchive } from '../../shared/realtime/archive-read'
 import { publish } from '../../shared/realtime/broker'
 import { channelKeys } from '../../shared/realtime/keys'
 import { policyCache } from '../../shared/realtime/policies'
-import { closeRedis, redis } from '../../shared/redis'
+import { closeRedis, redis } from '../../shared/redis/client'
 
 const { values: args } = parseArgs({
   options: {

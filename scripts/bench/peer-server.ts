@@ -6,7 +6,7 @@ import { config } from '../../shared/config'
 import { publish, type HistoryPolicy } from '../../shared/realtime/broker'
 import { productPolicies, type ProductPolicies } from '../../shared/realtime/policies'
 import { signToken } from '../../shared/realtime/tokens'
-import { closeRedis, redis } from '../../shared/redis'
+import { closeRedis, redis } from '../../shared/redis/client'
 import { narrow } from '../../shared/realtime/token-issue'
 import type { TokenIssueBody } from '../../shared/realtime/request-schemas'
 

@@ -3,14 +3,14 @@ import type { AnyOperation } from '../../shared/catalog/operation'
 import { catalogVersion } from './openapi'
 import { accountOperations } from './accounts/operations'
 import { analyticsOperations } from './analytics/operations'
-import { governanceOperations } from './governance/operations'
+import { publicKeyOperations } from './public-keys/operations'
 import { mailOperations } from './mail/operations'
 import { realtimeOperations } from './realtime/operations'
 import { trackingOperations } from './tracking/operations'
 import { webhookEndpointOperations } from './webhooks/operations'
 
 export const operations: readonly AnyOperation[] = [
-  ...accountOperations, ...governanceOperations, ...analyticsOperations, ...mailOperations, ...realtimeOperations, ...trackingOperations,
+  ...accountOperations, ...publicKeyOperations, ...analyticsOperations, ...mailOperations, ...realtimeOperations, ...trackingOperations,
   ...webhookEndpointOperations,
 ]
 

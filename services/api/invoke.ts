@@ -8,7 +8,7 @@ import { badRequest, forbidden, notFound } from '../../shared/errors'
 import { hitWindow, tooMany } from '../../shared/fixed-window'
 import { isUuid } from '../../shared/ids'
 import { authenticate } from './accounts/authenticate'
-import { timedQuery } from './analytics/metrics'
+import { timedQuery } from './analytics/prometheus'
 import { isMember, productAccess } from './accounts/products'
 import { limitCredential, limitOrganization, withOrganizationSlot } from './limits'
 

@@ -4,7 +4,7 @@ import { rateClassOf, type AnyOperation, type Principal } from '../../shared/cat
 import { config } from '../../shared/config'
 import { limitCredentialRate, limitOrganizationRate } from '../../shared/platform-rates'
 import { Slots } from './slots'
-import { countRefusal } from './analytics/metrics'
+import { countRefusal } from './analytics/prometheus'
 import { tooManyQueries } from './analytics/semantic/plan'
 
 /**

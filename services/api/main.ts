@@ -4,7 +4,7 @@ import { sql } from '../../shared/db/client'
 import { serveApp } from '../../shared/http/serve'
 import { serveMetrics } from '../../shared/metrics/serve'
 import { usage } from '../../shared/realtime/usage'
-import { closeRedis } from '../../shared/redis'
+import { closeRedis } from '../../shared/redis/client'
 import { startFunnelRefresher } from './analytics/funnel-refresher'
 import { buildApiApp } from './app'
 

@@ -7,7 +7,7 @@ import { onShutdown } from '../../shared/http/lifecycle'
 import { log } from '../../shared/log'
 import { serveMetrics } from '../../shared/metrics/serve'
 import { policyCache } from '../../shared/realtime/policies'
-import { closeRedis } from '../../shared/redis'
+import { closeRedis } from '../../shared/redis/client'
 import { startArchiver } from './archiver'
 import { watchArchiver } from './metrics'
 

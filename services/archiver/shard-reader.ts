@@ -11,7 +11,7 @@ import { fanArchivedKey, fanDeadKey, fanKey } from '../../shared/realtime/keys'
 import { namespaceOf } from '../../shared/realtime/names'
 import { productPolicies } from '../../shared/realtime/policies'
 import ARCHIVE_READ_LUA from '../../shared/realtime/lua/archive-read.lua' with { type: 'text' }
-import { redis } from '../../shared/redis'
+import { redis } from '../../shared/redis/client'
 import { redisScript } from '../../shared/redis-script'
 import { log } from '../../shared/log'
 import { isUuid } from '../../shared/ids'

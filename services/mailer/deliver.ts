@@ -3,7 +3,6 @@
 // `sent` (with `delivered`) only once the server accepted it. nodemailer gets only values built here: mailboxes as
 // {name, address} and headers as a list of {key, value} strings checked again, never an object a request carried.
 import { config } from '../../shared/config'
-import { sql } from '../../shared/db/client'
 import { describeError, log } from '../../shared/log'
 import { type HeaderLine, headerLines } from '../../shared/mail/headers'
 import { signingDomain } from '../../shared/mail/sending-domain'

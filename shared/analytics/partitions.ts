@@ -3,9 +3,7 @@
 // deployment's legacy rows moved into their months in small transactions.
 import type postgres from 'postgres'
 import type { Sql } from '../db/client'
-
-/** A pool or a transaction of one. */
-type Db = Sql | postgres.TransactionSql
+import { isPgError } from '../db/error-codes'
 
 export interface PartitionPolicy {
   /** Months kept ready after the current one. */
@@ -119,12 +117,10 @@ export async function moveLegacyEvents(sql: Sql, now: Date, policy: PartitionPol
     return await moveLegacyBatch(sql, now, policy)
   } catch (error) {
     // undefined_table: another aggregator moved the last batch and dropped the table meanwhile.
-    if ((error as { code?: string }).code === UNDEFINED_TABLE) return 0
+    if (isPgError(error, 'undefinedTable')) return 0
     throw error
   }
 }
-
-const UNDEFINED_TABLE = '42P01'
 
 async function moveLegacyBatch(sql: Sql, now: Date, policy: PartitionPolicy): Promise<number> {
   const [legacy] = await sql`select to_regclass('tracked_events_legacy') is not null as present`

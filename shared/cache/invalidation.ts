@@ -4,7 +4,7 @@ import { Cluster } from 'ioredis'
 import { randomUUID } from 'node:crypto'
 import { config } from '../config'
 import { describeError, log } from '../log'
-import { dedicatedRedis, redis } from '../redis'
+import { dedicatedRedis, redis } from '../redis/client'
 
 export const INVALIDATION_CHANNEL = 'platform:invalidate'
 /** The member of a published message naming the announcement; listeners get the message without it. */

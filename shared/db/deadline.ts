@@ -120,6 +120,7 @@ class PoolState {
 function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () => number, pool: PoolState): void {
   const then = query.then
   let armed = false
+  // biome-ignore lint/suspicious/noThenProperty: arming the deadline when the query is awaited is this function's job
   query.then = function (this: PendingQuery, ...args: Parameters<Promise<unknown>['then']>) {
     if (!armed) {
       armed = true

@@ -5,7 +5,8 @@ import { Cluster } from 'ioredis'
 import { sql } from '../db/client'
 import { noRoute, toErrorResponse } from '../errors'
 import { log } from '../log'
-import { clusterNode, redis } from '../redis'
+import { redis } from '../redis/client'
+import { clusterNode } from '../redis/cluster'
 
 const within = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms))])

@@ -87,6 +87,7 @@ function addressDomain(address: string): string | null {
   return labels >= 2 ? address.slice(domainStart).toLowerCase() : null
 }
 
+// biome-ignore lint/suspicious/noConstEnum: module-private, so inlined by Bun and tsc alike; the parser reads it per character
 const enum State { Lead, Quoted, AfterQuote, Name, Address, Trail }
 
 /** Parses `addr`, `Name <addr>` or `"Name" <addr>`; null when it is none of them. Linear in the input's length. */

@@ -13,6 +13,7 @@ import { isUuid } from '../ids'
 import { publishInvalidation } from '../cache/invalidation'
 import { seal } from '../secrets'
 import { recordEvent } from '../webhooks/outbox'
+import { isPgError } from '../db/error-codes'
 
 export type DomainStatus = 'pending' | 'verified' | 'failed'
 export type RecordStatus = 'pending' | 'verified' | 'failed'
@@ -79,7 +80,7 @@ export async function createDomain(productId: string, name: string): Promise<Dom
       return domainOut(row!)
     })
   } catch (error) {
-    if ((error as { code?: string }).code === '23505') {
+    if (isPgError(error, 'uniqueViolation')) {
       throw conflict(`Domain ${name} is already registered for this product`, [{ path: '/body/name', message: 'is already registered' }])
     }
     throw error

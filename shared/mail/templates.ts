@@ -6,6 +6,7 @@ import { sql } from '../db/client'
 import { keysetPage, NEWEST_FIRST } from '../db/keyset'
 import { conflict, notFound, unprocessable } from '../errors'
 import { isUuid } from '../ids'
+import { isPgError } from '../db/error-codes'
 
 export interface Template {
   id: string
@@ -29,7 +30,6 @@ const templateOut = (row: Record<string, any>): Template => ({
   id: row.id, name: row.name, subject: row.subject, html: row.html, text: row.text, createdAt: row.created_at, updatedAt: row.updated_at,
 })
 const duplicate = (name: string) => conflict(`A template named ${name} already exists in this product`, [{ path: '/body/name', message: 'is already used by another template' }])
-const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505'
 
 export async function createTemplate(productId: string, input: TemplateInput): Promise<Template> {
   const count = (q: typeof sql) => q<{ n: number }[]>`select count(*)::int as n from mail_templates where product_id = ${productId}`
@@ -40,7 +40,7 @@ export async function createTemplate(productId: string, input: TemplateInput): P
       returning ${COLUMNS}`)
     return templateOut(row!)
   } catch (error) {
-    if (isUniqueViolation(error)) throw duplicate(input.name)
+    if (isPgError(error, 'uniqueViolation')) throw duplicate(input.name)
     throw error
   }
 }
@@ -84,7 +84,7 @@ export async function updateTemplate(productId: string, id: string, input: Parti
     if (!row) throw notFound('Template')
     return templateOut(row)
   } catch (error) {
-    if (isUniqueViolation(error)) throw duplicate(input.name!)
+    if (isPgError(error, 'uniqueViolation')) throw duplicate(input.name!)
     throw error
   }
 }

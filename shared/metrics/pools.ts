@@ -2,7 +2,7 @@
 // them and not answered yet, and whether each Redis connection is up. What the clients cannot tell (PostgreSQL
 // connections open or idle: postgres.js keeps them to itself) is not exported; docs/metrics.md says so.
 import { pendingStatements } from '../db/deadline'
-import { redisUsage } from '../redis'
+import { redisUsage } from '../redis/usage'
 import { gauge } from './registry'
 
 let watching = false

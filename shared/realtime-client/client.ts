@@ -193,7 +193,7 @@ export class RealtimeClient {
   /** Sends a request and resolves with its reply, or rejects with a RealtimeError (or when the connection closes). */
   request(frame: Record<string, unknown>): Promise<Record<string, unknown>> {
     const socket = this.socket
-    if (!socket || socket.readyState !== 1) return Promise.reject(new RealtimeError('disconnected', 'not connected', true))
+    if (socket?.readyState !== 1) return Promise.reject(new RealtimeError('disconnected', 'not connected', true))
     const id = this.nextId++
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject })

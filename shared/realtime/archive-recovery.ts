@@ -5,7 +5,7 @@
 import { config } from '../config'
 import { logUnlessOutage } from '../errors'
 import { archivedRunAfter } from './archive-read'
-import { redis } from '../redis'
+import { redis } from '../redis/client'
 import { readHistory, type HistoryPolicy, type HistoryQuery, type HistoryResult } from './broker'
 import { channelKeys } from './keys'
 

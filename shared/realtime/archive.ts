@@ -5,6 +5,7 @@ import type postgres from 'postgres'
 import type { Sql } from '../db/client'
 import { sql as defaultSql } from '../db/client'
 import { namespaceOf } from './names'
+import { isPgError } from '../db/error-codes'
 
 /** One stored publication as the archive keeps it. */
 export interface ArchiveEntry {
@@ -71,7 +72,7 @@ export async function archiveEntries(entries: ArchiveEntry[], sql: Sql = default
     return await insertEntries(entries, sql)
   } catch (error) {
     // A month dropped by a sweeper (perhaps another process's) after this one learned of it: learn again, once.
-    if ((error as { code?: string }).code !== '23514' || retried) throw error
+    if (!isPgError(error, 'checkViolation') || retried) throw error
     knownPartitions.clear()
     knownPartitionRetention.clear()
     return archiveEntries(entries, sql, true)
@@ -267,7 +268,7 @@ async function dropExpiredPartitions(now: Date, sql: Sql): Promise<Pick<SweepRes
         await tx`delete from realtime_archive_partitions where name = ${name}`
       })
     } catch (error) {
-      if ((error as { code?: string }).code !== '55P03') throw error
+      if (!isPgError(error, 'lockNotAvailable')) throw error
       postponed.push(name) // lock_not_available: readers or writers held the archive; next sweep
       continue
     }

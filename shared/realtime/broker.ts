@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import { config } from '../config'
 import { ApiError, badRequest } from '../errors'
-import { redis } from '../redis'
+import { redis } from '../redis/client'
 import { orUnavailable, redisScript } from '../redis-script'
 import { FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
 import { channelKeys, FAN_BUDGET_SLICES } from './keys'

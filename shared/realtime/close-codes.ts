@@ -18,7 +18,7 @@ export type ReconnectRule =
   | 'backoff-after-min-delay'
 
 export interface CloseCode {
-  /** The WebSocket close code (4000-4999: the application's). */
+  /** The WebSocket close code (4000-4999: the application's; 1009 is the runtime's own, listed for what a client does). */
   code: number
   /** The close frame's reason; the gateway may append `: <detail>`. */
   reason: string
@@ -42,6 +42,12 @@ export const DISCONNECTS = {
   limited: {
     code: 4300, reason: 'rate limited', reconnect: 'backoff-after-min-delay', minDelayMs: 5000,
     description: "A limit was crossed: too many connect frames from the client's address, or too many connections of its subject",
+  },
+  // Sent by the runtime (Bun), not by the gateway's code: a frame above the hard limit (gateway/server.ts,
+  // maxPayloadLength 1 MiB) is never read. The client sent it, so reconnecting soon would only repeat it: backoff.
+  tooBig: {
+    code: 1009, reason: 'Received too big message', reconnect: 'backoff',
+    description: 'A frame above 1 MiB (1 048 576 bytes): the runtime closes before the gateway reads it (frames above 64 KiB and up to 1 MiB are answered `invalid`)',
   },
 } as const satisfies Record<string, CloseCode>
 

@@ -3,12 +3,18 @@
 // AWS exercise them) and has no multipart listing, so objects stay below the client's part size (64 MiB).
 import * as Minio from 'minio'
 import { config } from '../config'
+import { KiB } from '../units'
 import { ApiError, badRequest, notFound, unavailable } from '../errors'
 import { describeError, log } from '../log'
 import type { PayloadRef } from './broker'
 
-/** Serialized `data` (UTF-8 bytes of its JSON) above this is stored in S3 and delivered as a `ref`. */
-export const INLINE_CAP_BYTES = 262_144
+/**
+ * Serialized `data` (UTF-8 bytes of its JSON) above this is stored in S3 and delivered as a `ref` (the spec's inline
+ * cap). Equal to the POST /messages body limit (services/public/http/body.ts, MESSAGES_BODY_LIMIT) because the spec
+ * sets both at 256 KiB, not because one follows from the other: this counts the `data` member once serialized, that
+ * the request's bytes on the wire (gzip lets a body carry data above this cap), so neither is derived from the other.
+ */
+export const INLINE_CAP_BYTES = 256 * KiB
 
 let client: Minio.Client | undefined
 

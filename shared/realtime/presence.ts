@@ -14,7 +14,7 @@ import { ApiError, badRequest } from '../errors'
 import { redisScript } from '../redis-script'
 import { config } from '../config'
 import { FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
-import { defaultHookSettings, hookArgs, type HookSettings } from './hooks'
+import { defaultHookSettings, hookArgs } from './hooks'
 import { channelKeys, FAN_BUDGET_SLICES } from './keys'
 import FAN_BUDGET_LUA from './lua/fan-budget.lua' with { type: 'text' }
 import HOOKS_LUA from './lua/hooks.lua' with { type: 'text' }

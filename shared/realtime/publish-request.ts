@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto'
 import type { ApiError } from '../errors'
 import type { Window } from '../fixed-window'
 import { orUnavailable, redisScript } from '../redis-script'
-import { redis } from '../redis'
+import { redis } from '../redis/client'
 import { defaultBudgets, publishCall, publishResult, PUBLISH_LIBRARY_PARTS, type PublishBudgets, type PublishInput, type PublishReply, type PublishResult } from './broker'
 import { idempotencyClaimKey, idempotencyMarkerKey } from './keys'
 import PUBLISH_REQUEST_LUA from './lua/publish-request.lua' with { type: 'text' }

@@ -255,7 +255,7 @@ export class RevocationCache {
 
   private ended(akid: string): boolean {
     const entry = this.entries.get(akid)
-    return entry !== undefined && entry.revoked && entry.until > Date.now()
+    return entry?.revoked === true && entry.until > Date.now()
   }
 
   /** Ended, or found denied, while a check about it was in flight (whatever the bounded entries still hold). */
@@ -267,7 +267,7 @@ export class RevocationCache {
   private cachedRevoked(credential: TokenCredential): boolean {
     if (this.ended(credential.akid)) return true
     const entry = this.entries.get(credentialKey(credential))
-    return entry !== undefined && entry.revoked && entry.until > Date.now()
+    return entry?.revoked === true && entry.until > Date.now()
   }
 
   private store(key: string, entry: Entry): void {

@@ -9,6 +9,7 @@ import { isUuid } from '../ids'
 import { getEndpoint } from './endpoints'
 import type { WebhookArea } from './events'
 import { recordTestEvent } from './outbox'
+import { isPgError } from '../db/error-codes'
 
 export type DeliveryState = 'pending' | 'succeeded' | 'failed'
 
@@ -73,7 +74,7 @@ async function endpointStillThere<T>(adding: Promise<T>): Promise<T> {
   try {
     return await adding
   } catch (error) {
-    throw (error as { code?: string } | null)?.code === '23503' ? notFound('Webhook endpoint') : error
+    throw isPgError(error, 'foreignKeyViolation') ? notFound('Webhook endpoint') : error
   }
 }
 

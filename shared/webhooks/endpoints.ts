@@ -13,6 +13,7 @@ import { open, seal } from '../secrets'
 import { ALL_KINDS, EVENT_KINDS, type WebhookArea } from './events'
 import { SECRET_PREFIX } from './signature'
 import { checkWebhookUrl, serversResolve, type UrlPolicy } from './url-policy'
+import { isPgError } from '../db/error-codes'
 
 /** Standard Webhooks secrets: `whsec_` (SECRET_PREFIX) then the base64 of 32 random bytes. */
 const SECRET_BYTES = 32
@@ -183,12 +184,10 @@ export async function deleteEndpoint(productId: string, area: WebhookArea, id: s
       if (!row) throw endpointNotFound()
       return
     } catch (error) {
-      if ((error as { code?: string }).code !== DEADLOCK_DETECTED || attempt >= 3) throw error
+      if (!isPgError(error, 'deadlockDetected') || attempt >= 3) throw error
     }
   }
 }
-
-const DEADLOCK_DETECTED = '40P01'
 
 /**
  * A new secret, answered once; the one it replaces keeps signing for PREVIOUS_SECRET_HOURS (Svix's overlap), moved

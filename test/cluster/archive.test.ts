@@ -2,7 +2,7 @@
 // over the nodes, read by the consumer group through the cluster client; publications read back from the archive.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { keySlot } from '../../shared/redis'
+import { keySlot } from '../../shared/redis/key-slot'
 import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { ok, startProcess, type Worker } from '../helpers'

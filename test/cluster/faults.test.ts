@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
-import { keySlot } from '../../shared/redis'
+import { keySlot } from '../../shared/redis/key-slot'
 import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
 import { startProcess, type Worker } from '../helpers'
 import { createKey, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'

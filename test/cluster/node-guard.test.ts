@@ -1,4 +1,4 @@
-// The per-node guard of a cluster command connection (shared/redis.ts, guardClusterNodes) on a real Redis Cluster of
+// The per-node guard of a cluster command connection (shared/redis/cluster-guard.ts, guardClusterNodes) on a real Redis Cluster of
 // three masters with a replica each: an outcome is counted against the node the command was written to (a failover
 // mid-flight leaves the promoted replica's breaker closed), the guard keeps health only for the nodes the cluster has
 // (nodes replaced one after another leave nothing behind; a node that only reconnects keeps its breaker), and an ASK
@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Cluster } from 'ioredis'
 import { breakerCounts } from '../../shared/breaker'
-import { commandConnection, keySlot, nodeBreakers } from '../../shared/redis'
+import { commandConnection } from '../../shared/redis/client'
+import { nodeBreakers } from '../../shared/redis/cluster-guard'
+import { keySlot } from '../../shared/redis/key-slot'
 import { RedisCluster } from './redis-cluster'
 
 const cluster = new RedisCluster()

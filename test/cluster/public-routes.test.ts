@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { signToken } from '../../shared/realtime/tokens'
-import { keySlot } from '../../shared/redis'
+import { keySlot } from '../../shared/redis/key-slot'
 import { replied, startGateway, WsClient } from '../gateway/ws-helpers'
 import { startProcess, type Worker } from '../helpers'
 import { awayFromWindowEdge, createKey, pub, realtimeProduct, type RealtimeProduct, uniqueIp } from '../realtime/public-helpers'
@@ -37,7 +37,7 @@ test('a process whose cluster client just became ready takes commands sent toget
   expect(new Set(owners).size).toBe(3)
   const script = `
     import { publish } from './shared/realtime/broker'
-    import { redis } from './shared/redis'
+    import { redis } from './shared/redis/client'
     await new Promise((resolve) => redis().once('ready', resolve))
     const outcomes = await Promise.allSettled(${JSON.stringify(channels)}.map((channel) =>
       publish({ productId: '${p.productId}', channel, policy: { historyTtlSeconds: 0, historySize: 0 }, data: '{}' })))

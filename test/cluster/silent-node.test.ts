@@ -20,14 +20,14 @@ const COMMAND_TIMEOUT_MS = 500
 /**
  * What a publish must be answered within while a node is silent. On a cluster a publish makes three Redis steps in a
  * row (IP limit, quota, publish: shared/realtime/publish-message.ts); the counters' slots move with their windows, so
- * all three may land on the silent node, and each is answered within the command timeout (shared/redis.ts). Plus
+ * all three may land on the silent node, and each is answered within the command timeout (shared/redis/client.ts). Plus
  * 500 ms for the HTTP round trip and the worker's own work on a loaded machine.
  */
 const ANSWER_MS = 3 * COMMAND_TIMEOUT_MS + 500
 /**
  * How long the node stays silent: past the cluster's node timeout (2 s in redis-cluster.ts: the other masters mark it
  * failed), many of its breaker's cool-downs (one command timeout each) and three timeouts in a row (the worker replaces
- * its connection to the node, shared/redis.ts), and past the gateway's read watchdog (8 s, gateway/fanout.ts: its
+ * its connection to the node, shared/redis/guard.ts), and past the gateway's read watchdog (8 s, gateway/fanout.ts: its
  * reader reconnects to the silent node and checks continuity when it answers).
  */
 const SILENT_MS = 10_000

@@ -2,7 +2,7 @@
 // areas; and nothing but the catalog's operations behind it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, newProduct, newUser, ok, okResponse, startProcess, type Worker } from '../helpers'
-import { expectNoProblems, openArea, signIn, useBrowser } from './browser'
+import { expectNoProblems, signIn, useBrowser } from './browser'
 
 let apiWorker: Worker
 beforeAll(async () => {

@@ -1,10 +1,10 @@
-// The command connection every process shares (shared/redis.ts) over a link that dies without a reset: the commands in
+// The command connection every process shares (shared/redis/client.ts, its guard shared/redis/guard.ts) over a link that dies without a reset: the commands in
 // flight time out, the connection is replaced once, and none of those commands runs later on the new connection.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import Redis from 'ioredis'
 import { randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
-import { commandConnection } from '../../shared/redis'
+import { commandConnection } from '../../shared/redis/client'
 import { needsOneRedis } from '../helpers'
 import { startFaultProxy, type FaultProxy } from './proxy'
 

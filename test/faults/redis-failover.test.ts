@@ -76,7 +76,7 @@ test('a replica promoted without the last acknowledged publications: the next on
   }
   for (let n = 6; n <= 10; n++) acked.push(await publish(n))
   const epoch = acked[0]!.epoch
-  expect(acked).toEqual(acked.map((a, i) => ({ n: i + 1, offset: i + 1, epoch })))
+  expect(acked).toEqual(acked.map((_, i) => ({ n: i + 1, offset: i + 1, epoch })))
   // The subscriber has all ten, live.
   const live: number[] = []
   for (const deadline = Date.now() + 5000; live.length < 10 && Date.now() < deadline; ) {
@@ -96,7 +96,7 @@ test('a replica promoted without the last acknowledged publications: the next on
   // A new epoch, numbered from 1: no (epoch, offset) names two publications.
   const next = after[0]!.epoch
   expect(next).not.toBe(epoch)
-  expect(after).toEqual(after.map((a, i) => ({ n: 11 + i, offset: 1 + i, epoch: next })))
+  expect(after).toEqual(after.map((_, i) => ({ n: 11 + i, offset: 1 + i, epoch: next })))
   const names = new Set([...acked, ...after].map((a) => `${a.epoch}/${a.offset}`))
   expect(names.size).toBe(acked.length + after.length)
 

@@ -178,7 +178,7 @@ test('Sentinel promotes a replica that missed acknowledged publications: the pro
   await eventually(async () => !(await linkUp(lagging)), 5000, 'the lagging replica unlinked')
   for (let n = 6; n <= 10; n++) acked.push(await publish(channel, n))
   const epoch = acked[0]!.epoch
-  expect(acked).toEqual(acked.map((a, i) => ({ n: i + 1, offset: i + 1, epoch })))
+  expect(acked).toEqual(acked.map((_, i) => ({ n: i + 1, offset: i + 1, epoch })))
 
   await master.stop()
   const after: Acked[] = []
@@ -189,7 +189,7 @@ test('Sentinel promotes a replica that missed acknowledged publications: the pro
   // A new epoch, numbered from 1: no (epoch, offset) names two publications.
   const next = after[0]!.epoch
   expect(next).not.toBe(epoch)
-  expect(after).toEqual(after.map((a, i) => ({ n: 11 + i, offset: 1 + i, epoch: next })))
+  expect(after).toEqual(after.map((_, i) => ({ n: 11 + i, offset: 1 + i, epoch: next })))
   expectDistinctPositions([...acked, ...after])
   // Recovering from 10 of the old epoch cannot be done, and says so; the history holds the new epoch, in order.
   const recovery = await history(channel, `offset=10&epoch=${epoch}`)

@@ -9,7 +9,7 @@ import { Hub } from '../../gateway/hub'
 import { presenceFrame } from '../../gateway/protocol'
 import type { Transport } from '../../gateway/transport'
 import { config } from '../../shared/config'
-import { closeRedis } from '../../shared/redis'
+import { closeRedis } from '../../shared/redis/client'
 import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 
 let product: RealtimeProduct

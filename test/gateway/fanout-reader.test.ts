@@ -8,7 +8,7 @@ import { publish } from '../../shared/realtime/broker'
 import { fanKey, fanSeqKey } from '../../shared/realtime/keys'
 import { enterPresence, leavePresence } from '../../shared/realtime/presence'
 import { shardOf } from '../../shared/realtime/shards'
-import { closeRedis, redis } from '../../shared/redis'
+import { closeRedis, redis } from '../../shared/redis/client'
 
 const HISTORY = { historyTtlSeconds: 300, historySize: 100 }
 const readers: FanoutReader[] = []

@@ -5,8 +5,9 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { publish, readHistory } from '../../shared/realtime/broker'
 import { channelKeys } from '../../shared/realtime/keys'
+import { closeCodeOf } from '../../shared/realtime/close-codes'
 import { enterPresence, listPresence } from '../../shared/realtime/presence'
-import { redis } from '../../shared/redis'
+import { redis } from '../../shared/redis/client'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { call, needsOneRedis } from '../helpers'
 import { startFaultProxy, type FaultProxy } from '../faults/proxy'
@@ -143,10 +144,18 @@ describe('errors answer one request and never close the connection', () => {
     client.close()
   }, 30_000)
 
-  test('above the hard frame limit (1 MiB) the runtime closes the connection with 1009 before the gateway reads it, as documented', async () => {
+  test('a frame of exactly 1 MiB is answered `invalid`; one byte more and the runtime closes with 1009 before the gateway reads it, as docs/errors.md lists', async () => {
     const client = await connected(a, ['chat:x'])
-    client.send(JSON.stringify({ type: 'ping', id: 1, pad: 'x'.repeat(1_100_000) }))
-    expect((await client.closed).code).toBe(1009)
+    const frameOf = (bytes: number) => {
+      const head = JSON.stringify({ type: 'ping', id: 1, pad: '' })
+      return `${head.slice(0, -2)}${'x'.repeat(bytes - head.length)}"}`
+    }
+    expect(frameOf(1024 * 1024).length).toBe(1024 * 1024)
+    client.send(frameOf(1024 * 1024))
+    expect(await client.next((f) => f.type === 'error', 5000)).toMatchObject({ code: 'invalid' })
+    client.send(frameOf(1024 * 1024 + 1))
+    expect(await client.closed).toEqual({ code: 1009, reason: 'Received too big message' })
+    expect(closeCodeOf(1009)?.reason).toBe('Received too big message') // the row docs/errors.md shows
   })
 
   test('a channel the token does not reach, or a namespace removed since: `forbidden`, and the connection lives on', async () => {

@@ -67,7 +67,7 @@ describe('products', () => {
   test('create, list newest first, get', async () => {
     const user = await newUser()
     const a = ok(await call('POST', '/products', { token: user.token, body: { name: 'A' } }), 'create product A')
-    const b = ok(await call('POST', '/products', { token: user.token, body: { name: 'B', organizationId: user.organizationId } }), 'create product B')
+    ok(await call('POST', '/products', { token: user.token, body: { name: 'B', organizationId: user.organizationId } }), 'create product B')
     expect(a.body.organizationId).toBe(user.organizationId)
     const list = await call('GET', '/products', { token: user.token })
     expect(list.body.products.map((p: any) => p.name)).toEqual(['B', 'A'])

@@ -15,7 +15,7 @@ import { serveMetrics } from '../../shared/metrics/serve'
 import { HOOKS_GROUP } from '../../shared/realtime/hook-events'
 import { fanKey, fanSeqKey, hooksKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
-import { commandConnection, redis } from '../../shared/redis'
+import { commandConnection, redis } from '../../shared/redis/client'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
 import { recordEvent, TEST_EVENT_KIND } from '../../shared/webhooks/outbox'
 import { call, eventually, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
@@ -41,7 +41,7 @@ async function scrape(target: Target): Promise<string> {
 }
 
 /** The value of the sample `name` with exactly `labels` (0 when the series does not exist yet). */
-function valueOf(text: string, name: string, labels: Record<string, string> = {}): number {
+function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number {
   for (const line of text.split('\n')) {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
     if (!match || match[1] !== name) continue
@@ -61,7 +61,7 @@ function sumOf(text: string, name: string): number {
   return sum
 }
 
-const read = async (target: Target, name: string, labels: Record<string, string> = {}) => valueOf(await scrape(target), name, labels)
+const read = async (target: Target, name: string, labels: Record<string, string> = {}) => sampleValue(await scrape(target), name, labels)
 
 /**
  * How far ahead a test's counts must be free of other files' work: longer than any test here takes. An email or webhook
@@ -101,7 +101,7 @@ async function bracketed(target: Target, count: () => Promise<number>, name: str
     const low = await count()
     const text = await scrape(target)
     const high = await count()
-    const value = valueOf(text, name, labels)
+    const value = sampleValue(text, name, labels)
     return value >= Math.min(low, high) && value <= Math.max(low, high) ? text : null
   }, 15_000, `${name} ${JSON.stringify(labels)} as PostgreSQL counts it`)
 }
@@ -186,8 +186,8 @@ describe('serving', () => {
       const text = await scrape(target)
       expect(text).toContain('# TYPE process_cpu_seconds_total counter')
       expect(text).toContain('# TYPE platform_breaker_open gauge')
-      expect(valueOf(text, 'platform_breaker_open', { backend: 'postgres' })).toBe(0)
-      expect(valueOf(text, 'platform_breaker_open', { backend: 'redis' })).toBe(0)
+      expect(sampleValue(text, 'platform_breaker_open', { backend: 'postgres' })).toBe(0)
+      expect(sampleValue(text, 'platform_breaker_open', { backend: 'redis' })).toBe(0)
     }
     expect((await fetch(`${api.url}/metrics`)).status).toBe(404)
     expect((await fetch(`http://127.0.0.1:${publicMetrics.port}/other`)).status).toBe(404)
@@ -206,12 +206,12 @@ describe('api and public', () => {
     for (let i = 0; i < 2; i++) expect((await fetch(`${api.url}/products/${owner.productId}`, { headers })).status).toBe(200)
     expect((await fetch(`${api.url}/no/such/${owner.productId}`)).status).toBe(404)
     const after = await scrape(apiMetrics)
-    expect(valueOf(after, 'platform_http_requests_total', list) - valueOf(before, 'platform_http_requests_total', list)).toBe(3)
-    expect(valueOf(after, 'platform_http_requests_total', get) - valueOf(before, 'platform_http_requests_total', get)).toBe(2)
-    expect(valueOf(after, 'platform_http_requests_total', unmatched) - valueOf(before, 'platform_http_requests_total', unmatched)).toBe(1)
+    expect(sampleValue(after, 'platform_http_requests_total', list) - sampleValue(before, 'platform_http_requests_total', list)).toBe(3)
+    expect(sampleValue(after, 'platform_http_requests_total', get) - sampleValue(before, 'platform_http_requests_total', get)).toBe(2)
+    expect(sampleValue(after, 'platform_http_requests_total', unmatched) - sampleValue(before, 'platform_http_requests_total', unmatched)).toBe(1)
     const count = 'platform_http_request_duration_seconds_count'
-    expect(valueOf(after, count, get) - valueOf(before, count, get)).toBe(2)
-    expect(valueOf(after, 'platform_http_request_duration_seconds_bucket', { ...get, le: '+Inf' }) - valueOf(before, 'platform_http_request_duration_seconds_bucket', { ...get, le: '+Inf' })).toBe(2)
+    expect(sampleValue(after, count, get) - sampleValue(before, count, get)).toBe(2)
+    expect(sampleValue(after, 'platform_http_request_duration_seconds_bucket', { ...get, le: '+Inf' }) - sampleValue(before, 'platform_http_request_duration_seconds_bucket', { ...get, le: '+Inf' })).toBe(2)
     expectNoTrafficLabels(after, [owner.productId])
 
     const channel = `chat:metrics-${randomUUID()}`
@@ -224,8 +224,8 @@ describe('api and public', () => {
     }
     expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: 'rtk_nope', body: { channel, data: 1 } })).status).toBe(401)
     const publicAfter = await scrape(publicMetrics)
-    expect(valueOf(publicAfter, 'platform_http_requests_total', published) - valueOf(publicBefore, 'platform_http_requests_total', published)).toBe(4)
-    expect(valueOf(publicAfter, 'platform_http_requests_total', refused) - valueOf(publicBefore, 'platform_http_requests_total', refused)).toBe(1)
+    expect(sampleValue(publicAfter, 'platform_http_requests_total', published) - sampleValue(publicBefore, 'platform_http_requests_total', published)).toBe(4)
+    expect(sampleValue(publicAfter, 'platform_http_requests_total', refused) - sampleValue(publicBefore, 'platform_http_requests_total', refused)).toBe(1)
     expectNoTrafficLabels(publicAfter, [product.productId, channel, 'metrics-'])
   })
 
@@ -242,7 +242,7 @@ describe('api and public', () => {
     expect((await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: 1 } })).status).toBe(200)
     expect((await fetch(`${publicWorker.url}/no/such/${product.productId}`)).status).toBe(404)
     const after = await scrape(publicMetrics)
-    const moved = (name: string, labels: Record<string, string>) => valueOf(after, name, labels) - valueOf(before, name, labels)
+    const moved = (name: string, labels: Record<string, string>) => sampleValue(after, name, labels) - sampleValue(before, name, labels)
     expect(moved(...refusal({ route, code: 'invalid_api_key' }))).toBe(2)
     expect(moved(...refusal({ route, code: 'namespace_not_registered' }))).toBe(1)
     expect(moved(...refusal({ route: 'unmatched', code: 'not_found' }))).toBe(1)
@@ -255,8 +255,8 @@ describe('api and public', () => {
     const apiBefore = await scrape(apiMetrics)
     expect((await fetch(`${api.url}/products/${owner.productId}`)).status).toBe(401)
     const apiAfter = await scrape(apiMetrics)
-    expect(valueOf(apiAfter, 'platform_http_refusals_total', { route: 'organization_products_get', code: 'unauthorized' })
-      - valueOf(apiBefore, 'platform_http_refusals_total', { route: 'organization_products_get', code: 'unauthorized' })).toBe(1)
+    expect(sampleValue(apiAfter, 'platform_http_refusals_total', { route: 'organization_products_get', code: 'unauthorized' })
+      - sampleValue(apiBefore, 'platform_http_refusals_total', { route: 'organization_products_get', code: 'unauthorized' })).toBe(1)
   })
 
   test('analytics queries are timed by operation id and outcome; none refused for want of a slot', async () => {
@@ -268,10 +268,10 @@ describe('api and public', () => {
     const before = await scrape(apiMetrics)
     for (let i = 0; i < 3; i++) expect((await query({ entity: 'events', metrics: ['count'], range: { from: '-1d' } })).status).toBe(200)
     const after = await scrape(apiMetrics)
-    expect(valueOf(after, count, ok) - valueOf(before, count, ok)).toBe(3)
-    expect(valueOf(after, 'platform_analytics_query_duration_seconds_bucket', { ...ok, le: '+Inf' }) - valueOf(before, 'platform_analytics_query_duration_seconds_bucket', { ...ok, le: '+Inf' })).toBe(3)
+    expect(sampleValue(after, count, ok) - sampleValue(before, count, ok)).toBe(3)
+    expect(sampleValue(after, 'platform_analytics_query_duration_seconds_bucket', { ...ok, le: '+Inf' }) - sampleValue(before, 'platform_analytics_query_duration_seconds_bucket', { ...ok, le: '+Inf' })).toBe(3)
     for (const scope of ['organization', 'worker']) {
-      expect(valueOf(after, 'platform_analytics_queries_refused_total', { scope })).toBe(valueOf(before, 'platform_analytics_queries_refused_total', { scope }))
+      expect(sampleValue(after, 'platform_analytics_queries_refused_total', { scope })).toBe(sampleValue(before, 'platform_analytics_queries_refused_total', { scope }))
     }
     expect(after).toContain('# TYPE platform_analytics_queries_refused_total counter')
     expectNoTrafficLabels(after, [owner.productId])
@@ -307,7 +307,7 @@ describe('gateway', () => {
     expect((await refused.closed).code).toBe(4001)
 
     const during = await scrape(gatewayMetrics)
-    const moved = (name: string, labels: Record<string, string> = {}) => valueOf(during, name, labels) - valueOf(before, name, labels)
+    const moved = (name: string, labels: Record<string, string> = {}) => sampleValue(during, name, labels) - sampleValue(before, name, labels)
     expect(moved('platform_gateway_connections_accepted_total')).toBe(3)
     expect(moved('platform_gateway_connections_open')).toBe(2)
     expect(moved('platform_gateway_subscriptions')).toBe(2)
@@ -329,12 +329,12 @@ describe('gateway', () => {
       client.close()
       await client.closed
     }
-    await eventually(async () => (await read(gatewayMetrics, 'platform_gateway_connections_open')) === valueOf(before, 'platform_gateway_connections_open'), 5000, 'connections back')
+    await eventually(async () => (await read(gatewayMetrics, 'platform_gateway_connections_open')) === sampleValue(before, 'platform_gateway_connections_open'), 5000, 'connections back')
     const after = await scrape(gatewayMetrics)
-    expect(valueOf(after, 'platform_gateway_subscriptions')).toBe(valueOf(before, 'platform_gateway_subscriptions'))
+    expect(sampleValue(after, 'platform_gateway_subscriptions')).toBe(sampleValue(before, 'platform_gateway_subscriptions'))
     // Closed by the clients: no close code of the gateway's own, under any code; the refused one counted once.
     expect(sumOf(after, 'platform_gateway_closes_total') - sumOf(before, 'platform_gateway_closes_total')).toBe(1)
-    expect(valueOf(after, 'platform_gateway_closes_total', { code: '4001' }) - valueOf(before, 'platform_gateway_closes_total', { code: '4001' })).toBe(1)
+    expect(sampleValue(after, 'platform_gateway_closes_total', { code: '4001' }) - sampleValue(before, 'platform_gateway_closes_total', { code: '4001' })).toBe(1)
   })
 })
 
@@ -376,7 +376,7 @@ describe('gateway: recoveries, reads and refusals', () => {
     expect(limited).toBeGreaterThan(0)
 
     const after = await scrape(gatewayMetrics)
-    const moved = (name: string, labels: Record<string, string> = {}) => valueOf(after, name, labels) - valueOf(before, name, labels)
+    const moved = (name: string, labels: Record<string, string> = {}) => sampleValue(after, name, labels) - sampleValue(before, name, labels)
     expect(moved('platform_gateway_recoveries_total', { result: 'recovered' })).toBe(1)
     expect(moved('platform_gateway_recoveries_total', { result: 'not_recovered' })).toBe(1)
     const reads = 'platform_gateway_read_duration_seconds_count'
@@ -419,24 +419,24 @@ describe('mailer', () => {
     }, 15_000, 'both emails delivered')
     const after = await eventually(async () => {
       const text = await scrape(mailerMetrics)
-      return valueOf(text, 'platform_mailer_attempts_total', delivered) - valueOf(before, 'platform_mailer_attempts_total', delivered) >= 2 ? text : null
+      return sampleValue(text, 'platform_mailer_attempts_total', delivered) - sampleValue(before, 'platform_mailer_attempts_total', delivered) >= 2 ? text : null
     }, 5000, 'the attempts counted')
-    expect(valueOf(after, 'platform_mailer_attempts_total', delivered) - valueOf(before, 'platform_mailer_attempts_total', delivered)).toBe(2)
+    expect(sampleValue(after, 'platform_mailer_attempts_total', delivered) - sampleValue(before, 'platform_mailer_attempts_total', delivered)).toBe(2)
     const smtp = 'platform_mailer_smtp_duration_seconds_count'
-    expect(valueOf(after, smtp, { result: 'delivered' }) - valueOf(before, smtp, { result: 'delivered' })).toBe(2)
+    expect(sampleValue(after, smtp, { result: 'delivered' }) - sampleValue(before, smtp, { result: 'delivered' })).toBe(2)
     expectNoTrafficLabels(after, [owner.productId, recipient, domain.name])
 
     const queueCount = (state: 'due' | 'waiting') => async () => (await sql`select count(*)::int as n from emails
       where last_event in ('queued', 'sent', 'delivery_delayed') and (case when ${state} = 'due' then next_attempt_at <= now() else next_attempt_at > now() end)`)[0]!.n as number
-    const waitingBefore = valueOf(await bracketed(mailerMetrics, queueCount('waiting'), 'platform_mailer_emails_pending', { state: 'waiting' }), 'platform_mailer_emails_pending', { state: 'waiting' })
+    const waitingBefore = sampleValue(await bracketed(mailerMetrics, queueCount('waiting'), 'platform_mailer_emails_pending', { state: 'waiting' }), 'platform_mailer_emails_pending', { state: 'waiting' })
     const delayed = { outcome: 'delivery_delayed', recorded: 'true' }
     const later = `later-${randomUUID().slice(0, 8)}@example.org`
     const queued = await pub(publicWorker, 'POST', `/${owner.productId}/mail/emails`, { key, body: { from: `hello@${domain.name}`, to: later, subject: 'Later', text: 'Hi' } })
     expect(queued.status).toBe(200)
     await eventually(async () => (await sql`select last_event from emails where id = ${queued.body.id}`)[0]!.last_event === 'delivery_delayed', 15_000, 'the email delayed')
     const waiting = await bracketed(mailerMetrics, queueCount('waiting'), 'platform_mailer_emails_pending', { state: 'waiting' })
-    expect(valueOf(waiting, 'platform_mailer_attempts_total', delayed) - valueOf(after, 'platform_mailer_attempts_total', delayed)).toBe(1)
-    expect(valueOf(waiting, 'platform_mailer_emails_pending', { state: 'waiting' }) - waitingBefore).toBe(1)
+    expect(sampleValue(waiting, 'platform_mailer_attempts_total', delayed) - sampleValue(after, 'platform_mailer_attempts_total', delayed)).toBe(1)
+    expect(sampleValue(waiting, 'platform_mailer_emails_pending', { state: 'waiting' }) - waitingBefore).toBe(1)
     await bracketed(mailerMetrics, queueCount('due'), 'platform_mailer_emails_pending', { state: 'due' })
     expectNoTrafficLabels(waiting, [later])
   }, NOTHING_DUE_TIMEOUT_MS)
@@ -451,7 +451,7 @@ describe('mailer', () => {
       from emails where last_event in ('queued', 'sent', 'delivery_delayed')`
     const split = async (due: number, waiting: number, what: string) => eventually(async () => {
       const text = await scrape(mailerMetrics)
-      const state = (s: string) => valueOf(text, 'platform_mailer_emails_pending', { state: s })
+      const state = (s: string) => sampleValue(text, 'platform_mailer_emails_pending', { state: s })
       return state('due') === base!.due + due && state('waiting') === base!.waiting + waiting
     }, 15_000, what)
     await split(0, 0, 'the gauges at PostgreSQL\'s count')
@@ -500,7 +500,7 @@ describe('webhooks', () => {
     }
     await eventually(async () => (await attempted()) === 6, 15_000, 'six attempts recorded')
     const after = await scrape(webhooksMetrics)
-    const moved = (name: string, labels: Record<string, string>) => valueOf(after, name, labels) - valueOf(before, name, labels)
+    const moved = (name: string, labels: Record<string, string>) => sampleValue(after, name, labels) - sampleValue(before, name, labels)
     expect(moved('platform_webhook_attempts_total', { outcome: '2xx' })).toBe(3)
     expect(moved('platform_webhook_attempts_total', { outcome: '5xx' })).toBe(3)
     expect(moved('platform_webhook_attempts_total', { outcome: 'timeout' })).toBe(0)
@@ -531,7 +531,7 @@ describe('webhooks', () => {
     await eventually(async () => (await hookedMessages()).length === 2, 15_000, 'two events recorded')
     try {
       const { text: after, added: addedAfter, messages: messagesAfter } = await settledHooks()
-      const moved = (outcome: string) => valueOf(after, 'platform_webhook_realtime_events_total', { outcome }) - valueOf(before, 'platform_webhook_realtime_events_total', { outcome })
+      const moved = (outcome: string) => sampleValue(after, 'platform_webhook_realtime_events_total', { outcome }) - sampleValue(before, 'platform_webhook_realtime_events_total', { outcome })
       expect(await hookedMessages()).toEqual(['channel.occupied', 'presence.member_added'])
       expect(moved('recorded')).toBe(messagesAfter - messagesBefore) // ours, and any other product's recorded meanwhile
       expect(moved('recorded')).toBeGreaterThanOrEqual(2)
@@ -638,10 +638,10 @@ describe('archiver', () => {
     }
     const after = await eventually(async () => {
       const text = await scrape(archiverMetrics)
-      return valueOf(text, 'platform_archiver_entries_read_total') - valueOf(before, 'platform_archiver_entries_read_total') >= 5 ? text : null
+      return sampleValue(text, 'platform_archiver_entries_read_total') - sampleValue(before, 'platform_archiver_entries_read_total') >= 5 ? text : null
     }, 15_000, 'five entries read')
     const { text: settled, appended: appendedAfter } = await settledArchiver()
-    const moved = (name: string) => valueOf(settled, name) - valueOf(before, name)
+    const moved = (name: string) => sampleValue(settled, name) - sampleValue(before, name)
     expect(appendedAfter - appendedBefore).toBeGreaterThanOrEqual(5) // ours, and whatever else was appended meanwhile
     expect(moved('platform_archiver_entries_read_total')).toBe(appendedAfter - appendedBefore)
     expect(moved('platform_archiver_entries_archived_total')).toBe(3)
@@ -663,18 +663,18 @@ describe('breakers', () => {
       const products = () => fetch(`${worker.url}/products`, { headers: { authorization: `Bearer ${owner.token}` } })
       expect((await products()).status).toBe(200)
       const before = await scrape(target)
-      expect(valueOf(before, 'platform_breaker_open', postgres)).toBe(0)
+      expect(sampleValue(before, 'platform_breaker_open', postgres)).toBe(0)
       link.cut()
       expect((await products()).status).toBe(503)
       const during = await scrape(target)
-      expect(valueOf(during, 'platform_breaker_open', postgres)).toBe(1)
-      expect(valueOf(during, 'platform_breaker_opened_total', postgres) - valueOf(before, 'platform_breaker_opened_total', postgres)).toBe(1)
-      expect(valueOf(during, 'platform_breaker_open', { backend: 'redis' })).toBe(0)
+      expect(sampleValue(during, 'platform_breaker_open', postgres)).toBe(1)
+      expect(sampleValue(during, 'platform_breaker_opened_total', postgres) - sampleValue(before, 'platform_breaker_opened_total', postgres)).toBe(1)
+      expect(sampleValue(during, 'platform_breaker_open', { backend: 'redis' })).toBe(0)
       await link.restore()
       await eventually(async () => (await products()).status === 200, 10_000, 'the api serving again')
       const after = await scrape(target)
-      expect(valueOf(after, 'platform_breaker_open', postgres)).toBe(0)
-      expect(valueOf(after, 'platform_breaker_opened_total', postgres) - valueOf(before, 'platform_breaker_opened_total', postgres)).toBe(1)
+      expect(sampleValue(after, 'platform_breaker_open', postgres)).toBe(0)
+      expect(sampleValue(after, 'platform_breaker_opened_total', postgres) - sampleValue(before, 'platform_breaker_opened_total', postgres)).toBe(1)
     } finally {
       await worker.stop()
       await link.close()
@@ -684,7 +684,7 @@ describe('breakers', () => {
 
 describe('backend errors', () => {
   // In this process, on pools and connections of its own through a fault proxy: each failure is made on purpose, once.
-  const errors = async (labels: Record<string, string>) => valueOf(await registry.metrics(), 'platform_backend_errors_total', labels)
+  const errors = async (labels: Record<string, string>) => sampleValue(await registry.metrics(), 'platform_backend_errors_total', labels)
 
   test('PostgreSQL: a statement past its deadline and one cancelled by statement_timeout are timeouts, an unreachable server unavailable; a statement\'s own error and a refusal by the open breaker are not counted', async () => {
     watchBreakers()
@@ -770,7 +770,7 @@ describe('the listener', () => {
       }))
       expect(collections).toBe(1)
       expect(new Set(bodies).size).toBe(1)
-      expect(valueOf(bodies[0]!, 'platform_listener_test_collections')).toBe(1)
+      expect(sampleValue(bodies[0]!, 'platform_listener_test_collections')).toBe(1)
       // The process's shared registry, its pools' gauges included, as every worker serves it.
       expect(bodies[0]).toContain('# TYPE platform_db_statements_pending gauge')
       expect(bodies[0]).toContain('# TYPE process_cpu_seconds_total counter')
@@ -780,7 +780,7 @@ describe('the listener', () => {
       expect((await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(405)
       expect(collections).toBe(1)
       // Once answered, the next scrape collects anew.
-      expect(valueOf(await (await get(TOKEN)).text(), 'platform_listener_test_collections')).toBe(2)
+      expect(sampleValue(await (await get(TOKEN)).text(), 'platform_listener_test_collections')).toBe(2)
     } finally {
       server.stop(true)
       registry.removeSingleMetric('platform_listener_test_collections')
@@ -790,7 +790,7 @@ describe('the listener', () => {
 
 describe('pools', () => {
   // In this process, on a pool and a connection of their own through a fault proxy: what is pending is made on purpose.
-  const pending = async (name: string, labels: Record<string, string>) => valueOf(await registry.metrics(), name, labels)
+  const pending = async (name: string, labels: Record<string, string>) => sampleValue(await registry.metrics(), name, labels)
 
   test('PostgreSQL: statements waiting for a connection, then sent and awaiting their answer, then none; by pool', async () => {
     watchPools()

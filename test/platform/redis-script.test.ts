@@ -8,7 +8,7 @@ import { channelTop, publish, readHistory } from '../../shared/realtime/broker'
 import { channelKeys } from '../../shared/realtime/keys'
 import { publishInOneStep } from '../../shared/realtime/publish-request'
 import { enterPresence, listPresence } from '../../shared/realtime/presence'
-import { closeRedis, redis } from '../../shared/redis'
+import { closeRedis, redis } from '../../shared/redis/client'
 import { redisScript } from '../../shared/redis-script'
 
 afterAll(async () => {

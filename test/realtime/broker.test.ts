@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
-import { closeRedis, redis } from '../../shared/redis'
+import { closeRedis, redis } from '../../shared/redis/client'
 import { historyFrame } from '../../gateway/protocol'
 import { channelTop, defaultBudgets, HISTORY_ENTRY_FRAMING_BYTES, HISTORY_ENTRY_OVERHEAD_BYTES, historyChannelBytes, type HistoryEntry, type HistoryPolicy, publish, type PublishBudgets, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
 import { channelKeys, fanKey } from '../../shared/realtime/keys'

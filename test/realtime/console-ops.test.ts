@@ -8,7 +8,7 @@ import { type Publication, RealtimeClient } from '../../shared/realtime-client/c
 import { quotaWindow } from '../../shared/realtime/publish-quota'
 import { revokedAmong } from '../../shared/realtime/revocations'
 import { signToken } from '../../shared/realtime/tokens'
-import { redis } from '../../shared/redis'
+import { redis } from '../../shared/redis/client'
 import { publishInvalidation } from '../../shared/cache/invalidation'
 import { listenForInvalidations } from '../../shared/cache/invalidation-listener'
 import { endSession } from '../../services/api/accounts/users'

@@ -3,7 +3,7 @@
 // grace is shortened by passing settings (the gateway end to end is test/gateway/hook-events.test.ts).
 import { afterAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { closeRedis, redis } from '../../shared/redis'
+import { closeRedis, redis } from '../../shared/redis/client'
 import { consumeHookEvents, checkDueHooks, dropIdleConsumers, type HookEvent, HOOKS_GROUP, toHookEvent, trimAcknowledged } from '../../shared/realtime/hook-events'
 import type { HookSettings } from '../../shared/realtime/hooks'
 import { channelKeys, hooksDueKey } from '../../shared/realtime/keys'

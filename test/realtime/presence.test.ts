@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
-import { closeRedis, redis } from '../../shared/redis'
+import { closeRedis, redis } from '../../shared/redis/client'
 import { channelKeys } from '../../shared/realtime/keys'
 import { enterPresence, leavePresence, listPresence, PRESENCE_KEY_GRACE_MS, presenceCount } from '../../shared/realtime/presence'
 import { FAN_ENTRY_OVERHEAD_BYTES, publish } from '../../shared/realtime/broker'

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { INLINE_CAP_BYTES, s3 } from '../../shared/realtime/payloads'
 import { checkPublishQuota, DEFAULT_LIMITS, hardLimit, quotaKey } from '../../shared/realtime/publish-quota'
-import { redis } from '../../shared/redis'
+import { redis } from '../../shared/redis/client'
 import { awayFromWindowEdge, manage, pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
 import { call } from '../helpers'
 

@@ -7,7 +7,7 @@ import { channelTop, readHistory } from '../../shared/realtime/broker'
 import { idempotencyClaimKey } from '../../shared/realtime/keys'
 import { IDEMPOTENCY_WINDOW_MS, keyedRequest, publishInOneStep } from '../../shared/realtime/publish-request'
 import { INLINE_CAP_BYTES } from '../../shared/realtime/payloads'
-import { redis } from '../../shared/redis'
+import { redis } from '../../shared/redis/client'
 import { call, needsOneRedis } from '../helpers'
 import { pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
 

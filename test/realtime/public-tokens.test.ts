@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { sql } from '../../shared/db/client'
-import { resetTokenKeyCache, sealSecret, signToken, TokenError, verifyToken } from '../../shared/realtime/tokens'
+import { resetTokenKeyCache, sealSecret, signToken, type TokenError, verifyToken } from '../../shared/realtime/tokens'
 import { open } from '../../shared/secrets'
 import { manage, pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
 

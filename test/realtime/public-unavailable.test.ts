@@ -1,7 +1,7 @@
 // The spec's 503 row: when the data plane cannot serve (fan-out, history, presence), the public routes answer
 // 503 unavailable in the error shape — never a 500. The failure is real: this product's Redis keys hold the wrong type.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { redis } from '../../shared/redis'
+import { redis } from '../../shared/redis/client'
 import { channelKeys } from '../../shared/realtime/keys'
 import { pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct, uniqueIp } from './public-helpers'
 

@@ -40,7 +40,7 @@ const from = () => `Acme <hello@${domain.name}>`
 const send = (headers: unknown) =>
   pub(pair.a, 'POST', `/${owner.productId}/mail/emails`, { key: key.key, body: { from: from(), to: 'ann@example.org', subject: 'Hi', text: 'Hello', headers } })
 const emailCount = async () => Number((await sql`select count(*) from emails where product_id = ${owner.productId}`)[0]!.count)
-const { read, until } = emailReader(() => pair.b, () => owner.productId, () => key.key, 15_000)
+const { until } = emailReader(() => pair.b, () => owner.productId, () => key.key, 15_000)
 const caughtFor = (messageId: string) => caught.filter((m) => m.raw.toString().includes(messageId))
 /** The header block of a raw message, unfolded, as [lower-case name, value] in order. */
 const headerBlock = (raw: Buffer) => {

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import { type AddressInfo, createServer } from 'node:net'
 import { createTransport } from 'nodemailer'
 import { SMTPServer } from 'smtp-server'
-import { startSmtpSink, type CaughtMessage, type Sink } from '../../scripts/smtp-sink'
+import { startSmtpSink, type CaughtMessage } from '../../scripts/smtp-sink'
 import { freePort, newProduct, startProcess, type Worker } from '../helpers'
 import { manage, type Pair, pub, startPublicPair } from '../realtime/public-helpers'
 import { emailReader } from '../mail/email-reader'

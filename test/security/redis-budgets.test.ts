@@ -7,7 +7,7 @@ import { FAN_ENTRY_OVERHEAD_BYTES, HISTORY_ENTRY_OVERHEAD_BYTES, historyChannelB
 import { channelKeys, fanKey, fanSeqKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { signToken, type TokenChannel } from '../../shared/realtime/tokens'
-import { redis } from '../../shared/redis'
+import { redis } from '../../shared/redis/client'
 import { startProcess, type Worker } from '../helpers'
 import { awayFromWindowEdge, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { type Frame, startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'

@@ -25,9 +25,9 @@ describe('reconnectDelay', () => {
     expect(reconnectDelay(4300, 3, 500, 20_000, half)).toBe(7000)
   })
 
-  test('the close-code table holds the four gateway codes, each with its rule; other codes have none', () => {
+  test("the close-code table holds the four gateway codes and the runtime's 1009, each with its rule; other codes have none", () => {
     expect(Object.values(DISCONNECTS).map((d) => [d.code, d.reconnect])).toEqual([
-      [4001, 'at-once-fresh-token'], [4100, 'at-once'], [4200, 'backoff'], [4300, 'backoff-after-min-delay'],
+      [4001, 'at-once-fresh-token'], [4100, 'at-once'], [4200, 'backoff'], [4300, 'backoff-after-min-delay'], [1009, 'backoff'],
     ])
     expect(closeCodeOf(4300)?.minDelayMs).toBe(5000)
     expect(closeCodeOf(1006)).toBeUndefined()

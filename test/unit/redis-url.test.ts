@@ -1,7 +1,8 @@
 // REDIS_URL: a plain redis:// URL is one Redis; redis+cluster:// names a Redis Cluster by its seed nodes;
 // redis+sentinel:// names a master by the sentinels that watch it.
 import { expect, test } from 'bun:test'
-import { clusterNodesOf, keySlot, sentinelOf } from '../../shared/redis'
+import { keySlot } from '../../shared/redis/key-slot'
+import { clusterNodesOf, sentinelOf } from '../../shared/redis/url'
 
 test('a cluster URL gives its seed nodes; a plain URL is not a cluster', () => {
   expect(clusterNodesOf('redis+cluster://127.0.0.1:7000,10.0.0.2:7001/')).toEqual([{ host: '127.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }])

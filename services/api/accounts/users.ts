@@ -5,6 +5,7 @@ import { newSecret, sha256 } from '../../../shared/crypto'
 import { sql } from '../../../shared/db/client'
 import { ApiError, conflict } from '../../../shared/errors'
 import { hashPassword, verifyPassword } from './passwords'
+import { isPgError } from '../../../shared/db/error-codes'
 
 export const SESSION_PREFIX = 'pls_'
 
@@ -32,7 +33,7 @@ export async function signUp(input: { email: string; password: string; name?: st
     return { user: userFields(user!), organization: { id: organization!.id as string, name: organization!.name as string } }
   }).catch((error) => {
     // Two sign-ups racing on one email: the unique index decides.
-    if (error?.code === '23505') throw conflict('An account with this email already exists', [{ path: '/body/email', message: 'is already registered' }])
+    if (isPgError(error, 'uniqueViolation')) throw conflict('An account with this email already exists', [{ path: '/body/email', message: 'is already registered' }])
     throw error
   })
 }

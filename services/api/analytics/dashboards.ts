@@ -9,6 +9,7 @@ import { sql } from '../../../shared/db/client'
 import { keysetPage, NEWEST_FIRST } from '../../../shared/db/keyset'
 import { ApiError, badRequest, conflict, notFound, unprocessable } from '../../../shared/errors'
 import { isUuid } from '../../../shared/ids'
+import { isPgError } from '../../../shared/db/error-codes'
 
 /** Versions kept per dashboard; older ones are dropped when a new one is written. */
 export const VERSIONS_KEPT = 50
@@ -106,7 +107,7 @@ export async function createDashboard(
       return dashboard
     })
   } catch (error) {
-    if ((error as { code?: string }).code === '23505') throw slugTaken(input.slug)
+    if (isPgError(error, 'uniqueViolation')) throw slugTaken(input.slug)
     throw error
   }
 }

@@ -6,7 +6,7 @@ import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { describeError, log } from '../../../shared/log'
 import { QUERY_HASH, refreshResult } from './insight-results'
-import { countFunnelRefresh, queryOutcome, type RefreshOutcome } from './metrics'
+import { countFunnelRefresh, queryOutcome, type RefreshOutcome } from './prometheus'
 import type { Funnel } from './semantic/query-schemas'
 
 /** The advisory lock one worker's round holds (727001 migrations, 727002 partitions, 727003 rollup sets). */

@@ -5,9 +5,10 @@ import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { notFound } from '../../../shared/errors'
 import type { Insight } from './insights'
-import { countFunnelAnswer } from './metrics'
+import { countFunnelAnswer } from './prometheus'
 import { runFunnel, type FunnelResult } from './semantic/funnel'
 import type { Funnel } from './semantic/query-schemas'
+import { isPgError } from '../../../shared/db/error-codes'
 
 /**
  * The hash of an insight row `i`'s kind and query, in SQL so that reads, writes and the background refresher agree on
@@ -66,7 +67,7 @@ export async function claimResult(productId: string, insightId: string, holdMs =
       returning insight_id`
     return rows.length === 1
   } catch (error) {
-    if ((error as { code?: string }).code === '23503') throw notFound('Insight') // foreign_key_violation: deleted
+    if (isPgError(error, 'foreignKeyViolation')) throw notFound('Insight') // deleted meanwhile
     throw error
   }
 }

@@ -6,7 +6,8 @@ import { config } from '../../../shared/config'
 import { analyticsReplicaSql, analyticsSql, sql, type Sql } from '../../../shared/db/client'
 import { ApiError } from '../../../shared/errors'
 import type postgres from 'postgres'
-import { countRead } from './metrics'
+import { countRead } from './prometheus'
+import { SQLSTATE, sqlStateOf } from '../../../shared/db/error-codes'
 
 export type Server = 'primary' | 'replica'
 
@@ -49,7 +50,7 @@ export interface AnalyticsReadsOptions {
  * snapshot, a pinned buffer): 40001 serialization_failure, 40P01 for a deadlock with the startup process. The primary
  * has no such conflicts, so the read is run there once.
  */
-const RECOVERY_CONFLICTS = new Set(['40001', '40P01'])
+const RECOVERY_CONFLICTS = new Set<string | undefined>([SQLSTATE.serializationFailure, SQLSTATE.deadlockDetected])
 
 /**
  * The primary's WAL insert position now, as the replica must reach it to hold every write acknowledged so far. The
@@ -69,7 +70,7 @@ const REPLICA_STATE = `
     pg_last_xact_replay_timestamp() as replayed_at,
     extract(epoch from clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000 as lag_ms`
 
-const isRecoveryConflict = (error: unknown) => RECOVERY_CONFLICTS.has((error as { code?: string } | null)?.code ?? '')
+const isRecoveryConflict = (error: unknown) => RECOVERY_CONFLICTS.has(sqlStateOf(error))
 const isUnavailable = (error: unknown) => error instanceof ApiError && error.code === 'unavailable'
 
 /** Declined by the replica: the read goes to the primary for this reason. */

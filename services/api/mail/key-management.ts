@@ -8,6 +8,7 @@ import { notFound, unprocessable } from '../../../shared/errors'
 import { isUuid } from '../../../shared/ids'
 import { MAIL_KEY_PREFIX, mailKeyHash, type MailScope } from '../../../shared/mail/keys'
 import { publishInvalidation } from '../../../shared/cache/invalidation'
+import { isPgError } from '../../../shared/db/error-codes'
 
 export interface MailKey {
   id: string
@@ -37,7 +38,7 @@ export async function createMailKey(productId: string, input: { name: string; sc
     select ${productId}, ${input.name}, ${input.scope}, ${domainId}, ${visiblePrefix(key, MAIL_KEY_PREFIX)}, ${mailKeyHash(key)}
     where ${domainId}::uuid is null or exists (select 1 from mail_domains where id = ${domainId} and product_id = ${productId})
     returning id, name, scope, domain_id, prefix, created_at`).catch((error) => {
-    throw (error as { code?: string }).code === '23503' ? unknownDomain() : error
+    throw isPgError(error, 'foreignKeyViolation') ? unknownDomain() : error
   })
   if (!row) throw unknownDomain()
   return { ...keyOut(row), key }

@@ -7,7 +7,7 @@ import { keysetPage } from '../../../shared/db/keyset'
 import { conflict, notFound, unprocessable } from '../../../shared/errors'
 import { OPS, type Op } from '../../../shared/realtime/names'
 import { publishInvalidation } from '../../../shared/cache/invalidation'
-import { isUniqueViolation } from './namespaces'
+import { isPgError } from '../../../shared/db/error-codes'
 
 export interface Grant {
   id: string
@@ -42,7 +42,7 @@ export async function createGrant(productId: string, input: { pattern: string; o
       where product_id = ${productId} and name = ${namespace}
       returning id, pattern, ops, created_at`)
   } catch (error) {
-    if (isUniqueViolation(error)) {
+    if (isPgError(error, 'uniqueViolation')) {
       throw conflict(`A grant with pattern "${input.pattern}" already exists`, [{ path: '/body/pattern', message: 'already exists' }])
     }
     throw error

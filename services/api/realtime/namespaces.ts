@@ -6,6 +6,7 @@ import { keysetPage } from '../../../shared/db/keyset'
 import { conflict, notFound } from '../../../shared/errors'
 import { publishInvalidation } from '../../../shared/cache/invalidation'
 import { markNamespaceDeleted } from '../../../shared/realtime/archive'
+import { isPgError } from '../../../shared/db/error-codes'
 
 /** History is kept for up to `ttlSeconds` (30 days at most) and `size` entries per channel; null keeps nothing. */
 export interface HistoryPolicy {
@@ -53,8 +54,6 @@ function policyColumns(input: Partial<NamespacePolicy>): Record<string, boolean 
   return columns
 }
 
-export const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505'
-
 export async function createNamespace(productId: string, input: { name: string } & Partial<NamespacePolicy>): Promise<Namespace> {
   const columns = { presence: false, client_events: false, history_ttl_seconds: 0, history_size: 0, archive_days: 0, ...policyColumns(input) }
   let row
@@ -64,7 +63,7 @@ export async function createNamespace(productId: string, input: { name: string }
       insert into realtime_namespaces ${sql({ product_id: productId, name: input.name, ...columns })}
       returning *`)
   } catch (error) {
-    if (isUniqueViolation(error)) {
+    if (isPgError(error, 'uniqueViolation')) {
       throw conflict(`Namespace "${input.name}" already exists in this product`, [{ path: '/body/name', message: 'already exists' }])
     }
     throw error

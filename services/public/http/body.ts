@@ -2,11 +2,16 @@
 import { gunzipSync } from 'node:zlib'
 import { ApiError } from '../../../shared/errors'
 import { parseJson, readBytes } from '../../../shared/http/body'
+import { KiB } from '../../../shared/units'
 
 /** Every public route except POST /messages. */
-export const BODY_LIMIT = 65_536
-/** POST /messages, counted in bytes on the wire (compressed bytes for a gzip body). */
-export const MESSAGES_BODY_LIMIT = 262_144
+export const BODY_LIMIT = 64 * KiB
+/**
+ * POST /messages, counted in bytes on the wire (compressed bytes for a gzip body): the spec's body limit. The same
+ * 256 KiB as the inline cap (shared/realtime/payloads.ts, INLINE_CAP_BYTES) by the spec, not by derivation: that one
+ * counts serialized `data`, this one the whole request as sent (docs/realtime-public-api.md).
+ */
+export const MESSAGES_BODY_LIMIT = 256 * KiB
 
 /**
  * Reads a JSON body of at most `limit` wire bytes. With `gzip` set, `Content-Encoding: gzip` is decompressed up to

@@ -1,6 +1,6 @@
 // Resolving an API key's digest to its identity, for every kind of key the public routes take: a per-worker cache that
 // invalidations drop, and a failing lookup answered as 503 (logged unless PostgreSQL is simply down).
-import { InvalidatedCache } from '../../../shared/cache/invalidated-cache'
+import type { InvalidatedCache } from '../../../shared/cache/invalidated-cache'
 import { logUnlessOutage, unavailable } from '../../../shared/errors'
 
 /**

@@ -6,10 +6,10 @@ import { ApiError } from '../../../shared/errors'
 const originNotAllowed = (origin: string) =>
   new ApiError('origin_not_allowed', `Browser requests from ${origin} are not accepted; allowed origins are https://*.${config.developerDomain}`)
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?'
 // One or more labels in front of the developer domain, https only, no port: "https://*.{developer_domain}".
-const DEVELOPER_ORIGIN = new RegExp(`^https://(?:${LABEL}\\.)+${escape(config.developerDomain.toLowerCase())}$`)
+const DEVELOPER_ORIGIN = new RegExp(`^https://(?:${LABEL}\\.)+${escapeRegExp(config.developerDomain.toLowerCase())}$`)
 const EXTRA = new Set(config.extraAllowedOrigins.map((o) => o.toLowerCase()))
 
 export const ALLOW_METHODS = 'GET, POST, OPTIONS'

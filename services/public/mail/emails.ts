@@ -70,7 +70,7 @@ async function fromDomain(key: MailKeyIdentity, body: unknown): Promise<{ id: st
   if (key.domainId !== null && domain?.id !== key.domainId) {
     throw restrictedKey(`This API key is restricted to one domain and cannot send from ${mailbox.domain}`)
   }
-  if (!domain || domain.status !== 'verified') {
+  if (domain?.status !== 'verified') {
     throw new ApiError('domain_not_verified', domain
       ? `The domain ${mailbox.domain} is not verified (status ${domain.status}): publish its DNS records and verify it`
       : `The domain ${mailbox.domain} is not registered for this product: register and verify it first`,

@@ -8,6 +8,7 @@ import { readAnalytics } from '../reads'
 import { entityNamed } from './catalog'
 import type { Entity } from './entity'
 import type { Bucket, Filter, Range } from './query-schemas'
+import { isPgError } from '../../../../shared/db/error-codes'
 
 /** Collects the values of a query: SQL text only ever holds `$n` for them and fixed SQL from the catalog. */
 export class Params {
@@ -168,7 +169,7 @@ export async function runQuery(productId: string, text: string, params: Params, 
     }))
     return Object.assign(read.value, { asOf: read.asOf })
   } catch (error) {
-    if ((error as { code?: string }).code === '57014') {
+    if (isPgError(error, 'queryCanceled')) {
       throw new ApiError('query_timeout', `The query ran longer than ${config.analytics.queryTimeoutMs} ms: narrow its range, filters or dimensions`)
     }
     if (DATETIME_ERRORS.has((error as { code?: string }).code ?? '')) {

@@ -87,13 +87,13 @@ export function confirmButton(label: string, action: () => Promise<void>, attrib
   const button = h('button', { type: 'button', class: 'danger small', ...attributes }, label)
   let timer: ReturnType<typeof setTimeout> | undefined
   const pressedElsewhere = (event: Event) => { if (!button.contains(event.target as Node)) disarm() }
-  const escape = (event: KeyboardEvent) => { if (event.key === 'Escape') disarm() }
+  const escapeKey = (event: KeyboardEvent) => { if (event.key === 'Escape') disarm() }
   function disarm(): void {
     if (timer === undefined) return
     clearTimeout(timer)
     timer = undefined
     document.removeEventListener('pointerdown', pressedElsewhere, true)
-    document.removeEventListener('keydown', escape, true)
+    document.removeEventListener('keydown', escapeKey, true)
     button.removeAttribute('data-armed')
     if (!button.disabled) button.textContent = label
   }
@@ -102,7 +102,7 @@ export function confirmButton(label: string, action: () => Promise<void>, attrib
     if (timer === undefined) {
       timer = setTimeout(disarm, CONFIRM_ARMED_MS)
       document.addEventListener('pointerdown', pressedElsewhere, true)
-      document.addEventListener('keydown', escape, true)
+      document.addEventListener('keydown', escapeKey, true)
       button.setAttribute('data-armed', '')
       button.textContent = `Confirm ${label.toLowerCase()}`
       return

@@ -1,6 +1,6 @@
-// The analytics queries' metrics (docs/metrics.md): how long each query operation runs once it holds its slot, by
-// catalog operation id and outcome, the queries refused for want of a slot, by scope, and which server answered each
-// read (primary or replica) and why, with the replica's lag. Every label is an operation id of the catalog or a fixed
+// The analytics queries' Prometheus metrics (docs/metrics.md), not the analytics metrics a query computes: how long
+// each query operation runs once it holds its slot, by catalog operation id and outcome, the queries refused for want
+// of a slot, by scope, and which server answered each read (primary or replica) and why, with the replica's lag. Every label is an operation id of the catalog or a fixed
 // word: never a product, insight or dashboard id, nor a server's address.
 import { ApiError } from '../../../shared/errors'
 import { counter, DURATION_BUCKETS, gauge, histogram } from '../../../shared/metrics/registry'

@@ -1,10 +1,11 @@
-// Organization area, governance routes: Realtime product API keys (rtk_), managed with the owner's login only.
+// The public keys: Realtime product API keys (rtk_), managed with the owner's login only, under the spec's
+// /governance/ routes (the organization area's operations `organization_public-keys_*`).
 import Type from 'typebox'
 import { defineOperation, productOf, userOf } from '../../../shared/catalog/operation'
 import { iso, ProductPath, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { HasMore, listed, pageQuery } from '../../../shared/catalog/pagination'
 import { PUBLIC_SCOPES, PublicScopeName } from '../../../shared/realtime/public-keys'
-import { createPublicKey, listPublicKeys, revokePublicKey, updatePublicKeyScope, type PublicKey } from './public-keys'
+import { createPublicKey, listPublicKeys, revokePublicKey, updatePublicKeyScope, type PublicKey } from './keys'
 
 const BASE = '/governance/api/v1/products/{productId}/public-keys'
 
@@ -74,4 +75,4 @@ export const publicKeysUpdateScope = defineOperation({
   handler: async ({ params, body }, ctx) => keyOut(await updatePublicKeyScope(productOf(ctx), params.keyId, body.scope)),
 })
 
-export const governanceOperations = [publicKeysCreate, publicKeysList, publicKeysRevoke, publicKeysUpdateScope]
+export const publicKeyOperations = [publicKeysCreate, publicKeysList, publicKeysRevoke, publicKeysUpdateScope]

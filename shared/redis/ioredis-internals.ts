@@ -1,0 +1,70 @@
+// Every reliance of the platform on ioredis beyond its documented API, in this one module, each checked against the
+// installed release by test/platform/ioredis-internals.test.ts, so an upgrade that changes one fails there rather than
+// in an outage. Written against ioredis 6.0.0. What is relied on:
+// - every command, a pipeline's and a MULTI's included, and a command held in the offline queue again when the queue is
+//   flushed, passes through the connection's `sendCommand(command, stream?, node?)` as looked up on the instance at each
+//   call, so replacing it on the instance sees them all; a pipeline's (and a MULTI's) commands share one `stream`
+//   argument, a lone command has none;
+// - a command's `resolve` and `reject` are read when its reply comes (replaced, they see the outcome first), its
+//   `isSettled` is true once its caller has the answer (a reply, an error, a timeout), and `setTimeout(ms)` arms the
+//   command timeout (once);
+// - `options.enableOfflineQueue` is read at every command: turned off after the first connection, a command sent while
+//   the connection is down fails at once (a getter on a cluster client's options is read the same way);
+// - `options.host` and `options.port` are read at every (re)connection;
+// - the private `offlineQueue` holds the commands waiting for a connection (its `length` is read, never changed).
+import type { Cluster, Redis } from 'ioredis'
+
+/** A command on its way, as ioredis' Command shows it: only the members relied on. */
+export interface PendingCommand {
+  name: string
+  promise: Promise<unknown>
+  resolve(value: unknown): unknown
+  reject(error: Error): unknown
+  /** Set by ioredis once its caller has the answer (a reply, a final error, a timeout). */
+  isSettled?: boolean
+  /** Arms ioredis' command timeout (once: a second call keeps the first timer). */
+  setTimeout(ms: number): void
+}
+
+type SendCommand = (command: PendingCommand, stream?: object, ...rest: unknown[]) => unknown
+
+/**
+ * Puts `intercept` in front of every command `client` sends: it is called with the command, the pipeline it belongs to
+ * (`stream`, the same object for each command of one pipeline or MULTI; undefined for a lone command) and `sendOn`,
+ * which hands the command to ioredis as if nothing had intercepted it (a cluster's third argument, the node a pipeline
+ * chose, is passed on untouched). What `intercept` returns is what ioredis gets back.
+ * @example interceptCommands(client, (command, stream, sendOn) => (allowed() ? sendOn() : refuse(command)))
+ */
+export function interceptCommands(
+  client: Redis | Cluster,
+  intercept: (command: PendingCommand, stream: object | undefined, sendOn: () => unknown) => unknown,
+): void {
+  const send = client.sendCommand.bind(client) as SendCommand
+  ;(client as unknown as { sendCommand: SendCommand }).sendCommand = (command, stream, ...rest) =>
+    intercept(command, stream, () => send(command, stream, ...rest))
+}
+
+/** Replaces a command's resolve and reject: ioredis calls these with its outcome (a reply, a redirect, an error). */
+export function replaceSettlers(command: PendingCommand, settlers: Pick<PendingCommand, 'resolve' | 'reject'>): void {
+  command.resolve = settlers.resolve
+  command.reject = settlers.reject
+}
+
+/** Whether a command sent while `client` is not connected waits for the connection (on) or fails at once (off). */
+export function setOfflineQueue(client: Redis | Cluster, on: boolean): void {
+  client.options.enableOfflineQueue = on
+}
+
+/** The same switch on a cluster client, asked anew at every command: `holds()` decides then. */
+export function offlineQueueWhile(cluster: Cluster, holds: () => boolean): void {
+  Object.defineProperty(cluster.options, 'enableOfflineQueue', { get: holds, set: () => {}, configurable: true })
+}
+
+/** Points `client`'s next reconnection at another server. */
+export function retarget(client: Redis, server: { host: string; port: number }): void {
+  Object.assign(client.options, server)
+}
+
+/** How many commands wait in `client`'s offline queue for a connection. */
+export const offlineQueueLength = (client: Redis | Cluster): number =>
+  (client as unknown as { offlineQueue?: { length: number } }).offlineQueue?.length ?? 0

@@ -1,0 +1,148 @@
+// What shared/redis/ioredis-internals.ts relies on, checked against the installed ioredis: each test is one reliance
+// its header lists, so an upgrade that changes one fails here by name (rather than as an outage that no longer fails
+// fast). On plain ioredis clients: a real Redis (REDIS_URL), and a port where nothing listens. What only a real cluster shows (a pipeline's node argument, ASKING) is test/cluster/node-guard.test.ts.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import Redis, { Cluster } from 'ioredis'
+import { config } from '../../shared/config'
+import {
+  interceptCommands, offlineQueueLength, offlineQueueWhile, type PendingCommand, replaceSettlers, retarget, setOfflineQueue,
+} from '../../shared/redis/ioredis-internals'
+import { freePort, needsOneRedis } from '../helpers'
+
+let deadPort: number // nothing listens there
+const clients: (Redis | Cluster)[] = []
+const client = <T extends Redis | Cluster>(made: T): T => {
+  made.on('error', () => {}) // reconnection attempts to the dead port are expected
+  clients.push(made)
+  return made
+}
+
+beforeAll(async () => {
+  deadPort = await freePort()
+})
+
+afterAll(() => {
+  for (const made of clients) made.disconnect()
+})
+
+/** Every command `made` sends, with the pipeline it came in (undefined alone), as the interceptor sees them. */
+function recorded(made: Redis | Cluster): { command: PendingCommand; stream: object | undefined }[] {
+  const seen: { command: PendingCommand; stream: object | undefined }[] = []
+  interceptCommands(made, (command, stream, sendOn) => {
+    seen.push({ command, stream })
+    return sendOn()
+  })
+  return seen
+}
+
+describe.skipIf(needsOneRedis)('on a real Redis', () => {
+  test('every command passes the interceptor: a lone one without a stream, a pipeline and a MULTI each with one stream of their own', async () => {
+    const redis = client(new Redis(config.redisUrl))
+    await redis.ping()
+    const seen = recorded(redis)
+    expect(await redis.echo('lone')).toBe('lone')
+    await redis.pipeline().echo('p1').echo('p2').exec()
+    await redis.multi().echo('m1').echo('m2').exec()
+    const names = seen.map(({ command }) => command.name)
+    expect(names).toEqual(['echo', 'echo', 'echo', 'multi', 'echo', 'echo', 'exec'])
+    expect(seen[0]!.stream).toBeUndefined()
+    const pipeline = seen[1]!.stream
+    const multi = seen[3]!.stream
+    expect(pipeline).toBeDefined()
+    expect(multi).toBeDefined()
+    expect(multi).not.toBe(pipeline)
+    expect(seen.slice(1, 3).every(({ stream }) => stream === pipeline)).toBe(true)
+    expect(seen.slice(3).every(({ stream }) => stream === multi)).toBe(true)
+  })
+
+  test('a command held in the offline queue is counted there, and passes the interceptor again when the queue is flushed', async () => {
+    const redis = client(new Redis(config.redisUrl, { lazyConnect: true }))
+    const seen = recorded(redis)
+    const reply = redis.echo('queued')
+    expect(offlineQueueLength(redis)).toBe(1)
+    expect(await reply).toBe('queued')
+    expect(offlineQueueLength(redis)).toBe(0)
+    const echoes = seen.filter(({ command }) => command.name === 'echo')
+    expect(echoes.length).toBe(2)
+    expect(echoes[0]!.command).toBe(echoes[1]!.command)
+  })
+
+  test("replaced settlers hear the reply first, and the caller gets what they pass on; isSettled once it has", async () => {
+    const redis = client(new Redis(config.redisUrl))
+    await redis.ping()
+    const heard: unknown[] = []
+    let settledWhenHeard: boolean | undefined
+    let sent: PendingCommand | undefined
+    interceptCommands(redis, (command, _stream, sendOn) => {
+      sent = command
+      const { resolve, reject } = command
+      replaceSettlers(command, {
+        resolve: (value) => {
+          heard.push(value)
+          settledWhenHeard = command.isSettled
+          return resolve(value)
+        },
+        reject,
+      })
+      return sendOn()
+    })
+    expect(await redis.echo('first')).toBe('first')
+    expect(heard.map(String)).toEqual(['first'])
+    expect(settledWhenHeard).toBe(false)
+    expect(sent?.isSettled).toBe(true)
+  })
+
+  test('options.host and options.port are read at every reconnection: retargeted, a client of a dead port reaches Redis', async () => {
+    const target = new URL(config.redisUrl)
+    const redis = client(new Redis({
+      host: '127.0.0.1', port: deadPort, db: Number(target.pathname.slice(1) || 0), lazyConnect: true,
+      retryStrategy: () => {
+        retarget(redis, { host: target.hostname, port: Number(target.port) })
+        return 10
+      },
+    }))
+    redis.connect().catch(() => {})
+    expect(await redis.ping()).toBe('PONG')
+    expect(redis.options.port).toBe(Number(target.port))
+  })
+
+  test('a command left unanswered (a BLPOP nobody feeds): the timeout setTimeout arms rejects it, and isSettled is true then', async () => {
+    const redis = client(new Redis(config.redisUrl))
+    await redis.ping()
+    let command: PendingCommand | undefined
+    interceptCommands(redis, (sent, _stream, sendOn) => {
+      command = sent
+      sent.setTimeout(50)
+      return sendOn()
+    })
+    const started = performance.now()
+    const outcome = await redis.blpop(`test:ioredis-internals:never:${crypto.randomUUID()}`, 0).then(() => 'answered', (error: Error) => error.message)
+    expect(outcome).toBe('Command timed out')
+    expect(performance.now() - started).toBeLessThan(1000)
+    expect(command?.isSettled).toBe(true)
+  })
+})
+
+
+test('options.enableOfflineQueue is read at every command: off, a command while not connected fails at once; on, it waits in the queue', async () => {
+  const redis = client(new Redis({ host: '127.0.0.1', port: deadPort, retryStrategy: () => 20 }))
+  setOfflineQueue(redis, false)
+  await expect(redis.get('k')).rejects.toThrow("Stream isn't writeable and enableOfflineQueue options is false")
+  setOfflineQueue(redis, true)
+  const waiting = redis.get('k').catch(() => 'ended')
+  expect(offlineQueueLength(redis)).toBe(1)
+  redis.disconnect()
+  expect(await waiting).toBe('ended')
+})
+
+test("a cluster client's enableOfflineQueue getter is asked at every command", async () => {
+  let holds = false
+  const cluster = client(new Cluster([{ host: '127.0.0.1', port: deadPort }], { clusterRetryStrategy: () => 20 }))
+  offlineQueueWhile(cluster, () => holds)
+  await expect(cluster.get('k')).rejects.toThrow("Cluster isn't ready and enableOfflineQueue options is false")
+  holds = true
+  const waiting = cluster.get('k').catch(() => 'ended')
+  expect(offlineQueueLength(cluster)).toBe(1)
+  cluster.disconnect()
+  expect(await waiting).toBe('ended')
+})
