@@ -48,7 +48,7 @@ export function readConfiguration<D extends Declarations>(tree: D, env: Environm
   const warnings: string[] = []
   const problems: string[] = []
   const read = new Map<Variable<unknown>, unknown>()
-  const valueOf = (variable: Variable<unknown>): unknown => {
+  const valueFor = (variable: Variable<unknown>): unknown => {
     if (read.has(variable)) return read.get(variable)
     const set = setting(variable, env, warnings)
     let value: unknown
@@ -65,9 +65,9 @@ export function readConfiguration<D extends Declarations>(tree: D, env: Environm
   const lookup = (name: string) => {
     const variable = byName.get(name)
     if (!variable) throw new Error(`configuration: a default reads ${name}, which is not declared`)
-    return valueOf(variable)
+    return valueFor(variable)
   }
-  for (const variable of variables) valueOf(variable)
+  for (const variable of variables) valueFor(variable)
   if (problems.length) throw new Error(`Configuration refused:\n${problems.join('\n')}`)
 
   const build = (node: Declarations): Record<string, unknown> =>
