@@ -108,14 +108,14 @@ const CHECK_ATTEMPTS = 4
 /**
  * A gateway's answers to "is this token's credential revoked?", so a connect with a known credential costs no query.
  * - An active answer, and a denied one (the credential lives but does not reach the product), is trusted for
- *   `activeTtlMs` (REALTIME_CACHE_TTL_MS), and an active session's no longer than the session: a revocation this
+ *   `activeTtlMs` (CACHE_TTL_MS), and an active session's no longer than the session: a revocation this
  *   gateway did not hear (Redis down at revoke time, or restarted empty) refuses new connects within that, and the
  *   sweep closes live ones. A denied pair is not asked again within that either, so a member added back reaches the
- *   product again through this gateway after REALTIME_CACHE_TTL_MS at most.
+ *   product again through this gateway after CACHE_TTL_MS at most.
  * - An ended credential is kept until no token it asked for can be alive: revocation is for good. Only credentials
  *   this gateway knows of (a connection holds, a cached answer names, a check in flight asks about) are kept: any other
  *   is asked of PostgreSQL, which already says it ended, when a token of it first comes.
- * - At most `maxEntries` (REALTIME_CACHE_MAX_ENTRIES) answers; past it the oldest goes and is asked again when needed.
+ * - At most `maxEntries` (CACHE_MAX_ENTRIES) answers; past it the oldest goes and is asked again when needed.
  * Concurrent checks of one pair share one query. An invalidation during a query (a gap, the session's user removed
  * from an organization) keeps its "active" answer out and asks again, so that connect cannot slip past it.
  */
