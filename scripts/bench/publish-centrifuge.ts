@@ -118,7 +118,7 @@ async function main() {
   const port = await freePort()
   const worker = await startWorker('services/public/main.ts', {
     PUBLIC_PORT: String(port), REALTIME_QUOTA_BURST: '100000000', PUBLIC_IP_RATE_LIMIT: '1000000000',
-    REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(8 * 1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(8 * 1024 ** 3),
+    REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(1024 ** 3),
   }, port)
   workers.push(worker)
   const peerPort = await freePort()
