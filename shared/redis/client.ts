@@ -16,7 +16,7 @@ import { config } from '../config'
 import { log } from '../log'
 import { guardClusterNodes, queueOnlyForNodesNotYetUp } from './cluster-guard'
 import { guardCommands } from './guard'
-import { retarget, setOfflineQueue } from './ioredis-internals'
+import { coalesceWrites, retarget, setOfflineQueue } from './ioredis-internals'
 import { trackConnection } from './usage'
 import { clusterNodesOf, sentinelOf, type SentinelTarget } from './url'
 
@@ -119,6 +119,9 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
     guardClusterNodes(client)
   } else {
     client.once('ready', () => setOfflineQueue(client, false))
+    // The commands of the requests a worker serves at once go out in one write: a socket write costs the worker more
+    // than the command (the token route's IP limit spent a third of its CPU there; docs/performance.md, "Publish").
+    coalesceWrites(client)
     guardCommands(client, new Breaker('redis', config.redis.commandTimeoutMs))
   }
   return client

@@ -11,7 +11,8 @@
 // - `options.enableOfflineQueue` is read at every command: turned off after the first connection, a command sent while
 //   the connection is down fails at once (a getter on a cluster client's options is read the same way);
 // - `options.host` and `options.port` are read at every (re)connection;
-// - the private `offlineQueue` holds the commands waiting for a connection (its `length` is read, never changed).
+// - the private `offlineQueue` holds the commands waiting for a connection (its `length` is read, never changed);
+// - after 'connect' a connection's socket is its `stream`, and commands are written to it with `stream.write`.
 import type { Cluster, Redis } from 'ioredis'
 
 /** A command on its way, as ioredis' Command shows it: only the members relied on. */
@@ -68,3 +69,29 @@ export function retarget(client: Redis, server: { host: string; port: number }):
 /** How many commands wait in `client`'s offline queue for a connection. */
 export const offlineQueueLength = (client: Redis | Cluster): number =>
   (client as unknown as { offlineQueue?: { length: number } }).offlineQueue?.length ?? 0
+
+/**
+ * Coalesces the writes `client` makes to its socket within one turn of the event loop into one: the socket is corked at
+ * the first write and uncorked on setImmediate. Relies on ioredis writing commands with `stream.write` on the socket it
+ * exposes as `stream` after 'connect'.
+ */
+export function coalesceWrites(client: Redis): void {
+  client.on('connect', () => {
+    const stream = (client as unknown as { stream?: { write: (...args: unknown[]) => boolean; cork(): void; uncork(): void; coalesced?: true } }).stream
+    if (!stream || stream.coalesced) return
+    stream.coalesced = true
+    const write = stream.write.bind(stream)
+    let corked = false
+    stream.write = (...args: unknown[]) => {
+      if (!corked) {
+        corked = true
+        stream.cork()
+        setImmediate(() => {
+          corked = false
+          stream.uncork()
+        })
+      }
+      return write(...args)
+    }
+  })
+}

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Redis, { Cluster } from 'ioredis'
 import { config } from '../../shared/config'
 import {
-  interceptCommands, offlineQueueLength, offlineQueueWhile, type PendingCommand, replaceSettlers, retarget, setOfflineQueue,
+  coalesceWrites, interceptCommands, offlineQueueLength, offlineQueueWhile, type PendingCommand, replaceSettlers, retarget, setOfflineQueue,
 } from '../../shared/redis/ioredis-internals'
 import { freePort, needsOneRedis } from '../helpers'
 
@@ -36,6 +36,36 @@ function recorded(made: Redis | Cluster): { command: PendingCommand; stream: obj
 }
 
 describe.skipIf(needsOneRedis)('on a real Redis', () => {
+  test('commands sent in one turn of the event loop reach the socket in one write once coalesced (the socket is `stream`, written with write())', async () => {
+    const writesOf = async (coalesced: boolean) => {
+      const redis = client(new Redis(config.redisUrl, { lazyConnect: true }))
+      if (coalesced) coalesceWrites(redis)
+      await redis.connect()
+      const socket = (redis as unknown as { stream: { _write: (...a: unknown[]) => unknown; _writev?: (...a: unknown[]) => unknown } }).stream
+      // Writes handed to the socket's implementation (a _writev may hand its chunks joined to _write: one write).
+      let writes = 0
+      let inside = 0
+      for (const name of ['_write', '_writev'] as const) {
+        const original = socket[name]
+        if (!original) continue
+        socket[name] = (...args: unknown[]) => {
+          if (inside === 0) writes++
+          inside++
+          try {
+            return original.apply(socket, args)
+          } finally {
+            inside--
+          }
+        }
+      }
+      const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => redis.echo(String(i))))
+      expect(replies).toEqual(Array.from({ length: 50 }, (_, i) => String(i)))
+      return writes
+    }
+    expect(await writesOf(false)).toBe(50)
+    expect(await writesOf(true)).toBe(1)
+  })
+
   test('every command passes the interceptor: a lone one without a stream, a pipeline and a MULTI each with one stream of their own', async () => {
     const redis = client(new Redis(config.redisUrl))
     await redis.ping()
