@@ -5,7 +5,7 @@ import { defineOperation, productOf } from '../../../shared/catalog/operation'
 import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { HasMore, listObject, pageQuery } from '../../../shared/catalog/pagination'
 import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
-import { DomainName, TemplateFields } from '../../../shared/mail/schemas'
+import { DomainName, EmailSchema, EmailSummarySchema, TemplateFields } from '../../../shared/mail/schemas'
 import { emailPageQuery, listEmailLog, readEmail, wholeProduct } from '../../../shared/mail/email-log'
 import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './key-management'
 import { createDomain, deleteDomain, getDomain, listDomains, verifyDomain, type Domain } from '../../../shared/mail/domains'
@@ -193,27 +193,6 @@ export const templateDelete = defineOperation({
 })
 
 // ---- the email log
-
-const Addresses = (what: string) => Type.Array(Type.String(), { description: what })
-const emailSummaryFields = () => ({
-  object: Type.Literal('email'), id: Uuid(), from: Type.String(), to: Addresses('Recipients'), cc: Addresses('Carbon copy'),
-  bcc: Addresses('Blind carbon copy'), reply_to: Addresses('Reply-To addresses'), subject: Type.String(),
-  created_at: Timestamp(),
-  last_event: Type.String({ description: 'The latest event: queued, sent, delivered, delivery_delayed, bounced, failed or suppressed' }),
-  last_event_at: Timestamp(),
-})
-const EmailSummarySchema = Strict(emailSummaryFields())
-const EmailSchema = Strict({
-  ...emailSummaryFields(),
-  html: Type.Union([Type.String(), Type.Null()]), text: Type.Union([Type.String(), Type.Null()]),
-  headers: Type.Record(Type.String(), Type.String()),
-  tags: Type.Array(Strict({ name: Type.String(), value: Type.String() })),
-  message_id: Type.String(),
-  events: Type.Array(Strict({
-    type: Type.String(), at: Timestamp(),
-    detail: Type.Optional(Type.Unknown({ description: 'What the event carries (an SMTP reply, a bounce reason)' })),
-  }), { description: 'Every event of the email, oldest first' }),
-})
 
 export const emailsList = defineOperation({
   id: 'mail_emails_list', method: 'GET', path: '/mail/emails', area: 'mail', auth: 'product',

@@ -12,6 +12,10 @@ import { productPolicies } from '../../../shared/realtime/policies'
 import { channelHistory, channelPresence, channelStatus } from '../../../shared/realtime/channel-reads'
 import { broadcastMessage, COUNTED_ALREADY, publishMessage } from '../../../shared/realtime/publish-message'
 import { BROADCAST_MAX_CHANNELS, HistoryQuery } from '../../../shared/realtime/request-schemas'
+import {
+  ArchivePageSchema, BroadcastResults, ChannelStatusSchema, DroppedSchema, HistoryResultSchema, PresenceSchema, publicationFields,
+  TokenChannelSchema,
+} from '../../../shared/realtime/response-schemas'
 import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../../shared/http/idempotency-key'
 import {
   CONSOLE_TOKEN_CHANNELS_MAX, CONSOLE_TOKEN_TTL_DEFAULT, CONSOLE_TOKEN_TTL_MAX, CONSOLE_TOKEN_TTL_MIN, issueConsoleToken,
@@ -185,12 +189,6 @@ export const payloadStorageDelete = defineOperation({
 
 // ---- archive
 
-const ArchiveEntrySchema = Strict({
-  id: Type.String(), offset: Type.Integer(), epoch: Type.String(), publishedAt: Timestamp(),
-  data: Type.Optional(Type.Unknown({ description: 'The published JSON; absent when the entry carries ref' })),
-  ref: Type.Optional(Type.Unknown({ description: 'The payload object (bucket_key, size, content_type) of an over-cap publish' })),
-})
-
 export const archiveRead = defineOperation({
   id: 'realtime_archive_read', method: 'GET', path: '/realtime/channels/{channel}/archive', area: 'realtime', auth: 'product',
   summary: "Read a page of one channel's archive by time range, newest or oldest first; pass `next` as cursor for the next page",
@@ -198,7 +196,7 @@ export const archiveRead = defineOperation({
     + 'retention. A namespace that does not archive answers an empty page. Another product\'s channel is never visible.',
   params: Strict({ channel: ChannelName }),
   query: ArchiveQuerySchema,
-  response: Strict({ channel: Type.String(), entries: Type.Array(ArchiveEntrySchema), next: Type.Union([Type.String(), Type.Null()]) }),
+  response: ArchivePageSchema,
   handler: async ({ params, query }, ctx) => {
     const productId = productOf(ctx)
     const namespace = namespaceOf(params.channel)
@@ -212,8 +210,6 @@ export const archiveRead = defineOperation({
 })
 
 // ---- the channel inspector: a token for the gateway, and the public routes' publish and reads
-
-const TokenChannelSchema = Strict({ name: Type.String(), ops: Type.Array(OpName) })
 
 export const tokensIssue = defineOperation({
   id: 'realtime_tokens_issue', method: 'POST', path: '/realtime/tokens', area: 'realtime', auth: 'product',
@@ -236,10 +232,7 @@ export const tokensIssue = defineOperation({
     token: Type.String(), gatewayUrl: Type.String(), expiresAt: Timestamp(),
     subject: Type.String({ description: 'The identity the token carries (ext:console:...); it never enters a presence roster' }),
     channels: Type.Array(TokenChannelSchema, { description: 'What the token carries, after narrowing' }),
-    dropped: Type.Array(Strict({
-      name: Type.String(), ops: Type.Array(OpName),
-      reason: Type.Union([Type.Literal('namespace_not_registered'), Type.Literal('not_allowed')]),
-    }), { description: 'What was asked for but left out, and why' }),
+    dropped: Type.Array(DroppedSchema, { description: 'What was asked for but left out, and why' }),
   }),
   handler: ({ body }, ctx) => issueConsoleToken(productOf(ctx), ctx, body.channels, body.ttlSeconds),
 })
@@ -248,10 +241,6 @@ const IdempotencyKeyField = Type.Optional(Type.String({
   minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_CHARS,
   description: 'The public route\'s Idempotency-Key: a repeat within 5 minutes answers what the first published and publishes nothing',
 }))
-const PublicationSchema = {
-  id: Type.String(), channel: Type.String(),
-  offset: Type.Optional(Type.Integer()), epoch: Type.Optional(Type.String()),
-}
 const Replayed = Type.Optional(Type.Literal(true, { description: 'A repeat of an earlier request with the same idempotencyKey: nothing was published' }))
 const keyOf = (key: string | undefined) => (key === undefined ? null : checkIdempotencyKey(key, '/body/idempotencyKey'))
 
@@ -267,11 +256,7 @@ export const messagesPublish = defineOperation({
     data: Type.Unknown({ description: 'Any JSON value (null included); required' }),
     idempotencyKey: IdempotencyKeyField,
   }),
-  response: Strict({
-    ...PublicationSchema,
-    ref: Type.Optional(Type.Unknown({ description: 'The payload object (bucket_key, size, content_type) of an over-cap publish' })),
-    replayed: Replayed,
-  }),
+  response: Strict({ ...publicationFields(), replayed: Replayed }),
   handler: async ({ body }, ctx) => {
     const { message, replayed } = await publishMessage(productOf(ctx), { channel: body.channel, data: body.data }, COUNTED_ALREADY, keyOf(body.idempotencyKey))
     return { ...message, ...(replayed ? { replayed: true as const } : {}) }
@@ -290,13 +275,7 @@ export const messagesBroadcast = defineOperation({
     idempotencyKey: IdempotencyKeyField,
   }),
   response: Strict({
-    results: Type.Array(Type.Object({
-      status: Type.Integer({ description: '200 published; otherwise the status a publish to this channel alone would answer' }),
-      channel: Type.String(),
-      id: Type.Optional(Type.String()), offset: Type.Optional(Type.Integer()), epoch: Type.Optional(Type.String()),
-      error: Type.Optional(Type.String({ description: 'The error code when status is not 200' })),
-      message: Type.Optional(Type.String()),
-    }, { additionalProperties: true }), { description: 'One per channel, in the order given' }),
+    results: BroadcastResults(),
     replayed: Replayed,
   }),
   handler: async ({ body }, ctx) => {
@@ -306,18 +285,12 @@ export const messagesBroadcast = defineOperation({
 })
 
 const ChannelPathSchema = Strict({ channel: ChannelName })
-/** A history entry has the archive entry's shape. */
-const HistoryEntrySchema = ArchiveEntrySchema
 
 export const channelGet = defineOperation({
   id: 'realtime_channel_get', method: 'GET', path: '/realtime/channels/{channel}', area: 'realtime', auth: 'product',
   summary: 'Whether anyone is there and where the stream is, as the public GET /channels/{channel} answers',
   params: ChannelPathSchema,
-  response: Strict({
-    channel: Type.String(), namespace: Type.String(),
-    presence: Type.Union([Strict({ members: Type.Integer(), connections: Type.Integer() }), Type.Null()]),
-    history: Type.Union([Strict({ offset: Type.Integer(), epoch: Type.String() }), Type.Null()]),
-  }),
+  response: ChannelStatusSchema,
   handler: ({ params }, ctx) => channelStatus(productOf(ctx), params.channel),
 })
 
@@ -328,13 +301,7 @@ export const historyRead = defineOperation({
     + 'whose entries left Redis is recovered from the archive when the namespace archives.',
   params: ChannelPathSchema,
   query: HistoryQuery,
-  response: Strict({
-    channel: Type.String(), entries: Type.Array(HistoryEntrySchema, { description: 'Ascending by offset' }),
-    offset: Type.Integer({ description: "The channel's top offset; 0 if it has none" }),
-    epoch: Type.String({ description: "The channel's current epoch; '' if it has no history stream" }),
-    recovered: Type.Boolean({ description: 'False only when a cursor cannot be resumed: resync from a window' }),
-    truncated: Type.Optional(Type.Literal(true, { description: 'A window read stopped at the reply budget: the newest that fit' })),
-  }),
+  response: HistoryResultSchema,
   handler: ({ params, query }, ctx) => channelHistory(productOf(ctx), params.channel, query),
 })
 
@@ -342,10 +309,7 @@ export const presenceRead = defineOperation({
   id: 'realtime_presence_read', method: 'GET', path: '/realtime/channels/{channel}/presence', area: 'realtime', auth: 'product',
   summary: "A channel's presence roster, as the public route answers it; presence_disabled when the namespace has presence off",
   params: ChannelPathSchema,
-  response: Strict({
-    channel: Type.String(),
-    members: Type.Array(Strict({ identity: Type.String(), connections: Type.Integer(), info: Type.Unknown() })),
-  }),
+  response: PresenceSchema,
   handler: ({ params }, ctx) => channelPresence(productOf(ctx), params.channel),
 })
 
