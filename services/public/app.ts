@@ -1,5 +1,5 @@
 // The public app ({public_url}): product-key routes under /{productId}/realtime and /{productId}/mail, event capture
-// with a publishable key at /{productId}/capture, CORS preflight, health.
+// with a publishable key at /{productId}/capture, CORS preflight, health, and the OpenAPI document of them all.
 // Builds the app and never listens: main.ts listens, tests call app.handle().
 import { Elysia } from 'elysia'
 import { noRoute, toErrorResponse } from '../../shared/errors'
@@ -10,6 +10,24 @@ import { isAllowedOrigin, preflight } from './http/origin'
 import { captureRoutes } from './capture/routes'
 import { mailRoutes } from './mail/routes'
 import { realtimeRoutes } from './realtime/routes'
+import { config } from '../../shared/config'
+import { publicRoutes } from './catalog'
+import { buildPublicOpenApi } from './openapi'
+
+/**
+ * GET /openapi.json: the document built once, its hash the ETag (a client revalidates with If-None-Match and gets 304
+ * while nothing changed), readable from any page.
+ */
+function openApiRoute() {
+  const document = buildPublicOpenApi(publicRoutes, config.publicUrl)
+  const body = JSON.stringify(document)
+  const etag = `"${document.info.version}"`
+  const headers = { etag, 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' }
+  return new Elysia().get('/openapi.json', ({ request }) =>
+    request.headers.get('if-none-match') === etag
+      ? new Response(null, { status: 304, headers })
+      : new Response(body, { headers: { ...headers, 'content-type': 'application/json' } }))
+}
 
 export function buildPublicApp() {
   return new Elysia()
@@ -27,6 +45,7 @@ export function buildPublicApp() {
       return response
     })
     .use(healthRoutes([{ name: 'invalidations', ready: invalidationsLive }]))
+    .use(openApiRoute())
     // Before the catch-all preflight: a capture key names its own origins.
     .use(captureRoutes())
     .options('/*', ({ request }) => {

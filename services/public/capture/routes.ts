@@ -1,7 +1,7 @@
-// The capture route, rooted at /{productId}/capture: a publishable key (ptk_) in the query, its own browser origins,
+// The capture route, at /{productId}/capture: a publishable key (ptk_) in the query, its own browser origins,
 // then the platform API's capture rules (shared/analytics/capture.ts). docs/analytics.md, "Capture from browsers".
 import { Elysia } from 'elysia'
-import { CaptureBatchSchema, captureEvents, type CapturedEvent } from '../../../shared/analytics/capture'
+import { captureEvents, type CapturedEvent } from '../../../shared/analytics/capture'
 import { validateInput } from '../../../shared/catalog/validate'
 import { config } from '../../../shared/config'
 import { ApiError, toErrorResponse } from '../../../shared/errors'
@@ -11,6 +11,10 @@ import { endpoint, type Guards, ROUTE_HOOKS } from '../http/endpoint'
 import { IpLimit } from '../http/rate-limit'
 import { authenticateCaptureKey, captureOriginHeaders, type CaptureKeyIdentity } from './key-auth'
 import { CAPTURE_IP_RULE, limitKeyEvents } from './limits'
+import { elysiaPath, PUBLIC_ROUTES } from '../catalog'
+
+/** Its path and body schema, as the OpenAPI document describes them (services/public/catalog.ts). */
+const route = PUBLIC_ROUTES.capture.eventsCapture
 
 /**
  * The body as the platform API bounds it (API_BODY_LIMIT, 1 MiB), on the wire and decompressed alike: a gzip body is
@@ -51,10 +55,10 @@ async function capturePreflight(request: Request, productId: string): Promise<Re
 }
 
 export const captureRoutes = () =>
-  new Elysia({ prefix: '/:productId/capture' })
-    .options('', ({ request, params }) => capturePreflight(request, params.productId))
-    .post('', endpoint(guards, async ({ key, body }) => {
-      const events = (validateInput({ body: CaptureBatchSchema }, { body }).body as { events: CapturedEvent[] }).events
+  new Elysia()
+    .options(elysiaPath(route), ({ request, params }) => capturePreflight(request, String((params as Record<string, string>).productId)))
+    .post(elysiaPath(route), endpoint(guards, async ({ key, body }) => {
+      const events = (validateInput({ body: route.body }, { body }).body as { events: CapturedEvent[] }).events
       await limitKeyEvents(key.keyId, events.length)
       return captureEvents(key.productId, events, new Date(), 'public')
     }), ROUTE_HOOKS)

@@ -1,4 +1,4 @@
-// The Mail public routes, rooted at /{productId}/mail: the sending key in X-Api-Key, then one domain function. Emails
+// The Mail public routes, under /{productId}/mail: the sending key in X-Api-Key, then one domain function. Emails
 // for every key; domains and templates for full_access keys (services/public/mail/setup.ts).
 import { Elysia } from 'elysia'
 import type { RateClass } from '../../../shared/catalog/operation'
@@ -9,6 +9,7 @@ import { authenticateMailKey, type MailKeyIdentity } from './key-auth'
 import { getEmail, listEmails, queueEmail } from './emails'
 import { idempotencyKeyOf } from '../../../shared/http/idempotency-key'
 import { domains, templates } from './setup'
+import { elysiaPath, PUBLIC_ROUTES } from '../catalog'
 
 /** POST /emails carries whole messages (html and text): 1 MiB on the wire. */
 export const EMAIL_BODY_LIMIT = 1_048_576
@@ -40,18 +41,22 @@ async function limitRates(rateClass: RateClass, key: MailKeyIdentity): Promise<v
 
 const emailBody = (request: Request) => readBody(request, EMAIL_BODY_LIMIT)
 
+const M = PUBLIC_ROUTES.mail
+
+// Paths come from the route's entry in services/public/catalog.ts; its schemas are the ones emails.ts and setup.ts validate with.
+
 export const mailRoutes = () =>
-  new Elysia({ prefix: '/:productId/mail' })
-    .post('/emails', endpoint(guards(emailBody), ({ key, body, request }) => queueEmail(key, body, idempotencyKeyOf(request))), ROUTE_HOOKS)
-    .get('/emails', endpoint(guards(noBody), ({ key, query }) => listEmails(key, query)), ROUTE_HOOKS)
-    .get('/emails/:id', endpoint(guards(noBody), ({ key, params }) => getEmail(key, params.id!)), ROUTE_HOOKS)
-    .post('/domains', endpoint(guards(jsonBody, 'expensive'), ({ key, body }) => domains.create(key, body)), ROUTE_HOOKS)
-    .get('/domains', endpoint(guards(noBody), ({ key, query }) => domains.list(key, query)), ROUTE_HOOKS)
-    .get('/domains/:id', endpoint(guards(noBody), ({ key, params }) => domains.get(key, params.id!)), ROUTE_HOOKS)
-    .post('/domains/:id/verify', endpoint(guards(noBody, 'expensive'), ({ key, params }) => domains.verify(key, params.id!)), ROUTE_HOOKS)
-    .delete('/domains/:id', endpoint(guards(noBody, 'write'), ({ key, params }) => domains.delete(key, params.id!)), ROUTE_HOOKS)
-    .post('/templates', endpoint(guards(emailBody, 'write'), ({ key, body }) => templates.create(key, body)), ROUTE_HOOKS)
-    .get('/templates', endpoint(guards(noBody), ({ key, query }) => templates.list(key, query)), ROUTE_HOOKS)
-    .get('/templates/:id', endpoint(guards(noBody), ({ key, params }) => templates.get(key, params.id!)), ROUTE_HOOKS)
-    .patch('/templates/:id', endpoint(guards(emailBody, 'write'), ({ key, params, body }) => templates.update(key, params.id!, body)), ROUTE_HOOKS)
-    .delete('/templates/:id', endpoint(guards(noBody, 'write'), ({ key, params }) => templates.delete(key, params.id!)), ROUTE_HOOKS)
+  new Elysia()
+    .post(elysiaPath(M.emailsSend), endpoint(guards(emailBody), ({ key, body, request }) => queueEmail(key, body, idempotencyKeyOf(request))), ROUTE_HOOKS)
+    .get(elysiaPath(M.emailsList), endpoint(guards(noBody), ({ key, query }) => listEmails(key, query)), ROUTE_HOOKS)
+    .get(elysiaPath(M.emailsGet), endpoint(guards(noBody), ({ key, params }) => getEmail(key, params.id!)), ROUTE_HOOKS)
+    .post(elysiaPath(M.domainCreate), endpoint(guards(jsonBody, 'expensive'), ({ key, body }) => domains.create(key, body)), ROUTE_HOOKS)
+    .get(elysiaPath(M.domainList), endpoint(guards(noBody), ({ key, query }) => domains.list(key, query)), ROUTE_HOOKS)
+    .get(elysiaPath(M.domainGet), endpoint(guards(noBody), ({ key, params }) => domains.get(key, params.id!)), ROUTE_HOOKS)
+    .post(elysiaPath(M.domainVerify), endpoint(guards(noBody, 'expensive'), ({ key, params }) => domains.verify(key, params.id!)), ROUTE_HOOKS)
+    .delete(elysiaPath(M.domainDelete), endpoint(guards(noBody, 'write'), ({ key, params }) => domains.delete(key, params.id!)), ROUTE_HOOKS)
+    .post(elysiaPath(M.templateCreate), endpoint(guards(emailBody, 'write'), ({ key, body }) => templates.create(key, body)), ROUTE_HOOKS)
+    .get(elysiaPath(M.templateList), endpoint(guards(noBody), ({ key, query }) => templates.list(key, query)), ROUTE_HOOKS)
+    .get(elysiaPath(M.templateGet), endpoint(guards(noBody), ({ key, params }) => templates.get(key, params.id!)), ROUTE_HOOKS)
+    .patch(elysiaPath(M.templateUpdate), endpoint(guards(emailBody, 'write'), ({ key, params, body }) => templates.update(key, params.id!, body)), ROUTE_HOOKS)
+    .delete(elysiaPath(M.templateDelete), endpoint(guards(noBody, 'write'), ({ key, params }) => templates.delete(key, params.id!)), ROUTE_HOOKS)

@@ -16,6 +16,27 @@ import { type MailKeyIdentity, restrictedKey } from './key-auth'
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null)
 
+const Status = (values: readonly string[], description?: string) =>
+  Type.Union(values.map((v) => Type.Literal(v)), description ? { description } : {})
+const When = (description: string) => Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description })
+/** A domain as the public surface answers it (domainOut), Resend's shape. */
+export const PublicDomainSchema = Strict({
+  object: Type.Literal('domain'), id: Type.String(), name: Type.String(),
+  status: Status(['pending', 'verified', 'failed'], 'Only verified domains send'),
+  created_at: When('Never null'), checked_at: When('The last verification check'), verified_at: When('When it first verified'),
+  records: Type.Array(Strict({
+    record: Status(['DKIM', 'SPF', 'Ownership']), type: Type.Literal('TXT'), name: Type.String(), value: Type.String(),
+    status: Status(['pending', 'verified', 'failed']),
+  }), { description: 'The DNS records to publish' }),
+})
+/** A template as the public surface answers it (templateOut). */
+export const PublicTemplateSchema = Strict({
+  object: Type.Literal('template'), id: Type.String(), name: Type.String(), subject: Type.String(), html: Type.String(),
+  text: Type.Union([Type.String(), Type.Null()]),
+  variables: Type.Array(Type.String(), { description: 'The placeholders the template uses: every one must be given at send time' }),
+  created_at: When('Never null'), updated_at: When('Never null'),
+})
+
 const domainOut = (d: Domain) => ({
   object: 'domain' as const, id: d.id, name: d.name, status: d.status, created_at: iso(d.createdAt),
   checked_at: iso(d.checkedAt), verified_at: iso(d.verifiedAt), records: d.records,
@@ -26,8 +47,8 @@ const templateOut = (t: Template) => ({
 })
 
 // The platform's one pagination style (shared/catalog/pagination.ts): limit 1..100, after = the last item's id, has_more.
-const DomainPage = Strict(pageQuery('domain'))
-const TemplatePage = Strict(pageQuery('template'))
+export const DomainPage = Strict(pageQuery('domain'))
+export const TemplatePage = Strict(pageQuery('template'))
 
 /** Only full_access keys manage the Mail setup. */
 function requireFullAccess(key: MailKeyIdentity): void {
@@ -42,9 +63,9 @@ function unlocked(key: MailKeyIdentity, what: string): void {
   if (key.domainId !== null) throw restrictedKey(`This API key is restricted to one domain and cannot ${what}`)
 }
 
-const DomainBody = Strict({ name: DomainName() })
-const TemplateBody = Strict({ name: TemplateFields.name(), subject: TemplateFields.subject(), html: TemplateFields.html(), text: Type.Optional(TemplateFields.text()) })
-const TemplatePatch = Strict({
+export const DomainBody = Strict({ name: DomainName() })
+export const TemplateBody = Strict({ name: TemplateFields.name(), subject: TemplateFields.subject(), html: TemplateFields.html(), text: Type.Optional(TemplateFields.text()) })
+export const TemplatePatch = Strict({
   name: Type.Optional(TemplateFields.name()), subject: Type.Optional(TemplateFields.subject()),
   html: Type.Optional(TemplateFields.html()), text: Type.Optional(TemplateFields.text()),
 })

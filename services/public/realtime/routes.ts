@@ -1,4 +1,4 @@
-// The Realtime public routes, rooted at /{productId}/realtime. Handlers are thin: guards, then one domain function.
+// The Realtime public routes, under /{productId}/realtime. Handlers are thin: guards, then one domain function.
 import { Elysia } from 'elysia'
 import { validateInput } from '../../../shared/catalog/validate'
 import { config } from '../../../shared/config'
@@ -10,62 +10,66 @@ import { channelArchive, channelHistory, channelPresence, channelStatus } from '
 import { issueToken } from '../../../shared/realtime/token-issue'
 import { broadcastMessage, publishMessage } from '../../../shared/realtime/publish-message'
 import { idempotencyKeyOf } from '../../../shared/http/idempotency-key'
-import { ArchiveQuerySchema, type ArchiveQuery } from '../../../shared/realtime/archive-read'
-import { BroadcastBody, ChannelPath, HistoryQuery, NoQuery, PublishBody, TokenIssueBody } from '../../../shared/realtime/request-schemas'
+import type { ArchiveQuery } from '../../../shared/realtime/archive-read'
+import type { BroadcastBody, HistoryQuery, PublishBody, TokenIssueBody } from '../../../shared/realtime/request-schemas'
+import { elysiaPath, PUBLIC_ROUTES } from '../catalog'
 
 /** The realtime guards of a route: browser origin allowed, an `rtk_` key holding `scope`, then `read`. */
 const guards = (scope: PublicScope, read: (request: Request) => Promise<unknown>, deferIpLimit = false): Guards<KeyIdentity> =>
   ({ browser: true, authenticate: (request, productId, beforeLookup) => authenticate(request, productId, scope, beforeLookup), read, deferIpLimit })
 
+const R = PUBLIC_ROUTES.realtime
+
 /** The decoded `:channel` path parameter, checked against the channel grammar (400). */
 function channelOf(params: Record<string, string>): string {
   const channel = String(params.channel ?? '')
-  validateInput({ params: ChannelPath }, { params: { channel } })
+  validateInput({ params: R.channelGet.params }, { params: { channel } })
   return channel
 }
 
 const messageBody = (request: Request) =>
   readBody(request, MESSAGES_BODY_LIMIT, { gzip: { maxDecompressed: config.realtime.maxDecompressedBytes } })
 
+// Paths and schemas come from the route's entry in services/public/catalog.ts, which the OpenAPI document reads too.
 export const realtimeRoutes = () =>
-  new Elysia({ prefix: '/:productId/realtime' })
-    .post('/tokens/issue', endpoint(guards('tokens:issue', jsonBody), ({ key, body }) => {
-      const input = validateInput({ body: TokenIssueBody }, { body })
+  new Elysia()
+    .post(elysiaPath(R.tokensIssue), endpoint(guards(R.tokensIssue.scope, jsonBody), ({ key, body }) => {
+      const input = validateInput({ body: R.tokensIssue.body }, { body })
       return issueToken(key.productId, key.keyId, input.body as TokenIssueBody)
     }), ROUTE_HOOKS)
     // The IP limit is counted by the publish itself: with the quota and the publish, one Redis round trip.
     // A repeat under the same Idempotency-Key answers what the first request published, with Idempotent-Replayed: true.
-    .post('/messages', endpoint(guards('messages:publish', messageBody, true), async ({ key, body, ip, request, headers }) => {
-      const input = validateInput({ body: PublishBody }, { body })
+    .post(elysiaPath(R.messagesPublish), endpoint(guards(R.messagesPublish.scope, messageBody, true), async ({ key, body, ip, request, headers }) => {
+      const input = validateInput({ body: R.messagesPublish.body }, { body })
       const { message, replayed } = await publishMessage(key.productId, input.body as PublishBody, ip, idempotencyKeyOf(request))
       if (replayed) headers['idempotent-replayed'] = 'true'
       return message
     }), ROUTE_HOOKS)
-    .post('/messages/broadcast', endpoint(guards('messages:publish', messageBody, true), async ({ key, body, ip, request, headers }) => {
-      const input = validateInput({ body: BroadcastBody }, { body })
+    .post(elysiaPath(R.messagesBroadcast), endpoint(guards(R.messagesBroadcast.scope, messageBody, true), async ({ key, body, ip, request, headers }) => {
+      const input = validateInput({ body: R.messagesBroadcast.body }, { body })
       const { results, replayed } = await broadcastMessage(key.productId, input.body as BroadcastBody, ip, idempotencyKeyOf(request))
       if (replayed) headers['idempotent-replayed'] = 'true'
       return { results }
     }), ROUTE_HOOKS)
-    .get('/channels/:channel', endpoint(guards('channels:read', noBody), ({ key, params, query }) => {
+    .get(elysiaPath(R.channelGet), endpoint(guards(R.channelGet.scope, noBody), ({ key, params, query }) => {
       const channel = channelOf(params)
-      validateInput({ query: NoQuery }, { query })
+      validateInput({ query: R.channelGet.query }, { query })
       return channelStatus(key.productId, channel)
     }), ROUTE_HOOKS)
-    .get('/channels/:channel/history', endpoint(guards('history:read', noBody), ({ key, params, query }) => {
+    .get(elysiaPath(R.historyRead), endpoint(guards(R.historyRead.scope, noBody), ({ key, params, query }) => {
       const channel = channelOf(params)
       // The catalog's validation, as realtime_history_read's: numbers written as plain decimals only.
-      const input = validateInput({ query: HistoryQuery }, { query })
+      const input = validateInput({ query: R.historyRead.query }, { query })
       return channelHistory(key.productId, channel, input.query as HistoryQuery)
     }), ROUTE_HOOKS)
     // The archive is history kept longer: the same scope reads it.
-    .get('/channels/:channel/archive', endpoint(guards('history:read', noBody), ({ key, params, query }) => {
+    .get(elysiaPath(R.archiveRead), endpoint(guards(R.archiveRead.scope, noBody), ({ key, params, query }) => {
       const channel = channelOf(params)
-      const input = validateInput({ query: ArchiveQuerySchema }, { query })
+      const input = validateInput({ query: R.archiveRead.query }, { query })
       return channelArchive(key.productId, channel, input.query as ArchiveQuery)
     }), ROUTE_HOOKS)
-    .get('/channels/:channel/presence', endpoint(guards('presence:read', noBody), ({ key, params, query }) => {
+    .get(elysiaPath(R.presenceRead), endpoint(guards(R.presenceRead.scope, noBody), ({ key, params, query }) => {
       const channel = channelOf(params)
-      validateInput({ query: NoQuery }, { query })
+      validateInput({ query: R.presenceRead.query }, { query })
       return channelPresence(key.productId, channel)
     }), ROUTE_HOOKS)
