@@ -12,7 +12,7 @@ import { call, newProduct, ok } from '../helpers'
 import { realtimeProduct, uniqueIp } from '../realtime/public-helpers'
 
 const app = buildPublicApp()
-// biome-ignore lint/suspicious/noExplicitAny: the document is JSON read back
+/** The served document, as JSON read back. */
 let doc: any
 let etag: string
 
