@@ -89,7 +89,7 @@ const realtime = {
   messagesBroadcast: {
     id: 'realtime_messages_broadcast', method: 'POST', path: '/{productId}/realtime/messages/broadcast', area: 'realtime', credential: 'realtime_key', scope: 'messages:publish',
     summary: 'Publish one payload to up to 100 channels, each answered with its own status',
-    body: BroadcastBody, response: Strict({ results: BroadcastResults() }), responseHeaders: Replayed, idempotencyKey: true, gzip: true,
+    body: BroadcastBody, response: Strict({ results: BroadcastResults() }), responseHeaders: Replayed, idempotencyKey: true,
     errors: publishErrors,
     example: { channels: ['chat:room-1', 'chat:room-2'], data: { text: 'hello' } },
   },

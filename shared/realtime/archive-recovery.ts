@@ -43,7 +43,7 @@ async function fromArchive(
 ): Promise<HistoryResult | null> {
   // Redis' first entry first: the archive supplies only the offsets below it, and a gap larger than any recovery is
   // refused before PostgreSQL is asked anything.
-  const first = await firstHistoryOffset(productId, channel, result.offset)
+  const first = await firstHistoryOffset(productId, channel, result.offset, policy.historySize)
   const upTo = first - 1
   if (upTo <= query.offset || upTo - query.offset > ARCHIVE_RECOVERY_MAX_ENTRIES) return null
   // Asked only now: most reads recover from Redis alone.
@@ -56,8 +56,11 @@ async function fromArchive(
   return { entries: [...run.entries, ...rest.entries], offset: rest.offset, epoch: rest.epoch, recovered: true }
 }
 
-/** The offset of the channel's first entry in Redis' history, or `top + 1` when its stream holds none. */
-async function firstHistoryOffset(productId: string, channel: string, top: number): Promise<number> {
+/**
+ * The offset of the first entry Redis' history serves, or `top + 1` when its stream holds none: the stream's head, or
+ * the first of the newest `size` when it holds more between its batched trims (history.lua serves no older one).
+ */
+async function firstHistoryOffset(productId: string, channel: string, top: number, size: number): Promise<number> {
   const [head] = await redis().xrange(channelKeys(productId, channel).hist, '-', '+', 'COUNT', 1)
-  return head ? Number(head[0].split('-')[0]) : top + 1
+  return head ? Math.max(Number(head[0].split('-')[0]), top - size + 1) : top + 1
 }

@@ -29,7 +29,7 @@
 // | rt:{sN}:hookd:<productId>             | string | webhooks: events of the product dropped by the budget (counts for the retention) |
 // | rt:{sN}:hooks                         | stream | webhook events of shard N, read by the webhooks process (group `webhooks`) |
 // | rt:{sN}:hooks:due                     | zset   | `p:`/`o:` + `<productId>:<channel>` → when its presence/occupancy next needs a check |
-// | rt:{sN}:idem:<productId>:<keyHash>:<channel> | string | what an Idempotency-Key published on the channel: `id offset epoch` (its window) |
+// | rt:{sN}:idem:<productId>:<keyHash>:<channel> | string | what an Idempotency-Key published on the channel: `fingerprint id offset epoch` (its window) |
 // | rt:idem:<productId>:<keyHash>         | string | the fingerprint of the request that used the Idempotency-Key (its window) |
 // History and meta keys expire after the namespace's retention window of idleness; presence keys 30 s after the last expiry.
 // The layout of before (`pres:<p>:<ch>` and its `:n`, `:exp`, `:gone`, `occ:<p>:<ch>` and its `:gone`, `hookn:`) is read

@@ -13,7 +13,7 @@ import { INLINE_CAP_BYTES, payloadKey, storePayload } from './payloads'
 import { productPolicies } from './policies'
 import {
   type ChannelOutcome, claimIdempotencyKey, type KeyedRequest, keyedRequest, publishedUnderKey, publishInOneStep,
-  publishPerShard, releaseIdempotencyKey,
+  publishPerShard, releaseIdempotencyKey, replayedWhole,
 } from './publish-request'
 import { countPublishes, QUOTA_WHAT, quotaExceeded, quotaWindow } from './publish-quota'
 import type { BroadcastBody, PublishBody } from './request-schemas'
@@ -97,8 +97,10 @@ export async function broadcastMessage(productId: string, body: BroadcastBody, i
   const outcomes = valid.length === 0 ? [] : !onCluster() ? await inOneStep(request, ip, valid) : await inSteps(request, ip, valid)
   const results = request.targets.map((target): BroadcastResult => {
     if ('error' in target) return { status: target.error.status, channel: target.channel, ...target.error.body() }
-    const result = answer(request, target, outcomes[valid.indexOf(target)]!)
-    return result instanceof ApiError ? { status: result.status, channel: target.channel, ...result.body() } : { status: 200, ...result }
+    const outcome = outcomes[valid.indexOf(target)]!
+    const result = answer(request, target, outcome)
+    if (result instanceof ApiError) return { status: result.status, channel: target.channel, ...result.body() }
+    return { status: 200, ...result, ...('replayed' in outcome && outcome.replayed ? { replayed: true } : {}) }
   })
   return { results, replayed: request.replayed }
 }
@@ -156,7 +158,7 @@ async function inOneStep(request: Prepared, ip: RequestLimit, targets = request.
     const outcome = await publishInOneStep(targets.map((t) => t.input), { ...(byIp ? { ip: byIp } : {}), quota, ...(request.keyed ? { keyed: request.keyed } : {}) })
     if ('ipRefused' in outcome) throw ip.refuse(byIp!.window.retryAfter)
     if ('conflict' in outcome) throw conflict()
-    request.replayed = outcome.replayed
+    request.replayed = replayedWhole(outcome.channels)
     return outcome.channels
   } catch (error) {
     // A Redis error reply means the script ran, and counted (its writes before an error stay): nothing to count here.
@@ -179,21 +181,21 @@ async function inSteps(request: Prepared, ip: RequestLimit, targets = request.ta
   const { keyed, productId } = request
   const claim = keyed ? await claimIdempotencyKey(productId, keyed) : undefined
   if (claim === 'conflict') throw conflict()
-  request.replayed = claim === 'repeat'
   let published = false
   try {
+    // One channel whose payload goes to S3 first: a repeat that finds it published answers it, uploading and counting nothing.
+    const earlier = !request.inline && claim === 'repeat' ? await publishedUnderKey(productId, targets[0]!.channel, keyed!) : null
+    if (earlier) {
+      published = true
+      request.replayed = true
+      return [{ published: earlier, replayed: true }]
+    }
     const { count, limit, retryAfter } = await countPublishes(productId, targets.length)
     // The first `allowed` channels fit the quota; the rest are refused as over it.
     const allowed = Math.max(0, limit - (count - targets.length))
     const outcomes: ChannelOutcome[] = targets.map((_, i) => ({ overQuota: count - targets.length + i + 1 }))
     const going = targets.slice(0, allowed)
     if (!request.inline) {
-      // One channel: its payload goes to S3 before it is published, unless a repeat finds it published already.
-      const earlier = claim === 'repeat' ? await publishedUnderKey(productId, going[0]!.channel, keyed!) : null
-      if (earlier) {
-        published = true
-        return [{ published: earlier, replayed: true }]
-      }
       if (going.length === 0) throw quotaExceeded(retryAfter, limit)
       const target = going[0]!
       const ref = await storePayload({
@@ -205,6 +207,7 @@ async function inSteps(request: Prepared, ip: RequestLimit, targets = request.ta
     const done = going.length > 0 ? await publishPerShard(going.map((t) => t.input), keyed) : []
     done.forEach((outcome, i) => (outcomes[i] = outcome))
     published = outcomes.some((o) => 'published' in o)
+    request.replayed = replayedWhole(outcomes)
     return outcomes
   } finally {
     if (claim === 'new' && !published) await releaseIdempotencyKey(productId, keyed!)
@@ -217,7 +220,8 @@ function answer(request: Prepared, target: Target, outcome: ChannelOutcome): Pub
   if ('refused' in outcome) return outcome.refused
   const { id, offset, epoch } = outcome.published as PublishResult
   if (!outcome.replayed) usage.count(request.productId, target.channel, { publishes: 1, bytes: request.size })
-  const ref: PayloadRef | undefined = target.input.ref ?? (request.inline ? undefined
-    : { bucket_key: payloadKey(request.productId, target.channel, id), size: request.size, content_type: 'application/json' })
+  // A repeat's ref is the first publication's (a repeat racing the first may have uploaded its own copy, never published).
+  const ref: PayloadRef | undefined = request.inline ? undefined : !outcome.replayed && target.input.ref ? target.input.ref
+    : { bucket_key: payloadKey(request.productId, target.channel, id), size: request.size, content_type: 'application/json' }
   return { id, channel: target.channel, ...(offset !== undefined ? { offset, epoch } : {}), ...(ref ? { ref } : {}) }
 }

@@ -43,12 +43,21 @@ export type ChannelOutcome =
 export type RequestOutcome =
   | { ipRefused: number }
   | { conflict: true }
-  | { replayed: boolean; channels: ChannelOutcome[] }
+  | { channels: ChannelOutcome[] }
+
+/** Whether a request published nothing of its own: every channel it published was published before under its key. */
+export const replayedWhole = (outcomes: readonly ChannelOutcome[]) => {
+  const published = outcomes.filter((o): o is Extract<ChannelOutcome, { published: PublishResult }> => 'published' in o)
+  return published.length > 0 && published.every((o) => o.replayed)
+}
 
 type ChannelReply = [1 | 2, string, number?, string?] | [-1, string, number] | [-5, number]
 type Reply = [-2, number] | [-3] | [0 | 1, ...ChannelReply[]]
 
 const requestScript = redisScript<Reply>('realtime publish', ...PUBLISH_LIBRARY_PARTS, PUBLISH_REQUEST_LUA)
+
+/** Where the payload is among publish.lua's arguments (its A 8). */
+const PAYLOAD_ARG = 7
 
 /** The script's KEYS and ARGV for `inputs` (one slot on a cluster), with the counters and claim given, or none. */
 function requestCall(inputs: readonly PublishInput[], budgets: PublishBudgets, options: {
@@ -57,15 +66,17 @@ function requestCall(inputs: readonly PublishInput[], budgets: PublishBudgets, o
   const calls = inputs.map((input) => publishCall(input, budgets))
   const spare = calls[0]!.keys[1]! // a key of the same slot, given where a run uses none (never touched)
   const { ip, quota, keyed } = options
+  // The same payload for every channel (a broadcast) is sent once: its place in each channel's arguments is left ''.
+  const shared = calls.length > 1 && calls.every((call) => call.args[PAYLOAD_ARG] === calls[0]!.args[PAYLOAD_ARG]) ? calls[0]!.args[PAYLOAD_ARG]! : ''
   const keys = [quota?.window.key ?? spare, keyed && options.claim ? idempotencyClaimKey(inputs[0]!.productId, keyed.keyHash) : spare, ip?.window.key ?? spare]
   const args: (string | number)[] = [
-    inputs.length, ip?.limit ?? 0, ip?.window.expireSeconds ?? 0, quota?.limit ?? 0, quota?.window.expireSeconds ?? 0,
-    keyed && options.claim ? keyed.fingerprint : '', keyed ? IDEMPOTENCY_WINDOW_MS : 0,
+    inputs.length, ip?.limit ?? -1, ip?.window.expireSeconds ?? 0, quota?.limit ?? -1, quota?.window.expireSeconds ?? 0,
+    keyed?.fingerprint ?? '', IDEMPOTENCY_WINDOW_MS, keyed && options.claim ? 1 : 0, shared,
   ]
   calls.forEach((call, i) => {
     const input = inputs[i]!
     keys.push(...call.keys, keyed ? idempotencyMarkerKey(input.productId, input.channel, keyed.keyHash) : spare)
-    args.push(...call.args)
+    args.push(...(shared === '' ? call.args : call.args.map((arg, k) => (k === PAYLOAD_ARG ? '' : arg))))
   })
   return [keys, args]
 }
@@ -96,8 +107,8 @@ export async function publishInOneStep(inputs: readonly PublishInput[], options:
   const reply = await requestScript.run(keys, args)
   if (Number(reply[0]) === -2) return { ipRefused: Number(reply[1]) }
   if (Number(reply[0]) === -3) return { conflict: true }
-  const [replayed, ...channels] = reply as [number, ...ChannelReply[]]
-  return { replayed: Number(replayed) === 1, channels: channels.map((r, i) => channelOutcome(r, inputs[i]!, budgets)) }
+  const [, ...channels] = reply as [number, ...ChannelReply[]]
+  return { channels: channels.map((r, i) => channelOutcome(r, inputs[i]!, budgets)) }
 }
 
 /**
@@ -138,10 +149,11 @@ export async function releaseIdempotencyKey(productId: string, keyed: KeyedReque
   await redis().del(idempotencyClaimKey(productId, keyed.keyHash)).catch(() => 0)
 }
 
-/** What the key published on one channel before, or null: for a repeat that would otherwise store its payload first. */
+/** What this request published on one channel before under its key, or null: for a repeat that would otherwise store its payload first. */
 export async function publishedUnderKey(productId: string, channel: string, keyed: KeyedRequest): Promise<PublishResult | null> {
   const marker = await orUnavailable('realtime publish', () => redis().get(idempotencyMarkerKey(productId, channel, keyed.keyHash)))
   if (marker === null) return null
-  const [id, offset, epoch] = marker.split(' ')
+  const [fingerprint, id, offset, epoch] = marker.split(' ')
+  if (fingerprint !== keyed.fingerprint) return null // another request's, left after its claim expired
   return offset === undefined ? { id: id! } : { id: id!, offset: Number(offset), epoch: epoch! }
 }

@@ -28,6 +28,7 @@ export const BroadcastResultSchema = Type.Object({
   id: Type.Optional(Type.String()), offset: Type.Optional(Type.Integer()), epoch: Type.Optional(Type.String()),
   error: Type.Optional(Type.String({ description: 'The error code when status is not 200' })),
   message: Type.Optional(Type.String()),
+  replayed: Type.Optional(Type.Literal(true, { description: 'Published by an earlier request under the same Idempotency-Key: nothing was published now' })),
 }, { additionalProperties: true })
 export const BroadcastResults = () => Type.Array(BroadcastResultSchema, { description: 'One per channel, in the order given' })
 

@@ -238,6 +238,19 @@ describe('publish and history', () => {
     expect(recovered.entries.map((e) => e.offset)).toEqual(Array.from({ length: 16 }, (_, i) => 25 + i))
   })
 
+  test('a channel whose size fills its product\'s history budget exactly keeps publishing between batched trims', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 300, historySize: 16 }
+    const data = JSON.stringify('y'.repeat(98)) // 100 bytes; a UUID id: 200 bytes an entry
+    const budgets: PublishBudgets = { ...defaultBudgets(), historyMaxBytes: historyChannelBytes(channel) + 16 * (36 + 100 + HISTORY_ENTRY_OVERHEAD_BYTES) }
+    for (let i = 1; i <= 40; i++) {
+      const result = await publish({ productId, channel, policy, data }, budgets).catch((e) => e)
+      expect(result).toMatchObject({ offset: i })
+      expect(Number(await redis().hget(channelKeys(productId, channel).meta, 'b'))).toBeLessThanOrEqual(budgets.historyMaxBytes)
+    }
+    expect((await readHistory(productId, channel, policy, { last_n: 100 })).entries.map((e) => e.offset)).toEqual(Array.from({ length: 16 }, (_, i) => 25 + i))
+  })
+
   test('entries older than the retention window are never returned, and the cursor to them does not recover', async () => {
     const { productId, channel } = fresh()
     const policy = { historyTtlSeconds: 1, historySize: 100 }

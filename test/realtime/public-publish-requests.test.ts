@@ -6,7 +6,6 @@ import { windowOf } from '../../shared/fixed-window'
 import { channelTop, readHistory } from '../../shared/realtime/broker'
 import { idempotencyClaimKey } from '../../shared/realtime/keys'
 import { IDEMPOTENCY_WINDOW_MS, keyedRequest, publishInOneStep } from '../../shared/realtime/publish-request'
-import { INLINE_CAP_BYTES } from '../../shared/realtime/payloads'
 import { redis } from '../../shared/redis/client'
 import { call, needsOneRedis } from '../helpers'
 import { pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
@@ -134,7 +133,7 @@ describe('POST /messages/broadcast', () => {
     expect(tool.body.results.map((r: any) => r.offset)).toEqual([2, 2, 2])
   })
 
-  test('bad requests are 4xx naming the field: no channels, 101, a repeated one, data over the inline cap', async () => {
+  test('bad requests are 4xx naming the field: no channels, 101, a repeated one; a body over 64 KiB is 413, gzip 415', async () => {
     const c = `chat:${randomUUID()}`
     for (const [body, status, path] of [
       [{ channels: [], data: 1 }, 400, '/channels'],
@@ -146,12 +145,14 @@ describe('POST /messages/broadcast', () => {
       expect(refused.status).toBe(status)
       expect(JSON.stringify(refused.body.fields)).toContain(path)
     }
-    // Above the inline cap (sent gzipped, as an over-cap publish is): a broadcast never stores a payload per channel.
-    const over = await pub(pair.a, 'POST', `/${p.productId}/realtime/messages/broadcast`, {
-      key: p.key, raw: Bun.gzipSync(JSON.stringify({ channels: [c], data: 'x'.repeat(INLINE_CAP_BYTES) })), headers: { 'content-encoding': 'gzip', 'content-type': 'application/json' },
-    })
+    // The body limit of every route but POST /messages (one payload goes to up to 100 channels), and no gzip.
+    const over = await broadcast({ channels: [c], data: 'x'.repeat(65_536) })
     expect(over.status).toBe(413)
-    expect(over.body).toMatchObject({ error: 'payload_too_large', fields: [{ path: '/body/data' }] })
+    expect(over.body).toMatchObject({ error: 'payload_too_large', limit: 65_536 })
+    const gzipped = await pub(pair.a, 'POST', `/${p.productId}/realtime/messages/broadcast`, {
+      key: p.key, raw: Bun.gzipSync(JSON.stringify({ channels: [c], data: 1 })), headers: { 'content-encoding': 'gzip', 'content-type': 'application/json' },
+    })
+    expect(gzipped.status).toBe(415)
     expect(await channelTop(p.productId, c)).toBeNull()
   })
 
@@ -160,7 +161,10 @@ describe('POST /messages/broadcast', () => {
     const key = randomUUID()
     const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => broadcast({ channels, data: 'once' }, key, i % 2 ? pair.a : pair.b)))
     expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200))
-    expect(new Set(answers.map((a) => JSON.stringify(a.body.results))).size).toBe(1)
+    // Every answer names the same publications; the repeats mark theirs replayed (and say so in the header).
+    const plain = (results: any[]) => JSON.stringify(results.map(({ replayed: _, ...rest }) => rest))
+    expect(new Set(answers.map((a) => plain(a.body.results))).size).toBe(1)
+    expect(answers.filter((a) => a.body.results.every((r: any) => r.replayed === true) && a.headers.get('idempotent-replayed') === 'true')).toHaveLength(9)
     for (const channel of channels) expect(await entries(channel)).toHaveLength(1)
   })
 })
@@ -175,21 +179,27 @@ describe.skipIf(needsOneRedis)('publishInOneStep with a key', () => {
     const keyed = keyedRequest(randomUUID(), Buffer.from('the request'))
     const quota = { window: windowOf(`test:quota:${randomUUID()}`, 60), limit: 1 }
     const first = await publishInOneStep([input(productId, 'chat:a'), input(productId, 'chat:b')], { quota, keyed })
-    expect(first).toEqual({ replayed: false, channels: [{ published: expect.objectContaining({ offset: 1 }), replayed: false }, { overQuota: 2 }] })
+    expect(first).toEqual({ channels: [{ published: expect.objectContaining({ offset: 1 }), replayed: false }, { overQuota: 2 }] })
     // The claim lives as long as the key's window, not longer.
     const pttl = await redis().pttl(idempotencyClaimKey(productId, keyed.keyHash))
     expect(pttl).toBeGreaterThan(IDEMPOTENCY_WINDOW_MS - 5000)
     expect(pttl).toBeLessThanOrEqual(IDEMPOTENCY_WINDOW_MS)
     const room = { window: windowOf(`test:quota:${randomUUID()}`, 60), limit: 5 }
     const again = await publishInOneStep([input(productId, 'chat:a'), input(productId, 'chat:b')], { quota: room, keyed })
-    expect(again).toEqual({ replayed: true, channels: [{ published: (first as any).channels[0].published, replayed: true }, { published: expect.objectContaining({ offset: 1 }), replayed: false }] })
+    expect(again).toEqual({ channels: [{ published: (first as any).channels[0].published, replayed: true }, { published: expect.objectContaining({ offset: 1 }), replayed: false }] })
     expect(await redis().get(room.window.key)).toBe('1') // the repeat on chat:a was not counted
     // Nothing published: the claim is taken back, and the key can name another request.
     const other = keyedRequest(randomUUID(), Buffer.from('refused'))
     const none = { window: windowOf(`test:quota:${randomUUID()}`, 60), limit: 1 }
     await redis().set(none.window.key, '1')
-    expect(await publishInOneStep([input(productId, 'chat:c')], { quota: none, keyed: other })).toEqual({ replayed: false, channels: [{ overQuota: 2 }] })
+    expect(await publishInOneStep([input(productId, 'chat:c')], { quota: none, keyed: other })).toEqual({ channels: [{ overQuota: 2 }] })
     expect(await redis().exists(idempotencyClaimKey(productId, other.keyHash))).toBe(0)
+    // A marker outlives its claim (a repeat published late): once the claim is gone, the key names a new request, and
+    // that request publishes its own data, never answered with the old one's publication.
+    await redis().del(idempotencyClaimKey(productId, keyed.keyHash))
+    const reused = { keyHash: keyed.keyHash, fingerprint: 'another request' }
+    const fresh = await publishInOneStep([input(productId, 'chat:b')], { quota: room, keyed: reused })
+    expect(fresh).toEqual({ channels: [{ published: expect.objectContaining({ offset: 2 }), replayed: false }] })
     await redis().del(quota.window.key, room.window.key, none.window.key)
   })
 })

@@ -51,7 +51,10 @@ local function hist_commit(s, bytes, expires_at, ttl)
     redis.call('HDEL', s.histb, s.channel)
     redis.call('ZREM', s.histx, s.channel)
   elseif expires_at then
-    redis.call('ZADD', s.histx, expires_at, s.channel)
+    -- A new member may recreate an index a sweep emptied (Redis deletes an empty set), without its expiry: give it one.
+    if redis.call('ZADD', s.histx, expires_at, s.channel) == 1 and redis.call('PTTL', s.histx) == -1 then
+      redis.call('PEXPIRE', s.histx, 2 * ttl)
+    end
   end
   if extend then
     redis.call('PEXPIRE', s.histb, 2 * ttl)

@@ -4,13 +4,15 @@
 -- KEYS: 1 the quota's window counter, 2 the idempotency claim, 3 the IP limit's window counter; then 8 per channel:
 --       hist, meta, fan, fan sequence, fanb, histb, histx (publish.lua's K), and the channel's idempotency marker.
 --       Keys a run does not use (no IP limit, no key) are given as any key of the same slot and never touched.
--- ARGV: 1 channels, 2 IP limit (0: not counted here), 3 its expiry (s), 4 quota limit (0: not counted here), 5 its
---       expiry (s), 6 the request's fingerprint ('' : no claim here), 7 how long a key is remembered (ms; 0: no key),
---       then 16 per channel (publish.lua's A).
+-- ARGV: 1 channels, 2 IP limit (-1: not counted here), 3 its expiry (s), 4 quota limit (-1: not counted here), 5 its
+--       expiry (s), 6 the request's fingerprint ('': no key), 7 how long a key is remembered (ms), 8 1 to claim the key
+--       here (0: claimed before, a cluster's step), 9 the payload of every channel whose own (A 8) is '' (a broadcast
+--       sends it once), then 16 per channel (publish.lua's A).
 -- Returns {-2, count} past the IP limit (nothing else counted or written); {-3} when the key's claim names another
--- request (nothing counted but the IP limit); otherwise {replayed, results...} with replayed 1 when the claim was this
--- request's already (a repeat), and per channel: {1, id, offset, epoch} or {1, id} published; {2, id, offset, epoch} or
--- {2, id} published before under this key (nothing done); {-1, budget, ms} over a byte budget; {-5, count} past the quota.
+-- request (nothing counted but the IP limit); otherwise {0, results...}, per channel: {1, id, offset, epoch} or {1, id}
+-- published; {2, id, offset, epoch} or {2, id} published before by this request under this key (nothing done); {-1,
+-- budget, ms} over a byte budget; {-5, count} past the quota. A marker is `fingerprint id offset epoch`: one another
+-- request left (its claim expired first) is not this one's, and is replaced by this one's publish.
 -- Counters expire with their window's first hit (window + 5 s: hitWindow's rule). The quota counts every channel the
 -- request tries, refused or not, but a repeat answered from its marker. A claim made here is taken back when nothing
 -- was published, so an idempotency key costs memory only beside a publication.
@@ -21,47 +23,55 @@ local function count_in(key, expiry)
   return count
 end
 local channels = tonumber(ARGV[1])
-if tonumber(ARGV[2]) > 0 then
+if tonumber(ARGV[2]) >= 0 then
   local count = count_in(KEYS[3], ARGV[3])
   if count > tonumber(ARGV[2]) then return {-2, count} end
 end
 local window = tonumber(ARGV[7])
 local fingerprint = ARGV[6]
-local replayed, claimed = 0, false
-if fingerprint ~= '' then
+local claimed = false
+if fingerprint ~= '' and ARGV[8] == '1' then
   local claim = redis.call('GET', KEYS[2])
   if claim and claim ~= fingerprint then return {-3} end
-  if claim then replayed = 1
-  else
+  if not claim then
     redis.call('SET', KEYS[2], fingerprint, 'PX', window)
     claimed = true
   end
 end
 local quota = tonumber(ARGV[4])
 local published = false
-local out = {replayed}
+local out = {0}
 for c = 0, channels - 1 do
   local K = {unpack(KEYS, 4 + 8 * c, 11 + 8 * c)}
-  local A = {unpack(ARGV, 8 + 16 * c, 23 + 16 * c)}
-  local marker = window > 0 and redis.call('GET', K[8]) or nil
+  local A = {unpack(ARGV, 10 + 16 * c, 25 + 16 * c)}
+  if A[8] == '' then A[8] = ARGV[9] end
+  local marker = fingerprint ~= '' and redis.call('GET', K[8]) or nil
+  local result = nil
   if marker then
-    -- `id offset epoch`, or `id` for an ephemeral channel's
-    local result = {2}
-    for word in string.gmatch(marker, '%S+') do result[#result + 1] = word end
-    if result[3] then result[3] = tonumber(result[3]) end
+    -- `fingerprint id offset epoch`, or `fingerprint id` for an ephemeral channel's
+    local words = {}
+    for word in string.gmatch(marker, '%S+') do words[#words + 1] = word end
+    if words[1] == fingerprint then
+      result = {2, words[2]}
+      if words[3] then result[3], result[4] = tonumber(words[3]), words[4] end
+    end
+  end
+  if result then
     out[#out + 1] = result
     published = true
   else
-    local count = quota > 0 and count_in(KEYS[1], ARGV[5]) or 0
-    if count > quota and quota > 0 then out[#out + 1] = {-5, count}
+    local count = quota >= 0 and count_in(KEYS[1], ARGV[5]) or 0
+    if quota >= 0 and count > quota then out[#out + 1] = {-5, count}
     else
       local reply = publish_one(K, A)
       if reply[1] == -1 then out[#out + 1] = reply
       else
         published = true
         out[#out + 1] = reply[1] and {1, A[6], reply[1], reply[2]} or {1, A[6]}
-        if window > 0 then
-          redis.call('SET', K[8], reply[1] and (A[6] .. ' ' .. reply[1] .. ' ' .. reply[2]) or A[6], 'PX', window)
+        if fingerprint ~= '' then
+          local marked = fingerprint .. ' ' .. A[6]
+          if reply[1] then marked = marked .. ' ' .. reply[1] .. ' ' .. reply[2] end
+          redis.call('SET', K[8], marked, 'PX', window)
         end
       end
     end

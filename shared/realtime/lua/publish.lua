@@ -11,7 +11,7 @@
 -- (then nothing was written but bookkeeping: expired history trimmed and accounted).
 -- Budgets (docs/realtime-data-plane.md, "Budgets"): both are checked before anything is appended, so a refused publish
 -- leaves the streams as they were; the fan-out stream is trimmed by age only, never by length.
--- Work per publish (docs/performance.md, "Publish"): the commands a stored publish runs are a fixed dozen (one HMGET and
+-- Work per publish (docs/performance.md, "Publish"): the commands a stored publish runs are fourteen (one HMGET and
 -- one HSET per hash, two XADDs, two PEXPIREs, a ZADD, INCR, TIME, INFO); trims read entries once per batch, not once
 -- per publish: the history stream keeps up to historySize + historySize/8 entries and reads serve the newest historySize
 -- (history.lua), so entries are trimmed (and their bytes counted off) every historySize/8 + 1 offsets, in one batch.
@@ -68,17 +68,27 @@ local function publish_one(K, A)
         bytes = math.max(0, bytes)
         redis.call('HSET', K[2], 'b', bytes, 'h', head)
       end
-      -- Trim by size, in batches: every size/8 + 1 offsets, the entries this publish takes out of the newest `size`.
-      local next = offset + 1
-      if next > size and next % (math.floor(size / 8) + 1) == 0 then
-        below = next - size
-        for _, entry in ipairs(redis.call('XRANGE', K[1], '-', string.format('%d-0', below))) do freed = freed + entry_bytes(entry) end
-      end
     end
+    -- Trim by size, in batches: every size/8 + 1 offsets, the entries this publish takes out of the newest `size`.
+    -- Also whenever the publish would not fit without it: a channel at a full budget must never wait for a batch its
+    -- refused publishes cannot reach (the offset only moves when one is accepted).
+    local function size_trim()
+      below = offset + 1 - size
+      for _, entry in ipairs(redis.call('XRANGE', K[1], '-', string.format('%d-0', below))) do freed = freed + entry_bytes(entry) end
+    end
+    if epoch and offset + 1 > size and (offset + 1) % (math.floor(size / 8) + 1) == 0 then size_trim() end
     local hist_cost = #A[6] + #A[8] + tonumber(A[15])
+    local max = tonumber(A[12])
     -- A new epoch starts with the channel's own cost.
-    local after = (epoch and math.max(0, bytes - freed) or tonumber(A[16])) + hist_cost
-    if budget.other + after > tonumber(A[12]) and hist_exact(budget) + after > tonumber(A[12]) then
+    local function after() return (epoch and math.max(0, bytes - freed) or tonumber(A[16])) + hist_cost end
+    local fits = budget.other + after() <= max or hist_exact(budget) + after() <= max
+    if not fits and epoch and not below and offset + 1 > size then
+      size_trim()
+      fits = budget.other + after() <= max
+    end
+    -- What the channel costs after this publish (read before a new epoch replaces `epoch` below).
+    local charged = after()
+    if not fits then
       -- Refused: keep the bookkeeping of what was trimmed by age. It may fit once the product's first channel expires.
       hist_commit(budget, epoch and bytes or nil)
       local first = redis.call('ZRANGE', K[7], 0, 0, 'WITHSCORES')
@@ -93,10 +103,10 @@ local function publish_one(K, A)
     end
     offset = offset + 1
     redis.call('XADD', K[1], string.format('%d-0', offset), 't', now, 'i', A[6], A[7], A[8])
-    redis.call('HSET', K[2], 'e', epoch, 'o', offset, 'b', after, 'g', gen, 'h', head)
+    redis.call('HSET', K[2], 'e', epoch, 'o', offset, 'b', charged, 'g', gen, 'h', head)
     redis.call('PEXPIRE', K[1], ttl)
     redis.call('PEXPIRE', K[2], ttl)
-    hist_commit(budget, after, now + ttl, ttl)
+    hist_commit(budget, charged, now + ttl, ttl)
     result = {offset, epoch}
   end
   -- Trimmed by age only: an entry stays at least the window, whatever other products append (never MAXLEN).
