@@ -10,14 +10,18 @@
 -- slices (old ones dropped) only when a new slice starts, once per slice, since only then can a slice leave the window.
 -- Nothing is ever decremented and the hash expires: nothing drifts. A hash of before (slices only, no `c`) is summed
 -- again at once, as at a new slice.
-local function fan_slice(window, slices) return math.max(1, math.ceil(window / slices)) end
+local function fan_slice(window, slices)
+  local slice = window / slices
+  if slice % 1 ~= 0 then slice = slice - slice % 1 + 1 end
+  return slice < 1 and 1 or slice
+end
 local function fan_open(key, window, slices, now)
   local slice = fan_slice(window, slices)
-  local bucket = math.floor(now / slice)
+  local bucket = (now - now % slice) / slice
   local got = redis.call('HMGET', key, '#', 'c', 'o', bucket)
-  local s = {key = key, window = window, slice = slice, bucket = bucket, mine = tonumber(got[4] or '0')}
-  if tonumber(got[2]) == bucket then
-    s.used, s.oldest, s.fresh = tonumber(got[1]), tonumber(got[3]), false
+  local s = {key = key, window = window, slice = slice, bucket = bucket, mine = (got[4] or 0) + 0}
+  if got[2] and got[2] + 0 == bucket then
+    s.used, s.oldest, s.fresh = got[1] + 0, got[3] + 0, false
   else
     local used, oldest, stale = 0, bucket, {}
     local counted = redis.call('HGETALL', key)

@@ -15,27 +15,27 @@ local function hist_sweep(s)
   if #gone == 0 then return end
   local bytes = redis.call('HMGET', s.histb, unpack(gone))
   for i, ch in ipairs(gone) do
-    local b = tonumber(bytes[i] or '0')
+    local b = (bytes[i] or 0) + 0
     s.total = s.total - b
     if ch == s.channel then s.mine = 0 end
   end
-  s.total = math.max(0, s.total)
+  if s.total < 0 then s.total = 0 end
   redis.call('HDEL', s.histb, unpack(gone))
   redis.call('ZREM', s.histx, unpack(gone))
   s.dirty = true
 end
 local function hist_open(histb, histx, channel, now)
   local got = redis.call('HMGET', histb, '#', channel, '@', 'x')
-  local s = {histb = histb, histx = histx, channel = channel, now = now, total = tonumber(got[1] or '0'),
-    mine = tonumber(got[2] or '0'), next_sweep = tonumber(got[3] or '0'), expires = tonumber(got[4] or '0'), swept = false}
+  local s = {histb = histb, histx = histx, channel = channel, now = now, total = (got[1] or 0) + 0,
+    mine = (got[2] or 0) + 0, next_sweep = (got[3] or 0) + 0, expires = (got[4] or 0) + 0, swept = false}
   if s.next_sweep <= now then hist_sweep(s) end
-  s.other = math.max(0, s.total - s.mine)
+  s.other = s.total > s.mine and s.total - s.mine or 0
   return s
 end
 local function hist_exact(s)
   if not s.swept then
     hist_sweep(s)
-    s.other = math.max(0, s.total - s.mine)
+    s.other = s.total > s.mine and s.total - s.mine or 0
   end
   return s.other
 end
@@ -43,10 +43,13 @@ local function hist_commit(s, bytes, expires_at, ttl)
   local total = s.other + (bytes or 0)
   -- The product's index lives as long as its longest-lived channel on this shard: twice that, moved only when short.
   local extend = expires_at and bytes and s.expires < expires_at
-  local fields = {'#', total, '@', s.next_sweep}
-  if bytes then table.insert(fields, s.channel) table.insert(fields, bytes) end
-  if extend then table.insert(fields, 'x') table.insert(fields, s.now + 2 * ttl) end
-  redis.call('HSET', s.histb, unpack(fields))
+  if bytes and extend then
+    redis.call('HSET', s.histb, '#', total, '@', s.next_sweep, s.channel, bytes, 'x', s.now + 2 * ttl)
+  elseif bytes then
+    redis.call('HSET', s.histb, '#', total, '@', s.next_sweep, s.channel, bytes)
+  else
+    redis.call('HSET', s.histb, '#', total, '@', s.next_sweep)
+  end
   if not bytes then
     redis.call('HDEL', s.histb, s.channel)
     redis.call('ZREM', s.histx, s.channel)

@@ -19,13 +19,13 @@
 -- publish time of the head when last read), so the head is read for the age trim only when it may be due.
 local function publish_one(K, A)
   local now = now_ms()
-  local size = tonumber(A[1])
-  local ttl = tonumber(A[2])
+  local size = A[1] + 0
+  local ttl = A[2] + 0
   local stored = size > 0 and ttl > 0
-  local window = tonumber(A[9])
-  local fan_cost = #A[4] + #A[5] + #A[6] + #A[8] + #A[10] + tonumber(A[14])
-  local fan_budget = fan_open(K[5], window, tonumber(A[13]), now)
-  if fan_budget.used + fan_cost > tonumber(A[11]) then return {-1, 'fanout', fan_budget.wait} end
+  local window = A[9] + 0
+  local fan_cost = #A[4] + #A[5] + #A[6] + #A[8] + #A[10] + A[14]
+  local fan_budget = fan_open(K[5], window, A[13] + 0, now)
+  if fan_budget.used + fan_cost > A[11] + 0 then return {-1, 'fanout', fan_budget.wait} end
   local result = {}
   if stored then
     -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream): its entries, and
@@ -37,16 +37,16 @@ local function publish_one(K, A)
     -- An epoch numbered by another master (a failover, a restart, a moved slot) is not continued: a new one starts.
     if epoch and not same_generation(meta[2], gen) then epoch = nil end
     local function entry_bytes(entry)
-      local n = tonumber(A[15])
+      local n = A[15] + 0
       -- fields: t, <time>, i, <id>, d|r, <payload>: the id and the payload are what a publish was charged for
       for j = 4, #entry[2], 2 do n = n + #entry[2][j] end
       return n
     end
     local offset, bytes, head, freed, below = 0, 0, now, 0, nil
     if epoch then
-      offset = tonumber(meta[3] or '0')
-      bytes = tonumber(meta[4] or '0')
-      head = tonumber(meta[5] or '0') -- none (a hash of before): read the head
+      offset = (meta[3] or 0) + 0
+      bytes = (meta[4] or 0) + 0
+      head = (meta[5] or 0) + 0 -- none (a hash of before): read the head
       -- Trim by age: drop leading entries older than the window (bounded work per publish; reads filter by age anyway).
       local cutoff = now - ttl
       if head < cutoff then
@@ -54,7 +54,7 @@ local function publish_one(K, A)
         local keep = nil
         head = now
         for i = 1, #batch do
-          local t = tonumber(batch[i][2][2])
+          local t = batch[i][2][2] + 0
           if t >= cutoff then keep, head = batch[i][1], t break end
           bytes = bytes - entry_bytes(batch[i])
           -- A full batch of old entries: more may follow, no older than this one (ids grow with time).
@@ -65,7 +65,7 @@ local function publish_one(K, A)
           if not keep then keep = string.gsub(batch[#batch][1], '-0$', '-1') end
           redis.call('XTRIM', K[1], 'MINID', keep)
         end
-        bytes = math.max(0, bytes)
+        if bytes < 0 then bytes = 0 end
         redis.call('HSET', K[2], 'b', bytes, 'h', head)
       end
     end
@@ -74,13 +74,16 @@ local function publish_one(K, A)
     -- refused publishes cannot reach (the offset only moves when one is accepted).
     local function size_trim()
       below = offset + 1 - size
-      for _, entry in ipairs(redis.call('XRANGE', K[1], '-', string.format('%d-0', below))) do freed = freed + entry_bytes(entry) end
+      for _, entry in ipairs(redis.call('XRANGE', K[1], '-', below .. '-0')) do freed = freed + entry_bytes(entry) end
     end
-    if epoch and offset + 1 > size and (offset + 1) % (math.floor(size / 8) + 1) == 0 then size_trim() end
-    local hist_cost = #A[6] + #A[8] + tonumber(A[15])
-    local max = tonumber(A[12])
+    if epoch and offset + 1 > size and (offset + 1) % ((size - size % 8) / 8 + 1) == 0 then size_trim() end
+    local hist_cost = #A[6] + #A[8] + A[15]
+    local max = A[12] + 0
     -- A new epoch starts with the channel's own cost.
-    local function after() return (epoch and math.max(0, bytes - freed) or tonumber(A[16])) + hist_cost end
+    local function after()
+      local kept = bytes > freed and bytes - freed or 0
+      return (epoch and kept or A[16] + 0) + hist_cost
+    end
     local fits = budget.other + after() <= max or hist_exact(budget) + after() <= max
     if not fits and epoch and not below and offset + 1 > size then
       size_trim()
@@ -92,17 +95,17 @@ local function publish_one(K, A)
       -- Refused: keep the bookkeeping of what was trimmed by age. It may fit once the product's first channel expires.
       hist_commit(budget, epoch and bytes or nil)
       local first = redis.call('ZRANGE', K[7], 0, 0, 'WITHSCORES')
-      return {-1, 'history', first[2] and (tonumber(first[2]) - now) or ttl}
+      return {-1, 'history', first[2] and (first[2] - now) or ttl}
     end
     if not epoch then
       -- A new epoch: whatever history stream and meta survive belong to the old one and must not be served under the new.
       epoch, offset, head = A[3], 0, now
       redis.call('DEL', K[1], K[2])
     elseif below then
-      redis.call('XTRIM', K[1], 'MINID', string.format('%d-1', below))
+      redis.call('XTRIM', K[1], 'MINID', below .. '-1')
     end
     offset = offset + 1
-    redis.call('XADD', K[1], string.format('%d-0', offset), 't', now, 'i', A[6], A[7], A[8])
+    redis.call('XADD', K[1], offset .. '-0', 't', now, 'i', A[6], A[7], A[8])
     redis.call('HSET', K[2], 'e', epoch, 'o', offset, 'b', charged, 'g', gen, 'h', head)
     redis.call('PEXPIRE', K[1], ttl)
     redis.call('PEXPIRE', K[2], ttl)
@@ -110,16 +113,19 @@ local function publish_one(K, A)
     result = {offset, epoch}
   end
   -- Trimmed by age only: an entry stays at least the window, whatever other products append (never MAXLEN).
-  local fan = {'XADD', K[3], 'MINID', '~', now - window, '*', 'channel', A[5], 'product', A[4], 'id', A[6], 't', now}
+  -- Numbered next to the XADD, so that no number is ever taken without its entry. One call per shape of entry, the
+  -- fields written out: building a table for it costs more than the XADD.
+  local n = redis.call('INCR', K[4])
+  local minid = now - window
   if stored then
-    table.insert(fan, 'offset') table.insert(fan, result[1])
-    table.insert(fan, 'epoch') table.insert(fan, result[2])
+    redis.call('XADD', K[3], 'MINID', '~', minid, '*', 'channel', A[5], 'product', A[4], 'id', A[6], 't', now,
+      'offset', result[1], 'epoch', result[2], A[7], A[8], 'n', n)
+  elseif A[10] ~= '' then
+    redis.call('XADD', K[3], 'MINID', '~', minid, '*', 'channel', A[5], 'product', A[4], 'id', A[6], 't', now,
+      'sender', A[10], A[7], A[8], 'n', n)
+  else
+    redis.call('XADD', K[3], 'MINID', '~', minid, '*', 'channel', A[5], 'product', A[4], 'id', A[6], 't', now, A[7], A[8], 'n', n)
   end
-  if A[10] ~= '' then table.insert(fan, 'sender') table.insert(fan, A[10]) end
-  table.insert(fan, A[7]) table.insert(fan, A[8])
-  -- Numbered last, next to the XADD, so that no number is ever taken without its entry.
-  table.insert(fan, 'n') table.insert(fan, redis.call('INCR', K[4]))
-  redis.call(unpack(fan))
   fan_add(fan_budget, fan_cost)
   return result
 end
