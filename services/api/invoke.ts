@@ -1,13 +1,14 @@
-// The one entry point for running an operation, used by REST routes and MCP tool calls alike:
-// authenticate, count the request against its credential's budget, validate, resolve the product, authorize, count it
-// against the organization's budget, then run the handler.
-import { areaTag, rateClassOf, type AnyOperation, type Context, type Principal } from '../../shared/catalog/operation'
+// The one entry point for running an operation, used by REST routes and MCP tool calls alike: authenticate, count the
+// request against its credential's budget, refuse what the credential can never call (authorize.ts), validate, resolve
+// the product and the caller's access to it, count it against the organization's budget, then run the handler.
+import { rateClassOf, type AnyOperation, type Context, type Principal } from '../../shared/catalog/operation'
 import { validateInput } from '../../shared/catalog/validate'
 import { config } from '../../shared/config'
 import { badRequest, forbidden, notFound } from '../../shared/errors'
 import { hitWindow, tooMany } from '../../shared/fixed-window'
 import { isUuid } from '../../shared/ids'
 import { authenticate } from './accounts/authenticate'
+import { refusal } from './authorize'
 import { timedQuery } from './analytics/prometheus'
 import { isMember, productAccess } from './accounts/products'
 import { limitCredential, limitOrganization, withOrganizationSlot } from './limits'
@@ -32,9 +33,9 @@ export async function invoke(op: AnyOperation, raw: RawInput, caller: CallerHead
   const principal = op.auth === 'none' ? null : await authenticate(caller.authorization)
   // Every authenticated request counts, a refused or invalid one too: each costs at least the token lookup.
   if (principal) await limitCredential(op, principal)
-  if (principal?.kind === 'platform_key' && (op.sessionOnly || op.ownerOnly)) {
-    throw forbidden(`${op.id} needs ${op.ownerOnly ? "the owner's" : 'a'} platform login; platform API keys cannot call it`)
-  }
+  // Before the input is read: a credential that can never call the operation learns that first, whatever it sent.
+  const refused = principal && refusal(op, principal)
+  if (refused) throw refused
   const input = validateInput(op, raw)
   canonicalUuids(op, input.params as Record<string, unknown> | undefined)
   const header = caller.productId?.toLowerCase() ?? null
@@ -81,7 +82,6 @@ async function resolveProduct(
 ): Promise<{ productId: string; organizationId: string }> {
   const fromPath = (params as { productId?: string } | undefined)?.productId
   if (principal.kind === 'platform_key') {
-    if (!principal.areas.includes(op.area)) throw forbidden(`This platform key does not carry the ${areaTag(op.area)} area`)
     const requested = fromPath ?? header
     // Another product's resources are invisible, not forbidden.
     if (requested && requested !== principal.productId) throw notFound('Product')

@@ -75,7 +75,7 @@ describe('MCP endpoint', () => {
     expect(((await response.json()) as any).error).toBe('unauthorized')
   })
 
-  test('the tool names are exactly the OpenAPI operation ids, and the catalog version is visible', async () => {
+  test('the tool names are the OpenAPI operation ids that take a bearer token, and the catalog version is visible', async () => {
     const owner = await newProduct()
     const client = await mcpClient(owner.token)
     expect(client.getServerVersion()?.version).toBe(CATALOG_VERSION)
@@ -83,12 +83,14 @@ describe('MCP endpoint', () => {
     expect((listed._meta as any)?.catalogVersion).toBe(CATALOG_VERSION)
     const toolNames = listed.tools.map((t) => t.name).sort()
     const openapi = ok(await call('GET', '/openapi.json'), 'GET /openapi.json').body
-    const operationIds = Object.values<any>(openapi.paths).flatMap((methods) => Object.values<any>(methods).map((op) => op.operationId)).sort()
+    // sign-up and login take no token: a caller of /mcp already holds one (test/platform/mcp.test.ts)
+    const operationIds = Object.values<any>(openapi.paths).flatMap((methods) => Object.values<any>(methods))
+      .filter((op) => op.security.length > 0).map((op) => op.operationId).sort()
     expect(toolNames).toEqual(operationIds)
     expect(new Set(toolNames).size).toBe(toolNames.length)
     const create = listed.tools.find((t) => t.name === 'organization_platform-keys_create')!
-    expect(create.inputSchema.required).toEqual(['path', 'body'])
-    expect((create.inputSchema.properties as any).body.properties.areas.type).toBe('array')
+    expect(create.inputSchema.required).toEqual(['productId', 'name', 'areas']) // flat: each field has one place
+    expect((create.inputSchema.properties as any).areas.type).toBe('array')
     await client.close()
   })
 
@@ -121,8 +123,6 @@ describe('MCP endpoint', () => {
     const body = JSON.parse((invalid.content as any)[0].text)
     expect(body).toMatchObject({ error: 'validation_failed', status: 400 })
     expect(body.fields).toEqual([{ path: '/body/name', message: expect.any(String) }])
-    const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} })
-    expect(unknown.isError).toBe(true)
     await client.close()
   })
 

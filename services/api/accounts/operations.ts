@@ -51,10 +51,11 @@ export const login = defineOperation({
 
 export const logout = defineOperation({
   id: 'organization_auth_logout', method: 'POST', path: '/auth/logout', area: 'organization', auth: 'principal',
+  sessionOnly: true, // a platform key is revoked instead; declared, so MCP lists it only for sessions
   summary: 'End the current login session (its token stops working at once)',
   response: Strict({ loggedOut: Type.Boolean() }),
   handler: async (_input, ctx) => {
-    if (ctx.principal?.kind !== 'session') throw forbidden('Only a login session can log out; revoke a platform key instead')
+    if (ctx.principal?.kind !== 'session') throw forbidden('Only a login session can log out') // sessionOnly: narrows the type
     await endSession(ctx.principal.sessionId)
     return { loggedOut: true }
   },
