@@ -2,11 +2,10 @@
 // connections and gateways, counted in Redis (one-second fixed windows, key `gw:ce:<productId>:<second>`), besides each
 // connection's token bucket. On one Redis the count and the publish are one script (publish-request.lua, the budget as
 // its per-channel limit): one round trip per event. On a cluster the counter is in another slot: counted first.
-import { ApiError } from '../shared/errors'
 import { countWhileDown, hitWindow, windowOf } from '../shared/fixed-window'
 import { config } from '../shared/config'
 import { publish, type PublishInput } from '../shared/realtime/broker'
-import { publishInOneStep } from '../shared/realtime/publish-request'
+import { publishInOneStep, scriptNotRun } from '../shared/realtime/publish-request'
 import { onCluster } from '../shared/redis/cluster'
 
 const WHAT = 'client event budget'
@@ -34,8 +33,8 @@ export async function publishClientEvent(event: PublishInput & { senderConnectio
     return { id: result!.published.id }
   } catch (error) {
     // Redis did not run the script: the event is counted here, as hitWindow would, and the publish answers its 503.
-    const cause = error instanceof ApiError && error.status === 503 ? (error as Error).cause : undefined
-    if (cause !== undefined && !(cause instanceof Error && cause.name === 'ReplyError') && countWhileDown(WHAT, window, cause, now) > limit) return null
+    const cause = scriptNotRun(error)
+    if (cause !== undefined && countWhileDown(WHAT, window, cause, now) > limit) return null
     throw error
   }
 }

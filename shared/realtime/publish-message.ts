@@ -13,7 +13,7 @@ import { INLINE_CAP_BYTES, payloadKey, storePayload } from './payloads'
 import { productPolicies } from './policies'
 import {
   type ChannelOutcome, claimIdempotencyKey, type KeyedRequest, keyedRequest, publishedUnderKey, publishInOneStep,
-  publishPerShard, releaseIdempotencyKey, replayedWhole,
+  publishPerShard, releaseIdempotencyKey, replayedWhole, scriptNotRun,
 } from './publish-request'
 import { countPublishes, QUOTA_WHAT, quotaExceeded, quotaWindow } from './publish-quota'
 import type { BroadcastBody, PublishBody } from './request-schemas'
@@ -161,9 +161,8 @@ async function inOneStep(request: Prepared, ip: RequestLimit, targets = request.
     request.replayed = replayedWhole(outcome.channels)
     return outcome.channels
   } catch (error) {
-    // A Redis error reply means the script ran, and counted (its writes before an error stay): nothing to count here.
-    const cause = error instanceof ApiError && error.status === 503 ? (error as Error).cause : undefined
-    if (cause === undefined || (cause instanceof Error && cause.name === 'ReplyError')) throw error
+    const cause = scriptNotRun(error)
+    if (cause === undefined) throw error
     if (byIp && countWhileDown(ip.what, byIp.window, cause, now) > byIp.limit) throw ip.refuse(byIp.window.retryAfter)
     if (countWhileDown(QUOTA_WHAT, quota.window, cause, now, targets.length) > quota.limit) throw quotaExceeded(quota.window.retryAfter, quota.limit)
     throw error

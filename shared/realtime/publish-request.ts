@@ -6,11 +6,11 @@
 // written by the publish itself, in the channel's slot: two workers running the same request publish once.
 // docs/realtime-data-plane.md, "Publish requests".
 import { createHash } from 'node:crypto'
-import type { ApiError } from '../errors'
+import { ApiError } from '../errors'
 import type { Window } from '../fixed-window'
 import { orUnavailable, redisScript } from '../redis-script'
 import { redis } from '../redis/client'
-import { defaultBudgets, publishCall, publishResult, PUBLISH_LIBRARY_PARTS, type PublishBudgets, type PublishInput, type PublishReply, type PublishResult } from './broker'
+import { defaultBudgets, publishCall, type PublishCall, publishResult, PUBLISH_LIBRARY_PARTS, type PublishBudgets, type PublishInput, type PublishReply, type PublishResult } from './broker'
 import { idempotencyClaimKey, idempotencyMarkerKey } from './keys'
 import PUBLISH_REQUEST_LUA from './lua/publish-request.lua' with { type: 'text' }
 
@@ -27,6 +27,16 @@ export interface WindowLimit {
 export interface KeyedRequest {
   keyHash: string
   fingerprint: string
+}
+
+/**
+ * Why Redis did not run a request's script (down, or no answer in time), or undefined when it ran: an answer, or an
+ * error reply (its writes before the error stay). When it did not, the counters it would have counted are unknown and
+ * the caller counts them in the worker (countWhileDown), as hitWindow does.
+ */
+export function scriptNotRun(error: unknown): unknown {
+  const cause = error instanceof ApiError && error.status === 503 ? (error as Error).cause : undefined
+  return cause instanceof Error && cause.name === 'ReplyError' ? undefined : cause
 }
 
 /** A key and the request it names: what makes two requests the same (sha256 hex of each). */
@@ -60,10 +70,9 @@ const requestScript = redisScript<Reply>('realtime publish', ...PUBLISH_LIBRARY_
 const PAYLOAD_ARG = 7
 
 /** The script's KEYS and ARGV for `inputs` (one slot on a cluster), with the counters and claim given, or none. */
-function requestCall(inputs: readonly PublishInput[], budgets: PublishBudgets, options: {
+function requestCall(inputs: readonly PublishInput[], calls: readonly PublishCall[], options: {
   ip?: WindowLimit; quota?: WindowLimit; keyed?: KeyedRequest; claim?: boolean
 }): [string[], (string | number)[]] {
-  const calls = inputs.map((input) => publishCall(input, budgets))
   const spare = calls[0]!.keys[1]! // a key of the same slot, given where a run uses none (never touched)
   const { ip, quota, keyed } = options
   // The same payload for every channel (a broadcast) is sent once: its place in each channel's arguments is left ''.
@@ -103,7 +112,7 @@ function channelOutcome(reply: ChannelReply, input: PublishInput, budgets: Publi
 export async function publishInOneStep(inputs: readonly PublishInput[], options: {
   ip?: WindowLimit; quota: WindowLimit; keyed?: KeyedRequest
 }, budgets: PublishBudgets = defaultBudgets()): Promise<RequestOutcome> {
-  const [keys, args] = requestCall(inputs, budgets, { ...options, claim: true })
+  const [keys, args] = requestCall(inputs, inputs.map((input) => publishCall(input, budgets)), { ...options, claim: true })
   const reply = await requestScript.run(keys, args)
   if (Number(reply[0]) === -2) return { ipRefused: Number(reply[1]) }
   if (Number(reply[0]) === -3) return { conflict: true }
@@ -116,14 +125,12 @@ export async function publishInOneStep(inputs: readonly PublishInput[], options:
  * Redis they are still grouped by shard, which changes nothing). Outcomes in the order of `inputs`.
  */
 export async function publishPerShard(inputs: readonly PublishInput[], keyed?: KeyedRequest, budgets: PublishBudgets = defaultBudgets()): Promise<ChannelOutcome[]> {
+  const calls = inputs.map((input) => publishCall(input, budgets))
   const byShard = new Map<number, number[]>()
-  inputs.forEach((input, i) => {
-    const shard = publishCall(input, budgets).shard
-    byShard.set(shard, [...(byShard.get(shard) ?? []), i])
-  })
+  calls.forEach((call, i) => byShard.set(call.shard, [...(byShard.get(call.shard) ?? []), i]))
   const outcomes: ChannelOutcome[] = new Array(inputs.length)
   const groups = [...byShard.values()]
-  const replies = await requestScript.runEach(groups.map((group) => requestCall(group.map((i) => inputs[i]!), budgets, { keyed })))
+  const replies = await requestScript.runEach(groups.map((group) => requestCall(group.map((i) => inputs[i]!), group.map((i) => calls[i]!), { keyed })))
   groups.forEach((group, g) => {
     const [, ...channels] = replies[g] as [number, ...ChannelReply[]]
     group.forEach((i, k) => (outcomes[i] = channelOutcome(channels[k]!, inputs[i]!, budgets)))
