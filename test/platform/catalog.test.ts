@@ -1,28 +1,21 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import Type from 'typebox'
 import { catalogVersion } from '../../services/api/openapi'
 import { CATALOG_VERSION, operations } from '../../services/api/catalog'
 import { ERROR_CODES } from '../../shared/error-catalog'
-import { api, call, newPlatformKey, newProduct, ok } from '../helpers'
+import { call, newPlatformKey, newProduct, ok } from '../helpers'
+import { type McpServer, serveMcp } from './mcp-client'
 
-let server: ReturnType<typeof Bun.serve>
+let mcp: McpServer
 let base: string
 
 beforeAll(() => {
-  server = Bun.serve({ port: 0, fetch: (request) => api.handle(request) })
-  base = `http://127.0.0.1:${server.port}`
+  mcp = serveMcp('catalog-test')
+  base = mcp.base
 })
-afterAll(() => server.stop(true))
+afterAll(() => mcp.stop())
 
-async function mcpClient(token: string, productId?: string) {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
-  if (productId) headers['x-product-id'] = productId
-  const client = new Client({ name: 'catalog-test', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers } }))
-  return client
-}
+const mcpClient = (token: string, productId?: string) => mcp.client(token, productId)
 
 describe('OpenAPI document', () => {
   test('is OpenAPI 3.1.0 with the areas as tags, bearerAuth, the Error schema and the catalog version', async () => {

@@ -1,28 +1,19 @@
 // The MCP endpoint as an agent meets it: tools/list lists what its credential may call, compactly; tool arguments may be
 // flat; an unknown tool is a JSON-RPC error as the specification says.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { operations } from '../../services/api/catalog'
-import { api, call, newPlatformKey, newProduct } from '../helpers'
+import { call, newPlatformKey, newProduct } from '../helpers'
+import { type McpServer, serveMcp } from './mcp-client'
 
-let server: ReturnType<typeof Bun.serve>
-let base: string
+let mcp: McpServer
 
 beforeAll(() => {
-  server = Bun.serve({ port: 0, fetch: (request) => api.handle(request) })
-  base = `http://127.0.0.1:${server.port}`
+  mcp = serveMcp('mcp-test')
 })
-afterAll(() => server.stop(true))
+afterAll(() => mcp.stop())
 
-async function mcpClient(token: string, productId?: string) {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
-  if (productId) headers['x-product-id'] = productId
-  const client = new Client({ name: 'mcp-test', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers } }))
-  return client
-}
+const mcpClient = (token: string, productId?: string) => mcp.client(token, productId)
 
 /** The bytes of a tools/list answer as it crosses the wire: what an agent reads into its context. */
 async function listBytes(token: string, productId?: string) {
