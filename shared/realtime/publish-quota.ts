@@ -36,27 +36,19 @@ export interface QuotaResult {
 }
 
 /**
- * Counts one publish of the product (INCR, and EXPIRE so windows clean themselves up) and says whether it fits.
- * @example const { allowed, retryAfter } = await checkPublishQuota(productId)
+ * Counts `amount` publishes of the product (INCRBY, and EXPIRE so windows clean themselves up: a broadcast on a cluster
+ * counts its channels at once) and says whether the last of them fits.
+ * @example const { allowed, retryAfter } = await countPublishes(productId, 1)
  */
-export async function checkPublishQuota(productId: string, now = Date.now(), limits = DEFAULT_LIMITS): Promise<QuotaResult> {
-  const { count, retryAfter } = await hitWindow(quotaPrefix(productId), limits.windowSeconds, QUOTA_WHAT, now)
-  const limit = hardLimit(limits)
-  return { allowed: count <= limit, count, limit, retryAfter }
-}
-
-/** Counts `amount` publishes of the product at once (a broadcast on a cluster); QuotaResult for the last of them. */
 export async function countPublishes(productId: string, amount: number, now = Date.now(), limits = DEFAULT_LIMITS): Promise<QuotaResult> {
   const { count, retryAfter } = await hitWindow(quotaPrefix(productId), limits.windowSeconds, QUOTA_WHAT, now, amount)
   const limit = hardLimit(limits)
   return { allowed: count <= limit, count, limit, retryAfter }
 }
 
-/** checkPublishQuota, throwing 429 `quota_exceeded` with Retry-After past the hard limit. */
-export async function enforcePublishQuota(productId: string): Promise<void> {
-  const result = await checkPublishQuota(productId)
-  if (!result.allowed) throw quotaExceeded(result.retryAfter, result.limit)
-}
+/** Counts one publish of the product and says whether it fits. */
+export const checkPublishQuota = (productId: string, now = Date.now(), limits = DEFAULT_LIMITS): Promise<QuotaResult> =>
+  countPublishes(productId, 1, now, limits)
 
 /** The 429 `quota_exceeded` of a publish past the hard limit. */
 export const quotaExceeded = (retryAfter: number, limit = hardLimit(DEFAULT_LIMITS)) =>
