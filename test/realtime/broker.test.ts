@@ -286,6 +286,36 @@ describe('publish and history', () => {
     expect((await readHistory(productId, channel, policy, { offset: 1, epoch: first.epoch! })).recovered).toBe(false)
   })
 
+  test('the history keys live at least the retention window after every publish; their expiry moves once per eighth of it', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 80, historySize: 10 }
+    const keys = channelKeys(productId, channel)
+    /** Each key's expiry and the channel's score in histx, against the window from `since` (ms, before the publish). */
+    const expiries = async (since: number) => {
+      const [hist, meta, x, scored] = await Promise.all([redis().pexpiretime(keys.hist), redis().pexpiretime(keys.meta),
+        redis().hget(keys.meta, 'x'), redis().zscore(keys.histExpiry, channel)])
+      expect(hist).toBe(meta)
+      expect(Number(x)).toBe(hist)
+      expect(Number(scored)).toBe(hist)
+      expect(hist).toBeGreaterThanOrEqual(since + 80_000)
+      expect(hist).toBeLessThanOrEqual(Date.now() + 90_000)
+      return hist
+    }
+    let since = Date.now()
+    await publish({ productId, channel, policy, data: '1' })
+    const first = await expiries(since)
+    since = Date.now()
+    await publish({ productId, channel, policy, data: '2' })
+    expect(await expiries(since)).toBe(first) // still a window away: not moved
+    // As if the window had mostly passed: the next publish moves the expiry, to a window and an eighth from now.
+    const soon = Date.now() + 70_000
+    await Promise.all([redis().pexpireat(keys.hist, soon), redis().pexpireat(keys.meta, soon), redis().hset(keys.meta, 'x', soon),
+      redis().zadd(keys.histExpiry, soon, channel)])
+    since = Date.now()
+    await publish({ productId, channel, policy, data: '3' })
+    expect(await expiries(since)).toBeGreaterThan(soon)
+  })
+
   test('an empty channel answers offset 0 and epoch ""', async () => {
     const { productId, channel } = fresh()
     expect(await readHistory(productId, channel, KEEP, { last_n: 5 })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
