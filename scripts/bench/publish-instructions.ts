@@ -46,6 +46,13 @@ const callgrindControl = async (pid: number, ...flags: string[]) => {
   if (code !== 0) throw new Error(`callgrind_control ${flags.join(' ')} failed: ${out}${err}`)
 }
 
+async function redisCli(port: number, ...command: string[]): Promise<string> {
+  const proc = Bun.spawn(['redis-cli', '-p', String(port), ...command], { stdout: 'pipe', stderr: 'inherit' })
+  const out = await new Response(proc.stdout).text()
+  if ((await proc.exited) !== 0) throw new Error(`redis-cli ${command.join(' ')} failed`)
+  return out
+}
+
 /** The instructions of the newest callgrind dump (its `totals:` line). */
 function lastDumpInstructions(): number {
   // callgrind.out.<pid>.<n> for the n-th dump asked for; callgrind.out.<pid> itself is written only at exit
@@ -120,6 +127,7 @@ async function main() {
   const counted: number[] = []
   for (const subject of subjects) {
     await drive(subject.url, subject.headers, channels, 0, WARMUP)
+    await redisCli(redisPort, 'config', 'resetstat')
     await callgrindControl(redis.pid, '-z')
     await callgrindControl(redis.pid, '-i', 'on')
     await drive(subject.url, subject.headers, channels, WARMUP, PUBLISHES)
@@ -127,6 +135,11 @@ async function main() {
     await callgrindControl(redis.pid, '-i', 'off')
     counted.push(lastDumpInstructions() / PUBLISHES)
     console.log(`  ${subject.name.padEnd(46)} ${Math.round(counted.at(-1)!).toLocaleString('en-US').padStart(9)} instructions`)
+    // What Redis ran per publish, by command (INFO commandstats; the Lua's own calls counted under their names)
+    const stats = await redisCli(redisPort, 'info', 'commandstats')
+    const calls = [...stats.matchAll(/^cmdstat_(\S+):calls=(\d+)/gm)].map(([, name, n]) => [name!, Number(n) / PUBLISHES] as const)
+      .filter(([name, perPublish]) => perPublish >= 0.01 && name !== 'config').sort((a, b) => b[1] - a[1])
+    console.log(`    per publish: ${calls.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(', ')}`)
   }
   console.log(`  ratio: ${(counted[0]! / counted[1]!).toFixed(2)}x Centrifuge's (the goal: at most 1.5x)`)
   await sql`delete from products where id = ${product.productId}`
