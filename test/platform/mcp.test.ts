@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { operations } from '../../services/api/catalog'
-import { call, newPlatformKey, newProduct } from '../helpers'
+import { call, newPlatformKey, newProduct, newUser, ok } from '../helpers'
 import { type McpServer, serveMcp } from './mcp-client'
 
 let mcp: McpServer
@@ -49,6 +49,25 @@ test('a login session lists every operation that takes a bearer token', async ()
   const owner = await newProduct()
   const { names } = await listBytes(owner.token, owner.productId)
   expect(names.sort()).toEqual(operations.filter((op) => op.auth !== 'none').map((op) => op.id).sort())
+})
+
+test('a member (not an owner) naming its product lists no owner-only tool, and calling one anyway is 403; naming no product lists them', async () => {
+  const owner = await newProduct()
+  const teammate = await newUser()
+  ok(await call('POST', `/organizations/${owner.organizationId}/members`, { token: owner.token, body: { email: teammate.email } }), 'add member')
+  const ownerOnly = operations.filter((op) => op.ownerOnly).map((op) => op.id)
+  expect(ownerOnly.length).toBeGreaterThan(0)
+  const { names } = await listBytes(teammate.token, owner.productId)
+  expect(names.filter((name) => ownerOnly.includes(name))).toEqual([])
+  expect(names).toContain('realtime_namespaces_list')
+  const client = await mcpClient(teammate.token, owner.productId)
+  const refused = await client.callTool({ name: 'organization_public-keys_list', arguments: { productId: owner.productId } })
+  expect(result(refused).status).toBe(403)
+  await client.close()
+  // The role is per product: without one named, the list cannot know it (an owner-only tool's path may name a product
+  // the user owns), and the owner's own session lists them all.
+  expect((await listBytes(teammate.token)).names).toEqual(expect.arrayContaining(ownerOnly))
+  expect((await listBytes(owner.token, owner.productId)).names).toEqual(expect.arrayContaining(ownerOnly))
 })
 
 test('tools/list is a fraction of the catalog: under 64 KiB for a session, under 20 KB for a one-area key', async () => {
