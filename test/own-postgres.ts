@@ -2,7 +2,7 @@
 // started as a server (startServer; test/analytics/standby.ts makes a hot standby this way). They run as the
 // `postgres` user when the tests run as root (PostgreSQL refuses to run as root, as scripts/lib/common.sh says), on a
 // port between 55442 and 55534, from a directory under the checkout's .data/ (or /var/tmp), removed by stop().
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join, resolve } from 'node:path'
 import postgres from 'postgres'
@@ -81,6 +81,9 @@ export async function serverHome(name: string): Promise<string> {
 export async function startServer(bin: string, home: string, url: string, settings: Record<string, string> = {}, from?: number): Promise<OwnPostgres> {
   const port = await serverPort(from)
   const options = { listen_addresses: '127.0.0.1', unix_socket_directories: '', ...settings }
+  // Bun opens a file given as stderr without truncating it: a server started again in this home (another port) must not
+  // find the last one's log under its own.
+  writeFileSync(join(home, 'postgres.log'), '')
   const proc = Bun.spawn(asPostgres([join(bin, 'postgres'), '-D', join(home, 'data'), '-p', String(port),
     ...Object.entries(options).flatMap(([name, value]) => ['-c', `${name}=${value}`])]), {
     cwd: '/', stdout: 'ignore', stderr: Bun.file(join(home, 'postgres.log')), // PostgreSQL logs to stderr

@@ -87,8 +87,9 @@ const isQuery = (value: unknown): value is PendingQuery =>
 /** What the queries of one pool share: its breaker, and the queries handed to it that are not answered yet. */
 class PoolState {
   readonly waiting = new Set<PendingQuery>()
-  /** performance.now() of the latest success: work begun before it that fails now reports an older state of the server. */
+  /** performance.now() of the latest success, and of the latest connection failure the breaker was told of. */
   private lastSuccessAt = Number.NEGATIVE_INFINITY
+  private lastFailureAt = Number.NEGATIVE_INFINITY
   constructor(readonly breaker: Breaker, private readonly pool: Sql) {}
 
   /**
@@ -104,13 +105,15 @@ class PoolState {
 
   /**
    * A connection failure of work begun at `since`: open the breaker and answer every query still waiting for a
-   * connection now, not one by one. Unless the pool succeeded since that work began: then the failure is news from a
-   * connection to a server that is gone (after a failover, a backend of the old primary ending late), and the pool has
-   * already reached the server that serves now; opening the breaker would refuse work the new server would take. If
-   * the server is down now, the next statement begun after that success fails too and opens it.
+   * connection now, not one by one. Unless it is late news of an outage the breaker has already been told of and the
+   * pool has come back from since: the work began before that outage's failures, and the pool succeeded after them
+   * (after a failover, a backend of the old primary ending seconds late, once the new primary serves). Opening the
+   * breaker then would refuse work the server that serves now takes. A first failure always counts, however recent the
+   * last success: at a crash, the statements in flight began before it.
    */
   connectionFailed(since: number): void {
-    if (since < this.lastSuccessAt) return
+    if (since < this.lastFailureAt && this.lastFailureAt < this.lastSuccessAt) return
+    this.lastFailureAt = performance.now()
     this.breaker.failed()
     for (const query of this.waiting) {
       if (query.state !== null) continue
