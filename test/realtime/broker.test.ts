@@ -316,6 +316,23 @@ describe('publish and history', () => {
     expect(await expiries(since)).toBeGreaterThan(soon)
   })
 
+  test('a shortened retention shortens the keys at the next publish; a stream lost while its meta survives gets its expiry back', async () => {
+    const { productId, channel } = fresh()
+    const keys = channelKeys(productId, channel)
+    await publish({ productId, channel, policy: { historyTtlSeconds: 8000, historySize: 10 }, data: '1' })
+    expect(await redis().pexpiretime(keys.meta)).toBeGreaterThan(Date.now() + 7_000_000)
+    await publish({ productId, channel, policy: { historyTtlSeconds: 80, historySize: 10 }, data: '2' })
+    for (const key of [keys.hist, keys.meta]) expect(await redis().pexpiretime(key)).toBeLessThanOrEqual(Date.now() + 90_000)
+    expect(Number(await redis().zscore(keys.histExpiry, channel))).toBeLessThanOrEqual(Date.now() + 90_000)
+    // As eviction under maxmemory may: the stream goes, the meta stays. The next publish's stream expires with it.
+    await redis().del(keys.hist)
+    const third = await publish({ productId, channel, policy: { historyTtlSeconds: 80, historySize: 10 }, data: '3' })
+    expect(third.offset).toBe(3)
+    const [hist, meta] = [await redis().pexpiretime(keys.hist), await redis().pexpiretime(keys.meta)]
+    expect(hist).toBeGreaterThan(0)
+    expect(hist).toBe(meta)
+  })
+
   test('an empty channel answers offset 0 and epoch ""', async () => {
     const { productId, channel } = fresh()
     expect(await readHistory(productId, channel, KEEP, { last_n: 5 })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })

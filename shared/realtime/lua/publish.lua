@@ -116,12 +116,21 @@ local function publish_one(K, ko, A, ao, payload)
       redis.call('XTRIM', hist_key, 'MINID', below .. '-1')
     end
     offset = offset + 1
-    redis.call('XADD', hist_key, offset .. '-0', 't', now, 'i', id, field, payload)
-    -- The keys live at least the retention window after this publish. Their expiry is moved only when it would come
-    -- sooner, then an eighth of the window past it, so most publishes skip the two PEXPIREATs and the index's ZADD
-    -- (field x: when they expire; histx scores the same time).
-    if expires < now + ttl then
-      expires = now + ttl + (ttl - ttl % 8) / 8
+    -- A stream gone while its meta survives (evicted under maxmemory) comes back without an expiry: NOMKSTREAM finds
+    -- that out for free, and the expiry is moved below as for a new epoch.
+    if expires > 0 and not redis.call('XADD', hist_key, 'NOMKSTREAM', offset .. '-0', 't', now, 'i', id, field, payload) then
+      expires = 0
+      redis.call('XADD', hist_key, offset .. '-0', 't', now, 'i', id, field, payload)
+    elseif expires == 0 then
+      redis.call('XADD', hist_key, offset .. '-0', 't', now, 'i', id, field, payload)
+    end
+    -- The keys live at least the retention window after this publish, and not much longer. Their expiry is moved only
+    -- when it is outside [now + window, now + window + window/8] (sooner: it would cut the window short; later: the
+    -- namespace's retention was shortened), to the far end, so most publishes skip the two PEXPIREATs and the index's
+    -- ZADD (field x: when they expire; histx scores the same time).
+    local slack = (ttl - ttl % 8) / 8
+    if expires < now + ttl or expires > now + ttl + slack then
+      expires = now + ttl + slack
       redis.call('HSET', meta_key, 'e', epoch, 'o', offset, 'b', charged, 'g', gen, 'h', head, 'x', expires)
       redis.call('PEXPIREAT', hist_key, expires)
       redis.call('PEXPIREAT', meta_key, expires)
