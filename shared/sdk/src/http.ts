@@ -76,10 +76,11 @@ export function createTransport(options: TransportOptions) {
       return { data: body as T, error: null }
     }
     if (!body || typeof body.error !== 'string') {
-      // Not the platform's error body: a proxy or load balancer answered. A 502/503/504 there is an outage.
+      // Not the platform's error body: a proxy or load balancer answered. A 503 there refused the request; after a
+      // 502/504 it may have been carried out, so only a request that cannot do anything twice may repeat.
       return failure({
         code: response.status === 503 ? 'unavailable' : 'invalid_response', statusCode: response.status, requestId,
-        retryable: response.status === 502 || response.status === 503 || response.status === 504,
+        retryable: response.status === 503 || (safe && (response.status === 502 || response.status === 504)),
         message: `HTTP ${response.status} without the platform's error body`,
       })
     }
