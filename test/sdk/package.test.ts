@@ -2,22 +2,11 @@
 // scratch project in a temp dir (no registry: it has no dependencies), type-checked there with moduleResolution
 // nodenext, and run there by Node and by Bun against a real public worker.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startProcess, type Worker } from '../helpers'
 import { realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
-
-const root = join(import.meta.dir, '..', '..')
-const packageDir = join(root, 'shared', 'sdk')
-
-/** Runs a command to completion; fails the test with its output when it exits non-zero. */
-async function run(cmd: string[], cwd: string): Promise<string> {
-  const proc = Bun.spawn(cmd, { cwd, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, npm_config_update_notifier: 'false' } })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  if (code !== 0) throw new Error(`${cmd.join(' ')} exited ${code}:\n${out}\n${err}`)
-  return out
-}
+import { type Installed, packAndInstall, ROOT, run, TSC } from './pack'
 
 /** What a user's script does with the installed package: publish, read back, and one bad call. */
 const APP = `
@@ -53,21 +42,16 @@ export async function use(): Promise<string> {
 }
 `
 
-let scratch: string
+let installed: Installed
 let worker: Worker
 let product: RealtimeProduct
-let packed: { files: { path: string }[] }
 
 beforeAll(async () => {
-  scratch = mkdtempSync(join(tmpdir(), 'sdk-scratch-'))
   const started = Promise.all([startProcess('public'), realtimeProduct()])
-  await run(['bun', 'run', 'build.ts'], packageDir)
-  packed = JSON.parse(await run(['npm', 'pack', '--json', '--ignore-scripts', '--pack-destination', scratch], packageDir))[0]
-  writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }))
-  await run(['npm', 'install', '--offline', '--no-audit', '--no-fund', join(scratch, (packed as any).filename)], scratch)
-  writeFileSync(join(scratch, 'app.mjs'), APP)
-  writeFileSync(join(scratch, 'usage.ts'), USAGE)
-  writeFileSync(join(scratch, 'tsconfig.json'), JSON.stringify({
+  installed = await packAndInstall(join(ROOT, 'shared', 'sdk'))
+  writeFileSync(join(installed.dir, 'app.mjs'), APP)
+  writeFileSync(join(installed.dir, 'usage.ts'), USAGE)
+  writeFileSync(join(installed.dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', lib: ['ES2022', 'DOM'], types: [] },
     files: ['usage.ts'],
   }))
@@ -76,26 +60,26 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await worker?.stop()
-  if (scratch) rmSync(scratch, { recursive: true, force: true })
+  if (installed) rmSync(installed.dir, { recursive: true, force: true })
 })
 
 test('the tarball holds the built ESM, its declarations, the README and nothing else; the code uses no Node built-in', () => {
-  const files = packed.files.map((file) => file.path).sort()
+  const files = installed.files
   expect(files).toContain('dist/index.js')
   expect(files).toContain('dist/index.d.ts')
   expect(files.filter((file) => !file.startsWith('dist/'))).toEqual(['README.md', 'package.json'])
   expect(files.filter((file) => file.startsWith('dist/') && !/\.(js|d\.ts)$/.test(file))).toEqual([])
-  const code = readFileSync(join(scratch, 'node_modules', '@platform', 'sdk', 'dist', 'index.js'), 'utf8')
+  const code = readFileSync(join(installed.dir, 'node_modules', '@platform', 'sdk', 'dist', 'index.js'), 'utf8')
   expect(code).not.toMatch(/\bfrom\s*["'](node:|[a-z])|\brequire\(|\bimport\(/)
 })
 
 test('a TypeScript project type-checks against the installed package, and wrong calls do not compile', async () => {
-  await run([join(root, 'node_modules', '.bin', 'tsc'), '-p', scratch], scratch)
+  await run([TSC, '-p', installed.dir], installed.dir)
 })
 
 for (const runtime of ['node', 'bun'] as const) {
   test(`${runtime} runs the installed package against a real public worker: publish, history, a typed 400`, async () => {
-    const out = JSON.parse(await run([runtime, 'app.mjs', worker.url, product.productId, product.key], scratch))
+    const out = JSON.parse(await run([runtime, 'app.mjs', worker.url, product.productId, product.key], installed.dir))
     expect(out.published).toEqual({ data: { id: expect.any(String), channel: out.channel, offset: 1, epoch: expect.any(String) }, error: null })
     expect(out.history.data).toMatchObject({ recovered: true, entries: [{ id: out.published.data.id, data: { runtime } }] })
     expect(out.bad).toEqual({
