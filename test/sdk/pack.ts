@@ -7,9 +7,9 @@ import { join } from 'node:path'
 export const ROOT = join(import.meta.dir, '..', '..')
 export const TSC = join(ROOT, 'node_modules', '.bin', 'tsc')
 
-/** Runs a command to completion and answers its stdout; throws with its output when it exits non-zero. */
-export async function run(cmd: string[], cwd: string): Promise<string> {
-  const proc = Bun.spawn(cmd, { cwd, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, npm_config_update_notifier: 'false' } })
+/** Runs a command to completion (`env` on top of this process's) and answers its stdout; throws with its output when it exits non-zero. */
+export async function run(cmd: string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
+  const proc = Bun.spawn(cmd, { cwd, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, npm_config_update_notifier: 'false', ...env } })
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   if (code !== 0) throw new Error(`${cmd.join(' ')} exited ${code}:\n${out}\n${err}`)
   return out

@@ -3,7 +3,8 @@
 // answer on demand): reads and keyed writes retried on temporary errors, honouring Retry-After; plain writes only on
 // 429/503; attempts and the total wait bounded.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Platform, retryAfterMs } from '../../shared/sdk/src/index'
+import { retryAfterMs } from '../../shared/sdk/src/http'
+import { Platform } from '../../shared/sdk/src/index'
 import { startProcess, type Worker } from '../helpers'
 import { awayFromWindowEdge, realtimeProduct, uniqueIp, type RealtimeProduct } from '../realtime/public-helpers'
 

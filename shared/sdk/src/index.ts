@@ -44,7 +44,7 @@ export class Platform {
 }
 
 export { verifyWebhook, type VerifyWebhookInput } from './webhooks.js'
-export { retryAfterMs, type TransportOptions } from './http.js'
+export type { TransportOptions } from './http.js'
 export type * from './realtime.js'
 export type * from './mail.js'
 export type { Answer, OperationId, PlatformError, PlatformErrorCode, QueryOf, RequestBody, Result, SdkErrorCode } from './types.js'
