@@ -3,7 +3,7 @@
 // token from a backend (the SDK, issuing through a real public worker) and receives what is published on a real gateway.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
-import { rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { Platform } from '../../shared/sdk/src/index'
@@ -58,9 +58,11 @@ beforeAll(async () => {
   installed = await packAndInstall(join(ROOT, 'shared', 'realtime-client'))
   writeFileSync(join(installed.dir, 'page.ts'), PAGE)
   writeFileSync(join(installed.dir, 'backoff-only.ts'), BACKOFF_ONLY)
+  const [readmeSample] = [...readFileSync(join(ROOT, 'shared', 'realtime-client', 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
+  writeFileSync(join(installed.dir, 'readme.ts'), `declare function reloadHistory(): void\n${readmeSample}\nexport {}\n`)
   writeFileSync(join(installed.dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { strict: true, noEmit: true, module: 'esnext', moduleResolution: 'bundler', target: 'ES2022', lib: ['ES2022', 'DOM'], types: [] },
-    files: ['page.ts', 'backoff-only.ts'],
+    files: ['page.ts', 'backoff-only.ts', 'readme.ts'],
   }))
   const built = await Bun.build({ entrypoints: [join(installed.dir, 'page.ts')], target: 'browser', format: 'esm' })
   expect(built.success).toBe(true)
@@ -89,7 +91,7 @@ afterAll(async () => {
   if (installed) rmSync(installed.dir, { recursive: true, force: true })
 })
 
-test('the tarball holds index.js, index.d.ts, the README and nothing else; the page code type-checks against it', async () => {
+test('the tarball holds index.js, index.d.ts, the README and nothing else; the page code and the README\'s sample type-check against it', async () => {
   expect(installed.files).toEqual(['README.md', 'dist/index.d.ts', 'dist/index.js', 'package.json'])
   await run([TSC, '-p', installed.dir], installed.dir)
 })
