@@ -12,7 +12,7 @@ const PRODUCT = '00000000-0000-4000-8000-000000000001'
 
 /** A stand-in for the public worker: answers each request with the next scripted answer, recording what it got. */
 function standIn() {
-  const script: (() => Response)[] = []
+  const script: (() => Response | Promise<Response>)[] = []
   const seen: { method: string; path: string; idempotencyKey: string | null; at: number }[] = []
   const server = Bun.serve({
     port: 0,
@@ -21,7 +21,7 @@ function standIn() {
       return (script.shift() ?? (() => new Response('no answer scripted', { status: 599 })))()
     },
   })
-  const answer = (...answers: (() => Response)[]) => {
+  const answer = (...answers: (() => Response | Promise<Response>)[]) => {
     script.length = 0
     seen.length = 0
     script.push(...answers)
@@ -47,7 +47,7 @@ afterAll(async () => {
   await worker?.stop()
 })
 
-const platform = (options: { maxRetries?: number; maxRetryWaitMs?: number } = {}) =>
+const platform = (options: { maxRetries?: number; maxRetryWaitMs?: number; timeoutMs?: number } = {}) =>
   new Platform({ baseUrl: stand.url, productId: PRODUCT, realtimeKey: 'rtk_x', captureKey: 'ptk_x', mailKey: 'lmk_x', ...options })
 
 describe('against a real public worker', () => {
@@ -128,6 +128,19 @@ describe('the retry policy', () => {
     stand.answer(() => new Response('bad gateway', { status: 502 }), ok({ channel: 'chat:a', members: [] }))
     expect((await platform().realtime.channels.presence('chat:a')).data).toEqual({ channel: 'chat:a', members: [] })
     expect(stand.seen).toHaveLength(2)
+  })
+
+  test('an attempt past timeoutMs is a timeout: a read is tried again, a capture is not (it may have been stored)', async () => {
+    /** An answer that never comes: the SDK's own time limit ends the attempt. */
+    const never = () => new Promise<Response>(() => {})
+    stand.answer(never, ok({ channel: 'chat:a', members: [] }))
+    expect((await platform({ timeoutMs: 200 }).realtime.channels.presence('chat:a')).data).toEqual({ channel: 'chat:a', members: [] })
+    expect(stand.seen).toHaveLength(2)
+
+    stand.answer(never, ok({ accepted: 1 }))
+    const { error: failed } = await platform({ timeoutMs: 200 }).analytics.capture({ events: [{ event: 'e', identity: { anonymous_id: 'a' } }] })
+    expect(failed).toMatchObject({ code: 'timeout', statusCode: null, retryable: false })
+    expect(stand.seen).toHaveLength(1)
   })
 
   test('a non-temporary error is never retried', async () => {

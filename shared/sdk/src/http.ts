@@ -53,18 +53,20 @@ export function createTransport(options: TransportOptions) {
 
   async function attempt<T>(url: string, init: RequestInit, safe: boolean): Promise<Result<T>> {
     let response: Response
+    let text: string
     try {
       response = await doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) })
+      text = await response.text()
     } catch (error) {
+      // No answer, or one cut off: the request may have been carried out, so a repeat is safe only when it cannot do
+      // anything twice.
       const timedOut = (error as Error)?.name === 'TimeoutError'
       return failure({
-        // The request may have been carried out: a repeat is safe only when it cannot do anything twice.
         code: timedOut ? 'timeout' : 'network_error', statusCode: null, retryable: safe,
         message: timedOut ? `no answer within ${timeoutMs} ms` : `the request got no answer: ${(error as Error)?.message ?? error}`,
       })
     }
     const requestId = response.headers.get('x-request-id') ?? undefined
-    const text = await response.text().catch(() => '')
     let body: any
     try {
       body = text ? JSON.parse(text) : undefined
@@ -84,11 +86,12 @@ export function createTransport(options: TransportOptions) {
         message: `HTTP ${response.status} without the platform's error body`,
       })
     }
+    const wait = retryAfterMs(response.headers.get('retry-after'))
     return failure({
       code: body.error, message: String(body.message ?? body.error), statusCode: response.status,
       retryable: TEMPORARY_CODES.includes(body.error), requestId,
       ...(Array.isArray(body.fields) ? { fields: body.fields } : {}),
-      ...(retryAfterMs(response.headers.get('retry-after')) === undefined ? {} : { retryAfterMs: retryAfterMs(response.headers.get('retry-after')) }),
+      ...(wait === undefined ? {} : { retryAfterMs: wait }),
     })
   }
 
@@ -100,7 +103,7 @@ export function createTransport(options: TransportOptions) {
     const search = new URLSearchParams()
     for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) search.set(name, String(value))
     if (call.key.in === 'query') search.set('key', call.key.value)
-    const url = `${baseUrl}${call.path}${search.size ? `?${search}` : ''}`
+    const url = `${baseUrl}${call.path}${search.toString() ? `?${search}` : ''}`
     const headers: Record<string, string> = { accept: 'application/json' }
     if (call.key.in === 'header') headers['x-api-key'] = call.key.value
     if (call.idempotencyKey) headers['idempotency-key'] = call.idempotencyKey
