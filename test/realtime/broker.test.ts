@@ -489,6 +489,16 @@ describe('history budget: what a channel costs beyond its entries', () => {
     expect(await redis().hget(keys.histBytes, '#')).toBe(String(used))
   })
 
+  test('a refusal on a shard where the product keeps no history yet writes no index (nothing left without an expiry)', async () => {
+    const productId = randomUUID()
+    const [channel] = onOneShard(productId, 1)
+    const keys = channelKeys(productId, channel!)
+    const tiny = { ...defaultBudgets(), historyMaxBytes: 10 } // not even the channel's own cost fits
+    expect(await publish({ productId, channel: channel!, policy: KEEP, data: '1' }, tiny).catch((e) => e)).toMatchObject({ status: 429, code: 'history_budget_exceeded' })
+    expect(await subscriptionPosition(productId, channel!, KEEP, 10)).toEqual({ offset: 0, epoch: '' })
+    expect(await redis().exists(keys.histBytes, keys.histExpiry, keys.meta, keys.hist)).toBe(0)
+  })
+
   test('a subscription that starts an epoch is charged the channel\'s cost; past the budget it creates nothing and answers epoch ""', async () => {
     const productId = randomUUID()
     const [c1, c2, c3] = onOneShard(productId, 3)
