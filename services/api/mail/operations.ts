@@ -8,6 +8,7 @@ import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
 import { DomainName, EmailSchema, EmailSummarySchema, TemplateFields } from '../../../shared/mail/schemas'
 import { emailPageQuery, listEmailLog, readEmail, wholeProduct } from '../../../shared/mail/email-log'
 import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './key-management'
+import { listSuppressions, removeSuppression, type Suppression } from './suppressions'
 import { createDomain, deleteDomain, getDomain, listDomains, verifyDomain, type Domain } from '../../../shared/mail/domains'
 import {
   createTemplate, deleteTemplate, getTemplate, listTemplates, placeholders, type Template, updateTemplate,
@@ -196,9 +197,10 @@ export const templateDelete = defineOperation({
 
 export const emailsList = defineOperation({
   id: 'mail_emails_list', method: 'GET', path: '/mail/emails', area: 'mail', auth: 'product',
-  summary: "List the product's emails, newest first, as the public GET /emails answers them (paginated by after or before)",
+  summary: "List the product's emails, newest first, as the public GET /emails answers them (filtered; paginated by after or before)",
   description: 'Every email of the product, whichever sending key sent it. `after` pages to older emails, `before` to newer '
-    + 'ones (not both); a cursor that names no email of this product is 400 on its field.',
+    + 'ones (not both); a cursor that names no email of this product is 400 on its field. The filters (status, recipient, '
+    + 'domain, since, until) combine with and, and page the same way; a domain the product does not have matches nothing.',
   query: Strict(emailPageQuery()),
   response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(EmailSummarySchema) }),
   handler: ({ query }, ctx) => listEmailLog(wholeProduct(productOf(ctx)), query),
@@ -212,7 +214,40 @@ export const emailsGet = defineOperation({
   handler: ({ params }, ctx) => readEmail(wholeProduct(productOf(ctx)), params.id),
 })
 
+// ---- the suppression list
+
+const SuppressionSchema = Strict({
+  address: Type.String({ description: 'The address, lower case' }),
+  reason: Type.String({ description: "Why it was suppressed: the SMTP server's refusal" }),
+  createdAt: Timestamp(),
+})
+const suppressionOut = (s: Suppression) => ({ ...s, createdAt: iso(s.createdAt) })
+// The address is the entry's id; an address that is not on the list (however long) is 404, bounded by the request line.
+const Address = (description: string) => Type.String({ minLength: 1, maxLength: 512, description })
+
+export const suppressionsList = defineOperation({
+  id: 'mail_suppressions_list', method: 'GET', path: '/mail/suppressions', area: 'mail', auth: 'product',
+  summary: "List the product's suppressed addresses, newest first: the mailer skips them (paginated)",
+  description: 'An address goes on the list when an SMTP server refuses it for good (a 5xx at RCPT); emails to it are '
+    + 'then not attempted (their event says suppressed). `after` is the last address of the previous page.',
+  query: Strict(pageQuery('suppressed address', Address('The last address of the previous page: the page after it'))),
+  response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(SuppressionSchema) }),
+  handler: ({ query }, ctx) => listObject(query, (page) => listSuppressions(productOf(ctx), page), suppressionOut),
+})
+
+export const suppressionsDelete = defineOperation({
+  id: 'mail_suppressions_delete', method: 'DELETE', path: '/mail/suppressions/{address}', area: 'mail', auth: 'product',
+  summary: 'Remove an address from the suppression list: the next email to it is attempted again',
+  params: Strict({ address: Address('The suppressed address (any case)') }),
+  response: Strict({ address: Type.String(), deleted: Type.Literal(true) }),
+  handler: async ({ params }, ctx) => {
+    const removed = await removeSuppression(productOf(ctx), params.address)
+    return { address: removed.address, deleted: true as const }
+  },
+})
+
 export const mailOperations = [
   domainCreate, domainList, domainGet, domainVerify, domainDelete, apiKeyCreate, apiKeyList, apiKeyDelete,
   templateCreate, templateList, templateGet, templateUpdate, templateDelete, emailsList, emailsGet,
+  suppressionsList, suppressionsDelete,
 ]
