@@ -104,6 +104,14 @@ const summary = (row: Record<string, any>) => ({
   last_event_at: iso(row.last_event_at),
 })
 
+/** One email the reader may see, as the list shows it (no content, no events); 404 for anything else. */
+export async function readEmailSummary(reader: EmailReader, id: string) {
+  if (!isUuid(id)) throw notFound('Email')
+  const [row] = await sql`select ${SUMMARY_COLUMNS} from emails where id = ${id} and ${visibleTo(reader)}`
+  if (!row) throw notFound('Email')
+  return summary(row)
+}
+
 /** One email the reader may see, with its content and its events in order; 404 for anything else. */
 export async function readEmail(reader: EmailReader, id: string) {
   if (!isUuid(id)) throw notFound('Email')

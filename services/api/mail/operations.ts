@@ -6,9 +6,11 @@ import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { HasMore, listObject, pageQuery } from '../../../shared/catalog/pagination'
 import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
 import { DomainName, EmailSchema, EmailSummarySchema, TemplateFields } from '../../../shared/mail/schemas'
-import { emailPageQuery, listEmailLog, readEmail, wholeProduct } from '../../../shared/mail/email-log'
+import { emailPageQuery, listEmailLog, readEmail, readEmailSummary, wholeProduct } from '../../../shared/mail/email-log'
 import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './key-management'
 import { listSuppressions, removeSuppression, type Suppression } from './suppressions'
+import { deliveryFields, deliveryOut } from '../webhooks/operations'
+import { type EndpointDelivery, listEmailDeliveries } from '../../../shared/webhooks/deliveries'
 import { createDomain, deleteDomain, getDomain, listDomains, verifyDomain, type Domain } from '../../../shared/mail/domains'
 import {
   createTemplate, deleteTemplate, getTemplate, listTemplates, placeholders, type Template, updateTemplate,
@@ -214,6 +216,27 @@ export const emailsGet = defineOperation({
   handler: ({ params }, ctx) => readEmail(wholeProduct(productOf(ctx)), params.id),
 })
 
+const EmailDeliverySchema = Strict({
+  ...deliveryFields(),
+  endpointId: Uuid(), endpointUrl: Type.String({ description: 'Where the endpoint receives events' }),
+})
+const emailDeliveryOut = (d: EndpointDelivery) => ({ ...deliveryOut(d), endpointId: d.endpointId, endpointUrl: d.endpointUrl })
+
+export const emailsDeliveries = defineOperation({
+  id: 'mail_emails_deliveries_list', method: 'GET', path: '/mail/emails/{id}/webhook-deliveries', area: 'mail', auth: 'product',
+  summary: "List the webhook deliveries of one email's events to every Mail endpoint, newest first, each with its last attempt (paginated)",
+  description: 'The deliveries of email.sent, email.delivered, ... whose data.emailId is this email, replays included; '
+    + 'mail_webhooks_deliveries_get on the endpoint shows every attempt. An email that is not the product\'s is 404.',
+  params: IdPath('Email'),
+  query: Strict(pageQuery('webhook delivery')),
+  response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(EmailDeliverySchema) }),
+  handler: async ({ params, query }, ctx) => {
+    const productId = productOf(ctx)
+    await readEmailSummary(wholeProduct(productId), params.id)
+    return listObject(query, (page) => listEmailDeliveries(productId, params.id, page), emailDeliveryOut)
+  },
+})
+
 // ---- the suppression list
 
 const SuppressionSchema = Strict({
@@ -249,5 +272,5 @@ export const suppressionsDelete = defineOperation({
 export const mailOperations = [
   domainCreate, domainList, domainGet, domainVerify, domainDelete, apiKeyCreate, apiKeyList, apiKeyDelete,
   templateCreate, templateList, templateGet, templateUpdate, templateDelete, emailsList, emailsGet,
-  suppressionsList, suppressionsDelete,
+  emailsDeliveries, suppressionsList, suppressionsDelete,
 ]
