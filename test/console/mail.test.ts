@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
 import { startSmtpSink, type Sink } from '../../scripts/smtp-sink'
+import { sql } from '../../shared/db/client'
 import { newProduct, startProcess, type Worker } from '../helpers'
 import { startDnsServer, type DnsServer } from '../mail/dns-server'
 import { CONFIRM_ARMED_MS } from '../../services/api/console/app/views/mail/parts'
@@ -397,6 +398,34 @@ describe('filters, suppressions and webhook deliveries', () => {
     // Off the list, the address is tried again: refused again by the server (bounced), not skipped (suppressed).
     const second = await send(owner, key, { from: `hello@${domain.name}`, to: 'bounce@example.org', subject: 'second', text: 'hi' })
     expect((await settled(owner, second, ['bounced', 'failed', 'delivered', 'suppressed'])).last_event).toBe('bounced')
+    expectNoProblems(console)
+  })
+
+  test('the suppression list shows 50 addresses, and More appends the next page as the API pages it', async () => {
+    const owner = await newProduct('Mail console suppression pages')
+    // 51 entries as the mailer records them (one row per refused address), a second apart, newest last inserted.
+    await sql`
+      insert into mail_suppressions (product_id, address, reason, created_at)
+      select ${owner.productId}, 'r' || i || '@example.org', '550 5.1.1 user unknown', now() - (i * interval '1 second')
+      from generate_series(1, 51) as i`
+    const walked: string[] = []
+    for (let after: string | undefined, more = true; more;) {
+      const page = await platform(owner, 'GET', `/mail/suppressions?limit=50${after ? `&after=${after}` : ''}`)
+      walked.push(...page.data.map((s: any) => s.address))
+      more = page.has_more
+      after = walked.at(-1)
+    }
+    const console = await browser.open()
+    const { page } = console
+    await openArea(page, owner, owner.productId, 'mail')
+    await page.click('nav.tabs a:text("Suppressions")')
+    const shown = () => page.$$eval('table.suppression-list [data-address]', (cells) => cells.map((c) => c.getAttribute('data-address')))
+    await page.waitForSelector('[data-testid=more]:not([hidden])')
+    expect(await shown()).toEqual(walked.slice(0, 50))
+    await page.click('[data-testid=more]')
+    await page.waitForSelector('[data-testid=more][hidden]', { state: 'attached' })
+    expect(await shown()).toEqual(walked)
+    expect(walked).toHaveLength(51)
     expectNoProblems(console)
   })
 

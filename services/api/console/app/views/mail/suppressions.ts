@@ -13,7 +13,7 @@ const PAGE_SIZE = 50
 export async function suppressionsView(root: HTMLElement): Promise<void> {
   const list = h('div', { 'data-testid': 'suppressions' }, h('p', { class: 'muted' }, 'Loading the suppression list…'))
   const error = h('p', { class: 'error', role: 'alert' })
-  const more = h('button', { type: 'button', class: 'secondary', 'data-testid': 'more' }, 'More')
+  const more = h('button', { type: 'button', class: 'secondary', 'data-testid': 'more', hidden: true }, 'More')
   let shown: Suppression[] = []
   let hasMore = false
 

@@ -10,7 +10,7 @@ import { attemptSummary, type Delivery, deliveryBadge, type Endpoint, endpointSt
 
 const PAGE_SIZE = 20
 
-/** The endpoint's facts and its actions; `onChanged` redraws the page around what the API answered. */
+/** The endpoint's facts and its actions: a test event, rotation (its secret handed to `onRotated`) and deletion. */
 function summary(area: WebhookArea, productId: string, endpoint: Endpoint, actions: { onTest: () => Promise<void>; onRotated: (secret: string) => void }): HTMLElement {
   const error = h('p', { class: 'error', role: 'alert' })
   const guarded = (action: () => Promise<void>) => async () => {
@@ -107,8 +107,9 @@ export async function endpointView(root: HTMLElement, area: WebhookArea, product
       for (const row of deliveries.querySelectorAll('tbody tr')) row.setAttribute('data-delivery-id', items[(row as HTMLTableRowElement).sectionRowIndex]!.id)
       return items.some((d) => d.state === 'pending')
     } catch (failure) {
+      // Not read again on its own (the endpoint may be gone): Newest or a test event asks again.
       replace(deliveries, h('p', { class: 'error', role: 'alert' }, describe(failure)))
-      throw failure
+      return false
     }
   }
   const refresh = refreshWhile(read)

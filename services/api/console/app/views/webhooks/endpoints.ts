@@ -7,6 +7,7 @@ import { copyable, onSubmit } from '../mail/parts'
 import { ALL_KINDS, EVENT_KINDS } from '../../../../../../shared/webhooks/events'
 import { type Endpoint, endpointState, listPage, type WebhookArea, type WithSecret } from './parts'
 
+/** Endpoints per page; More appends the next. */
 const PAGE_SIZE = 50
 
 /**
@@ -54,24 +55,31 @@ export async function endpointsView(root: HTMLElement, area: WebhookArea, produc
     h('label', { class: 'wh-wide' }, 'URL', url), h('label', {}, 'Description', description), kinds.element,
     h('div', {}, h('button', { type: 'submit' }, 'Add endpoint')), error)
 
-  const load = async () => {
+  const more = h('button', { type: 'button', class: 'secondary', 'data-testid': 'more', hidden: true }, 'More')
+  let items: Endpoint[] = []
+  const load = async (after?: string) => {
+    more.disabled = true
     try {
-      const { items, hasMore } = await listPage<Endpoint>(area, 'endpoints', `${area}_webhooks_list`, { limit: PAGE_SIZE })
+      const page = await listPage<Endpoint>(area, 'endpoints', `${area}_webhooks_list`, { limit: PAGE_SIZE, after })
+      items = after === undefined ? page.items : [...items, ...page.items]
+      more.hidden = !page.hasMore
       replace(list, items.length
-        ? [table(items, [
+        ? table(items, [
           ['Endpoint', (e) => [h('a', { href: areaHref(productId, area, 'webhooks', e.id), class: 'wh-url' }, e.url),
             e.description && h('div', { class: 'muted' }, e.description)]],
           ['Events', (e) => h('span', { class: 'wh-kind-list' }, kindsText(e.eventKinds))],
           ['State', (e) => endpointState(e)],
           ['Created', (e) => when(e.createdAt)],
-        ], { class: 'wh-table', 'data-testid': 'endpoints' }),
-        hasMore && h('p', { class: 'muted' }, `The ${PAGE_SIZE} newest endpoints are shown.`)]
+        ], { class: 'wh-table', 'data-testid': 'endpoints' })
         : h('p', { class: 'muted empty' }, 'No webhook endpoints yet: add the URL that should hear of this area\'s events.'))
       for (const row of list.querySelectorAll('tbody tr')) row.setAttribute('data-endpoint-id', items[(row as HTMLTableRowElement).sectionRowIndex]!.id)
     } catch (failure) {
       replace(list, h('p', { class: 'error', role: 'alert' }, describe(failure)))
+    } finally {
+      more.disabled = false
     }
   }
+  more.addEventListener('click', () => void load(items.at(-1)?.id))
   onSubmit(form, error, async () => {
     const eventKinds = kinds.read()
     if (!eventKinds) throw new Error('Choose at least one event kind')
@@ -86,6 +94,6 @@ export async function endpointsView(root: HTMLElement, area: WebhookArea, produc
   replace(root,
     h('section', { class: 'card' }, h('h2', {}, 'Add a webhook endpoint'),
       h('p', { class: 'muted' }, 'Events are POSTed to it, signed, and retried for about a day until it answers 2xx.'), form, fresh),
-    h('section', { class: 'card' }, h('h2', {}, 'Endpoints'), list))
+    h('section', { class: 'card' }, h('h2', {}, 'Endpoints'), list, h('p', {}, more)))
   await load()
 }

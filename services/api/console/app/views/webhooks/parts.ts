@@ -70,11 +70,11 @@ export function refreshWhile(read: () => Promise<boolean>): { restart: () => Pro
   let timer: ReturnType<typeof setTimeout> | undefined
   let chain = 0
   const run = async (mine: number): Promise<void> => {
-    let again = true
+    let again = false
     try {
       again = await read()
     } catch {
-      // shown by `read`; tried again on the next tick
+      // `read` shows its own failures; an unexpected one stops the refresh rather than repeat it every second
     }
     if (mine === chain && again) timer = setTimeout(() => void run(mine), REFRESH_MS)
   }
