@@ -2,8 +2,8 @@
 // and one email with its events as a timeline and the webhook deliveries of those events.
 import { api, describe } from '../../api'
 import { h, replace, table, when } from '../../dom'
-import { readAll } from '../../lists'
 import { areaHref } from '../../router'
+import { readAll } from '../../lists'
 import type { Domain } from './domains'
 import { badge, onSubmit } from './parts'
 
