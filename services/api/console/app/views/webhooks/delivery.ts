@@ -5,20 +5,20 @@ import { h, replace, table, when } from '../../dom'
 import { areaHref, go } from '../../router'
 import type { Cleanup } from '../area'
 import { actionButton } from '../mail/parts'
-import { type Attempt, attemptSummary, deliveryBadge, type DeliveryDetail, refreshWhile, type WebhookArea } from './parts'
+import { type Attempt, attemptSummary, deliveryBadge, type DeliveryDetail, labelCells, refreshWhile, type WebhookArea } from './parts'
 
 /** The payload as indented JSON text (never markup). */
 const payloadText = (payload: unknown) => JSON.stringify(payload, null, 2)
 
 function attemptsTable(attempts: Attempt[]): HTMLElement {
   if (!attempts.length) return h('p', { class: 'muted empty' }, 'Not attempted yet: the webhooks process takes it within a moment.')
-  return table(attempts, [
+  return labelCells(table(attempts, [
     ['#', (a) => String(attempts.indexOf(a) + 1)],
     ['At', (a) => when(a.attemptedAt)],
     ['Answer', (a) => attemptSummary(a)],
     ['Error', (a) => (a.error ? h('span', { class: 'wh-long' }, a.error) : h('span', { class: 'muted' }, '—'))],
     ['Response', (a) => (a.responseExcerpt ? h('code', { class: 'wh-long' }, a.responseExcerpt) : h('span', { class: 'muted' }, 'empty'))],
-  ], { class: 'wh-table wh-attempts', 'data-testid': 'attempts' })
+  ], { class: 'wh-table wh-attempts', 'data-testid': 'attempts' }))
 }
 
 /** #/p/{id}/{area}/webhooks/{endpointId}/deliveries/{deliveryId}: read again while the delivery is pending. */

@@ -6,7 +6,7 @@ import { areaHref, go } from '../../router'
 import type { Cleanup } from '../area'
 import { actionButton, confirmButton, onSubmit } from '../mail/parts'
 import { kindPicker, secretBox } from './endpoints'
-import { attemptSummary, type Delivery, deliveryBadge, type Endpoint, endpointState, listPage, refreshWhile, type WebhookArea, type WithSecret } from './parts'
+import { attemptSummary, type Delivery, deliveryBadge, type Endpoint, endpointState, labelCells, listPage, refreshWhile, type WebhookArea, type WithSecret } from './parts'
 
 const PAGE_SIZE = 20
 
@@ -95,14 +95,14 @@ export async function endpointView(root: HTMLElement, area: WebhookArea, product
       older.disabled = !hasMore
       newest.disabled = after === undefined
       replace(deliveries, items.length
-        ? table(items, [
+        ? labelCells(table(items, [
           ['Created', (d) => when(d.createdAt)],
           ['Event', (d) => [h('code', {}, d.eventKind), d.replayOf && h('div', { class: 'muted small' }, 'replay')]],
           ['State', (d) => deliveryBadge(d)],
           ['Attempts', (d) => h('span', { 'data-testid': 'attempt-count' }, String(d.attemptCount))],
           ['Last attempt', (d) => attemptSummary(d.lastAttempt)],
           ['', (d) => h('a', { href: areaHref(productId, area, 'webhooks', id, 'deliveries', d.id), 'data-delivery-link': d.id }, 'Attempts →')],
-        ], { class: 'wh-table wh-deliveries' })
+        ], { class: 'wh-table wh-deliveries' }))
         : h('p', { class: 'muted empty' }, after ? 'No older deliveries.' : 'No deliveries yet: send a test event to see one.'))
       for (const row of deliveries.querySelectorAll('tbody tr')) row.setAttribute('data-delivery-id', items[(row as HTMLTableRowElement).sectionRowIndex]!.id)
       return items.some((d) => d.state === 'pending')

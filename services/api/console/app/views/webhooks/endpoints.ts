@@ -5,7 +5,7 @@ import { h, replace, table, when } from '../../dom'
 import { areaHref } from '../../router'
 import { copyable, onSubmit } from '../mail/parts'
 import { ALL_KINDS, EVENT_KINDS } from '../../../../../../shared/webhooks/events'
-import { type Endpoint, endpointState, listPage, type WebhookArea, type WithSecret } from './parts'
+import { type Endpoint, endpointState, labelCells, listPage, type WebhookArea, type WithSecret } from './parts'
 
 /** Endpoints per page; More appends the next. */
 const PAGE_SIZE = 50
@@ -64,13 +64,13 @@ export async function endpointsView(root: HTMLElement, area: WebhookArea, produc
       items = after === undefined ? page.items : [...items, ...page.items]
       more.hidden = !page.hasMore
       replace(list, items.length
-        ? table(items, [
+        ? labelCells(table(items, [
           ['Endpoint', (e) => [h('a', { href: areaHref(productId, area, 'webhooks', e.id), class: 'wh-url' }, e.url),
             e.description && h('div', { class: 'muted' }, e.description)]],
           ['Events', (e) => h('span', { class: 'wh-kind-list' }, kindsText(e.eventKinds))],
           ['State', (e) => endpointState(e)],
           ['Created', (e) => when(e.createdAt)],
-        ], { class: 'wh-table', 'data-testid': 'endpoints' })
+        ], { class: 'wh-table', 'data-testid': 'endpoints' }))
         : h('p', { class: 'muted empty' }, 'No webhook endpoints yet: add the URL that should hear of this area\'s events.'))
       for (const row of list.querySelectorAll('tbody tr')) row.setAttribute('data-endpoint-id', items[(row as HTMLTableRowElement).sectionRowIndex]!.id)
     } catch (failure) {

@@ -34,6 +34,18 @@ export async function listPage<T>(area: WebhookArea, list: 'endpoints' | 'delive
   return { items: page[listMember(area, list)] as T[], hasMore: page.has_more }
 }
 
+/**
+ * Gives each cell of `table` its column's title as `data-label`, which a narrow window shows before the cell once the
+ * rows are stacked (area.css); answers the table.
+ */
+export function labelCells(table: HTMLTableElement): HTMLTableElement {
+  const titles = [...table.tHead?.rows[0]?.cells ?? []].map((cell) => cell.textContent ?? '')
+  for (const row of table.tBodies[0]?.rows ?? []) {
+    for (const cell of row.cells) if (titles[cell.cellIndex]) cell.setAttribute('data-label', titles[cell.cellIndex]!)
+  }
+  return table
+}
+
 /** A state as a coloured word: good, bad, or still on its way. */
 export function stateBadge(state: string, tone: 'good' | 'bad' | 'waiting'): HTMLElement {
   return h('span', { class: `wh-badge ${tone}`, 'data-state': state }, state)
