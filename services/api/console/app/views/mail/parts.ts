@@ -3,7 +3,7 @@
 import { describe } from '../../api'
 import { h, replace } from '../../dom'
 
-const GOOD = new Set(['verified', 'delivered', 'sent', 'opened', 'clicked'])
+const GOOD = new Set(['verified', 'delivered', 'sent', 'opened', 'clicked', 'succeeded'])
 const BAD = new Set(['failed', 'bounced', 'complained', 'suppressed'])
 
 /** A state (a domain's, a record's, an email's last event) as a coloured word: good, bad, or still on its way. */

@@ -1,16 +1,18 @@
-// Realtime: the product's namespaces and their policy, its Realtime API keys, and a live channel inspector, as three
-// tabs under #/p/{productId}/realtime/{namespaces|keys|inspector}.
+// Realtime: the product's namespaces and their policy, its Realtime API keys, a live channel inspector and webhooks (the
+// view both areas share), as tabs under #/p/{productId}/realtime/{namespaces|keys|inspector|webhooks}.
 import { h, replace } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView } from '../area'
 import { inspectorView } from './inspector'
 import { keysView } from './keys'
 import { namespacesView } from './namespaces'
+import { webhooksView } from '../webhooks'
 
 const TABS = [
   ['namespaces', 'Namespaces', namespacesView],
   ['keys', 'API keys', keysView],
   ['inspector', 'Channel inspector', inspectorView],
+  ['webhooks', 'Webhooks', webhooksView('realtime')],
 ] as const satisfies readonly (readonly [string, string, AreaView])[]
 
 export const realtimeView: AreaView = (context) => {
