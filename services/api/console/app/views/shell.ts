@@ -1,5 +1,6 @@
 import { api, describe } from '../api'
 import { h, replace } from '../dom'
+import { forgetSession } from '../session'
 import { areaHref, go } from '../router'
 import { analyticsView } from './analytics'
 import type { AreaView, Cleanup } from './area'
@@ -27,6 +28,7 @@ export async function areaShell(root: HTMLElement, productId: string, area: stri
   const signOut = h('button', { type: 'button', class: 'link' }, 'Sign out')
   signOut.addEventListener('click', async () => {
     await api.run('organization_auth_logout').catch(() => undefined) // signed out here whatever the server says
+    await forgetSession()
     api.token = undefined
     api.productId = undefined
     go('#/signin')
