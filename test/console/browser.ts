@@ -16,7 +16,7 @@ export const SCREENSHOTS = join(import.meta.dir, '../..', process.env.UPDATE_SCR
 
 export interface ConsolePage {
   page: Page
-  /** Every console error, page error and Content-Security-Policy report the page raised so far. */
+  /** Every console error, page error, Content-Security-Policy report and dialog the page raised so far. */
   problems: string[]
 }
 
@@ -38,6 +38,11 @@ export function useBrowser(apiUrl: () => string) {
       const problems: string[] = []
       page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`))
       page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
+      // The console confirms in the page: a confirm(), alert() or prompt() dialog is a problem (dismissed, so nothing acts).
+      page.on('dialog', (dialog) => {
+        problems.push(`dialog: ${dialog.type()} ${dialog.message()}`)
+        void dialog.dismiss()
+      })
       await page.goto(`${apiUrl()}/console${hash}`)
       return { page, problems }
     },

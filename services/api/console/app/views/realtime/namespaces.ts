@@ -4,6 +4,7 @@ import { api, describe } from '../../api'
 import { h, replace, table, when } from '../../dom'
 import type { AreaView } from '../area'
 import { readAll } from '../../lists'
+import { confirmButton } from '../../confirm'
 
 export interface Namespace {
   id: string
@@ -41,7 +42,7 @@ export const namespacesView: AreaView = async ({ root }) => {
           ['Updated', (n) => when(n.updatedAt)],
           ['', (n) => h('span', { class: 'actions' },
             h('button', { type: 'button', class: 'secondary', onclick: () => edit(n) }, 'Edit'),
-            h('button', { type: 'button', class: 'secondary danger', onclick: () => remove(n) }, 'Delete'))],
+            confirmButton('Delete', () => remove(n), { class: 'secondary danger', title: `Deletes ${n.name} and its grants: tokens can no longer be issued for its channels` }))],
         ], { 'data-testid': 'namespaces' })
         : h('p', { class: 'muted', 'data-testid': 'namespaces-empty' }, 'No namespaces yet. A channel "<namespace>:<name>" exists only under a registered namespace: create one.'))
     } catch (failure) {
@@ -61,7 +62,6 @@ export const namespacesView: AreaView = async ({ root }) => {
   }
 
   async function remove(namespace: Namespace): Promise<void> {
-    if (!confirm(`Delete namespace ${namespace.name} and its grants? Tokens can no longer be issued for its channels.`)) return
     try {
       await api.run('realtime_namespaces_delete', { path: { name: namespace.name } })
       replace(status)
