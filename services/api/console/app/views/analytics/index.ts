@@ -2,7 +2,7 @@
 // Routes: #/p/{id}/analytics (dashboards), …/analytics/dashboards/{idOrSlug}, …/analytics/catalog.
 import { describe } from '../../api'
 import { readAll } from '../../lists'
-import { h, replace, table, when } from '../../dom'
+import { breakable, h, replace, table, when } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView } from '../area'
 import { catalogView } from './catalog'
@@ -37,8 +37,8 @@ async function dashboardList(root: HTMLElement, productId: string): Promise<void
     dashboards.length
       ? table(dashboards, [
         ['name', (dashboard) => h('a', { href: areaHref(productId, 'analytics', 'dashboards', dashboard.id), 'data-dashboard-id': dashboard.id }, dashboard.name)],
-        ['slug', (dashboard) => h('code', {}, dashboard.slug)],
-        ['tags', (dashboard) => dashboard.tags.map((tag) => h('span', { class: 'tag' }, tag))],
+        ['slug', (dashboard) => h('code', {}, breakable(dashboard.slug))],
+        ['tags', (dashboard) => dashboard.tags.map((tag) => h('span', { class: 'tag' }, breakable(tag)))],
         ['tiles', (dashboard) => String(dashboard.tiles.length)],
         ['updated', (dashboard) => when(dashboard.updated_at)],
       ])
