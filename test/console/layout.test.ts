@@ -3,13 +3,15 @@
 // wider than the window or than the box it sits in (measured in the page: test/console/browser.ts overflowsOf).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
-import { call, eventually, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { call, eventually, freePort, newProduct, ok, startProcess, type Worker } from '../helpers'
+import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
 import { expectNoProblems, overflowsOf, screenshot, signIn, useBrowser, WIDTHS } from './browser'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 
 let apiWorker: Worker
 let publicWorker: Worker
+let gateway: GatewayProcess
 let owner: Owner
 let dashboardId: string
 let emailId: string
@@ -17,6 +19,7 @@ let domainId: string
 
 const LONG_TAG = 'retention-and-activation-experiments-q4' // the API's longest tag is 40 characters
 
+const CHANNEL = 'notifications_for_enterprise_customers:account-7f3c9a2e-5b1d-4e8f-9c6a-2d4b8e1f0a3c'
 const LONG_ADDRESS = 'first.middle.lastname+newsletter-campaign-2026@customer-subdomain.example-enterprise.com'
 // A fixed week, so the buckets do not depend on when the test runs.
 const RANGE = { from: '2026-11-01T00:00:00Z', to: '2026-11-08T00:00:00Z' }
@@ -38,7 +41,12 @@ async function platform(method: string, path: string, body?: unknown): Promise<a
 }
 
 beforeAll(async () => {
-  ;[apiWorker, publicWorker] = await Promise.all([startProcess('api'), startProcess('public', { MAIL_SEND_RATE_PER_SECOND: '1000' })])
+  // The inspector connects to the gateway the api names (GATEWAY_URL), the one other origin its CSP allows.
+  const port = await freePort()
+  const env = { GATEWAY_URL: `ws://127.0.0.1:${port}/connection/websocket` }
+  ;[gateway, apiWorker, publicWorker] = await Promise.all([
+    startGateway({}, port), startProcess('api', env), startProcess('public', { ...env, MAIL_SEND_RATE_PER_SECOND: '1000' }),
+  ])
   owner = await newProduct('A product with a rather long name that has to fit the header of a phone')
   for (let sent = 0; sent < BIG_DAY; sent += 1000) {
     const events = Array.from({ length: 1000 }, (_, i) => ({ event: 'pageview', timestamp: '2026-11-02T12:00:00Z', identity: { users_id: `u${(sent + i) % 50}` }, properties: { plan: i % 3 ? 'free' : 'team' } }))
@@ -63,7 +71,7 @@ beforeAll(async () => {
   })
   dashboardId = dashboard.id
   await as('POST', '/analytics/dashboards', { name: 'Second', slug: 'second', tags: ['a', LONG_TAG.toUpperCase()], tiles: [] })
-  await as('POST', '/realtime/namespaces', { name: 'notifications_for_enterprise_customers', presence: true, history: { ttlSeconds: 300, size: 100 } })
+  await as('POST', '/realtime/namespaces', { name: 'notifications_for_enterprise_customers', presence: true, history: { ttlSeconds: 86_400, size: 10_000 }, archive: { retentionDays: 1_000 } })
   ok(await call('POST', `/governance/api/v1/products/${owner.productId}/public-keys`, { token: owner.token, productId: owner.productId, body: { name: 'The production backend of the enterprise region eu-central' } }), 'public key')
   const domain = await platform('POST', '/mail/domains', { name: `mail-${crypto.randomUUID().slice(0, 8)}.customer-subdomain.example-enterprise.com` })
   domainId = domain.id
@@ -78,7 +86,7 @@ beforeAll(async () => {
   emailId = (await sent.json() as { id: string }).id
 }, 60_000)
 afterAll(async () => {
-  await Promise.all([apiWorker?.stop(), publicWorker?.stop()])
+  await Promise.all([apiWorker?.stop(), publicWorker?.stop(), gateway?.stop()])
 })
 const browser = useBrowser(() => apiWorker.url)
 
@@ -94,6 +102,12 @@ const views = (): [string, string, (page: Page) => Promise<unknown>][] => {
     ['the catalog', `${p}/analytics/catalog`, (page) => page.waitForSelector('[data-testid=catalog]')],
     ['realtime namespaces', `${p}/realtime/namespaces`, (page) => page.waitForSelector('[data-testid=namespaces]')],
     ['realtime keys', `${p}/realtime/keys`, (page) => page.waitForSelector('[data-testid=keys]')],
+    ['the channel inspector', `${p}/realtime/inspector/${encodeURIComponent(CHANNEL)}`, async (page) => {
+      await page.waitForSelector('[data-testid=inspector-state][data-state=subscribed]')
+      // A publication with a long unbroken value, shown live in the feed.
+      await as('POST', '/realtime/messages', { channel: CHANNEL, data: { note: 'a long value', token: 'k'.repeat(300), url: `https://example.com/${'segment/'.repeat(30)}` } })
+      await page.waitForSelector('[data-testid=publication]')
+    }],
     ['mail domains', `${p}/mail/domains`, (page) => page.waitForSelector('[data-testid=domains] table')],
     ['a mail domain', `${p}/mail/domains/${domainId}`, (page) => page.waitForSelector('[data-testid=domain] table')],
     ['mail keys', `${p}/mail/keys`, (page) => page.waitForSelector('[data-testid=keys] table')],
@@ -160,6 +174,18 @@ describe('the small things', () => {
     await page.waitForSelector('[data-action=edit]')
     expect(await page.textContent('[data-testid=dashboard-meta] .updated')).toBe(await shown(updated.updated_at))
     expect(await shown(updated.updated_at)).not.toBe(await shown(stored.updated_at))
+    expectNoProblems(console)
+  })
+
+  test("a namespace's policy is written with grouped digits", async () => {
+    const console = await browser.open()
+    const { page } = console
+    await signIn(page, owner.email, owner.password)
+    await page.evaluate((to) => { location.hash = to }, `#/p/${owner.productId}/realtime/namespaces`)
+    const row = page.locator('[data-testid=namespaces] tbody tr', { hasText: 'notifications_for_enterprise_customers' })
+    await row.waitFor()
+    expect(await row.locator('td[data-label=History]').textContent()).toBe('86,400 s, 10,000 entries')
+    expect(await row.locator('td[data-label=Archive]').textContent()).toBe('1,000 days')
     expectNoProblems(console)
   })
 

@@ -49,5 +49,9 @@ export function breakable(text: string): (string | HTMLElement)[] {
   return text.split(BREAK_AFTER).flatMap((part, i) => (i % 2 === 1 ? [part, document.createElement('wbr')] : part ? [part] : []))
 }
 
+const COUNT = new Intl.NumberFormat('en-US')
+/** A whole number as the console writes every number: grouped digits ("86,400"). */
+export const count = (value: number) => COUNT.format(value)
+
 /** A date as the reader's local time, to the second. */
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—')

@@ -1,7 +1,7 @@
 // Namespaces: the product's registered channel prefixes and their policy (presence, client events, history, archive),
 // listed, created, edited and deleted through realtime_namespaces_*.
 import { api, describe } from '../../api'
-import { h, replace, table, when } from '../../dom'
+import { count, h, replace, table, when } from '../../dom'
 import type { AreaView } from '../area'
 import { readAll } from '../../lists'
 import { confirmButton } from '../../confirm'
@@ -19,9 +19,9 @@ export interface Namespace {
 
 type Policy = Pick<Namespace, 'presence' | 'clientEvents' | 'history' | 'archive'>
 
-/** A policy as a reader says it: "300 s, 100 entries". */
-export const historyText = (history: Namespace['history']) => (history ? `${history.ttlSeconds} s, ${history.size} entries` : 'off')
-const archiveText = (archive: Namespace['archive']) => (archive ? `${archive.retentionDays} days` : 'off')
+/** A policy as a reader says it: "86,400 s, 1,000 entries". */
+export const historyText = (history: Namespace['history']) => (history ? `${count(history.ttlSeconds)} s, ${count(history.size)} entries` : 'off')
+const archiveText = (archive: Namespace['archive']) => (archive ? `${count(archive.retentionDays)} days` : 'off')
 const yesNo = (on: boolean) => h('span', { class: on ? 'badge on' : 'badge' }, on ? 'on' : 'off')
 
 export const namespacesView: AreaView = async ({ root }) => {
