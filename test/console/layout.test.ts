@@ -177,6 +177,43 @@ describe('the small things', () => {
     expectNoProblems(console)
   })
 
+  test('at 390 px a long email address wraps between its parts, never inside one', async () => {
+    const console = await browser.open()
+    const { page } = console
+    await page.setViewportSize({ width: 390, height: 900 })
+    await signIn(page, owner.email, owner.password)
+    /** Each run of text between two break opportunities, with how many lines it is drawn on. */
+    const pieces = (selector: string) => page.evaluate((within) => {
+      const element = document.querySelector(within)!
+      const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT)
+      const found: { text: string; lines: number }[] = []
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const range = document.createRange()
+        range.selectNodeContents(node)
+        found.push({ text: node.textContent!, lines: new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size })
+      }
+      return found
+    }, selector)
+    for (const [hash, selector] of [
+      [`#/p/${owner.productId}/mail/emails`, '[data-testid=emails] td[data-label=To]'],
+      [`#/p/${owner.productId}/mail/emails/${emailId}`, '[data-testid=email] .facts dd:nth-of-type(2)'],
+    ] as const) {
+      await page.evaluate((to) => { location.hash = to }, hash)
+      await page.waitForSelector(selector)
+      const found = await pieces(selector)
+      expect(found.map((piece) => piece.text).join('')).toContain(LONG_ADDRESS)
+      // The address is longer than the column, so it does wrap; but each piece stays on one line.
+      expect(found.length).toBeGreaterThan(5)
+      expect(found.filter((piece) => piece.lines !== 1)).toEqual([])
+    }
+    const lines = await page.evaluate(() => {
+      const cell = document.querySelector('[data-testid=email] .facts dd:nth-of-type(2)')!
+      return Math.round(cell.getBoundingClientRect().height / parseFloat(getComputedStyle(cell).lineHeight))
+    })
+    expect(lines).toBeGreaterThan(1)
+    expectNoProblems(console)
+  })
+
   test("a namespace's policy is written with grouped digits", async () => {
     const console = await browser.open()
     const { page } = console
