@@ -281,6 +281,8 @@ describe('the session across a reload', () => {
       ['no Origin', { 'x-console': '1', cookie }, /Origin/],
       ['another origin', { 'x-console': '1', origin: 'http://127.0.0.1:1', cookie }, /not http:\/\/127\.0\.0\.1:1/],
       ['a sibling site', { ...own(), 'sec-fetch-site': 'same-site', cookie }, /Sec-Fetch-Site: same-site/],
+      // Quoted bounded, whatever was sent.
+      ['a huge origin', { 'x-console': '1', origin: `http://${'a'.repeat(5000)}`, cookie }, /not http:\/\/a{93}…$/],
     ]
     for (const [what, headers, message] of refusals) {
       const response = await fetch(restoreUrl(), { method: 'POST', headers })

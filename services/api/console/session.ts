@@ -13,15 +13,20 @@ export const SESSION_PATH = '/console/session'
 /** The header the page sends: a form cannot, and a cross-origin fetch must ask a preflight first. */
 export const CONSOLE_HEADER = 'x-console'
 
+/** A header's value as a refusal quotes it: bounded, whatever the caller sent. */
+const quoted = (value: string) => (value.length > 100 ? `${value.slice(0, 100)}…` : value)
+
 /** Refuses anything but a fetch from a page of this very origin (browsers send Origin and Sec-Fetch-Site on it). */
 function requireOwnPage(request: Request): void {
   const headers = request.headers
   if (headers.get(CONSOLE_HEADER) !== '1') throw forbidden(`The console session needs the ${CONSOLE_HEADER}: 1 header of the console's page`)
   const site = headers.get('sec-fetch-site')
-  if (site !== null && site !== 'same-origin') throw forbidden(`The console session answers only its own page (Sec-Fetch-Site: ${site})`)
+  if (site !== null && site !== 'same-origin') throw forbidden(`The console session answers only its own page (Sec-Fetch-Site: ${quoted(site)})`)
   const origin = headers.get('origin')
   if (!origin) throw forbidden("The console session needs the Origin header of the console's page")
-  if (origin !== new URL(config.apiUrl).origin && origin !== ownOrigin(request)) throw forbidden(`The console session answers only its own page, not ${origin}`)
+  if (origin !== new URL(config.apiUrl).origin && origin !== ownOrigin(request)) {
+    throw forbidden(`The console session answers only its own page, not ${quoted(origin)}`)
+  }
 }
 
 /** This request's origin as the browser addressed it (the Host header), for an api reached at another name than API_URL. */
@@ -57,9 +62,9 @@ function clearing(request: Request, response: Response): Response {
 }
 
 /**
- * POST /console/session (the page's bearer token: keep it), POST /console/session/restore (answer it after a reload, or 204 when
- * there is none),
- * DELETE /console/session (forget it). Errors are thrown as ApiError and drawn by the app's one onError.
+ * POST /console/session (the page's bearer token: keep it), POST /console/session/restore (answer it after a reload,
+ * or 204 when there is none), DELETE /console/session (forget it). Refusals are thrown as ApiError and drawn by the
+ * app's one onError.
  */
 export function consoleSessionRoutes() {
   return new Elysia()
