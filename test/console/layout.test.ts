@@ -214,6 +214,21 @@ describe('the small things', () => {
     expectNoProblems(console)
   })
 
+  test('a value cut with an ellipsis keeps the whole of it in its title: the product name, a tile title', async () => {
+    const console = await browser.open()
+    const { page } = console
+    await page.setViewportSize({ width: 390, height: 900 })
+    await signIn(page, owner.email, owner.password)
+    await page.evaluate((to) => { location.hash = to }, `#/p/${owner.productId}/analytics/dashboards/${dashboardId}`)
+    const series = 'Page views per day, every plan, across all of the product\'s sites'
+    await page.waitForSelector(`.tile-title[title="${series}"]`)
+    const cut = await page.evaluate(() => [...document.querySelectorAll<HTMLElement>('.product-name, .tile-title')]
+      .filter((element) => element.scrollWidth > element.clientWidth).map((element) => element.title))
+    expect(cut).toContain('A product with a rather long name that has to fit the header of a phone')
+    expect(cut).toContain(series)
+    expectNoProblems(console)
+  })
+
   test("a namespace's policy is written with grouped digits", async () => {
     const console = await browser.open()
     const { page } = console

@@ -134,9 +134,10 @@ class DashboardPage {
   }
 
   private tileElement(tile: Tile): HTMLElement {
-    const title = h('h3', { class: 'tile-title' }, tile.title ?? (tile.type === 'text' ? '' : '…'))
+    // One line, cut with an ellipsis in a narrow tile: the whole title in its title attribute.
+    const title = h('h3', { class: 'tile-title', title: tile.title }, tile.title ?? (tile.type === 'text' ? '' : '…'))
     if (tile.type === 'insight' && tile.title === null && tile.insight_id) {
-      void this.insightName(tile.insight_id).then((name) => replace(title, name ?? 'Insight'))
+      void this.insightName(tile.insight_id).then((name) => { replace(title, name ?? 'Insight'); title.title = name ?? '' })
     }
     return h('article', { class: `tile tile-${tile.type}`, 'data-tile-id': tile.id, 'data-type': tile.type },
       h('header', { class: `tile-head${tile.title === null && tile.type === 'text' ? ' untitled' : ''}` }, title, h('span', { class: 'stored-row muted' })),
