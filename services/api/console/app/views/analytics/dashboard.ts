@@ -2,7 +2,7 @@
 // safe markdown; Edit / Save / Cancel of the layout (the editor is ./editor.ts, its rules ./grid.ts), saving the whole
 // tiles array with analytics_dashboard_update; and the version history (./history.ts) with restore.
 import { api, describe } from '../../api'
-import { h, replace, when } from '../../dom'
+import { breakable, h, replace, when } from '../../dom'
 import { areaHref } from '../../router'
 import type { Cleanup } from '../area'
 import { drawInsight, type Drawn, type MetricTypes } from './charts'
@@ -63,6 +63,7 @@ class DashboardPage {
   private readonly grid = h('div', { class: 'dashboard-grid', 'data-testid': 'dashboard-grid' })
   private readonly editor = new LayoutEditor(this.grid)
   private readonly actions = h('div', { class: 'dashboard-actions' })
+  private readonly meta = h('p', { class: 'muted dashboard-meta', 'data-testid': 'dashboard-meta' })
   private readonly status = h('p', { class: 'error', role: 'alert', 'data-testid': 'dashboard-error' })
   private readonly history: History
   private readonly insightNames = new Map<string, Promise<string | undefined>>()
@@ -88,19 +89,25 @@ class DashboardPage {
       h('div', { class: 'dashboard-head' },
         h('div', {},
           h('h1', { 'data-testid': 'dashboard-name' }, this.dashboard.name),
-          h('p', { class: 'muted dashboard-meta' },
-            h('code', {}, this.dashboard.slug),
-            this.dashboard.tags.map((tag) => h('span', { class: 'tag' }, tag)),
-            ` · updated ${when(this.dashboard.updated_at)}`)),
+          this.meta),
         this.actions),
       this.status,
       this.grid,
       this.history.section,
     )
     replace(this.status)
+    this.drawMeta()
     this.drawGrid()
     this.drawActions()
     void this.history.draw()
+  }
+
+  /** The slug, tags and when it was last updated: drawn again after every save, which changes the last. */
+  private drawMeta(): void {
+    replace(this.meta,
+      h('code', { class: 'slug' }, breakable(this.dashboard.slug)),
+      this.dashboard.tags.map((tag) => h('span', { class: 'tag' }, breakable(tag))),
+      h('span', { class: 'updated' }, `updated ${when(this.dashboard.updated_at)}`))
   }
 
   /** Draws `dashboard` afresh (after a restore, or Redraw): edits dropped, the old tiles' queued runs dropped. */
@@ -127,9 +134,10 @@ class DashboardPage {
   }
 
   private tileElement(tile: Tile): HTMLElement {
-    const title = h('h3', { class: 'tile-title' }, tile.title ?? (tile.type === 'text' ? '' : '…'))
+    // One line, cut with an ellipsis in a narrow tile: the whole title in its title attribute.
+    const title = h('h3', { class: 'tile-title', title: tile.title }, tile.title ?? (tile.type === 'text' ? '' : '…'))
     if (tile.type === 'insight' && tile.title === null && tile.insight_id) {
-      void this.insightName(tile.insight_id).then((name) => replace(title, name ?? 'Insight'))
+      void this.insightName(tile.insight_id).then((name) => { replace(title, name ?? 'Insight'); title.title = name ?? '' })
     }
     return h('article', { class: `tile tile-${tile.type}`, 'data-tile-id': tile.id, 'data-type': tile.type },
       h('header', { class: `tile-head${tile.title === null && tile.type === 'text' ? ' untitled' : ''}` }, title, h('span', { class: 'stored-row muted' })),
@@ -227,7 +235,7 @@ class DashboardPage {
       // atomic with the update: the version history keeps whatever was overwritten, for restore.
       const current = await api.run<Dashboard>('analytics_dashboard_get', { path: dashboardPath(this.dashboard.id) })
       if (current.updated_at !== this.dashboard.updated_at) {
-        // Not "reload": a reload signs out (the session is in memory only). Redraw draws what is stored now.
+        // Redraw draws what is stored now, without loading the page and running every other view's work again.
         replace(this.status,
           'This dashboard was changed since it was drawn here (its history shows the change). Redraw it, then edit again; redrawing drops your edits. ',
           h('button', { type: 'button', class: 'secondary small', 'data-action': 'redraw', onclick: () => this.redraw(current) }, 'Redraw'))
@@ -239,6 +247,7 @@ class DashboardPage {
       return
     }
     if (this.stopped) return
+    this.drawMeta()
     this.editor.revert(this.dashboard.tiles)
     this.setEditing(false)
     void this.history.draw()

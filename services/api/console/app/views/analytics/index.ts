@@ -2,7 +2,7 @@
 // Routes: #/p/{id}/analytics (dashboards), …/analytics/dashboards/{idOrSlug}, …/analytics/catalog.
 import { describe } from '../../api'
 import { readAll } from '../../lists'
-import { h, replace, table, when } from '../../dom'
+import { breakable, count, h, replace, table, when } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView } from '../area'
 import { catalogView } from './catalog'
@@ -37,9 +37,9 @@ async function dashboardList(root: HTMLElement, productId: string): Promise<void
     dashboards.length
       ? table(dashboards, [
         ['name', (dashboard) => h('a', { href: areaHref(productId, 'analytics', 'dashboards', dashboard.id), 'data-dashboard-id': dashboard.id }, dashboard.name)],
-        ['slug', (dashboard) => h('code', {}, dashboard.slug)],
-        ['tags', (dashboard) => dashboard.tags.map((tag) => h('span', { class: 'tag' }, tag))],
-        ['tiles', (dashboard) => String(dashboard.tiles.length)],
+        ['slug', (dashboard) => h('code', {}, breakable(dashboard.slug))],
+        ['tags', (dashboard) => dashboard.tags.map((tag) => h('span', { class: 'tag' }, breakable(tag)))],
+        ['tiles', (dashboard) => count(dashboard.tiles.length)],
         ['updated', (dashboard) => when(dashboard.updated_at)],
       ])
       : h('p', { class: 'muted' }, 'No dashboards yet: create one with analytics_dashboard_create (REST, or an agent over MCP).'),

@@ -1,7 +1,7 @@
 // The email log: the product's emails newest first, a page at a time, filtered by status, recipient, domain and time;
 // and one email with its events as a timeline and the webhook deliveries of those events.
 import { api, describe } from '../../api'
-import { h, replace, table, when } from '../../dom'
+import { breakable, h, replace, table, when } from '../../dom'
 import { areaHref } from '../../router'
 import { readAll } from '../../lists'
 import type { Domain } from './domains'
@@ -86,8 +86,8 @@ export async function emailsView(root: HTMLElement, productId: string): Promise<
         replace(body, table(shown, [
           ['Created', (e) => when(e.created_at)],
           ['Subject', (e) => h('a', { href: areaHref(productId, 'mail', 'emails', e.id), class: 'subject', 'data-email-id': e.id }, e.subject || '(no subject)')],
-          ['To', (e) => e.to.join(', ')],
-          ['From', (e) => e.from],
+          ['To', (e) => breakable(e.to.join(', '))],
+          ['From', (e) => breakable(e.from)],
           ['Last event', (e) => [badge(e.last_event), h('div', { class: 'muted small' }, when(e.last_event_at))]],
         ], { class: 'email-log' }))
       }
@@ -139,7 +139,7 @@ export async function emailView(root: HTMLElement, productId: string, id: string
   replace(root, back, h('div', { class: 'email', 'data-testid': 'email', 'data-email-id': email.id },
     h('section', { class: 'card' },
       h('header', { class: 'log-head' }, h('h2', { class: 'email-subject' }, email.subject || '(no subject)'), badge(email.last_event)),
-      h('dl', { class: 'facts' }, facts.filter(([, value]) => value !== null).flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, value)])),
+      h('dl', { class: 'facts' }, facts.filter(([, value]) => value !== null).flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, breakable(value!))])),
     ),
     h('section', { class: 'card' },
       h('h2', {}, 'Events'),
