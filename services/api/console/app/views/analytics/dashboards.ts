@@ -10,9 +10,9 @@ const MAX_LISTED = 500 // PRODUCT_MAX_DASHBOARDS: the list never holds more
 const MAX_NAME = 120
 const MAX_SLUG = 64
 
-/** A slug the API takes (^[a-z0-9][a-z0-9-]{1,63}$) made from a name: lower case, dashes for the rest. */
+/** A slug the API takes (^[a-z0-9][a-z0-9-]{1,63}$) made from a name: lower case, accents dropped, dashes for the rest. */
 export function slugOf(name: string): string {
-  const slug = name.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, MAX_SLUG).replace(/-+$/, '')
+  const slug = name.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, MAX_SLUG).replace(/-+$/, '')
   return slug.length >= 2 ? slug : ''
 }
 
