@@ -27,7 +27,7 @@ export async function dashboardList(root: HTMLElement, productId: string): Promi
     ['tiles', (dashboard) => String(dashboard.tiles.length)],
     ['updated', (dashboard) => when(dashboard.updated_at)],
     ['', (dashboard) => deleteButton(dashboard, status)],
-  ], { class: 'dashboards-table' })
+  ], { class: 'dashboards-table stacked' })
   replace(root,
     h('section', { class: 'card', 'data-testid': 'dashboards' },
       h('h1', {}, 'Dashboards'),

@@ -20,7 +20,7 @@ export async function insightsView(root: HTMLElement, productId: string): Promis
       h('a', { class: 'button', href: areaHref(productId, 'analytics', 'insights', 'new'), 'data-action': 'new-insight' }, 'New insight')),
     status,
     h('div', { class: 'table-scroll' },
-      h('table', { class: 'insights-table' },
+      h('table', { class: 'insights-table stacked' },
         h('thead', {}, h('tr', {}, ['Name', 'Kind', 'Query', 'Updated', ''].map((title) => h('th', {}, title)))),
         body)),
     empty,
