@@ -121,7 +121,7 @@ async function expectFits(page: Page, view: string): Promise<void> {
 }
 
 describe('a dashboard', () => {
-  let dashboard: { id: string; tiles: { id: string; type: string; insight_id?: string; title: string | null; markdown?: string; layout: Layout }[] }
+  let dashboard: { id: string; updated_at: string; tiles: { id: string; type: string; insight_id?: string; title: string | null; markdown?: string; layout: Layout }[] }
   let tileIds: Record<string, string>
   beforeAll(async () => {
     expect(await as('POST', '/tracking/events', { events: EVENTS })).toEqual({ accepted: EVENTS.length })
@@ -255,6 +255,9 @@ describe('a dashboard', () => {
       const name = Object.keys(tileIds).find((key) => tileIds[key] === stored.id)!
       return { ...stored, layout: expected[name as keyof typeof expected] }
     }))
+    // The header says when: the save's own time, as the reader's clock writes it.
+    expect(await page.textContent('[data-testid=dashboard-updated]')).toBe(await page.evaluate((iso) => new Date(iso).toLocaleString(), saved.updated_at))
+    expect(saved.updated_at).not.toBe(dashboard.updated_at)
 
     // History: the save is version 2; restoring version 1 redraws the stored layout and the API answers it too.
     await page.waitForSelector('[data-testid=versions] tr[data-version="2"]')

@@ -7,6 +7,7 @@ import { api, describe } from '../../api'
 import { h, replace, when } from '../../dom'
 import { areaHref } from '../../router'
 import type { Cleanup } from '../area'
+import { metricTypesOf, readCatalog } from './catalog'
 import { drawInsight, type Drawn, type MetricTypes } from './charts'
 import { LayoutEditor } from './editor'
 import { type Layout, rowsUsed } from './grid'
@@ -34,7 +35,6 @@ export interface Dashboard {
   created_at: string
   updated_at: string
 }
-interface Catalog { entities: { entity: string; metrics: { name: string; type: string }[] }[] }
 
 /** Draws the dashboard `idOrSlug` into `root`; the cleanup stops its runs and destroys its charts. */
 export async function dashboardView(root: HTMLElement, productId: string, idOrSlug: string): Promise<Cleanup> {
@@ -54,8 +54,8 @@ const dashboardPath = (id: string) => ({ id, idOrSlug: id })
 
 async function metricTypes(): Promise<MetricTypes> {
   // Only for how totals are shown: without the catalog no type is known, and every series shows its latest value.
-  const catalog = await api.run<Catalog>('analytics_catalog_get').catch(() => undefined)
-  return catalog && new Map(catalog.entities.map((entity) => [entity.entity, new Map(entity.metrics.map((metric) => [metric.name, metric.type]))]))
+  const catalog = await readCatalog().catch(() => undefined)
+  return catalog && metricTypesOf(catalog)
 }
 
 /** A tile added from the list: half the grid wide, four rows tall (the builder's preview is this size). */
