@@ -723,12 +723,23 @@ describe('insights and dashboards made in the page', () => {
       await page.click('[data-action=confirm-add-tile]')
       await page.waitForSelector('[data-testid=tile-adder][hidden]', { state: 'attached' })
     }
+    // And a text tile: its markdown drawn as elements, any HTML in it as text.
+    await page.click('[data-action=add-tile]')
+    await page.fill('[data-field=tile-title]', 'Notes')
+    await page.fill('[data-field=tile-markdown]', 'Read **this** <b>first</b>')
+    await page.click('[data-action=confirm-add-text]')
+    await page.waitForSelector('[data-testid=tile-adder][hidden]', { state: 'attached' })
     await page.waitForFunction(() => document.querySelectorAll('.tile-body[data-kind]').length === 2)
     const dashboardId = (await by('GET', '/analytics/dashboards/made-here')).id
     const stored = await by('GET', `/analytics/dashboards/${dashboardId}`)
-    expect(stored.tiles.map((tile: any) => [tile.insight_id, tile.layout])).toEqual([
-      [trendId, { x: 0, y: 0, w: 6, h: 4 }], [funnelId, { x: 0, y: 4, w: 6, h: 4 }],
+    expect(stored.tiles.map((tile: any) => [tile.type, tile.insight_id ?? tile.markdown, tile.title, tile.layout])).toEqual([
+      ['insight', trendId, null, { x: 0, y: 0, w: 6, h: 4 }], ['insight', funnelId, null, { x: 0, y: 4, w: 6, h: 4 }],
+      ['text', 'Read **this** <b>first</b>', 'Notes', { x: 0, y: 8, w: 6, h: 4 }],
     ])
+    const text = `[data-tile-id="${stored.tiles[2].id}"]`
+    expect([await page.textContent(`${text} .tile-title`), await page.textContent(`${text} .tile-body strong`), await page.textContent(`${text} .tile-body`)])
+      .toEqual(['Notes', 'this', 'Read this <b>first</b>'])
+    expect(await page.locator(`${text} .tile-body b`).count()).toBe(0)
     const tileOf = (insightId: string) => `[data-tile-id="${stored.tiles.find((tile: any) => tile.insight_id === insightId).id}"]`
     const runOf = async (insightId: string, body: unknown = {}) => (await by('POST', `/analytics/insights/${insightId}/run`, body)).result
     expect(await seriesTable(page, tileOf(trendId!))).toEqual(expectedSeries(await runOf(trendId!)))
@@ -742,7 +753,7 @@ describe('insights and dashboards made in the page', () => {
     await page.locator('[data-testid=dashboard-toolbar] [data-field=range-from]').blur()
     await page.fill('[data-testid=dashboard-toolbar] [data-field=range-to]', later.to)
     await page.locator('[data-testid=dashboard-toolbar] [data-field=range-to]').blur()
-    await page.waitForFunction((range) => [...document.querySelectorAll<HTMLElement>('.tile-body')].every((body) => body.dataset.range === range && body.dataset.kind), JSON.stringify(later))
+    await page.waitForFunction((range) => [...document.querySelectorAll<HTMLElement>('.tile-insight .tile-body')].every((body) => body.dataset.range === range && body.dataset.kind), JSON.stringify(later))
     expect(await seriesTable(page, tileOf(trendId!))).toEqual(expectedSeries(await runOf(trendId!, { range: later })))
     expect(Object.keys(await seriesTable(page, tileOf(trendId!)))).toHaveLength(5) // Nov 3 to 7
     expect(await funnelCounts(page, tileOf(funnelId!))).toEqual([3, 2, 0])
@@ -750,7 +761,7 @@ describe('insights and dashboards made in the page', () => {
 
     // Back to each insight's own range; a purchase captured since is counted only after Refresh (the funnel's kept result).
     await page.selectOption('[data-testid=dashboard-toolbar] [data-field=range]', 'own')
-    await page.waitForFunction(() => [...document.querySelectorAll<HTMLElement>('.tile-body')].every((body) => body.dataset.range === 'own' && body.dataset.kind))
+    await page.waitForFunction(() => [...document.querySelectorAll<HTMLElement>('.tile-insight .tile-body')].every((body) => body.dataset.range === 'own' && body.dataset.kind))
     expect(await funnelCounts(page, tileOf(funnelId!))).toEqual([5, 3, 1])
     await by('POST', '/tracking/events', { events: [{ event: 'purchase', timestamp: at(6, 13), identity: { users_id: 'u2' }, properties: { plan: 'team' } }] })
     await page.click('[data-action=refresh]')
@@ -767,8 +778,8 @@ describe('insights and dashboards made in the page', () => {
     await page.click(`${tileOf(funnelId!)} [data-action=remove-tile]`)
     await page.click(`${tileOf(funnelId!)} [data-action=confirm-remove]`)
     await page.waitForFunction((selector) => !document.querySelector(selector), tileOf(funnelId!))
-    expect((await by('GET', `/analytics/dashboards/${dashboardId}`)).tiles.map((tile: any) => tile.insight_id)).toEqual([trendId])
-    await page.waitForFunction(() => document.querySelector('[data-testid=versions] tbody tr')?.getAttribute('data-version') === '4')
+    expect((await by('GET', `/analytics/dashboards/${dashboardId}`)).tiles.map((tile: any) => tile.insight_id ?? tile.type)).toEqual([trendId, 'text'])
+    await page.waitForFunction(() => document.querySelector('[data-testid=versions] tbody tr')?.getAttribute('data-version') === '5')
     expect(dialogs).toEqual([]) // every confirmation was asked in the page
     expectNoProblems(console)
   })

@@ -15,7 +15,7 @@ import { History } from './history'
 import { renderMarkdown } from './markdown'
 import { describeRange, type Range, rangePicker } from './range'
 import { createRunner, type RunBody } from './runner'
-import { TileAdder } from './tile-adder'
+import { type NewTile, TileAdder } from './tile-adder'
 
 export interface Tile {
   id: string
@@ -93,7 +93,7 @@ class DashboardPage {
       busy: () => this.working,
       restore: (version) => this.restore(version),
     })
-    this.adder = new TileAdder(productId, (insightId) => this.addTile(insightId))
+    this.adder = new TileAdder(productId, (tile) => this.addTile(tile))
   }
 
   stop(): void {
@@ -171,7 +171,7 @@ class DashboardPage {
     const ordered = [...this.dashboard.tiles].sort((a, b) => a.layout.y - b.layout.y || a.layout.x - b.layout.x)
     const elements = new Map(ordered.map((tile) => [tile.id, this.tileElement(tile)]))
     this.elements = elements
-    replace(this.grid, elements.size ? [...elements.values()] : h('p', { class: 'muted empty' }, 'This dashboard has no tiles yet: add an insight.'))
+    replace(this.grid, elements.size ? [...elements.values()] : h('p', { class: 'muted empty' }, 'This dashboard has no tiles yet: add one.'))
     this.editor.reset(this.dashboard.tiles, elements)
     this.editor.setEditing(false)
     // Charts size themselves to their tile, so they are drawn once the tiles are on the page.
@@ -240,7 +240,7 @@ class DashboardPage {
     this.root.classList.toggle('busy', this.working)
     if (!this.editor.editing) {
       replace(this.actions,
-        h('button', { type: 'button', class: 'secondary', 'data-action': 'add-tile', disabled: this.working, onclick: () => void this.adder.open() }, 'Add insight'),
+        h('button', { type: 'button', class: 'secondary', 'data-action': 'add-tile', disabled: this.working, onclick: () => void this.adder.open() }, 'Add tile'),
         h('button', { type: 'button', class: 'secondary', 'data-action': 'edit', disabled: this.working, onclick: () => this.setEditing(true) }, 'Edit layout'))
       return
     }
@@ -301,13 +301,13 @@ class DashboardPage {
 
   // ---- adding and removing tiles
 
-  /** Adds a tile of the insight below the others, half the grid wide, and draws the dashboard as saved. */
-  private async addTile(insightId: string): Promise<boolean> {
+  /** Adds a tile below the others, half the grid wide, and draws the dashboard as saved. */
+  private async addTile(tile: NewTile): Promise<boolean> {
     let added = false
     await this.exclusive(async () => {
       replace(this.status)
       const layout = { x: 0, y: rowsUsed(this.dashboard.tiles.map((tile) => tile.layout)), w: NEW_TILE.w, h: NEW_TILE.h }
-      const tiles = [...this.dashboard.tiles.map((tile) => storedTile(tile, tile.layout)), { type: 'insight', insight_id: insightId, title: null, layout }]
+      const tiles = [...this.dashboard.tiles.map((stored) => storedTile(stored, stored.layout)), { title: null, ...tile, layout }]
       added = await this.store(tiles, 'Not added')
     })
     if (added && !this.stopped) this.redraw(this.dashboard)

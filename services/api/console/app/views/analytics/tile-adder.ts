@@ -1,5 +1,5 @@
-// "Add insight" on a dashboard: a panel that lists the product's insights (analytics_insight_list, every page) to
-// pick one for a new tile; the dashboard page places and saves it.
+// "Add tile" on a dashboard: a panel that lists the product's insights (analytics_insight_list, every page) to pick
+// one for a new tile, or takes a text tile's markdown; the dashboard page places and saves it.
 import { describe } from '../../api'
 import { h, replace } from '../../dom'
 import { readAll } from '../../lists'
@@ -8,12 +8,18 @@ import type { Insight } from './builder'
 import { summaryOf } from './query'
 
 const MAX_LISTED = 2000 // PRODUCT_MAX_INSIGHTS: the list never holds more
+// A text tile's bounds (dashboard-schemas.ts).
+const MAX_MARKDOWN = 4000
+const MAX_TITLE = 120
+
+/** What a new tile holds; where it goes is the dashboard's to decide. */
+export type NewTile = { type: 'insight'; insight_id: string } | { type: 'text'; markdown: string; title: string | null }
 
 export class TileAdder {
   readonly element = h('section', { class: 'card tile-adder', 'data-testid': 'tile-adder' })
 
-  /** `add` saves a tile of the insight picked; whether it was saved (the panel closes then). */
-  constructor(private readonly productId: string, private readonly add: (insightId: string) => Promise<boolean>) {
+  /** `add` saves the new tile; whether it was saved (the panel closes then). */
+  constructor(private readonly productId: string, private readonly add: (tile: NewTile) => Promise<boolean>) {
     this.element.hidden = true
   }
 
@@ -33,22 +39,32 @@ export class TileAdder {
       return
     }
     const create = h('a', { href: areaHref(this.productId, 'analytics', 'insights', 'new') }, 'build a new insight')
-    if (!insights.length) {
-      replace(this.element, h('p', {}, 'This product has no insights yet: ', create, '.'), this.cancel())
-      return
-    }
     const select = h('select', { 'data-field': 'tile-insight', 'aria-label': 'Insight' },
       insights.map((insight) => h('option', { value: insight.id }, `${insight.name} (${summaryOf(insight.kind, insight.query)})`)))
-    const add = h('button', { type: 'button', 'data-action': 'confirm-add-tile' }, 'Add tile')
-    add.addEventListener('click', async () => {
-      add.disabled = true
-      if (await this.add(select.value)) this.close()
-      else add.disabled = false
-    })
+    const title = h('input', { 'data-field': 'tile-title', maxlength: MAX_TITLE, placeholder: 'none' })
+    const markdown = h('textarea', { 'data-field': 'tile-markdown', rows: 4, maxlength: MAX_MARKDOWN, placeholder: '**Markdown**: headings, lists, links, `code`' })
     replace(this.element,
-      h('h2', {}, 'Add an insight'),
-      h('div', { class: 'form-row' }, h('label', { class: 'grow' }, 'Insight', select), add, this.cancel()),
-      h('p', { class: 'muted' }, 'The tile goes below the others, half the grid wide; move it with Edit layout. Or ', create, '.'))
+      h('h2', {}, 'Add a tile'),
+      insights.length
+        ? h('div', { class: 'form-row' }, h('label', { class: 'grow' }, 'An insight', select),
+          this.button('confirm-add-tile', 'Add insight', () => ({ type: 'insight', insight_id: select.value })))
+        : h('p', {}, 'This product has no insights yet: ', create, '.'),
+      h('div', { class: 'form-row' },
+        h('label', {}, 'Or text: a title (optional)', title),
+        h('label', { class: 'grow' }, 'Markdown', markdown),
+        this.button('confirm-add-text', 'Add text', () => ({ type: 'text', markdown: markdown.value, title: title.value.trim() || null }))),
+      h('p', { class: 'muted' }, 'A tile goes below the others, half the grid wide; move it with Edit layout. ', insights.length ? ['Or ', create, '.'] : null),
+      this.cancel())
+  }
+
+  private button(action: string, label: string, tile: () => NewTile): HTMLButtonElement {
+    const button = h('button', { type: 'button', 'data-action': action }, label)
+    button.addEventListener('click', async () => {
+      button.disabled = true
+      if (await this.add(tile())) this.close()
+      else button.disabled = false
+    })
+    return button
   }
 
   private cancel(): HTMLElement {
