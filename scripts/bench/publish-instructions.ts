@@ -118,7 +118,7 @@ async function main() {
     await Bun.sleep(100)
   }
 
-  const subjects = [
+  const subjects: { name: string; url: string; headers: Record<string, string> }[] = [
     { name: 'POST /{productId}/realtime/messages', url: `${worker.url}/${product.productId}/realtime/messages`, headers: { 'x-api-key': product.key } },
     { name: 'Centrifuge node: HTTP publish with history', url: `http://127.0.0.1:${peerPort}/publish`, headers: {} },
   ]
