@@ -303,7 +303,7 @@ describe('a dashboard', () => {
     await page.waitForSelector('[data-testid=dashboard-error]:not(:empty)')
     expect(await page.textContent('[data-testid=dashboard-error]')).toMatch(/changed since it was drawn/)
     expect((await as('GET', `/analytics/dashboards/${notes.id}`)).tiles[0].layout).toEqual({ x: 0, y: 0, w: 4, h: 2 })
-    // Redraw (not a reload, which signs out) draws the dashboard as stored now, the edit dropped.
+    // Redraw draws the dashboard as stored now, the edit dropped, without loading the page again.
     await page.click('[data-testid=dashboard-error] [data-action=redraw]')
     await page.waitForFunction(() => document.querySelector('[data-testid=dashboard-name]')?.textContent === 'Notes (renamed elsewhere)')
     expect(await page.getAttribute(`[data-tile-id="${notes.tiles[0].id}"]`, 'data-w')).toBe('4')
