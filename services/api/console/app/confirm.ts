@@ -1,6 +1,7 @@
 // Every destructive action of the console confirms in the page, never with window.confirm() (which blocks the tab
-// and cannot be styled): a button that arms on the first click and acts on the second.
-import { h } from './dom'
+// and cannot be styled): a button that arms on the first click and acts on the second (confirmButton), or, where the
+// action applies to one row or tile of many, a question asked in its place (askInPlace).
+import { h, replace } from './dom'
 
 /** How long a destructive button stays armed ("Confirm …") without a second click. */
 export const CONFIRM_ARMED_MS = 3000
@@ -41,10 +42,42 @@ export function confirmButton(label: string, action: () => Promise<void>, attrib
   return button
 }
 
-/** Runs `action` with `button` disabled, then gives it back its `label`. */
-async function whileBusy(button: HTMLButtonElement, label: string, action: () => Promise<void>): Promise<void> {
+/** What askInPlace offers, asks and runs. */
+export interface InPlaceQuestion {
+  /** The button first offered in `cell`: its text and `data-action` (and `aria-label`, when the text alone is vague). */
+  offer: { label: string; action: string; ariaLabel?: string }
+  /** The question, then the confirming button's text, `data-action`, and the question's `data-testid`. */
+  question: string
+  confirm: { label: string; action: string; testid: string }
+  /** Runs the action; `false` (a refusal, shown by the caller) offers the button again. */
+  run(button: HTMLButtonElement): Promise<boolean>
+}
+
+/**
+ * A destructive action asked about where it applies (a table row, a tile): `cell` offers its button; a click replaces
+ * it with the question, the confirming button and Keep. Keep, or an action that did not go through, offers the button
+ * again.
+ */
+export function askInPlace(cell: HTMLElement, question: InPlaceQuestion): void {
+  const { offer: first, confirm } = question
+  const offer = () => replace(cell, h('button', {
+    type: 'button', class: 'secondary small', 'data-action': first.action, ...(first.ariaLabel ? { 'aria-label': first.ariaLabel } : {}), onclick: ask,
+  }, first.label))
+  const ask = () => replace(cell, h('span', { class: 'confirm', 'data-testid': confirm.testid },
+    h('span', {}, question.question), ' ',
+    h('button', { type: 'button', class: 'small danger', 'data-action': confirm.action, onclick: (event: Event) => void go(event.target as HTMLButtonElement) }, confirm.label), ' ',
+    h('button', { type: 'button', class: 'secondary small', 'data-action': 'keep', onclick: offer }, 'Keep')))
+  const go = async (button: HTMLButtonElement) => {
+    button.disabled = true
+    if (!(await question.run(button).catch(() => false))) offer()
+  }
+  offer()
+}
+
+/** Runs `action` with `button` disabled and showing `busy`, then gives it back its `label`. */
+export async function whileBusy(button: HTMLButtonElement, label: string, action: () => Promise<void>, busy = label): Promise<void> {
   button.disabled = true
-  button.textContent = label
+  button.textContent = busy
   try {
     await action()
   } finally {

@@ -4,6 +4,7 @@
 // ./grid.ts). Every change saves the whole tiles array with analytics_dashboard_update; and the version history
 // (./history.ts) with restore.
 import { api, describe } from '../../api'
+import { askInPlace } from '../../confirm'
 import { breakable, h, replace, when } from '../../dom'
 import { areaHref } from '../../router'
 import type { Cleanup } from '../area'
@@ -186,13 +187,16 @@ class DashboardPage {
       void this.insightName(tile.insight_id).then((name) => { replace(title, name ?? 'Insight'); title.title = name ?? '' })
     }
     const remove = h('div', { class: 'tile-remove' })
-    const offer = () => replace(remove, h('button', { type: 'button', class: 'secondary small', 'data-action': 'remove-tile', 'aria-label': 'Remove this tile', onclick: ask }, 'Remove'))
-    // Asked in the tile (no window.confirm); its insight stays.
-    const ask = () => replace(remove, h('span', { class: 'confirm', 'data-testid': 'confirm-remove' },
-      h('span', {}, 'Remove this tile?'), ' ',
-      h('button', { type: 'button', class: 'small danger', 'data-action': 'confirm-remove', onclick: () => void this.removeTile(tile.id).finally(offer) }, 'Remove'), ' ',
-      h('button', { type: 'button', class: 'secondary small', 'data-action': 'keep', onclick: offer }, 'Keep')))
-    offer()
+    // Asked in the tile (no window.confirm); its insight stays. A removed tile goes with the redraw that follows.
+    askInPlace(remove, {
+      offer: { label: 'Remove', action: 'remove-tile', ariaLabel: 'Remove this tile' },
+      question: 'Remove this tile?',
+      confirm: { label: 'Remove', action: 'confirm-remove', testid: 'confirm-remove' },
+      run: async () => {
+        await this.removeTile(tile.id)
+        return false
+      },
+    })
     return h('article', { class: `tile tile-${tile.type}`, 'data-tile-id': tile.id, 'data-type': tile.type },
       h('header', { class: `tile-head${tile.title === null && tile.type === 'text' ? ' untitled' : ''}` }, title, h('span', { class: 'stored-row muted' })),
       h('div', { class: 'tile-body' }),

@@ -2,6 +2,7 @@
 // (a name and its slug; tiles are added on the dashboard), and one deleted after asking in the page.
 import { api, describe } from '../../api'
 import { breakable, count, h, replace, table, when } from '../../dom'
+import { askInPlace } from '../../confirm'
 import { readAll } from '../../lists'
 import { areaHref, go } from '../../router'
 import type { Dashboard } from './dashboard'
@@ -40,24 +41,23 @@ export async function dashboardList(root: HTMLElement, productId: string): Promi
 
 function deleteButton(dashboard: Dashboard, status: HTMLElement): HTMLElement {
   const cell = h('span', { class: 'row-action' })
-  const offer = () => replace(cell, h('button', { type: 'button', class: 'secondary small', 'data-action': 'delete-dashboard', onclick: ask }, 'Delete'))
-  // Asked in the page (no window.confirm); the insights on its tiles stay.
-  const ask = () => replace(cell, h('span', { class: 'confirm', 'data-testid': 'confirm-delete' },
-    h('span', {}, 'Delete this dashboard? Its insights stay.'), ' ',
-    h('button', { type: 'button', class: 'small danger', 'data-action': 'confirm-delete', onclick: (event: Event) => void remove(event.target as HTMLButtonElement) }, 'Delete'), ' ',
-    h('button', { type: 'button', class: 'secondary small', 'data-action': 'keep', onclick: offer }, 'Keep')))
-  const remove = async (button: HTMLButtonElement) => {
-    button.disabled = true
-    replace(status)
-    try {
-      await api.run('analytics_dashboard_delete', { path: { id: dashboard.id, idOrSlug: dashboard.id } })
-      cell.closest('tr')?.remove()
-    } catch (error) {
-      replace(status, `"${dashboard.name}" not deleted: ${describe(error)}`)
-      offer()
-    }
-  }
-  offer()
+  // Asked in the row (no window.confirm); the insights on its tiles stay.
+  askInPlace(cell, {
+    offer: { label: 'Delete', action: 'delete-dashboard' },
+    question: 'Delete this dashboard? Its insights stay.',
+    confirm: { label: 'Delete', action: 'confirm-delete', testid: 'confirm-delete' },
+    run: async () => {
+      replace(status)
+      try {
+        await api.run('analytics_dashboard_delete', { path: { id: dashboard.id, idOrSlug: dashboard.id } })
+        cell.closest('tr')?.remove()
+        return true
+      } catch (error) {
+        replace(status, `"${dashboard.name}" not deleted: ${describe(error)}`)
+        return false
+      }
+    },
+  })
   return cell
 }
 

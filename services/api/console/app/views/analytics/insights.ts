@@ -1,6 +1,7 @@
 // The product's insights (analytics_insight_list, newest first, a page at a time), each opened in the builder, and
 // deleted after asking in the page; one a dashboard uses is refused by the API, which names the dashboards.
 import { api, describe } from '../../api'
+import { askInPlace } from '../../confirm'
 import { h, replace, when } from '../../dom'
 import { areaHref } from '../../router'
 import type { Insight } from './builder'
@@ -28,25 +29,24 @@ export async function insightsView(root: HTMLElement, productId: string): Promis
 
   const row = (insight: Insight): HTMLElement => {
     const action = h('td', { class: 'row-action' })
-    const offer = () => replace(action, h('button', { type: 'button', class: 'secondary small', 'data-action': 'delete-insight', onclick: ask }, 'Delete'))
-    // Asked in the page (no window.confirm), in the row it deletes.
-    const ask = () => replace(action, h('span', { class: 'confirm', 'data-testid': 'confirm-delete' },
-      h('span', {}, 'Delete this insight?'), ' ',
-      h('button', { type: 'button', class: 'small danger', 'data-action': 'confirm-delete', onclick: (event: Event) => void remove(event.target as HTMLButtonElement) }, 'Delete'), ' ',
-      h('button', { type: 'button', class: 'secondary small', 'data-action': 'keep', onclick: offer }, 'Keep')))
-    const remove = async (button: HTMLButtonElement) => {
-      button.disabled = true
-      replace(status)
-      try {
-        await api.run('analytics_insight_delete', { path: { id: insight.id } })
-        tr.remove()
-        empty.hidden = body.childElementCount > 0
-      } catch (error) {
-        replace(status, `"${insight.name}" not deleted: ${describe(error)}`)
-        offer()
-      }
-    }
-    offer()
+    // Asked in the row it deletes (no window.confirm).
+    askInPlace(action, {
+      offer: { label: 'Delete', action: 'delete-insight' },
+      question: 'Delete this insight?',
+      confirm: { label: 'Delete', action: 'confirm-delete', testid: 'confirm-delete' },
+      run: async () => {
+        replace(status)
+        try {
+          await api.run('analytics_insight_delete', { path: { id: insight.id } })
+          tr.remove()
+          empty.hidden = body.childElementCount > 0
+          return true
+        } catch (error) {
+          replace(status, `"${insight.name}" not deleted: ${describe(error)}`)
+          return false
+        }
+      },
+    })
     const tr = h('tr', { 'data-insight-id': insight.id },
       h('td', { class: 'wrap' }, h('a', { href: areaHref(productId, 'analytics', 'insights', insight.id), 'data-action': 'edit-insight' }, insight.name)),
       h('td', {}, insight.kind === 'metric' ? 'Trend' : 'Funnel'),

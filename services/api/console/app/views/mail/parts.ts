@@ -2,6 +2,7 @@
 // buttons (the latter from ../../confirm.ts), and a form submitted one at a time.
 import { describe } from '../../api'
 import { h, replace } from '../../dom'
+import { whileBusy } from '../../confirm'
 
 const GOOD = new Set(['verified', 'delivered', 'sent', 'opened', 'clicked', 'succeeded'])
 const BAD = new Set(['failed', 'bounced', 'complained', 'suppressed'])
@@ -38,20 +39,8 @@ export function copyable(value: string, attributes: Record<string, string> = {})
 /** A button that runs `action` once at a time: disabled, and labelled `busy`, while it runs. */
 export function actionButton(label: string, busy: string, action: () => Promise<void>, attributes: Record<string, string> = {}): HTMLButtonElement {
   const button = h('button', { type: 'button', ...attributes }, label)
-  button.addEventListener('click', () => void whileBusy(button, label, busy, action))
+  button.addEventListener('click', () => void whileBusy(button, label, action, busy))
   return button
-}
-
-/** Runs `action` with `button` disabled and showing `busy`, then gives it back its `label`. */
-async function whileBusy(button: HTMLButtonElement, label: string, busy: string, action: () => Promise<void>): Promise<void> {
-  button.disabled = true
-  button.textContent = busy
-  try {
-    await action()
-  } finally {
-    button.disabled = false
-    button.textContent = label
-  }
 }
 
 /**
