@@ -47,3 +47,13 @@ test('a Request\'s Headers work as well as a plain object, through the client to
   // The bare base64 of the secret is accepted, as standardwebhooks accepts it.
   expect((await verifyWebhook({ payload, headers, secret: secret.slice(SECRET_PREFIX.length) })).error).toBeNull()
 })
+
+test('inputs JavaScript lets through (no secret, no headers, no payload) are refused as data, never thrown', async () => {
+  const headers = signedHeaders([secret], 'msg_12', now(), payload)
+  const refusal = (code: string): any => ({ data: null, error: { code, message: expect.any(String), statusCode: null, retryable: false } })
+  expect(await verifyWebhook({ payload, headers, secret: undefined as any })).toEqual(refusal('webhook_signature_invalid'))
+  expect(await verifyWebhook({ payload: undefined as any, headers, secret })).toEqual(refusal('webhook_signature_invalid'))
+  expect(await verifyWebhook({ payload, headers: undefined as any, secret })).toEqual(refusal('webhook_headers_missing'))
+  expect(await verifyWebhook({ payload, headers: { ...headers, 'webhook-signature': 42 } as any, secret })).toEqual(refusal('webhook_headers_missing'))
+  expect(await verifyWebhook(undefined as any)).toEqual(refusal('webhook_headers_missing'))
+})

@@ -16,10 +16,13 @@ export interface VerifyWebhookInput {
   now?: Date
 }
 
-const header = (headers: VerifyWebhookInput['headers'], name: string): string | undefined => {
-  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined
-  const entry = Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1]
-  return Array.isArray(entry) ? entry[0] : entry
+/** One header's value; undefined when absent, not a string, or when `headers` is not headers at all (a caller's JS slip). */
+const header = (headers: VerifyWebhookInput['headers'] | undefined, name: string): string | undefined => {
+  if (!headers || typeof headers !== 'object') return undefined
+  const value = typeof (headers as Headers).get === 'function'
+    ? (headers as Headers).get(name)
+    : ((entry) => (Array.isArray(entry) ? entry[0] : entry))(Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1])
+  return typeof value === 'string' ? value : undefined
 }
 
 const bytesOf = (base64: string): Uint8Array<ArrayBuffer> | undefined => {
@@ -35,6 +38,8 @@ const refused = (code: 'webhook_headers_missing' | 'webhook_timestamp_invalid' |
 
 /** The delivery's parsed payload when its signature and timestamp verify; an error saying which did not otherwise. */
 export async function verifyWebhook<T = unknown>(input: VerifyWebhookInput): Promise<Result<T>> {
+  // Typed inputs can still arrive undefined from JavaScript or an unset env var: answer as data, never throw.
+  input = input ?? ({} as VerifyWebhookInput)
   const id = header(input.headers, 'webhook-id')
   const timestamp = header(input.headers, 'webhook-timestamp')
   const signatures = header(input.headers, 'webhook-signature')
@@ -44,6 +49,8 @@ export async function verifyWebhook<T = unknown>(input: VerifyWebhookInput): Pro
   if (!/^\d+$/.test(timestamp) || Math.abs(now - seconds) > (input.toleranceSeconds ?? 300)) {
     return refused('webhook_timestamp_invalid', 'webhook-timestamp is not within the tolerance of now')
   }
+  if (typeof input.secret !== 'string') return refused('webhook_signature_invalid', 'the secret is not a string (an unset environment variable?)')
+  if (typeof input.payload !== 'string') return refused('webhook_signature_invalid', 'the payload is not the raw body as a string')
   const secret = bytesOf(input.secret.startsWith('whsec_') ? input.secret.slice('whsec_'.length) : input.secret)
   if (!secret || secret.length === 0) return refused('webhook_signature_invalid', 'the secret is not whsec_ followed by base64')
   const key = await crypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify'])
