@@ -1,6 +1,8 @@
-// One request to the public routes with the retry policy: reads, and writes carrying an Idempotency-Key, are retried on
-// a lost answer and on temporary errors; any request on 429 and 503 (the platform refused it before doing anything).
-// Waits honour Retry-After, attempts and the total wait are bounded. fetch only, for every runtime.
+// One request to the public routes with the retry policy. A repeat must not do anything twice, so only reads and writes
+// carrying an Idempotency-Key are repeated after a lost answer, a 503 or another temporary error; a write without one is
+// repeated only on 429, which every route answers before doing anything (a 503 can come after the write was done: a
+// statement past its deadline finishes in the background, a connection drops after COMMIT, a proxy times out).
+// Waits honour Retry-After, attempts and the total wait are bounded, redirects are never followed. fetch only.
 import { TEMPORARY_CODES } from './schema.js'
 import type { PlatformError, Result } from './types.js'
 
@@ -21,28 +23,72 @@ export interface Call {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE'
   /** The path below baseUrl, its parameters already encoded. */
   path: string
+  /** Every number is an integer on the public routes. */
   query?: Record<string, string | number | boolean | undefined>
   body?: unknown
   /** The key and where the route reads it; undefined when the client was given none for the area. */
   key: { value: string | undefined; option: string; in: 'header' | 'query' }
+  /** Sent as the Idempotency-Key header; checked against the platform's rule before anything is sent. */
   idempotencyKey?: string
 }
 
+/** The platform's bound on an Idempotency-Key (shared/http/idempotency-key.ts), checked here so a bad key costs no request. */
+export const IDEMPOTENCY_KEY_MAX_CHARS = 256
+
 const BACKOFF_BASE_MS = 250
 const BACKOFF_MAX_MS = 4000
+/** RFC 9110's preferred HTTP date; Date.parse alone accepts '1.5' or '-1' and would make them an immediate retry. */
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/
 
 /** Full-jitter exponential backoff: a random wait in [0, min(max, base × 2^attempt)). */
 const backoff = (attempt: number) => Math.floor(Math.random() * Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** attempt))
 
-/** Retry-After as ms: delay-seconds or an HTTP date; undefined when absent or unreadable. */
+/** Retry-After as ms: delay-seconds or an IMF-fixdate; undefined when absent or in any other form (then the SDK backs off). */
 export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
-  if (!value) return undefined
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000
-  const at = Date.parse(value)
+  const text = value?.trim()
+  if (!text) return undefined
+  if (/^\d+$/.test(text)) return Number(text) * 1000
+  if (!IMF_FIXDATE.test(text)) return undefined
+  const at = Date.parse(text)
   return Number.isNaN(at) ? undefined : Math.max(0, at - now)
 }
 
 const failure = (error: PlatformError): { data: null; error: PlatformError } => ({ data: null, error })
+
+/** A call the SDK refuses before sending it: `path` is the field as a JSON pointer, as the platform names them. */
+const refused = (path: string, rule: string) =>
+  failure({ code: 'invalid_request', message: `${path.split('/').pop()} ${rule}`, statusCode: null, retryable: false, fields: [{ path, message: rule }] })
+
+/** The request's URL and init, or the refusal naming the input that cannot be sent. */
+function prepare(baseUrl: string, call: Call & { key: { value: string } }): { url: string; init: RequestInit } | { data: null; error: PlatformError } {
+  const key = call.idempotencyKey
+  if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > IDEMPOTENCY_KEY_MAX_CHARS)) {
+    return refused('/headers/idempotency-key', `must be 1 to ${IDEMPOTENCY_KEY_MAX_CHARS} characters (the idempotencyKey option)`)
+  }
+  const search = new URLSearchParams()
+  for (const [name, value] of Object.entries(call.query ?? {})) {
+    if (value === undefined) continue
+    // String(1e-7) is '1e-7', which the platform refuses; every number it reads from a query is an integer.
+    if (typeof value === 'number' && !Number.isSafeInteger(value)) return refused(`/query/${name}`, 'must be an integer')
+    search.set(name, String(value))
+  }
+  if (call.key.in === 'query') search.set('key', call.key.value)
+  const headers: Record<string, string> = { accept: 'application/json' }
+  if (call.key.in === 'header') headers['x-api-key'] = call.key.value
+  if (key !== undefined) headers['idempotency-key'] = key
+  let body: string | undefined
+  if (call.body !== undefined) {
+    try {
+      body = JSON.stringify(call.body)
+    } catch (error) {
+      return refused('/body', `cannot be sent as JSON: ${(error as Error)?.message ?? error}`)
+    }
+    headers['content-type'] = 'application/json'
+  }
+  const url = `${baseUrl}${call.path}${search.toString() ? `?${search}` : ''}`
+  // A redirect would carry the key to another host and turn a POST into a GET: the platform never answers one.
+  return { url, init: { method: call.method, headers, redirect: 'manual', ...(body === undefined ? {} : { body }) } }
+}
 
 export function createTransport(options: TransportOptions) {
   const baseUrl = options.baseUrl.replace(/\/+$/, '')
@@ -51,6 +97,10 @@ export function createTransport(options: TransportOptions) {
   const timeoutMs = options.timeoutMs ?? 30_000
   const doFetch = options.fetch ?? ((input, init) => fetch(input, init))
 
+  /**
+   * One attempt. `safe`: a repeat cannot do anything twice (a read, or a keyed write). The error's `retryable` is
+   * true only when repeating the same request is both useful and safe, so the retry loop and a caller read it alike.
+   */
   async function attempt<T>(url: string, init: RequestInit, safe: boolean): Promise<Result<T>> {
     let response: Response
     let text: string
@@ -58,8 +108,7 @@ export function createTransport(options: TransportOptions) {
       response = await doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) })
       text = await response.text()
     } catch (error) {
-      // No answer, or one cut off: the request may have been carried out, so a repeat is safe only when it cannot do
-      // anything twice.
+      // No answer, or one cut off: the request may have been carried out.
       const timedOut = (error as Error)?.name === 'TimeoutError'
       return failure({
         code: timedOut ? 'timeout' : 'network_error', statusCode: null, retryable: safe,
@@ -67,6 +116,15 @@ export function createTransport(options: TransportOptions) {
       })
     }
     const requestId = response.headers.get('x-request-id') ?? undefined
+    const wait = retryAfterMs(response.headers.get('retry-after'))
+    const waitField = wait === undefined ? {} : { retryAfterMs: wait }
+    if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) {
+      const location = response.headers.get('location')
+      return failure({
+        code: 'invalid_response', statusCode: response.status || null, retryable: false, requestId,
+        message: `HTTP ${response.status} redirect${location ? ` to ${location}` : ''}, not followed (the API key would go with it): check baseUrl`,
+      })
+    }
     let body: any
     try {
       body = text ? JSON.parse(text) : undefined
@@ -78,48 +136,39 @@ export function createTransport(options: TransportOptions) {
       return { data: body as T, error: null }
     }
     if (!body || typeof body.error !== 'string') {
-      // Not the platform's error body: a proxy or load balancer answered. A 503 there refused the request; after a
-      // 502/504 it may have been carried out, so only a request that cannot do anything twice may repeat.
+      // Not the platform's error body: a proxy, CDN or load balancer answered. A 429 refused the request; after a 502,
+      // 503 or 504 it may have been carried out, so only a request that cannot do anything twice may repeat.
+      const status = response.status
       return failure({
-        code: response.status === 503 ? 'unavailable' : 'invalid_response', statusCode: response.status, requestId,
-        retryable: response.status === 503 || (safe && (response.status === 502 || response.status === 504)),
-        message: `HTTP ${response.status} without the platform's error body`,
+        code: status === 429 ? 'rate_limited' : status === 503 ? 'unavailable' : 'invalid_response', statusCode: status, requestId,
+        retryable: status === 429 || (safe && (status === 502 || status === 503 || status === 504)),
+        message: `HTTP ${status} without the platform's error body`, ...waitField,
       })
     }
-    const wait = retryAfterMs(response.headers.get('retry-after'))
     return failure({
-      code: body.error, message: String(body.message ?? body.error), statusCode: response.status,
-      retryable: TEMPORARY_CODES.includes(body.error), requestId,
-      ...(Array.isArray(body.fields) ? { fields: body.fields } : {}),
-      ...(wait === undefined ? {} : { retryAfterMs: wait }),
+      code: body.error, message: String(body.message ?? body.error), statusCode: response.status, requestId,
+      retryable: TEMPORARY_CODES.includes(body.error) && (safe || response.status === 429),
+      ...(Array.isArray(body.fields) ? { fields: body.fields } : {}), ...waitField,
     })
   }
 
-  /** Sends `call`, retrying where safe; never throws. */
+  /** Sends `call`, retrying where safe; never throws. A keyed call's error carries its idempotencyKey, for a retry by hand. */
   async function request<T>(call: Call): Promise<Result<T>> {
     if (!call.key.value) {
       return failure({ code: 'missing_api_key', statusCode: null, retryable: false, message: `this route needs the ${call.key.option} option of new Platform()` })
     }
-    const search = new URLSearchParams()
-    for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) search.set(name, String(value))
-    if (call.key.in === 'query') search.set('key', call.key.value)
-    const url = `${baseUrl}${call.path}${search.toString() ? `?${search}` : ''}`
-    const headers: Record<string, string> = { accept: 'application/json' }
-    if (call.key.in === 'header') headers['x-api-key'] = call.key.value
-    if (call.idempotencyKey) headers['idempotency-key'] = call.idempotencyKey
-    if (call.body !== undefined) headers['content-type'] = 'application/json'
-    const init: RequestInit = { method: call.method, headers, ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }) }
-    // A repeat cannot do anything twice: a read, or a write the platform dedupes by its Idempotency-Key.
+    const prepared = prepare(baseUrl, call as Call & { key: { value: string } })
+    if ('error' in prepared) return prepared
     const safe = call.method === 'GET' || call.idempotencyKey !== undefined
     let waited = 0
     for (let tries = 0; ; tries++) {
-      const result = await attempt<T>(url, init, safe)
+      const result = await attempt<T>(prepared.url, prepared.init, safe)
       const { error } = result
-      if (!error || tries >= maxRetries || !error.retryable) return result
-      // 429 and 503 are answered before the route does anything, so even a plain write may repeat.
-      if (!safe && error.statusCode !== 429 && error.statusCode !== 503) return result
+      if (!error) return result
       const wait = error.retryAfterMs ?? backoff(tries)
-      if (waited + wait > maxWait) return result
+      if (tries >= maxRetries || !error.retryable || waited + wait > maxWait) {
+        return call.idempotencyKey === undefined ? result : failure({ ...error, idempotencyKey: call.idempotencyKey })
+      }
       waited += wait
       await new Promise((resolve) => setTimeout(resolve, wait))
     }

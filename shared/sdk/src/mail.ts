@@ -30,7 +30,7 @@ export function mail(transport: Transport, productId: string, apiKey: string | u
     emails: {
       /** Queues an email; retried safely (the Idempotency-Key makes a repeat answer the first send). */
       send: (body: SendEmailRequest, options: WriteOptions = {}) => transport.request<SendEmailResult>({
-        method: 'POST', path: `${base}/emails`, body, key, idempotencyKey: options.idempotencyKey ?? crypto.randomUUID(),
+        method: 'POST', path: `${base}/emails`, body, key, idempotencyKey: options.idempotencyKey || crypto.randomUUID(),
       }),
       list: (query: EmailListQuery = {}) => get<EmailList>(`${base}/emails`, query),
       get: (id: string) => get<Email>(one('emails', id)),

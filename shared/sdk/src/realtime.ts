@@ -17,7 +17,11 @@ export type ArchivePage = Answer<'realtime_archive_read'>
 export type Presence = Answer<'realtime_presence_read'>
 
 export interface WriteOptions {
-  /** Sent as Idempotency-Key; default a fresh UUID per call, the same on each of its retries. */
+  /**
+   * Sent as Idempotency-Key (1 to 256 characters, else the call answers `invalid_request` without a request); when
+   * absent or empty, a fresh UUID per call, the same on each of its retries. A failed call's `error.idempotencyKey`
+   * is the key it was sent with: pass it back to retry by hand.
+   */
   idempotencyKey?: string
 }
 
@@ -27,7 +31,7 @@ export function realtime(transport: Transport, productId: string, apiKey: string
   const channel = (name: string) => `${base}/channels/${encodeURIComponent(name)}`
   const get = <T>(path: string, query?: Record<string, string | number | undefined>) => transport.request<T>({ method: 'GET', path, query, key })
   const write = <T>(path: string, body: unknown, options: WriteOptions = {}) =>
-    transport.request<T>({ method: 'POST', path, body, key, idempotencyKey: options.idempotencyKey ?? crypto.randomUUID() })
+    transport.request<T>({ method: 'POST', path, body, key, idempotencyKey: options.idempotencyKey || crypto.randomUUID() })
 
   const archive = (name: string, query: ArchiveQuery = {}) => get<ArchivePage>(`${channel(name)}/archive`, query)
 

@@ -16,11 +16,12 @@ export type Answer<O extends OperationId> = Json<operations[O]['responses'][200]
 export type PlatformErrorCode = components['schemas']['Error']['error']
 /**
  * A code the SDK answers with when no platform answer explains the failure: the request never got an answer
- * (`network_error`, `timeout`), the answer was not the platform's JSON (`invalid_response`), the client has no key for
- * the area (`missing_api_key`), or a webhook did not verify (`webhook_*`).
+ * (`network_error`, `timeout`), the answer was not the platform's JSON or was a redirect (`invalid_response`), the client
+ * has no key for the area (`missing_api_key`), the SDK refused an input before sending it (`invalid_request`, with
+ * `fields`), or a webhook did not verify (`webhook_*`).
  */
 export type SdkErrorCode =
-  | 'network_error' | 'timeout' | 'invalid_response' | 'missing_api_key'
+  | 'network_error' | 'timeout' | 'invalid_response' | 'missing_api_key' | 'invalid_request'
   | 'webhook_headers_missing' | 'webhook_timestamp_invalid' | 'webhook_signature_invalid'
 
 /** A failed call, as data. */
@@ -37,6 +38,11 @@ export interface PlatformError {
   retryAfterMs?: number
   /** The platform's X-Request-Id, for a support request or the logs. */
   requestId?: string
+  /**
+   * The Idempotency-Key the call was sent with (a publish, broadcast or email send, the SDK's own UUID unless you gave
+   * one). A retry by hand after a `retryable` error passes it back as `{ idempotencyKey }`, so it cannot act twice.
+   */
+  idempotencyKey?: string
 }
 
 /** Every call's answer: exactly one of `data` and `error` is set. */
