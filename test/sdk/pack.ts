@@ -1,6 +1,6 @@
-// Packages as a user gets them: built with their build.ts, packed with npm pack, installed from the tarball into a
+// Packages as a user gets them: packed with npm pack (its prepack script builds them with their build.ts), installed from the tarball into a
 // scratch project in a temp dir (no registry: they have no dependencies).
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -22,11 +22,14 @@ export interface Installed {
   files: string[]
 }
 
-/** Builds the package at `packageDir` (shared/<name>), packs it and installs the tarball into a new scratch project. */
+/**
+ * Packs the package at `packageDir` (shared/<name>) as from a clean checkout (no dist/: its prepack script builds it)
+ * and installs the tarball into a new scratch project.
+ */
 export async function packAndInstall(packageDir: string): Promise<Installed> {
   const dir = mkdtempSync(join(tmpdir(), 'pack-scratch-'))
-  await run(['bun', 'run', 'build.ts'], packageDir)
-  const [packed] = JSON.parse(await run(['npm', 'pack', '--json', '--ignore-scripts', '--pack-destination', dir], packageDir))
+  rmSync(join(packageDir, 'dist'), { recursive: true, force: true })
+  const [packed] = JSON.parse(await run(['npm', 'pack', '--json', '--pack-destination', dir], packageDir))
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }))
   await run(['npm', 'install', '--offline', '--no-audit', '--no-fund', join(dir, packed.filename)], dir)
   return { dir, files: packed.files.map((file: { path: string }) => file.path).sort() }

@@ -94,6 +94,13 @@ test('the tarball holds the built ESM, its declarations, the README and nothing 
   expect(files.filter((file) => file.startsWith('dist/') && !/\.(js|d\.ts)$/.test(file))).toEqual([])
   const code = readFileSync(join(installed.dir, 'node_modules', '@platform', 'sdk', 'dist', 'index.js'), 'utf8')
   expect(code).not.toMatch(/\bfrom\s*["'](node:|[a-z])|\brequire\(|\bimport\(/)
+  // Named re-exports only: `export type *` needs TypeScript 5.0 in the consumer.
+  expect(readFileSync(join(installed.dir, 'node_modules', '@platform', 'sdk', 'dist', 'index.d.ts'), 'utf8')).not.toContain('export type *')
+})
+
+test('a CommonJS module require()s the installed package (Node\'s require of ESM, through exports\' default)', async () => {
+  const out = await run(['node', '-e', "const { Platform } = require('@platform/sdk'); console.log(typeof Platform)"], installed.dir)
+  expect(out.trim()).toBe('function')
 })
 
 test('a TypeScript project and the README\'s samples type-check against the installed package; wrong calls do not compile', async () => {

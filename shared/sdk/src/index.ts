@@ -37,7 +37,7 @@ export class Platform {
     this.mail = mail(transport, options.productId, options.mailKey)
     const key = { value: options.captureKey, option: 'captureKey', in: 'query' } as const
     this.analytics = {
-      /** A batch of events; not idempotent, so retried only on 429 and 503 (refused before anything was stored). */
+      /** A batch of events; not idempotent, so retried only on 429 (refused before anything was stored), never on 503. */
       capture: (batch) => transport.request<CaptureResult>({ method: 'POST', path: `/${encodeURIComponent(options.productId)}/capture`, body: batch, key }),
     }
   }
@@ -45,7 +45,14 @@ export class Platform {
 
 export { verifyWebhook, type VerifyWebhookInput } from './webhooks.js'
 export type { TransportOptions } from './http.js'
-export type * from './realtime.js'
-export type * from './mail.js'
+// Named, not `export type *`, so a consumer's TypeScript older than 5.0 reads the declarations too.
+export type {
+  ArchivePage, ArchiveQuery, BroadcastRequest, BroadcastResult, ChannelStatus, HistoryQuery, HistoryResult, Presence, Publication,
+  PublishRequest, TokenIssueRequest, TokenIssueResult, WriteOptions,
+} from './realtime.js'
+export type {
+  CreateDomainRequest, CreateTemplateRequest, Domain, DomainList, DomainListQuery, Email, EmailList, EmailListQuery, SendEmailRequest,
+  SendEmailResult, Template, TemplateList, TemplateListQuery, UpdateTemplateRequest,
+} from './mail.js'
 export type { Answer, OperationId, PlatformError, PlatformErrorCode, QueryOf, RequestBody, Result, SdkErrorCode } from './types.js'
 export type { components, operations, paths } from './schema.js'
