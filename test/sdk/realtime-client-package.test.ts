@@ -1,12 +1,13 @@
 // The browser Realtime client as a user gets it: shared/realtime-client built, packed, installed from the tarball into a
 // scratch project, type-checked and bundled there for the browser, and run in a real Chromium page that takes its
-// token from a backend (the SDK, issuing through a real public worker) and receives what is published on a real gateway.
+// token from a backend (the SDK, issuing through a real public worker) and receives what is published on a real gateway;
+// the README's sample runs there too, as written, against the same gateway.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
-import { Platform } from '../../shared/sdk/src/index'
+import { Platform, type TokenIssueRequest } from '../../shared/sdk/src/index'
 import { ARGS, CHROMIUM } from '../console/browser'
 import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
 import { startProcess, type Worker } from '../helpers'
@@ -48,18 +49,29 @@ let product: RealtimeProduct
 let backend: ReturnType<typeof Bun.serve>
 let browser: Browser
 let bundle: string
+let readmeBundle: string
 
 beforeAll(async () => {
   const started = (async () => {
     gateway = await startGateway()
-    ;[worker, product] = await Promise.all([startProcess('public', { GATEWAY_URL: gateway.wsUrl }), realtimeProduct()])
+    // chat: with presence and client events, as the README's sample uses them.
+    const chat = { name: 'chat', presence: true, clientEvents: true, history: { ttlSeconds: 300, size: 100 } }
+    ;[worker, product] = await Promise.all([startProcess('public', { GATEWAY_URL: gateway.wsUrl }), realtimeProduct([chat])])
   })()
   const launched = chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true })
   installed = await packAndInstall(join(ROOT, 'shared', 'realtime-client'))
   writeFileSync(join(installed.dir, 'page.ts'), PAGE)
   writeFileSync(join(installed.dir, 'backoff-only.ts'), BACKOFF_ONLY)
   const [readmeSample] = [...readFileSync(join(ROOT, 'shared', 'realtime-client', 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
+  if (!readmeSample?.includes('client.connect()')) throw new Error('the README has no ts sample that connects')
   writeFileSync(join(installed.dir, 'readme.ts'), `declare function reloadHistory(): void\n${readmeSample}\nexport {}\n`)
+  // The sample as a page: its imports first, the rest in a try that reports how it ended on window.readme.
+  const imports = readmeSample.split('\n').filter((line) => line.startsWith('import '))
+  const body = readmeSample.split('\n').filter((line) => !line.startsWith('import '))
+  writeFileSync(join(installed.dir, 'readme-page.ts'), [
+    ...imports, 'const reloadHistory = () => {}', 'const page = window as unknown as { readme?: string }', 'try {', ...body,
+    "  page.readme = 'done'", '} catch (error) {', '  page.readme = String(error)', '}',
+  ].join('\n'))
   writeFileSync(join(installed.dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { strict: true, noEmit: true, module: 'esnext', moduleResolution: 'bundler', target: 'ES2022', lib: ['ES2022', 'DOM'], types: [] },
     files: ['page.ts', 'backoff-only.ts', 'readme.ts'],
@@ -67,6 +79,9 @@ beforeAll(async () => {
   const built = await Bun.build({ entrypoints: [join(installed.dir, 'page.ts')], target: 'browser', format: 'esm' })
   expect(built.success).toBe(true)
   bundle = await built.outputs[0]!.text()
+  const readmeBuilt = await Bun.build({ entrypoints: [join(installed.dir, 'readme-page.ts')], target: 'browser', format: 'esm' })
+  expect(readmeBuilt.success).toBe(true)
+  readmeBundle = await readmeBuilt.outputs[0]!.text()
   await started
   browser = await launched
 
@@ -78,7 +93,14 @@ beforeAll(async () => {
       const url = new URL(request.url)
       if (url.pathname === '/') return new Response('<!doctype html><script type="module" src="/page.js"></script>', { headers: { 'content-type': 'text/html' } })
       if (url.pathname === '/page.js') return new Response(bundle, { headers: { 'content-type': 'text/javascript' } })
-      const { data, error } = await platform.realtime.tokens.issue({ subject: 'page-user', channels: [{ name: url.searchParams.get('channel')!, ops: ['subscribe'] }] })
+      if (url.pathname === '/readme') return new Response('<!doctype html><script type="module" src="/readme.js"></script>', { headers: { 'content-type': 'text/html' } })
+      if (url.pathname === '/readme.js') return new Response(readmeBundle, { headers: { 'content-type': 'text/javascript' } })
+      // The README's backend route: a token for its channel with what the sample does there.
+      const readme = url.pathname === '/api/realtime-token' && request.method === 'POST'
+      const channels: TokenIssueRequest['channels'] = readme
+        ? [{ name: 'chat:lobby', ops: ['subscribe', 'presence', 'publish'] }]
+        : [{ name: url.searchParams.get('channel')!, ops: ['subscribe'] }]
+      const { data, error } = await platform.realtime.tokens.issue({ subject: 'page-user', channels })
       return error ? Response.json(error, { status: 502 }) : Response.json(data)
     },
   })
@@ -110,6 +132,21 @@ test('a page bundled from the installed package connects to a real gateway and r
   await page.waitForFunction(() => (window as any).received.length > 0)
   expect(await page.evaluate(() => (window as any).received)).toEqual([{ text: 'to the page' }])
   expect(problems).toEqual([])
+})
+
+test('the README\'s sample runs as written: it connects, enters presence, publishes a client event and disconnects', async () => {
+  const page = await (await browser.newContext()).newPage()
+  const problems: string[] = []
+  page.on('pageerror', (error) => problems.push(error.message))
+  await page.goto(`http://127.0.0.1:${backend.port}/readme`)
+  await page.waitForFunction(() => (window as any).readme !== undefined)
+  expect(await page.evaluate(() => (window as any).readme)).toBe('done')
+  expect(problems).toEqual([])
+})
+
+test('a CommonJS module require()s the installed package (Node\'s require of ESM, through exports\' default)', async () => {
+  const out = await run(['node', '-e', "console.log(typeof require('@platform/realtime-client').RealtimeClient)"], installed.dir)
+  expect(out.trim()).toBe('function')
 })
 
 test('tree-shaking: a bundle that imports only backoffDelay leaves the client out', async () => {
