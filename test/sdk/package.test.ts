@@ -47,15 +47,16 @@ export async function use(): Promise<string> {
 }
 `
 
-/** The README's code blocks (set-up, first calls, webhooks) as a module: they must type-check against the package. */
+/** The README's code blocks (set-up, first calls, a retry by hand, webhooks) as a module: they must type-check against the package. */
 function readmeModule(readme: string): string {
   const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!)
-  expect(blocks).toHaveLength(3)
+  expect(blocks).toHaveLength(4)
   return [
     'declare const process: { env: Record<string, string | undefined> }',
     blocks[0],
     'export async function firstCalls() {', blocks[1], '}',
-    'export async function receive(request: Request) {', blocks[2], '  return Response.json(event)', '}',
+    'export async function retryByHand() {', blocks[2], '  return result', '}',
+    'export async function receive(request: Request) {', blocks[3], '  return Response.json(event)', '}',
   ].join('\n')
 }
 
