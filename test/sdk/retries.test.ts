@@ -119,7 +119,7 @@ describe('the retry policy', () => {
 
   test('a template create or a domain remove answered 503 is not repeated (no 409 for what was created, no 404 for what was removed)', async () => {
     stand.answer(error(503, 'unavailable', { 'retry-after': '0' }), error(409, 'conflict'))
-    const created = await platform().mail.templates.create({ name: 'welcome', subject: 'Hi', html: '<p>Hi</p>' } as any)
+    const created = await platform().mail.templates.create({ name: 'welcome', subject: 'Hi', html: '<p>Hi</p>' })
     expect(created.error).toMatchObject({ code: 'unavailable', statusCode: 503, retryable: false })
     stand.answer(() => new Response('upstream down', { status: 503, headers: { 'retry-after': '0' } }), error(404, 'not_found'))
     const removed = await platform().mail.domains.remove('d1')

@@ -32,7 +32,10 @@ export interface PlatformError {
   statusCode: number | null
   /** For validation failures: each bad field as a JSON pointer (`/body/channel`) with the rule it broke. */
   fields?: { path: string; message: string }[]
-  /** Whether the same request may succeed later; the SDK already retried where that was safe. */
+  /**
+   * Whether repeating the same request may succeed and cannot act twice (false for a write without an Idempotency-Key
+   * whose outcome is unknown: a 503, a timeout); the SDK already retried where that was so, within its bounds.
+   */
   retryable: boolean
   /** The wait the platform asked for (Retry-After), in ms. */
   retryAfterMs?: number
