@@ -37,8 +37,11 @@ export interface Presence {
 
 /** Channel occupancy across gateways, by leases (shared/realtime/occupancy.ts). */
 export interface Occupancy {
-  /** `holder` has subscribers on these channels: each lease (re)starts for `leaseMs`. */
-  hold(holder: string, channels: { productId: string; channel: string }[], leaseMs: number): Promise<void>
+  /**
+   * `holder` has subscribers on these channels: each lease (re)starts for `leaseMs`, with the holder's subscriptions
+   * on it when given (the product's active channels list them).
+   */
+  hold(holder: string, channels: { productId: string; channel: string; subscriptions?: number }[], leaseMs: number): Promise<void>
   /** `holder` has no subscriber left on these channels. */
   release(holder: string, channels: { productId: string; channel: string }[]): Promise<void>
 }
