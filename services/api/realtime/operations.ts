@@ -7,7 +7,7 @@ import { HasMore, listed, pageQuery } from '../../../shared/catalog/pagination'
 import { config } from '../../../shared/config'
 import { ApiError } from '../../../shared/errors'
 import { ArchiveQuerySchema, readArchive } from '../../../shared/realtime/archive-read'
-import { ChannelName, GrantPattern, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
+import { CHANNEL_PATTERN, ChannelName, GrantPattern, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
 import { productPolicies } from '../../../shared/realtime/policies'
 import { channelHistory, channelPresence, channelStatus } from '../../../shared/realtime/channel-reads'
 import { broadcastMessage, COUNTED_ALREADY, publishMessage } from '../../../shared/realtime/publish-message'
@@ -20,6 +20,7 @@ import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../../shared/
 import {
   CONSOLE_TOKEN_CHANNELS_MAX, CONSOLE_TOKEN_TTL_DEFAULT, CONSOLE_TOKEN_TTL_MAX, CONSOLE_TOKEN_TTL_MIN, issueConsoleToken,
 } from './console-tokens'
+import { activeChannels } from './active-channels'
 import { createGrant, deleteGrant, listGrants, type Grant } from './grants'
 import { createNamespace, deleteNamespace, getNamespace, listNamespaces, updateNamespace, type Namespace } from './namespaces'
 import { deletePayloadStorage, getPayloadStorage, provisionPayloadStorage, type PayloadStorage } from './payload-storage'
@@ -313,9 +314,38 @@ export const presenceRead = defineOperation({
   handler: ({ params }, ctx) => channelPresence(productOf(ctx), params.channel),
 })
 
+// ---- active channels
+
+const ChannelPrefix = Type.String({ minLength: 1, maxLength: 128, pattern: '^[a-zA-Z0-9._:-]+$', description: 'Only channels whose name starts with this: 1 to 128 characters of [a-zA-Z0-9._:-]' })
+
+export const channelsList = defineOperation({
+  id: 'realtime_channels_list', method: 'GET', path: '/realtime/channels', area: 'realtime', auth: 'product',
+  summary: "The product's active channels (a subscriber on some gateway), by name, with subscriber and presence counts (paginated)",
+  description: 'A channel is listed while some gateway has a subscriber on it (its occupancy lease), and leaves the list with its '
+    + 'last subscriber, or within a lease (GATEWAY_OCCUPANCY_LEASE_MS) when its gateway dies. `subscribers` sums every '
+    + 'gateway\'s subscriptions as each last reported them (about a second behind while they change); `presence` is the '
+    + 'roster\'s counts, null where the namespace has presence off. Filter by `prefix` or `namespace` (not both). '
+    + 'Another product\'s channels are never listed.',
+  query: Strict({
+    prefix: Type.Optional(ChannelPrefix),
+    namespace: Type.Optional(NamespaceName),
+    ...pageQuery('channel', Type.String({ minLength: 3, maxLength: 128, pattern: CHANNEL_PATTERN, description: 'The last channel of the previous page: the page after it' })),
+  }),
+  response: Strict({
+    channels: Type.Array(Strict({
+      channel: Type.String(),
+      namespace: Type.String(),
+      subscribers: Type.Integer({ minimum: 0, description: 'Subscriptions on the channel over every gateway' }),
+      presence: Type.Union([Strict({ members: Type.Integer(), connections: Type.Integer() }), Type.Null()]),
+    })),
+    has_more: HasMore(),
+  }),
+  handler: ({ query }, ctx) => activeChannels(productOf(ctx), query),
+})
+
 export const realtimeOperations = [
   namespacesCreate, namespacesList, namespacesGet, namespacesUpdate, namespacesDelete,
   grantsCreate, grantsList, grantsDelete,
   payloadStorageProvision, payloadStorageGet, payloadStorageDelete,
-  archiveRead, channelGet, historyRead, presenceRead, messagesPublish, messagesBroadcast, tokensIssue,
+  archiveRead, channelsList, channelGet, historyRead, presenceRead, messagesPublish, messagesBroadcast, tokensIssue,
 ]
