@@ -1,16 +1,20 @@
-// Realtime: the product's namespaces and their policy, its Realtime API keys, and a live channel inspector, as three
-// tabs under #/p/{productId}/realtime/{namespaces|keys|inspector}.
+// Realtime: the product's namespaces and their policy, its live channels, its Realtime API keys, a live channel
+// inspector and the archive viewer, as tabs under #/p/{productId}/realtime/{namespaces|channels|keys|inspector|archive}.
 import { h, replace } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView } from '../area'
+import { archiveView } from './archive'
+import { channelsView } from './channels'
 import { inspectorView } from './inspector'
 import { keysView } from './keys'
 import { namespacesView } from './namespaces'
 
 const TABS = [
   ['namespaces', 'Namespaces', namespacesView],
+  ['channels', 'Live channels', channelsView],
   ['keys', 'API keys', keysView],
   ['inspector', 'Channel inspector', inspectorView],
+  ['archive', 'Archive', archiveView],
 ] as const satisfies readonly (readonly [string, string, AreaView])[]
 
 export const realtimeView: AreaView = (context) => {

@@ -1,8 +1,9 @@
 // The product's Realtime API keys (rtk_, for its backend on the public routes): listed by prefix, created (the secret
 // shown once, as organization_public-keys_create returns it, and never again), revoked.
 import { api, describe } from '../../api'
-import { h, replace, table, when } from '../../dom'
+import { h, replace, when } from '../../dom'
 import type { AreaView } from '../area'
+import { fluidTable } from './fluid-table'
 import { readAll } from '../../lists'
 
 interface PublicKey { id: string; name: string; scope: string[]; prefix: string; environment: string; createdAt: string }
@@ -24,7 +25,7 @@ export const keysView: AreaView = async ({ root, productId }) => {
     try {
       const keys = await readAll<PublicKey>('organization_public-keys_list', 'keys', { path })
       replace(list, keys.length
-        ? table(keys, [
+        ? fluidTable(keys, [
           ['Name', (k) => k.name],
           ['Key', (k) => h('code', { class: 'key-prefix' }, `${k.prefix}…`)],
           ['Scope', (k) => h('span', { class: 'scopes' }, k.scope.map((scope) => h('span', { class: 'badge' }, scope)))],

@@ -1,8 +1,9 @@
 // Namespaces: the product's registered channel prefixes and their policy (presence, client events, history, archive),
 // listed, created, edited and deleted through realtime_namespaces_*.
 import { api, describe } from '../../api'
-import { h, replace, table, when } from '../../dom'
+import { h, replace, when } from '../../dom'
 import type { AreaView } from '../area'
+import { fluidTable } from './fluid-table'
 import { readAll } from '../../lists'
 
 export interface Namespace {
@@ -32,7 +33,7 @@ export const namespacesView: AreaView = async ({ root }) => {
     try {
       const namespaces = await readAll<Namespace>('realtime_namespaces_list', 'namespaces')
       replace(list, namespaces.length
-        ? table(namespaces, [
+        ? fluidTable(namespaces, [
           ['Name', (n) => h('code', { class: 'namespace-name' }, n.name)],
           ['Presence', (n) => yesNo(n.presence)],
           ['Client events', (n) => yesNo(n.clientEvents)],
