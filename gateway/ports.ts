@@ -2,6 +2,7 @@
 // usage, each the narrow interface the gateway consumes. node.ts passes the Redis- and PostgreSQL-backed ones
 // (./backends.ts); the unit tier passes in-memory ones, so a connection is tested with nothing started.
 import type { HistoryPolicy, HistoryQuery, HistoryResult } from '../shared/realtime/broker'
+import type { ReportedConnection } from '../shared/realtime/connection-reports'
 import type { NamespacePolicy } from '../shared/realtime/policies'
 import type { Revoked, TokenCredential } from '../shared/realtime/revocations'
 import type { PresenceMember } from '../shared/realtime/presence'
@@ -85,6 +86,14 @@ export interface Usage {
   connection(productId: string, change: 1 | -1): void
 }
 
+/** A product's connections, reported while someone looks (shared/realtime/connection-reports.ts). */
+export interface ConnectionReportsPort {
+  /** The products whose connections are wanted now. */
+  watched(): Promise<string[]>
+  report(gateway: string, productId: string, connections: ReportedConnection[], total: number): Promise<void>
+  withdraw(gateway: string, productId: string): Promise<void>
+}
+
 /** Everything the gateway needs from outside the process. */
 export interface GatewayBackends {
   broker: Broker
@@ -95,4 +104,6 @@ export interface GatewayBackends {
   usage: Usage
   /** Absent in the unit tier: nothing is told which channels are occupied. */
   occupancy?: Occupancy
+  /** Absent in the unit tier: no connection is reported. */
+  connectionReports?: ConnectionReportsPort
 }

@@ -18,9 +18,13 @@ import {
 } from '../../../shared/realtime/response-schemas'
 import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../../shared/http/idempotency-key'
 import {
+  CONNECTION_CHANNELS_SHOWN, CONNECTION_WATCH_MS, CONNECTIONS_REPORTED_MAX,
+} from '../../../shared/realtime/connection-reports'
+import {
   CONSOLE_TOKEN_CHANNELS_MAX, CONSOLE_TOKEN_TTL_DEFAULT, CONSOLE_TOKEN_TTL_MAX, CONSOLE_TOKEN_TTL_MIN, issueConsoleToken,
 } from './console-tokens'
 import { activeChannels } from './active-channels'
+import { productConnections } from './active-connections'
 import { createGrant, deleteGrant, listGrants, type Grant } from './grants'
 import { createNamespace, deleteNamespace, getNamespace, listNamespaces, updateNamespace, type Namespace } from './namespaces'
 import { deletePayloadStorage, getPayloadStorage, provisionPayloadStorage, type PayloadStorage } from './payload-storage'
@@ -316,16 +320,13 @@ export const presenceRead = defineOperation({
 
 // ---- active channels
 
-const ChannelPrefix = Type.String({ minLength: 1, maxLength: 128, pattern: '^[a-zA-Z0-9._:-]+$', description: 'Only channels whose name starts with this: 1 to 128 characters of [a-zA-Z0-9._:-]' })
+const ChannelPrefix = Type.String({ minLength: 1, maxLength: 128, pattern: '^[a-zA-Z0-9._:-]+$', description: 'Channels whose name starts with this' })
 
 export const channelsList = defineOperation({
   id: 'realtime_channels_list', method: 'GET', path: '/realtime/channels', area: 'realtime', auth: 'product',
   summary: "The product's active channels (a subscriber on some gateway), by name, with subscriber and presence counts (paginated)",
-  description: 'A channel is listed while some gateway has a subscriber on it (its occupancy lease), and leaves the list with its '
-    + 'last subscriber, or within a lease (GATEWAY_OCCUPANCY_LEASE_MS) when its gateway dies. `subscribers` sums every '
-    + 'gateway\'s subscriptions as each last reported them (about a second behind while they change); `presence` is the '
-    + 'roster\'s counts, null where the namespace has presence off. Filter by `prefix` or `namespace` (not both). '
-    + 'Another product\'s channels are never listed.',
+  description: 'Listed while a gateway has a subscriber on it; `subscribers` sums every gateway\'s (up to a second behind); '
+    + '`presence` is null where presence is off. `prefix` or `namespace`, not both.',
   query: Strict({
     prefix: Type.Optional(ChannelPrefix),
     namespace: Type.Optional(NamespaceName),
@@ -335,7 +336,7 @@ export const channelsList = defineOperation({
     channels: Type.Array(Strict({
       channel: Type.String(),
       namespace: Type.String(),
-      subscribers: Type.Integer({ minimum: 0, description: 'Subscriptions on the channel over every gateway' }),
+      subscribers: Type.Integer({ minimum: 0 }),
       presence: Type.Union([Strict({ members: Type.Integer(), connections: Type.Integer() }), Type.Null()]),
     })),
     has_more: HasMore(),
@@ -343,9 +344,37 @@ export const channelsList = defineOperation({
   handler: ({ query }, ctx) => activeChannels(productOf(ctx), query),
 })
 
+export const connectionsList = defineOperation({
+  id: 'realtime_connections_list', method: 'GET', path: '/realtime/connections', area: 'realtime', auth: 'product',
+  summary: "The product's connections on one gateway (the first reporting one unless named), by id, and every gateway reporting them (paginated)",
+  description: `Asking keeps the product watched ${CONNECTION_WATCH_MS / 1000} s; gateways report about every second meanwhile, `
+    + `at most ${CONNECTIONS_REPORTED_MAX} connections each (oldest first), so a first answer may be empty.`,
+  query: Strict({
+    gateway: Type.Optional(Uuid('A gateway id from `gateways`')),
+    ...pageQuery('connection'),
+  }),
+  response: Strict({
+    gateways: Type.Array(Strict({
+      gateway: Uuid(),
+      connections: Type.Integer({ minimum: 0, description: 'All its connections of the product' }),
+      reportedAt: Timestamp(),
+    })),
+    gateway: Type.Union([Uuid(), Type.Null()], { description: 'The gateway of this page' }),
+    connections: Type.Array(Strict({
+      id: Uuid(),
+      subject: Type.String(),
+      connectedAt: Timestamp(),
+      subscriptions: Type.Integer({ minimum: 0 }),
+      channels: Type.Array(Type.String(), { description: `Its first ${CONNECTION_CHANNELS_SHOWN} channels` }),
+    })),
+    has_more: HasMore(),
+  }),
+  handler: ({ query }, ctx) => productConnections(productOf(ctx), query),
+})
+
 export const realtimeOperations = [
   namespacesCreate, namespacesList, namespacesGet, namespacesUpdate, namespacesDelete,
   grantsCreate, grantsList, grantsDelete,
   payloadStorageProvision, payloadStorageGet, payloadStorageDelete,
-  archiveRead, channelsList, channelGet, historyRead, presenceRead, messagesPublish, messagesBroadcast, tokensIssue,
+  archiveRead, channelsList, connectionsList, channelGet, historyRead, presenceRead, messagesPublish, messagesBroadcast, tokensIssue,
 ]
