@@ -1,5 +1,5 @@
 // The console's live Realtime views in a real Chromium against real api, public, gateway and archiver processes: the
-// product's active channels as real WebSocket clients come and go (counts as the API answers them), the inspector opened
+// product's active channels and connections as real WebSocket clients come and go (counts as the API answers them), the inspector opened
 // from a row, the archive read a page at a time within a time range, and every Realtime view inside the window at
 // 390, 1280 and 1920 px with a channel name as long as a name may be.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -115,6 +115,13 @@ describe('live channels', () => {
         && r.querySelector('.presence')?.textContent === '1 member · 1 connection'), channel, { timeout: 10_000 })
     expect(await listed(owner, channel)).toEqual([{ channel, namespace: 'chat', subscribers: 2, presence: { members: 1, connections: 1 } }])
     expect(await row(page, channel)).toEqual([channel, 'chat', '2', '1 member · 1 connection'])
+    // Their connections, as the gateway reports them while the page asks: each subject with its one subscription.
+    for (const subject of ['ext:alice', 'ext:bob']) {
+      const connection = page.locator(`[data-testid=connections] tr[data-subject="${subject}"]`)
+      await connection.waitFor({ timeout: 10_000 })
+      expect(await connection.locator('.subscriptions').textContent()).toBe('1')
+      expect(await connection.locator('.channel-name').allTextContents()).toEqual([channel])
+    }
 
     expect(await tooWide(page, 'live channels')).toEqual([])
     await screenshot(page, 'realtime-channels')
@@ -127,7 +134,9 @@ describe('live channels', () => {
     alice.disconnect()
     await page.waitForSelector('[data-testid=channels-empty]', { timeout: 10_000 })
     expect(await listed(owner, channel)).toEqual([])
+    await page.waitForSelector('[data-testid=connections] tr[data-subject="ext:alice"]', { state: 'detached', timeout: 10_000 })
     bob.disconnect()
+    await page.waitForSelector('[data-testid=connections-empty]', { timeout: 10_000 })
     expectNoProblems(console)
   })
 

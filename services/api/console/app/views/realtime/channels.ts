@@ -1,11 +1,12 @@
 // Live channels (#/p/{productId}/realtime/channels): the product's channels with a subscriber on some gateway now,
-// each with its subscribers and presence counts, from realtime_channels_list; refreshed by polling every
-// REFRESH_MS while the tab is visible (docs/console.md, "Live channels", says why polling). A row opens the inspector
-// or the archive on its channel.
+// each with its subscribers and presence counts, from realtime_channels_list, and its connections per gateway
+// (./connections.ts); refreshed by polling every REFRESH_MS while the tab is visible (docs/console.md says why
+// polling). A row opens the inspector or the archive on its channel.
 import { api, describe } from '../../api'
 import { h, replace } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView, Cleanup } from '../area'
+import { connectionsPanel } from './connections'
 import { clockTime } from './format'
 import { count, fluidTable } from './fluid-table'
 
@@ -39,6 +40,8 @@ export const channelsView: AreaView = ({ root, productId }): Cleanup => {
   const previous = h('button', { type: 'button', class: 'secondary', 'data-testid': 'channels-previous', disabled: true }, 'Previous')
   const next = h('button', { type: 'button', class: 'secondary', 'data-testid': 'channels-next', disabled: true }, 'Next')
   let lastPage: ActiveChannel[] = []
+  const connections = connectionsPanel(productId)
+  connections.onChange(() => void refresh())
 
   filter.addEventListener('submit', (event) => {
     event.preventDefault()
@@ -63,13 +66,14 @@ export const channelsView: AreaView = ({ root, productId }): Cleanup => {
         h('h1', {}, 'Live channels'),
         h('p', { class: 'muted' }, `Channels with a subscriber on some gateway now, refreshed every ${REFRESH_MS / 1000} s.`)),
       filter),
-    h('section', { class: 'card' }, state, list, h('div', { class: 'pager' }, previous, next)))
+    h('section', { class: 'card' }, state, list, h('div', { class: 'pager' }, previous, next)),
+    connections.element)
 
   let inFlight: Promise<void> | undefined
   /** Reads the current page now (one read at a time) and schedules the next one. */
   function refresh(): Promise<void> {
     clearTimeout(timer)
-    inFlight ??= read().finally(() => {
+    inFlight ??= Promise.all([read(), connections.read()]).then(() => undefined).finally(() => {
       inFlight = undefined
       schedule()
     })
