@@ -4,32 +4,40 @@
 -- ARGV: 1 the lowest name, as ZRANGEBYLEX takes it ('-', '[prefix' or '(after'), 2 the highest ('+' or '(prefix\127'),
 --       3 how many channels at most
 -- Returns {flat {channel, subscriptions, ...}, cut}: cut is '' when the range was read to its end or the page filled,
--- else the last name looked at (the page is complete only up to it: stale entries ate the reads).
--- Channels whose every lease expired (their gateways died) are dropped from the index here, a bounded number per call;
--- those still in the range are skipped.
+-- else the last name looked at (the page is complete only up to it: stale entries used up the reads).
+-- Channels whose every lease expired (their gateways died) are dropped from the index here: up to 1 000 of the oldest
+-- first, then every one the page meets, looking at no more than 5 000 names in all.
 local now = now_ms()
 local stale = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)
-for i = 1, #stale do
-  redis.call('ZREM', KEYS[1], stale[i])
-  redis.call('ZREM', KEYS[2], stale[i])
-  redis.call('HDEL', KEYS[3], stale[i])
+local function drop(name)
+  redis.call('ZREM', KEYS[1], name)
+  redis.call('ZREM', KEYS[2], name)
+  redis.call('HDEL', KEYS[3], name)
 end
+for i = 1, #stale do drop(stale[i]) end
 local want = ARGV[3] + 0
 local out = {}
 local found = 0
 local lower = ARGV[1]
-for _ = 1, 8 do
-  local asked = want - found
-  local names = redis.call('ZRANGEBYLEX', KEYS[1], lower, ARGV[2], 'LIMIT', 0, asked)
+local budget = 5000
+while found < want do
+  if budget <= 0 then return {out, string.sub(lower, 2)} end
+  local fetch = math.min(budget, math.max(want - found, 64))
+  local names = redis.call('ZRANGEBYLEX', KEYS[1], lower, ARGV[2], 'LIMIT', 0, fetch)
+  budget = budget - #names
   for i = 1, #names do
     local expiry = redis.call('ZSCORE', KEYS[2], names[i])
     if expiry and expiry + 0 > now then
-      found = found + 1
-      out[#out + 1] = names[i]
-      out[#out + 1] = redis.call('HGET', KEYS[3], names[i]) or '0'
+      if found < want then
+        found = found + 1
+        out[#out + 1] = names[i]
+        out[#out + 1] = redis.call('HGET', KEYS[3], names[i]) or '0'
+      end
+    else
+      drop(names[i])
     end
   end
-  if found >= want or #names < asked then return {out, ''} end
+  if #names < fetch then return {out, ''} end
   lower = '(' .. names[#names]
 end
-return {out, string.sub(lower, 2)}
+return {out, ''}
