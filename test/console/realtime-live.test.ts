@@ -140,7 +140,7 @@ describe('live channels', () => {
     expectNoProblems(console)
   })
 
-  test('a row opens the inspector on its channel; the filter narrows the list; counts are formatted', async () => {
+  test('a row opens the inspector on its channel; the filter narrows the list; counts are formatted; pages of 50 go back and forth', async () => {
     const owner = await realtimeOwner('Live channels inspect')
     const channels = ['chat:alpha', 'chat:beta']
     const clients = await Promise.all(channels.map((channel, i) => endUser(owner, `user${i}`, channel)))
@@ -171,6 +171,24 @@ describe('live channels', () => {
     await page.click('.tabs a:text-is("Live channels")')
     await page.waitForSelector('[data-testid=channels] tr[data-channel="chat:busy"] .subscribers:text-is("12,345")')
     await releaseChannels('gw-busy', [busy])
+
+    // More than a page (50): Next shows the rest, Previous the first page again, each as the API pages them.
+    const many = Array.from({ length: 53 }, (_, i) => ({ productId: owner.productId, channel: `chat:many-${String(i).padStart(2, '0')}`, subscriptions: 1 }))
+    await holdChannels('gw-many', many, 30_000)
+    const shownNames = () => page.locator('[data-testid=channels] tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-channel')))
+    // Once the inspector's own subscription (chat:beta) has gone with it, the first page is the 50 first of these.
+    await page.waitForFunction(() => {
+      const rows = document.querySelectorAll('[data-testid=channels] tbody tr')
+      return rows.length === 50 && rows[0]!.getAttribute('data-channel') === 'chat:many-00'
+    }, undefined, { timeout: 10_000 })
+    expect(await shownNames()).toEqual(many.slice(0, 50).map((c) => c.channel))
+    await page.click('[data-testid=channels-next]')
+    await page.waitForSelector('[data-testid=channels] tr[data-channel="chat:many-52"]')
+    expect(await shownNames()).toEqual(many.slice(50).map((c) => c.channel))
+    expect(await page.isVisible('[data-testid=channels-next]')).toBe(false)
+    await page.click('[data-testid=channels-previous]')
+    await page.waitForSelector('[data-testid=channels] tr[data-channel="chat:many-00"]')
+    await releaseChannels('gw-many', many)
     expectNoProblems(console)
   })
 })
