@@ -2,7 +2,7 @@
 // started as a server (startServer; test/analytics/standby.ts makes a hot standby this way). They run as the
 // `postgres` user when the tests run as root (PostgreSQL refuses to run as root, as scripts/lib/common.sh says), on a
 // port between 55442 and 55534, from a directory under the checkout's .data/ (or /var/tmp), removed by stop().
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join, resolve } from 'node:path'
 import postgres from 'postgres'
@@ -50,9 +50,9 @@ const portFree = (port: number) => new Promise<boolean>((done) => {
   socket.once('error', () => done(true))
 })
 
-/** The first free port from 55442 on (below the ephemeral range, where a client connection's local port never lands). */
-async function serverPort(): Promise<number> {
-  for (let port = 55442; port < 55535; port++) if (await portFree(port)) return port
+/** The first free port from `from` on (below the ephemeral range, where a client connection's local port never lands). */
+async function serverPort(from = 55442): Promise<number> {
+  for (let port = from; port < 55535; port++) if (await portFree(port)) return port
   throw new Error('no free port between 55442 and 55534 for a PostgreSQL server of the tests')
 }
 
@@ -78,9 +78,12 @@ export async function serverHome(name: string): Promise<string> {
  * Starts the server of `home`/data on a free port and waits until it accepts connections. `url` is any URL of the
  * wanted user and database: its host and port become the server's. `settings` are passed as `-c name=value`.
  */
-export async function startServer(bin: string, home: string, url: string, settings: Record<string, string> = {}): Promise<OwnPostgres> {
-  const port = await serverPort()
+export async function startServer(bin: string, home: string, url: string, settings: Record<string, string> = {}, from?: number): Promise<OwnPostgres> {
+  const port = await serverPort(from)
   const options = { listen_addresses: '127.0.0.1', unix_socket_directories: '', ...settings }
+  // Bun opens a file given as stderr without truncating it: a server started again in this home (another port) must not
+  // find the last one's log under its own.
+  writeFileSync(join(home, 'postgres.log'), '')
   const proc = Bun.spawn(asPostgres([join(bin, 'postgres'), '-D', join(home, 'data'), '-p', String(port),
     ...Object.entries(options).flatMap(([name, value]) => ['-c', `${name}=${value}`])]), {
     cwd: '/', stdout: 'ignore', stderr: Bun.file(join(home, 'postgres.log')), // PostgreSQL logs to stderr
@@ -113,6 +116,12 @@ export async function startServer(bin: string, home: string, url: string, settin
     } catch (error) {
       if (proc.exitCode !== null || Date.now() > deadline) {
         const log = await Bun.file(join(home, 'postgres.log')).text().catch(() => '')
+        // Free to a connect() is not free to bind(): a socket still bound to the port (a killed server's backend
+        // ending, a port taken between the probe and the bind) makes the server exit at once. Take the next one.
+        if (proc.exitCode !== null && log.includes('Address already in use') && port < 55534) {
+          await sql.end({ timeout: 0 }).catch(() => {})
+          return startServer(bin, home, url, settings, port + 1)
+        }
         await stop()
         throw new Error(`the server in ${home} did not accept connections on port ${port}: ${(error as Error).message}\n${log.slice(-2000)}`)
       }

@@ -23,7 +23,8 @@ export function buildApiApp() {
       }
       return toErrorResponse(error)
     })
-    // Bearer tokens only, never cookies: any origin may call, and no credentials are ever shared.
+    // Bearer tokens only: any origin may call, and no credentials are ever shared. The console's cookie is no credential
+    // here: only /console/session reads it, and only for the console's own page (console/session.ts).
     .use(cors({ credentials: false, exposeHeaders: ['x-request-id'] }))
     .use(healthRoutes())
     .get('/openapi.json', () => openapi)

@@ -9,8 +9,10 @@ import { isTemporary } from '../../shared/error-catalog'
 import { ApiError, internalError, toErrorResponse } from '../../shared/errors'
 import { parseJson, readBytes } from '../../shared/http/body'
 import { clientIp } from '../../shared/http/serve'
+import { isUuid } from '../../shared/ids'
 import { describeError, log } from '../../shared/log'
 import { authenticate } from './accounts/authenticate'
+import { productAccess } from './accounts/products'
 import { refusal } from './authorize'
 import { invoke } from './invoke'
 import { inputOf, toolOf } from './mcp-tools'
@@ -53,7 +55,9 @@ export function mcpEndpoint(operations: readonly AnyOperation[], version: string
         instructions: `Platform operations as tools (catalog version ${version}). Arguments are the tool's fields, or {path, query, body} as in the REST API; a login session names its product with the X-Product-Id header of the MCP request.`,
       },
     )
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsFor(tools, principal), _meta: { catalogVersion: version } }))
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: toolsFor(tools, principal, await ownerOnlyRefused(principal, caller.productId)), _meta: { catalogVersion: version },
+    }))
     server.setRequestHandler(LENIENT_CALL_TOOL, async (call) => {
       const op = byName.get(call.params.name)
       // The specification's answer to a tool name the server does not have: a JSON-RPC error, -32602 invalid params.
@@ -79,10 +83,22 @@ export function mcpEndpoint(operations: readonly AnyOperation[], version: string
 
 /**
  * The tools this credential may call: what authorize.ts lets through, less the operations that take no bearer token
- * (sign-up, login): a caller here already holds one.
+ * (sign-up, login): a caller here already holds one, and less the owner-only ones when the session names (X-Product-Id)
+ * a product of an organization it is only a member of, which invoke() refuses 403 for it.
  */
-const toolsFor = (tools: { op: AnyOperation; tool: Tool }[], principal: Principal): Tool[] =>
-  tools.filter(({ op }) => op.auth !== 'none' && !refusal(op, principal)).map(({ tool }) => tool)
+const toolsFor = (tools: { op: AnyOperation; tool: Tool }[], principal: Principal, withoutOwnerOnly: boolean): Tool[] =>
+  tools.filter(({ op }) => op.auth !== 'none' && !refusal(op, principal) && !(withoutOwnerOnly && op.ownerOnly)).map(({ tool }) => tool)
+
+/**
+ * Whether a session's owner-only tools are refused on the product it names: its role there (services/api/invoke.ts
+ * decides the same per call). A session naming no product, or one it cannot see, lists them: the role is per product,
+ * and a product path may name one the user owns.
+ */
+async function ownerOnlyRefused(principal: Principal, productId: string | null): Promise<boolean> {
+  if (principal.kind !== 'session' || !productId || !isUuid(productId)) return false
+  const access = await productAccess(principal.userId, productId.toLowerCase())
+  return access?.role === 'member'
+}
 
 /** A tool error: the REST error body, plus its HTTP status and whether retrying may help, both from the error catalog. */
 const toolError = (error: ApiError) => ({ ...error.body(), status: error.status, temporary: isTemporary(error.code) })

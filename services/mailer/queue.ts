@@ -96,6 +96,8 @@ export async function renewLease(email: ClaimedEmail, leaseMs: number): Promise<
 function recordEmailEvent(tx: Queryable, email: ClaimedEmail, kind: EventKind, detail: string | undefined) {
   return recordEvent(tx, {
     productId: email.productId, area: 'mail', kind: `email.${kind}`,
+    // emailId stays the first member of data: an email's deliveries are found by it at the payload's start
+    // (mail_emails_deliveries_list, migration 0023).
     data: {
       emailId: email.id, from: email.fromAddress, to: email.to, subject: email.subject,
       createdAt: email.createdAt.toISOString(), attempt: email.attempts, detail: detail ?? null,

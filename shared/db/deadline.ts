@@ -87,6 +87,9 @@ const isQuery = (value: unknown): value is PendingQuery =>
 /** What the queries of one pool share: its breaker, and the queries handed to it that are not answered yet. */
 class PoolState {
   readonly waiting = new Set<PendingQuery>()
+  /** performance.now() of the latest success, and of the latest connection failure the breaker was told of. */
+  private lastSuccessAt = Number.NEGATIVE_INFINITY
+  private lastFailureAt = Number.NEGATIVE_INFINITY
   constructor(readonly breaker: Breaker, private readonly pool: Sql) {}
 
   /**
@@ -95,12 +98,22 @@ class PoolState {
    * pool, so once one statement has succeeded (its connection fetched them), later connections need not fetch again.
    */
   succeeded(): void {
+    this.lastSuccessAt = performance.now()
     this.breaker.succeeded()
     if (this.pool.options.fetch_types) (this.pool.options as { fetch_types: boolean }).fetch_types = false
   }
 
-  /** A connection failure: open the breaker and answer every query still waiting for a connection now, not one by one. */
-  connectionFailed(): void {
+  /**
+   * A connection failure of work begun at `since`: open the breaker and answer every query still waiting for a
+   * connection now, not one by one. Unless it is late news of an outage the breaker has already been told of and the
+   * pool has come back from since: the work began before that outage's failures, and the pool succeeded after them
+   * (after a failover, a backend of the old primary ending seconds late, once the new primary serves). Opening the
+   * breaker then would refuse work the server that serves now takes. A first failure always counts, however recent the
+   * last success: at a crash, the statements in flight began before it.
+   */
+  connectionFailed(since: number): void {
+    if (since < this.lastFailureAt && this.lastFailureAt < this.lastSuccessAt) return
+    this.lastFailureAt = performance.now()
     this.breaker.failed()
     for (const query of this.waiting) {
       if (query.state !== null) continue
@@ -140,6 +153,7 @@ function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () =>
 /** Rejects `query` at the deadline and reports its outcome to the breaker (through the query's own, untranslated `then`). */
 function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool: PoolState): void {
   pool.waiting.add(query)
+  const begun = performance.now()
   let timedOut = false
   const timer = setTimeout(() => {
     // Not a verdict on the server: a busy pool queues statements too. Only connection errors open the breaker.
@@ -165,7 +179,7 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
       // One count per statement: a late failure of one already answered at its deadline is not counted again.
       const kind = connection ? 'unavailable' : postgresErrorKind(error)
       if (kind && !timedOut) countBackendError('postgres', kind)
-      if (connection) pool.connectionFailed()
+      if (connection) pool.connectionFailed(begun)
     },
   )
 }
@@ -209,6 +223,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
     const fn = args.pop() as (tx: Sql) => unknown
     let expired = false
     const started = Date.now()
+    const begun = performance.now()
     const remaining = () => Math.max(1, options.timeoutMs - (Date.now() - started))
     const refuseExpired = () => (expired ? databaseUnavailable('transaction outlived its deadline') : null)
     const run = (pool.begin as (...a: unknown[]) => Promise<unknown>)(...args, (tx: Sql) => {
@@ -228,7 +243,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
         },
         (error) => {
           clearTimeout(timer)
-          if (isConnectionFailure(error)) state.connectionFailed()
+          if (isConnectionFailure(error)) state.connectionFailed(begun)
           reject(asUnavailable(error))
         },
       )

@@ -4,6 +4,8 @@ import Type from 'typebox'
 import { sql } from '../db/client'
 import { badRequest, notFound } from '../errors'
 import { isUuid } from '../ids'
+import { Timestamp } from '../catalog/schemas'
+import { DomainName } from './schemas'
 
 /**
  * Whose emails a reader sees: the product's, narrowed to those one API key sent (`apiKeyId`) and to one domain
@@ -22,14 +24,48 @@ export const EMAIL_PAGE_DEFAULT = 20
 export const EMAIL_PAGE_MAX = 100
 
 /** A page of the log: `limit` (1..100, default 20), and at most one of `after` (older than that id) or `before` (newer). */
-export interface EmailPage {
+export interface EmailPage extends EmailFilter {
   limit?: number
   after?: string
   before?: string
 }
 
+/** The states an email's last_event can be in (emails.last_event), the values `status` filters on. */
+export const EMAIL_STATES = ['queued', 'sent', 'delivered', 'delivery_delayed', 'bounced', 'failed', 'suppressed'] as const
+
+/** Narrows the log; every member given must hold (they combine with and). */
+export interface EmailFilter {
+  status?: (typeof EMAIL_STATES)[number]
+  /** An address among To, Cc and Bcc, compared lower-cased. */
+  recipient?: string
+  /** A sending domain's name: the emails sent from it. */
+  domain?: string
+  /** Created at or after this instant (ISO 8601). */
+  since?: string
+  /** Created before this instant (ISO 8601). */
+  until?: string
+}
+
+/**
+ * The filter's query members, one schema for both surfaces (all strings, so the public route's string-only query reads
+ * them too). Each is served by an index within the product (migration 0022).
+ */
+export const emailFilterQuery = () => ({
+  status: Type.Optional(Type.Unsafe<NonNullable<EmailFilter['status']>>({
+    type: 'string', enum: [...EMAIL_STATES], description: `Only emails whose last event is this one: ${EMAIL_STATES.join(', ')}`,
+  })),
+  recipient: Type.Optional(Type.String({
+    minLength: 3, maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+$',
+    description: 'Only emails with this address in To, Cc or Bcc (the address alone, no display name; case does not matter)',
+  })),
+  domain: Type.Optional(DomainName()),
+  since: Type.Optional(Timestamp('Only emails created at or after this instant (ISO 8601)')),
+  until: Type.Optional(Timestamp('Only emails created before this instant (ISO 8601)')),
+})
+
 /** The list's query members as the platform API declares them (the public route keeps its own string schema). */
 export const emailPageQuery = () => ({
+  ...emailFilterQuery(),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: EMAIL_PAGE_MAX, description: `1 to ${EMAIL_PAGE_MAX}, default ${EMAIL_PAGE_DEFAULT}` })),
   after: Type.Optional(Type.String({ maxLength: 200, description: 'An email id: the page of older emails after it' })),
   before: Type.Optional(Type.String({ maxLength: 200, description: 'An email id: the page of newer emails before it' })),
@@ -42,6 +78,21 @@ const visibleTo = (reader: EmailReader) => sql`
   ${reader.apiKeyId !== null ? sql`and api_key_id = ${reader.apiKeyId}` : sql``}
   ${reader.domainId !== null ? sql`and domain_id = ${reader.domainId}` : sql``}`
 
+/** The filter as a WHERE fragment (empty when nothing is asked); `since` after `until` is 400 on /query/until. */
+function filtered(reader: EmailReader, filter: EmailFilter) {
+  if (filter.since !== undefined && filter.until !== undefined && Date.parse(filter.since) > Date.parse(filter.until)) {
+    throw field('/query/until', 'must not be before since')
+  }
+  return sql`
+    ${filter.status !== undefined ? sql`and last_event = ${filter.status}` : sql``}
+    ${filter.recipient !== undefined ? sql`and email_recipients(mailboxes) @> array[${filter.recipient.toLowerCase()}]::text[]` : sql``}
+    ${filter.domain !== undefined
+      ? sql`and domain_id = (select id from mail_domains where product_id = ${reader.productId} and name = ${filter.domain.toLowerCase()})`
+      : sql``}
+    ${filter.since !== undefined ? sql`and created_at >= ${filter.since}::timestamptz` : sql``}
+    ${filter.until !== undefined ? sql`and created_at < ${filter.until}::timestamptz` : sql``}`
+}
+
 const iso = (value: Date) => value.toISOString()
 /** What a list row needs: never the bodies (html and text may be 500 000 characters each), headers or tags. */
 const SUMMARY_COLUMNS = sql`
@@ -52,6 +103,14 @@ const summary = (row: Record<string, any>) => ({
   subject: row.subject as string, created_at: iso(row.created_at), last_event: row.last_event as string,
   last_event_at: iso(row.last_event_at),
 })
+
+/** One email the reader may see, as the list shows it (no content, no events); 404 for anything else. */
+export async function readEmailSummary(reader: EmailReader, id: string) {
+  if (!isUuid(id)) throw notFound('Email')
+  const [row] = await sql`select ${SUMMARY_COLUMNS} from emails where id = ${id} and ${visibleTo(reader)}`
+  if (!row) throw notFound('Email')
+  return summary(row)
+}
 
 /** One email the reader may see, with its content and its events in order; 404 for anything else. */
 export async function readEmail(reader: EmailReader, id: string) {
@@ -68,11 +127,13 @@ export async function readEmail(reader: EmailReader, id: string) {
 }
 
 /**
- * The emails the reader may see, newest first, Resend's way: `{object: "list", has_more, data}`. A cursor that names
- * no email the reader can see is 400 on its field, as is giving both.
+ * The emails the reader may see, newest first, Resend's way: `{object: "list", has_more, data}`, narrowed by the
+ * filter. A cursor that names no email the reader can see is 400 on its field, as is giving both; a cursor outside the
+ * filter still marks a position in the log. A domain the product does not have matches nothing.
  */
 export async function listEmailLog(reader: EmailReader, query: EmailPage) {
   if (query.after !== undefined && query.before !== undefined) throw field('/query/before', 'cannot be given with after')
+  const narrowed = filtered(reader, query)
   const limit = query.limit ?? EMAIL_PAGE_DEFAULT
   const cursorId = query.after ?? query.before
   if (cursorId !== undefined) {
@@ -84,7 +145,7 @@ export async function listEmailLog(reader: EmailReader, query: EmailPage) {
   // The cursor's position is read in SQL: a JavaScript Date would drop its microseconds.
   const position = sql`(select created_at, id from emails where id = ${cursorId ?? null})`
   const rows = await sql`
-    select ${SUMMARY_COLUMNS} from emails where ${visibleTo(reader)}
+    select ${SUMMARY_COLUMNS} from emails where ${visibleTo(reader)} ${narrowed}
     ${cursorId !== undefined ? (newerPage ? sql`and (created_at, id) > ${position}` : sql`and (created_at, id) < ${position}`) : sql``}
     order by created_at ${newerPage ? sql`asc` : sql`desc`}, id ${newerPage ? sql`asc` : sql`desc`}
     limit ${limit + 1}`

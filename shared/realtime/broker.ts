@@ -281,7 +281,7 @@ export async function readHistory(
 
 /**
  * Where a new subscription of a history channel starts: its top offset and epoch. A channel without an epoch yet gets
- * one here, at offset 0, living as long as the retention window (each publish extends it, as always). So the cursor a
+ * one here, at offset 0, living as long as the retention window (each publish keeps it a window, up to an eighth more, past itself). So the cursor a
  * subscriber keeps is a real one: the first publications of the epoch are recovered after a reconnect, and an epoch
  * that expires before its first publish gives `recovered: false`, never a silent gap. The new epoch's meta hash costs
  * the product's history budget what a channel costs (historyChannelBytes); when that does not fit, nothing is created

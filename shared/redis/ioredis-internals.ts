@@ -12,7 +12,10 @@
 //   the connection is down fails at once (a getter on a cluster client's options is read the same way);
 // - `options.host` and `options.port` are read at every (re)connection;
 // - the private `offlineQueue` holds the commands waiting for a connection (its `length` is read, never changed);
-// - after 'connect' a connection's socket is its `stream`, and commands are written to it with `stream.write`.
+// - after 'connect' a connection's socket is its `stream`, and commands are written to it with `stream.write`;
+// - every command and batch is traced through the `diagnostics_channel` tracing channels `ioredis:command` and
+//   `ioredis:batch` unless the channel's `hasSubscribers` is `false` (`undefined` counts as subscribed).
+import diagnostics from 'node:diagnostics_channel'
 import type { Cluster, Redis } from 'ioredis'
 
 /** A command on its way, as ioredis' Command shows it: only the members relied on. */
@@ -93,5 +96,25 @@ export function coalesceWrites(client: Redis): void {
       }
       return write(...args)
     }
+  })
+}
+
+/**
+ * Bun's TracingChannel has no `hasSubscribers` (oven-sh/bun#27805; Node has it since 20.13), and ioredis reads
+ * `undefined` as "subscribed": every command then built a trace context (its arguments sanitized through a list of
+ * regular expressions) and a wrapper promise for nobody, 10-15 % of a public worker's CPU per token issue. Defines the
+ * getter as Node does (any of the five channels subscribed) where the runtime lacks it; a runtime that has it keeps
+ * its own.
+ */
+export function traceOnlyWhenSubscribed(): void {
+  const prototype = Object.getPrototypeOf(diagnostics.tracingChannel('platform:probe')) as object
+  if ('hasSubscribers' in prototype) return
+  type Channels = Record<'start' | 'end' | 'asyncStart' | 'asyncEnd' | 'error', { hasSubscribers: boolean }>
+  Object.defineProperty(prototype, 'hasSubscribers', {
+    configurable: true,
+    get(this: Channels) {
+      return this.start.hasSubscribers || this.end.hasSubscribers || this.asyncStart.hasSubscribers
+        || this.asyncEnd.hasSubscribers || this.error.hasSubscribers
+    },
   })
 }

@@ -89,6 +89,28 @@ export async function listDeliveries(productId: string, area: WebhookArea, endpo
   return rows.map(deliveryOut)
 }
 
+/** A delivery with the endpoint it went to: how one email's deliveries are listed, across endpoints. */
+export interface EndpointDelivery extends Delivery {
+  endpointId: string
+  endpointUrl: string
+}
+
+/**
+ * The deliveries of the mail events about one email (its `data.emailId`), to every endpoint of the product, newest
+ * first. The id is read from the payload by the expression of the index webhook_messages_email (migration 0023),
+ * written here exactly as there so the planner uses it. The caller has checked that the email is the product's.
+ */
+export async function listEmailDeliveries(productId: string, emailId: string, page: PageRequest): Promise<EndpointDelivery[]> {
+  const aboutEmail = sql`m.product_id = ${productId} and m.area = 'mail'
+    and substring(m.payload from '^\\{"type":"[^"]*","timestamp":"[^"]*","data":\\{"emailId":"([0-9a-f-]{36})"') = ${emailId}`
+  const rows = await keysetPage({
+    what: 'webhook delivery', order: { key: ['d.created_at', 'd.id'], descending: true },
+    cursor: (after) => sql`from webhook_deliveries d join webhook_messages m on m.id = d.message_id where d.id = ${after} and ${aboutEmail}`,
+    rows: sql`select ${COLUMNS}, d.endpoint_id, e.url ${FROM} join webhook_endpoints e on e.id = d.endpoint_id where ${aboutEmail}`,
+  }, page)
+  return rows.map((row) => ({ ...deliveryOut(row), endpointId: row.endpoint_id, endpointUrl: row.url }))
+}
+
 /** One delivery of the endpoint, with its payload and every attempt. */
 export async function getDelivery(productId: string, area: WebhookArea, endpointId: string, deliveryId: string): Promise<DeliveryDetail> {
   await getEndpoint(productId, area, endpointId)

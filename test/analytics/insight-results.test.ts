@@ -125,6 +125,59 @@ describe('runs of a funnel insight', () => {
   })
 })
 
+describe('a run over another range (a dashboard\'s date range)', () => {
+  test('runs the query over that range now, keeps nothing, and leaves the kept result as it was', async () => {
+    const mine = await newProduct('Ranges')
+    const twoDays = 2 * 24 * HOUR
+    await ok(mine, 'POST', '/tracking/events', {
+      events: [['signup', 'u1', HOUR], ['purchase', 'u1', HOUR], ['signup', 'u2', twoDays], ['signup', 'u3', twoDays], ['purchase', 'u2', twoDays]]
+        .map(([event, user, age]) => ({ event, timestamp: ago(age as number), identity: { users_id: user } })),
+    })
+    const funnel = await newFunnel(mine)
+    const saved = await run(mine, funnel)
+    expect(counts(saved)).toEqual([3, 2])
+    const lastDay = await run(mine, funnel, { range: { from: '-1d' } })
+    expect([lastDay.cached, counts(lastDay)]).toEqual([false, [1, 1]])
+    expect(Date.parse(lastDay.result.range.to) - Date.parse(lastDay.result.range.from)).toBe(24 * HOUR + 1) // `to` now holds its own millisecond
+    expect(await run(mine, funnel)).toEqual({ ...saved, cached: true }) // the insight's own result, untouched
+    expect(await kept(funnel)).toEqual(new Date(saved.computed_at))
+
+    const metric = (await ok(mine, 'POST', '/analytics/insights', {
+      name: 'Signups', kind: 'metric', query: { entity: 'events', metrics: ['count'], filters: [{ field: 'event', op: 'equals', value: 'signup' }], range: { from: '-7d' }, bucket: 'day' },
+    })).id as string
+    const week = await run(mine, metric)
+    const fixed = { from: new Date(Date.now() - 3 * 24 * HOUR).toISOString(), to: new Date(Date.now() - 36 * HOUR).toISOString() }
+    const narrow = await run(mine, metric, { range: fixed })
+    expect(narrow.result.range).toEqual(fixed)
+    expect(narrow.result.rows.reduce((sum: number, row: { count: number }) => sum + row.count, 0)).toBe(2)
+    expect(week.result.rows.reduce((sum: number, row: { count: number }) => sum + row.count, 0)).toBe(3)
+    expect((await ok(mine, 'GET', `/analytics/insights/${metric}`)).query.range).toEqual({ from: '-7d' }) // not saved
+  })
+
+  test('a bad range is a 400 naming it, also when it makes too many of the insight\'s buckets; another product\'s insight is 404', async () => {
+    const hourly = (await ok(owner, 'POST', '/analytics/insights', {
+      name: 'Hourly', kind: 'metric', query: { entity: 'events', metrics: ['count'], range: { from: '-1d' }, bucket: 'hour' },
+    })).id as string
+    const funnel = await newFunnel(owner)
+    const refused: [string, unknown, string][] = [
+      [hourly, { range: { from: '-1y' } }, '/body/range/from'],
+      [hourly, { range: { from: '2026-02-30T00:00:00Z' } }, '/body/range/from'],
+      [hourly, { range: { from: '-1d', to: 'yesterday' } }, '/body/range/to'],
+      [hourly, { range: { to: 'now' } }, '/body/range/from'],
+      [hourly, { range: { from: '-1d', extra: 1 } }, '/body/range/extra'],
+      [hourly, { range: { from: '2020-01-01T00:00:00Z', to: '2026-01-01T00:00:00Z' } }, '/body/range'],
+      [funnel, { range: { from: 'now', to: '-1d' } }, '/body/range/from'],
+      [funnel, { range: 'last week' }, '/body/range'],
+    ]
+    for (const [id, body, path] of refused) {
+      const answer = await as(owner, 'POST', `/analytics/insights/${id}/run`, body)
+      expect([path, answer.status, failingFields(answer)]).toEqual([path, 400, [path]])
+    }
+    expect((await as(other, 'POST', `/analytics/insights/${funnel}/run`, { range: { from: '-1d' } })).status).toBe(404)
+    expect(await kept(funnel)).toBeUndefined()
+  })
+})
+
 describe('background refresh', () => {
   test('a round recomputes the funnels dashboards use, at most one per product, oldest first, a failing one skipped', async () => {
     const a = owner

@@ -98,8 +98,30 @@ async function openDashboard(console: ConsolePage, dashboardId: string, insightT
   await page.waitForFunction((count) => document.querySelectorAll('.tile-body[data-kind]').length === count, insightTiles)
 }
 
+/**
+ * No horizontal overflow at a phone's, a laptop's and a wide screen's width, measured in the page: the document is no
+ * wider than the window, and no element reaches past it (inside a chart's canvas box or a table's own scroll box
+ * excepted: those clip). The shell's top bar is not this area's: at 390 px it still runs off the screen (the shell's
+ * layout is changed apart), so while it does the document's width is checked through every other element.
+ */
+async function expectFits(page: Page, view: string): Promise<void> {
+  for (const width of [390, 1280, 1920]) {
+    await page.setViewportSize({ width, height: 900 })
+    const sizes = await page.evaluate(() => {
+      const window = document.documentElement.clientWidth
+      const over = [...document.querySelectorAll<HTMLElement>('body *')]
+        .filter((element) => !element.closest('.chart, .table-scroll') && element.getBoundingClientRect().right > window + 0.5)
+        .map((element) => (element.closest('.topbar') ? 'topbar' : `${element.tagName.toLowerCase()}.${element.className}`))
+      return { document: document.documentElement.scrollWidth, window, over: [...new Set(over)] }
+    })
+    expect({ view, width, over: sizes.over.filter((element) => element !== 'topbar') }).toEqual({ view, width, over: [] })
+    if (!sizes.over.includes('topbar')) expect({ view, width, document: sizes.document <= sizes.window }).toEqual({ view, width, document: true })
+  }
+  await page.setViewportSize({ width: 1280, height: 860 })
+}
+
 describe('a dashboard', () => {
-  let dashboard: { id: string; tiles: { id: string; type: string; insight_id?: string; title: string | null; markdown?: string; layout: Layout }[] }
+  let dashboard: { id: string; updated_at: string; tiles: { id: string; type: string; insight_id?: string; title: string | null; markdown?: string; layout: Layout }[] }
   let tileIds: Record<string, string>
   beforeAll(async () => {
     expect(await as('POST', '/tracking/events', { events: EVENTS })).toEqual({ accepted: EVENTS.length })
@@ -191,6 +213,7 @@ describe('a dashboard', () => {
     await page.click(`${text} >> text=click me`)
     expect(await page.evaluate(() => (window as any).__clicked ?? null)).toBeNull()
 
+    await page.mouse.move(0, 0) // no tile hovered: its Remove stays hidden in the picture
     await screenshot(page, 'analytics-dashboard')
     expectNoProblems(console)
   })
@@ -233,6 +256,9 @@ describe('a dashboard', () => {
       const name = Object.keys(tileIds).find((key) => tileIds[key] === stored.id)!
       return { ...stored, layout: expected[name as keyof typeof expected] }
     }))
+    // The header says when: the save's own time, as the reader's clock writes it.
+    expect(await page.textContent('[data-testid=dashboard-updated]')).toBe(await page.evaluate((iso) => new Date(iso).toLocaleString(), saved.updated_at))
+    expect(saved.updated_at).not.toBe(dashboard.updated_at)
 
     // History: the save is version 2; restoring version 1 redraws the stored layout and the API answers it too.
     await page.waitForSelector('[data-testid=versions] tr[data-version="2"]')
@@ -277,7 +303,7 @@ describe('a dashboard', () => {
     await page.waitForSelector('[data-testid=dashboard-error]:not(:empty)')
     expect(await page.textContent('[data-testid=dashboard-error]')).toMatch(/changed since it was drawn/)
     expect((await as('GET', `/analytics/dashboards/${notes.id}`)).tiles[0].layout).toEqual({ x: 0, y: 0, w: 4, h: 2 })
-    // Redraw (not a reload, which signs out) draws the dashboard as stored now, the edit dropped.
+    // Redraw draws the dashboard as stored now, the edit dropped, without loading the page again.
     await page.click('[data-testid=dashboard-error] [data-action=redraw]')
     await page.waitForFunction(() => document.querySelector('[data-testid=dashboard-name]')?.textContent === 'Notes (renamed elsewhere)')
     expect(await page.getAttribute(`[data-tile-id="${notes.tiles[0].id}"]`, 'data-w')).toBe('4')
@@ -577,5 +603,263 @@ describe('the catalog', () => {
     expect(styles.outsideTagRadius).not.toBe('10px')
     expect(styles.outsideButtonPadding).not.toBe('10px')
     expectNoProblems(console)
+  })
+})
+
+describe('insights and dashboards made in the page', () => {
+  let maker: Owner
+  const by = async (method: string, path: string, body?: unknown) =>
+    ok(await call(method, path, { token: maker.token, productId: maker.productId, body }), `${method} ${path}`).body
+  const TREND = {
+    entity: 'events', metrics: ['count'], dimensions: ['properties.plan'], range: RANGE, bucket: 'day', timezone: 'UTC',
+    filters: [{ field: 'event', op: 'equals', value: 'signup' }],
+  }
+  const FUNNEL = { steps: ['signup', 'activate', 'purchase'].map((event) => ({ entity: 'events', event })), identity: 'users_id', windowDays: 14, range: RANGE }
+  beforeAll(async () => {
+    maker = await newProduct('Made in the page')
+    expect(await by('POST', '/tracking/events', { events: EVENTS })).toEqual({ accepted: EVENTS.length })
+  })
+
+  /** The preview's state once it has drawn `query`. */
+  const previewDrew = (page: Page, query: unknown) =>
+    page.waitForFunction((wanted) => {
+      const preview = document.querySelector<HTMLElement>('[data-testid=preview]')
+      return preview?.dataset.state === 'drawn' && preview.dataset.query === wanted
+    }, JSON.stringify(query))
+
+  /** A time series tile's table as {bucket: {line: count}}. */
+  const seriesTable = (page: Page, selector: string) => page.$eval(`${selector} .data-table`, (table) => {
+    const lines = [...table.querySelectorAll('thead th')].slice(1).map((cell) => cell.textContent!)
+    return Object.fromEntries([...table.querySelectorAll('tbody tr')].map((row) => [(row as HTMLElement).dataset.key,
+      Object.fromEntries([...row.querySelectorAll('td')].slice(1).map((cell, i) => [lines[i], Number(cell.textContent!.replace(/,/g, ''))]))]))
+  })
+  const expectedSeries = (result: { rows: Record<string, any>[] }) => {
+    const table: Record<string, Record<string, number>> = {}
+    for (const row of result.rows) (table[row.bucket] ??= {})[row['properties.plan']] = row.count
+    return table
+  }
+  const funnelCounts = (page: Page, selector: string) =>
+    page.$$eval(`${selector} [data-step] .funnel-count`, (counts) => counts.map((count) => Number(count.textContent!.replace(/,/g, ''))))
+
+  test('a trend and a funnel built and saved in the page, put on a new dashboard, drawn with analytics_insight_run\'s numbers, over its date range, refreshed, a tile removed', async () => {
+    const console = await browser.open()
+    const { page } = console
+    const dialogs: string[] = []
+    page.on('dialog', (dialog) => { dialogs.push(dialog.message()); void dialog.dismiss() })
+    await openArea(page, maker, maker.productId, 'analytics')
+    await page.click('.tabs a[data-tab=insights]')
+    await page.waitForSelector('[data-testid=no-insights]:not([hidden])')
+
+    // A trend: signups per day by plan over the fixed week, previewed as the tile will draw it.
+    await page.click('[data-action=new-insight]')
+    await page.waitForSelector('[data-testid=query-form] [data-field=entity]')
+    await page.fill('[data-field=name]', 'Signups by plan')
+    await page.selectOption('[data-field=entity]', 'events')
+    const metrics = await page.$$eval('[data-metric]', (boxes) => boxes.map((box) => (box as HTMLElement).dataset.metric!))
+    for (const metric of metrics) await page.setChecked(`[data-metric="${metric}"]`, metric === 'count')
+    await page.click('[data-action=add-dimension]')
+    await page.fill('[data-field=dimension]', 'properties.plan')
+    await page.click('[data-filters=query] [data-action=add-filter]')
+    await page.fill('[data-filters=query] [data-field=filter-field]', 'event')
+    await page.fill('[data-filters=query] [data-field=filter-value]', 'signup')
+    await page.selectOption('[data-field=bucket]', 'day')
+    await page.fill('[data-field=timezone]', 'UTC')
+    await page.selectOption('[data-testid=query-form] [data-field=range]', 'custom')
+    await page.fill('[data-testid=query-form] [data-field=range-from]', RANGE.from)
+    await page.locator('[data-testid=query-form] [data-field=range-from]').blur()
+    await page.fill('[data-testid=query-form] [data-field=range-to]', RANGE.to)
+    await page.locator('[data-testid=query-form] [data-field=range-to]').blur()
+    await previewDrew(page, TREND)
+    const previewed = await by('POST', '/analytics/query', TREND)
+    expect(await seriesTable(page, '[data-testid=preview]')).toEqual(expectedSeries(previewed))
+    expect(await page.textContent('[data-testid=preview] .tile-title')).toBe('Signups by plan')
+    await expectFits(page, 'trend builder')
+    await page.evaluate(() => scrollTo(0, 0))
+    await screenshot(page, 'analytics-insight-builder')
+    await page.click('[data-action=save-insight]')
+    await page.waitForSelector('[data-testid=builder-status][data-saved-id]')
+    const trendId = await page.getAttribute('[data-testid=builder-status]', 'data-saved-id')
+    expect(await by('GET', `/analytics/insights/${trendId}`)).toMatchObject({ name: 'Signups by plan', kind: 'metric', query: TREND })
+    expect(await page.evaluate(() => location.hash)).toEndWith(`/analytics/insights/${trendId}`)
+
+    // A funnel: signup, activate, purchase, joined on users_id.
+    await page.click('.tabs a[data-tab=insights]')
+    await page.click('[data-action=new-insight]')
+    await page.click('[data-kind-choice=funnel]')
+    await page.fill('[data-field=name]', 'Activation funnel')
+    const steps = page.locator('[data-field=step-event]')
+    await steps.nth(0).fill('signup')
+    await steps.nth(1).fill('activate')
+    await page.click('[data-action=add-step]')
+    await steps.nth(2).fill('purchase')
+    await page.selectOption('[data-field=identity]', 'users_id')
+    await page.selectOption('[data-testid=query-form] [data-field=range]', 'custom')
+    await page.fill('[data-testid=query-form] [data-field=range-from]', RANGE.from)
+    await page.locator('[data-testid=query-form] [data-field=range-from]').blur()
+    await page.fill('[data-testid=query-form] [data-field=range-to]', RANGE.to)
+    await page.locator('[data-testid=query-form] [data-field=range-to]').blur()
+    await previewDrew(page, FUNNEL)
+    expect(await funnelCounts(page, '[data-testid=preview]')).toEqual([5, 3, 1])
+    await expectFits(page, 'funnel builder')
+    await page.click('[data-action=save-insight]')
+    await page.waitForSelector('[data-testid=builder-status][data-saved-id]')
+    const funnelId = await page.getAttribute('[data-testid=builder-status]', 'data-saved-id')
+    expect(await by('GET', `/analytics/insights/${funnelId}`)).toMatchObject({ name: 'Activation funnel', kind: 'funnel', query: FUNNEL })
+
+    // Both in the list, newest first.
+    await page.click('.tabs a[data-tab=insights]')
+    await page.waitForSelector(`[data-insight-id="${trendId}"]`)
+    expect(await page.$$eval('[data-insight-id]', (rows) => rows.map((row) => (row as HTMLElement).dataset.insightId))).toEqual([funnelId!, trendId!])
+    await expectFits(page, 'insights list')
+
+    // A new dashboard, and both insights added to it as tiles.
+    await page.click('.tabs a[data-tab=dashboards]')
+    await page.fill('[data-field=dashboard-name]', 'Made here')
+    expect(await page.inputValue('[data-field=dashboard-slug]')).toBe('made-here')
+    await page.click('[data-action=create-dashboard]')
+    await page.waitForSelector('[data-testid=dashboard-grid] .empty')
+    for (const id of [trendId, funnelId]) {
+      await page.click('[data-action=add-tile]')
+      await page.selectOption('[data-field=tile-insight]', id!)
+      await page.click('[data-action=confirm-add-tile]')
+      await page.waitForSelector('[data-testid=tile-adder][hidden]', { state: 'attached' })
+    }
+    // And a text tile: its markdown drawn as elements, any HTML in it as text.
+    await page.click('[data-action=add-tile]')
+    await page.fill('[data-field=tile-title]', 'Notes')
+    await page.fill('[data-field=tile-markdown]', 'Read **this** <b>first</b>')
+    await page.click('[data-action=confirm-add-text]')
+    await page.waitForSelector('[data-testid=tile-adder][hidden]', { state: 'attached' })
+    await page.waitForFunction(() => document.querySelectorAll('.tile-body[data-kind]').length === 2)
+    const dashboardId = (await by('GET', '/analytics/dashboards/made-here')).id
+    const stored = await by('GET', `/analytics/dashboards/${dashboardId}`)
+    expect(stored.tiles.map((tile: any) => [tile.type, tile.insight_id ?? tile.markdown, tile.title, tile.layout])).toEqual([
+      ['insight', trendId, null, { x: 0, y: 0, w: 6, h: 4 }], ['insight', funnelId, null, { x: 0, y: 4, w: 6, h: 4 }],
+      ['text', 'Read **this** <b>first</b>', 'Notes', { x: 0, y: 8, w: 6, h: 4 }],
+    ])
+    const text = `[data-tile-id="${stored.tiles[2].id}"]`
+    expect([await page.textContent(`${text} .tile-title`), await page.textContent(`${text} .tile-body strong`), await page.textContent(`${text} .tile-body`)])
+      .toEqual(['Notes', 'this', 'Read this <b>first</b>'])
+    expect(await page.locator(`${text} .tile-body b`).count()).toBe(0)
+    const tileOf = (insightId: string) => `[data-tile-id="${stored.tiles.find((tile: any) => tile.insight_id === insightId).id}"]`
+    const runOf = async (insightId: string, body: unknown = {}) => (await by('POST', `/analytics/insights/${insightId}/run`, body)).result
+    expect(await seriesTable(page, tileOf(trendId!))).toEqual(expectedSeries(await runOf(trendId!)))
+    expect(await funnelCounts(page, tileOf(funnelId!))).toEqual((await runOf(funnelId!)).steps.map((step: any) => step.count))
+    expect(await funnelCounts(page, tileOf(funnelId!))).toEqual([5, 3, 1])
+
+    // The dashboard's date range: every tile runs over it, with the numbers the API answers for that range.
+    const later = { from: '2026-11-03T00:00:00Z', to: RANGE.to }
+    await page.selectOption('[data-testid=dashboard-toolbar] [data-field=range]', 'custom')
+    await page.fill('[data-testid=dashboard-toolbar] [data-field=range-from]', later.from)
+    await page.locator('[data-testid=dashboard-toolbar] [data-field=range-from]').blur()
+    await page.fill('[data-testid=dashboard-toolbar] [data-field=range-to]', later.to)
+    await page.locator('[data-testid=dashboard-toolbar] [data-field=range-to]').blur()
+    await page.waitForFunction((range) => [...document.querySelectorAll<HTMLElement>('.tile-insight .tile-body')].every((body) => body.dataset.range === range && body.dataset.kind), JSON.stringify(later))
+    expect(await seriesTable(page, tileOf(trendId!))).toEqual(expectedSeries(await runOf(trendId!, { range: later })))
+    expect(Object.keys(await seriesTable(page, tileOf(trendId!)))).toHaveLength(5) // Nov 3 to 7
+    expect(await funnelCounts(page, tileOf(funnelId!))).toEqual([3, 2, 0])
+    expect((await runOf(funnelId!, { range: later })).steps.map((step: any) => step.count)).toEqual([3, 2, 0])
+
+    // Back to each insight's own range; a purchase captured since is counted only after Refresh (the funnel's kept result).
+    await page.selectOption('[data-testid=dashboard-toolbar] [data-field=range]', 'own')
+    await page.waitForFunction(() => [...document.querySelectorAll<HTMLElement>('.tile-insight .tile-body')].every((body) => body.dataset.range === 'own' && body.dataset.kind))
+    expect(await funnelCounts(page, tileOf(funnelId!))).toEqual([5, 3, 1])
+    await by('POST', '/tracking/events', { events: [{ event: 'purchase', timestamp: at(6, 13), identity: { users_id: 'u2' }, properties: { plan: 'team' } }] })
+    await page.click('[data-action=refresh]')
+    await page.waitForFunction((selector) => document.querySelector(`${selector} .tile-body[data-kind] [data-step="3"] .funnel-count`)?.textContent === '2', tileOf(funnelId!))
+    expect(await funnelCounts(page, tileOf(funnelId!))).toEqual((await runOf(funnelId!)).steps.map((step: any) => step.count))
+    await expectFits(page, 'dashboard')
+
+    // Removing a tile asks in the tile; Keep keeps it, Remove saves the dashboard without it. Its insight stays.
+    await page.hover(tileOf(funnelId!))
+    await page.click(`${tileOf(funnelId!)} [data-action=remove-tile]`)
+    await page.click(`${tileOf(funnelId!)} [data-action=keep]`)
+    expect(await page.locator(`${tileOf(funnelId!)} [data-action=remove-tile]`).count()).toBe(1)
+    await page.hover(tileOf(funnelId!))
+    await page.click(`${tileOf(funnelId!)} [data-action=remove-tile]`)
+    await page.click(`${tileOf(funnelId!)} [data-action=confirm-remove]`)
+    await page.waitForFunction((selector) => !document.querySelector(selector), tileOf(funnelId!))
+    expect((await by('GET', `/analytics/dashboards/${dashboardId}`)).tiles.map((tile: any) => tile.insight_id ?? tile.type)).toEqual([trendId, 'text'])
+    await page.waitForFunction(() => document.querySelector('[data-testid=versions] tbody tr')?.getAttribute('data-version') === '5')
+    expect(dialogs).toEqual([]) // every confirmation was asked in the page
+    expectNoProblems(console)
+  })
+})
+
+describe('the insights list and the builder\'s refusals', () => {
+  let lister: Owner
+  const by = async (method: string, path: string, body?: unknown) =>
+    ok(await call(method, path, { token: lister.token, productId: lister.productId, body }), `${method} ${path}`).body
+  const QUERY = { entity: 'events', metrics: ['count'], range: RANGE }
+  beforeAll(async () => {
+    lister = await newProduct('Insights list')
+    expect(await by('POST', '/tracking/events', { events: EVENTS })).toEqual({ accepted: EVENTS.length })
+  })
+
+  test('pages 20 at a time; an insight opens in the builder with its query and saves changes; delete is asked in the row and refused while a dashboard uses it', async () => {
+    const made: string[] = []
+    for (let i = 1; i <= 21; i++) made.push((await by('POST', '/analytics/insights', { name: `Insight ${i}`, kind: 'metric', query: { ...QUERY, limit: 50 + i } })).id)
+    const used = made.at(-1)!
+    const tag = 'a-very-long-tag-that-has-no-spaces-and-would-widen-any-table-it-is-put-in-0123456789'.slice(0, 40)
+    await by('POST', '/analytics/dashboards', { slug: 'uses-one', name: 'Uses one', tags: [tag], tiles: [{ type: 'insight', insight_id: used, layout: { x: 0, y: 0, w: 6, h: 4 } }] })
+    const console = await browser.open()
+    const { page } = console
+    await openArea(page, lister, lister.productId, 'analytics')
+    await expectFits(page, 'dashboards list')
+    await page.click('.tabs a[data-tab=insights]')
+    await page.waitForSelector('[data-action=more-insights]')
+    const listed = () => page.$$eval('[data-insight-id]', (rows) => rows.map((row) => (row as HTMLElement).dataset.insightId))
+    expect(await listed()).toEqual(made.slice(1).reverse())
+    await page.click('[data-action=more-insights]')
+    await page.waitForFunction(() => document.querySelectorAll('[data-insight-id]').length === 21 && !document.querySelector('[data-action=more-insights]'))
+    expect(await listed()).toEqual([...made].reverse())
+
+    // Deleting the one a dashboard uses is refused, and the page says which dashboard; Keep leaves a row alone.
+    const row = (id: string) => `[data-insight-id="${id}"]`
+    await page.click(`${row(used)} [data-action=delete-insight]`)
+    await page.click(`${row(used)} [data-action=confirm-delete]`)
+    await page.waitForFunction(() => /not deleted: .*uses-one/.test(document.querySelector('[data-testid=insights-error]')?.textContent ?? ''))
+    expect(await page.locator(row(used)).count()).toBe(1)
+    await page.click(`${row(made[0]!)} [data-action=delete-insight]`)
+    await page.click(`${row(made[0]!)} [data-action=keep]`)
+    expect(await page.locator(`${row(made[0]!)} [data-action=delete-insight]`).count()).toBe(1)
+    await page.click(`${row(made[0]!)} [data-action=delete-insight]`)
+    await page.click(`${row(made[0]!)} [data-action=confirm-delete]`)
+    await page.waitForFunction((selector) => !document.querySelector(selector), row(made[0]!))
+    expect((await call('GET', `/analytics/insights/${made[0]}`, { token: lister.token, productId: lister.productId })).status).toBe(404)
+
+    // Opened in the builder: its query in the form, drawn in the preview; a change saved keeps what the form does not show (limit).
+    await page.click(`${row(made[1]!)} [data-action=edit-insight]`)
+    await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid=preview]')?.dataset.state === 'drawn')
+    expect(JSON.parse((await page.getAttribute('[data-testid=preview]', 'data-query'))!)).toEqual({ ...QUERY, limit: 52 })
+    expect(await page.inputValue('[data-field=name]')).toBe('Insight 2')
+    expect(await page.inputValue('[data-testid=query-form] [data-field=range]')).toBe('custom')
+    expect(await page.locator('[data-kind-choice]').count()).toBe(0) // a saved insight's kind cannot change
+    await page.fill('[data-field=name]', 'Insight 2, per week')
+    await page.selectOption('[data-field=bucket]', 'week')
+    await page.click('[data-action=save-insight]')
+    await page.waitForFunction(() => /Saved "Insight 2, per week"/.test(document.querySelector('[data-testid=builder-status]')?.textContent ?? ''))
+    expect(await by('GET', `/analytics/insights/${made[1]}`)).toMatchObject({ name: 'Insight 2, per week', query: { ...QUERY, limit: 52, bucket: 'week' } })
+
+    // What the API refuses is said with the field it names: in the preview, and on save, which writes nothing.
+    await page.click('[data-action=add-dimension]')
+    await page.fill('[data-field=dimension]', 'colour')
+    await page.waitForFunction(() => /\/body\/dimensions\/0/.test(document.querySelector('[data-testid=preview-error]')?.textContent ?? ''))
+    await page.click('[data-action=save-insight]')
+    await page.waitForFunction(() => /Not saved: .*\/body\/query\/dimensions\/0/.test(document.querySelector('[data-testid=builder-status]')?.textContent ?? ''))
+    await page.fill('[data-field=dimension]', '')
+    await page.fill('[data-field=name]', '')
+    await page.click('[data-action=save-insight]')
+    await page.waitForFunction(() => /Not saved: .*\/body\/name/.test(document.querySelector('[data-testid=builder-status]')?.textContent ?? ''))
+    expect((await by('GET', `/analytics/insights/${made[1]}`)).name).toBe('Insight 2, per week')
+
+    // A dashboard deleted from the list, asked in its row; its insight stays.
+    await page.click('.tabs a[data-tab=dashboards]')
+    await page.click('[data-testid=dashboards] [data-action=delete-dashboard]')
+    await page.click('[data-testid=dashboards] [data-action=confirm-delete]')
+    await page.waitForFunction(() => !document.querySelector('[data-dashboard-id]'))
+    expect((await by('GET', '/analytics/dashboards')).dashboards).toEqual([])
+    expect((await by('GET', `/analytics/insights/${used}`)).id).toBe(used)
+    expect(console.problems.filter((problem) => !/409|400/.test(problem))).toEqual([]) // the browser logs the refused fetches
   })
 })

@@ -16,7 +16,7 @@ export const SCREENSHOTS = join(import.meta.dir, '../..', process.env.UPDATE_SCR
 
 export interface ConsolePage {
   page: Page
-  /** Every console error, page error and Content-Security-Policy report the page raised so far. */
+  /** Every console error, page error, Content-Security-Policy report and dialog the page raised so far. */
   problems: string[]
 }
 
@@ -38,6 +38,11 @@ export function useBrowser(apiUrl: () => string) {
       const problems: string[] = []
       page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`))
       page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
+      // The console confirms in the page: a confirm(), alert() or prompt() dialog is a problem (dismissed, so nothing acts).
+      page.on('dialog', (dialog) => {
+        problems.push(`dialog: ${dialog.type()} ${dialog.message()}`)
+        void dialog.dismiss()
+      })
       await page.goto(`${apiUrl()}/console${hash}`)
       return { page, problems }
     },
@@ -68,4 +73,49 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 
 export function expectNoProblems(console: ConsolePage): void {
   expect(console.problems).toEqual([])
+}
+
+/** The three widths every view is checked at: a phone, a laptop, a wide screen. */
+export const WIDTHS = [390, 1280, 1920] as const
+
+/**
+ * Where the page is wider than its window, measured in the page: the document itself (`scrollWidth` over
+ * `clientWidth`), and every element whose box reaches past the one it sits in, or whose content spills past its own
+ * box, unless a container between them scrolls or clips it on purpose (`overflow-x` other than `visible`: a `<pre>`,
+ * a wide table's scroller). Each as `tag.class "text…": how far`.
+ */
+export function overflowsOf(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const found: string[] = []
+    const name = (element: Element) => {
+      const text = (element.textContent ?? '').trim().replace(/\s+/g, ' ').slice(0, 40)
+      return `${element.tagName.toLowerCase()}${element.classList.length ? `.${[...element.classList].join('.')}` : ''} "${text}"`
+    }
+    const root = document.documentElement
+    if (root.scrollWidth > root.clientWidth) found.push(`the page: ${root.scrollWidth} px wide in a ${root.clientWidth} px window`)
+    for (const element of document.body.querySelectorAll<HTMLElement>('*')) {
+      const style = getComputedStyle(element)
+      if (style.display === 'none' || style.visibility === 'hidden' || element.closest('svg')) continue
+      const box = element.getBoundingClientRect()
+      if (box.width === 0 && box.height === 0) continue
+      // Its content spilling out of its own box (a long word in a cell), where nothing scrolls it.
+      if (style.overflowX === 'visible' && style.display !== 'inline' && element.scrollWidth > element.clientWidth + 1
+        && !element.firstElementChild) {
+        found.push(`${name(element)}: content ${element.scrollWidth} px in ${element.clientWidth} px`)
+      }
+      // Its box reaching past the nearest box it sits in, with nothing between that scrolls or clips.
+      const parent = element.parentElement
+      if (!parent || style.position === 'fixed') continue
+      const outer = parent.getBoundingClientRect()
+      if (getComputedStyle(parent).overflowX !== 'visible') continue
+      const past = Math.max(box.right - outer.right, outer.left - box.left)
+      if (past > 1 && outer.width > 0) found.push(`${name(element)}: ${Math.round(past)} px past ${name(parent)}`)
+    }
+    return found
+  })
+}
+
+/** Fails with every overflow `overflowsOf` finds: shared by the console's tests to check a view at any width. */
+export async function expectNoOverflow(page: Page, where = ''): Promise<void> {
+  expect({ where, overflows: await overflowsOf(page) }).toEqual({ where, overflows: [] })
 }

@@ -4,10 +4,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
 import { startSmtpSink, type Sink } from '../../scripts/smtp-sink'
+import { sql } from '../../shared/db/client'
 import { newProduct, startProcess, type Worker } from '../helpers'
 import { startDnsServer, type DnsServer } from '../mail/dns-server'
 import { CONFIRM_ARMED_MS } from '../../services/api/console/app/views/mail/parts'
-import { expectNoProblems, openArea, screenshot, useBrowser } from './browser'
+import { expectNoOverflow, expectNoProblems, openArea, screenshot, useBrowser } from './browser'
 import { watchRefusals } from './refusals'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
@@ -305,6 +306,144 @@ describe('email log', () => {
     await expectPage(pages[1]!, { newer: true, older: true })
     await page.click('[data-testid=newer]')
     await expectPage(pages[0]!, { newer: false, older: true })
+    expectNoProblems(console)
+  })
+})
+
+describe('filters, suppressions and webhook deliveries', () => {
+  /** The email ids the log shows, once it shows `expected` (a wrong answer fails on the comparison, showing the page). */
+  const expectLog = async (page: Page, expected: string[]) => {
+    await page.waitForFunction((want) => {
+      const got = [...document.querySelectorAll('table.email-log a.subject')].map((a) => a.getAttribute('data-email-id'))
+      return JSON.stringify(got) === JSON.stringify(want)
+    }, expected, { timeout: 8000 }).catch(() => undefined)
+    expect(await page.$$eval('table.email-log a.subject', (links) => links.map((a) => a.getAttribute('data-email-id')))).toEqual(expected)
+  }
+
+  /** Nothing on the page reaches past the window or past its box at 390, 1280 and 1920 px (expectNoOverflow). */
+  const expectFluid = async (page: Page) => {
+    for (const width of [390, 1280, 1920]) {
+      await page.setViewportSize({ width, height: 860 })
+      await expectNoOverflow(page, `at ${width} px`)
+    }
+    await page.setViewportSize({ width: 1280, height: 860 })
+  }
+
+  test('the email log filtered to one recipient, then to a status, shows what the API answers for the same filter', async () => {
+    const { owner, domain } = await sendingProduct('Mail console filter')
+    const { key } = await platform(owner, 'POST', '/mail/api-keys', { name: 'filter', scope: 'full_access' })
+    const longAddress = `${'a-long-local-part-'.repeat(3)}x@${Array(8).fill('a-long-subdomain-label').join('.')}.example.org`
+    const ann = await send(owner, key, { from: `hello@${domain.name}`, to: 'Ann <ann@example.org>', subject: 'for Ann', text: 'hi' })
+    const bob = await send(owner, key, { from: `hello@${domain.name}`, to: ['bob@example.org', longAddress], subject: 'for Bob', text: 'hi' })
+    const annAgain = await send(owner, key, { from: `hello@${domain.name}`, to: 'bob@example.org', cc: 'ANN@example.org', subject: 'cc Ann', text: 'hi' })
+    const bounced = await send(owner, key, { from: `hello@${domain.name}`, to: 'bounce@example.org', subject: 'nobody', text: 'hi' })
+    await settled(owner, bounced, ['bounced', 'failed', 'delivered'])
+
+    const console = await browser.open()
+    const { page } = console
+    await openArea(page, owner, owner.productId, 'mail')
+    await page.click('nav.tabs a:text("Email log")')
+    await expectLog(page, (await platform(owner, 'GET', '/mail/emails')).data.map((e: any) => e.id))
+    await page.fill('[data-testid=email-filter] input[name=recipient]', 'ann@example.org')
+    await page.click('[data-testid=email-filter] button[type=submit]')
+    const forAnn = (await platform(owner, 'GET', '/mail/emails?recipient=ann@example.org')).data.map((e: any) => e.id)
+    expect(forAnn).toEqual([annAgain, ann])
+    await expectLog(page, forAnn)
+    await expectFluid(page)
+
+    await page.click('[data-testid=clear-filter]')
+    await expectLog(page, [bounced, annAgain, bob, ann])
+    await page.selectOption('[data-testid=email-filter] select[name=status]', 'bounced')
+    await page.click('[data-testid=email-filter] button[type=submit]')
+    await expectLog(page, (await platform(owner, 'GET', '/mail/emails?status=bounced')).data.map((e: any) => e.id))
+    await page.fill('[data-testid=email-filter] input[name=recipient]', 'nobody@example.org')
+    await page.click('[data-testid=email-filter] button[type=submit]')
+    await page.waitForSelector('[data-testid=emails] .empty')
+    expect(await page.textContent('[data-testid=emails] .empty')).toBe('No email matches the filter.')
+    expectNoProblems(console)
+  })
+
+  test('an address the mailer suppressed is listed with why and removed from the page after a confirmation; the next email to it is attempted again', async () => {
+    const { owner, domain } = await sendingProduct('Mail console suppressions')
+    const { key } = await platform(owner, 'POST', '/mail/api-keys', { name: 'suppress', scope: 'full_access' })
+    const first = await send(owner, key, { from: `hello@${domain.name}`, to: 'bounce@example.org', subject: 'first', text: 'hi' })
+    await settled(owner, first, ['bounced', 'failed', 'delivered'])
+    const [entry] = (await platform(owner, 'GET', '/mail/suppressions')).data
+    expect([entry.address, entry.reason]).toEqual(['bounce@example.org', expect.stringContaining('550')])
+
+    const console = await browser.open()
+    const { page } = console
+    await openArea(page, owner, owner.productId, 'mail')
+    await page.click('nav.tabs a:text("Suppressions")')
+    const row = 'table.suppression-list tbody tr:has([data-address="bounce@example.org"])'
+    await page.waitForSelector(row)
+    expect(await page.textContent(`${row} .reason`)).toBe(entry.reason)
+    await expectFluid(page)
+    await page.click(`${row} [data-testid=remove]`)
+    expect(await page.textContent(`${row} [data-testid=remove]`)).toBe('Confirm remove')
+    expect((await platform(owner, 'GET', '/mail/suppressions')).data).toHaveLength(1) // asked, not yet done
+    await page.click(`${row} [data-testid=remove]`)
+    await page.waitForSelector('[data-testid=suppressions] .empty')
+    expect((await platform(owner, 'GET', '/mail/suppressions')).data).toEqual([])
+
+    // Off the list, the address is tried again: refused again by the server (bounced), not skipped (suppressed).
+    const second = await send(owner, key, { from: `hello@${domain.name}`, to: 'bounce@example.org', subject: 'second', text: 'hi' })
+    expect((await settled(owner, second, ['bounced', 'failed', 'delivered', 'suppressed'])).last_event).toBe('bounced')
+    expectNoProblems(console)
+  })
+
+  test('the suppression list shows 50 addresses, and More appends the next page as the API pages it', async () => {
+    const owner = await newProduct('Mail console suppression pages')
+    // 51 entries as the mailer records them (one row per refused address), a second apart, newest last inserted.
+    await sql`
+      insert into mail_suppressions (product_id, address, reason, created_at)
+      select ${owner.productId}, 'r' || i || '@example.org', '550 5.1.1 user unknown', now() - (i * interval '1 second')
+      from generate_series(1, 51) as i`
+    const walked: string[] = []
+    for (let after: string | undefined, more = true; more;) {
+      const page = await platform(owner, 'GET', `/mail/suppressions?limit=50${after ? `&after=${after}` : ''}`)
+      walked.push(...page.data.map((s: any) => s.address))
+      more = page.has_more
+      after = walked.at(-1)
+    }
+    const console = await browser.open()
+    const { page } = console
+    await openArea(page, owner, owner.productId, 'mail')
+    await page.click('nav.tabs a:text("Suppressions")')
+    const shown = () => page.$$eval('table.suppression-list [data-address]', (cells) => cells.map((c) => c.getAttribute('data-address')))
+    await page.waitForSelector('[data-testid=more]:not([hidden])')
+    expect(await shown()).toEqual(walked.slice(0, 50))
+    await page.click('[data-testid=more]')
+    await page.waitForSelector('[data-testid=more][hidden]', { state: 'attached' })
+    expect(await shown()).toEqual(walked)
+    expect(walked).toHaveLength(51)
+    expectNoProblems(console)
+  })
+
+  test("an email's page lists the webhook deliveries of its events, as mail_emails_deliveries_list answers them", async () => {
+    const { owner, domain } = await sendingProduct('Mail console email deliveries')
+    const { key } = await platform(owner, 'POST', '/mail/api-keys', { name: 'hooks', scope: 'full_access' })
+    // No webhooks process runs in this file: the deliveries wait, pending, as the email page shows them.
+    const endpoint = await platform(owner, 'POST', '/mail/webhooks', { url: `http://127.0.0.1:65000/${'deep/'.repeat(60)}hook`, eventKinds: ['*'] })
+    const id = await send(owner, key, { from: `hello@${domain.name}`, to: 'ann@example.org', subject: 'watched', text: 'hi' })
+    await settled(owner, id, ['delivered', 'failed', 'bounced'])
+    const listed = (await platform(owner, 'GET', `/mail/emails/${id}/webhook-deliveries`)).data
+    expect(listed.map((d: any) => d.eventKind).sort()).toEqual(['email.delivered', 'email.sent'])
+
+    const console = await browser.open()
+    const { page } = console
+    await openArea(page, owner, owner.productId, 'mail')
+    await page.evaluate((hash) => { location.hash = hash }, `#/p/${owner.productId}/mail/emails/${id}`)
+    await page.waitForSelector('[data-testid=email-deliveries] table')
+    const shown = await page.$$eval('[data-testid=email-deliveries] tbody tr', (rows) => rows.map((row) => ({
+      id: row.querySelector('[data-delivery-id]')!.getAttribute('data-delivery-id'), event: row.querySelector('code')!.textContent,
+      endpoint: row.querySelector('.endpoint-url')!.textContent, state: row.querySelector('.badge')!.textContent,
+    })))
+    expect(shown).toEqual(listed.map((d: any) => ({ id: d.id, event: d.eventKind, endpoint: endpoint.url, state: d.state })))
+    await expectFluid(page)
+    await page.click(`[data-testid=email-deliveries] [data-delivery-id="${listed[0].id}"]`)
+    await page.waitForSelector(`[data-testid=delivery][data-delivery-id="${listed[0].id}"]`)
+    expect(await page.textContent('[data-testid=message-id]')).toBe(listed[0].messageId)
     expectNoProblems(console)
   })
 })

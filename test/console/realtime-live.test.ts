@@ -11,7 +11,7 @@ import { call, eventually, freePort, newProduct, ok, startProcess, type Worker }
 import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
 import { archivedCount, startArchiver, until, type ArchiverProcess } from '../realtime/archive-helpers'
 import { createKey, manage, pub } from '../realtime/public-helpers'
-import { expectNoProblems, openArea, screenshot, useBrowser } from './browser'
+import { expectNoProblems, openArea, overflowsOf, screenshot, useBrowser, WIDTHS } from './browser'
 
 let gateway: GatewayProcess
 let apiWorker: Worker
@@ -35,7 +35,6 @@ type Owner = Awaited<ReturnType<typeof newProduct>>
 const CHAT = { name: 'chat', presence: true, history: { ttlSeconds: 300, size: 100 }, archive: { retentionDays: 7 } }
 /** As long as a channel name may be (128 characters), with no place a browser would break it by itself. */
 const longChannel = () => `chat:${randomUUID().replaceAll('-', '')}${'x'.repeat(128 - 37)}`
-const WIDTHS = [390, 1280, 1920]
 
 async function realtimeOwner(name: string): Promise<Owner & { key: string }> {
   const owner = await newProduct(name)
@@ -69,25 +68,12 @@ async function listed(owner: Owner, channel: string) {
   return page.body.channels as { channel: string; namespace: string; subscribers: number; presence: { members: number; connections: number } | null }[]
 }
 
-/**
- * What makes the page wider than its window: every element past its right edge, outside the top bar (the shell's, whose
- * narrow layout is not this area's), and whether the document scrolls sideways while the top bar fits.
- */
-const sideways = (page: Page) => page.evaluate(() => {
-  const limit = document.documentElement.clientWidth
-  const topbar = document.querySelector('.topbar')
-  const past = [...document.querySelectorAll('body *')].filter((e) => !e.closest('.topbar') && e.getBoundingClientRect().right > limit + 0.5)
-  const scrolls = document.documentElement.scrollWidth > limit && (!topbar || topbar.scrollWidth <= limit)
-  return [...past.slice(0, 5).map((e) => `${e.tagName.toLowerCase()}.${e.className} ends at ${Math.round(e.getBoundingClientRect().right)} px`),
-    ...(scrolls ? ['the document scrolls sideways'] : [])]
-})
-
-/** `sideways` at each width, named by width (empty when every width fits). */
+/** Every overflow `overflowsOf` finds at each of the three widths, named by view and width (empty when all fit). */
 async function tooWide(page: Page, what: string): Promise<string[]> {
   const wide: string[] = []
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: 860 })
-    wide.push(...(await sideways(page)).map((problem) => `${what} at ${width} px: ${problem}`))
+    wide.push(...(await overflowsOf(page)).map((problem) => `${what} at ${width} px: ${problem}`))
   }
   await page.setViewportSize({ width: 1280, height: 860 })
   return wide

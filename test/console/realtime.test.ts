@@ -95,9 +95,10 @@ describe('namespaces and keys', () => {
     // The refused create is the only request refused, and the page's only problems are the browser's notes of it.
     refusals.expectOnly(console, [{ method: 'POST', status: 400, path: '/realtime/namespaces' }])
 
-    // Delete (confirmed in the dialog).
-    page.once('dialog', (dialog) => void dialog.accept())
-    await page.locator('[data-testid=namespaces] tbody tr', { has: page.locator('code:text-is("events")') }).locator('button:text-is("Delete")').click()
+    // Delete, confirmed in the page (a second click on the armed button; a dialog would be a problem, browser.ts).
+    const row = page.locator('[data-testid=namespaces] tbody tr', { has: page.locator('code:text-is("events")') })
+    await row.locator('button:text-is("Delete")').click()
+    await row.locator('button:text-is("Confirm delete")').click()
     await page.waitForSelector('[data-testid=namespaces] code.namespace-name:text-is("events")', { state: 'detached' })
     expect((await apiNamespaces(owner)).map((n) => n.name)).toEqual(['chat', 'live'])
     refusals.expectOnly(console, [{ method: 'POST', status: 400, path: '/realtime/namespaces' }]) // nothing since
@@ -142,8 +143,8 @@ describe('namespaces and keys', () => {
     expect(await page.textContent('body')).toContain(key.prefix)
     await screenshot(page, 'realtime-keys')
 
-    page.once('dialog', (dialog) => void dialog.accept())
     await page.click('[data-testid=keys] button:text-is("Revoke")')
+    await page.click('[data-testid=keys] button:text-is("Confirm revoke")')
     await page.waitForSelector('[data-testid=keys-empty]')
     const after = ok(await call('GET', `/governance/api/v1/products/${owner.productId}/public-keys`, { token: owner.token, productId: owner.productId }), 'keys')
     expect(after.body.keys).toEqual([])

@@ -1,7 +1,7 @@
 // The console's frame: served with its security headers, sign-in with the platform login, the product list, the
 // areas; and nothing but the catalog's operations behind it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, newProduct, newUser, ok, okResponse, startProcess, type Worker } from '../helpers'
+import { call, eventually, newProduct, newUser, ok, okResponse, startProcess, type Worker } from '../helpers'
 import { expectNoProblems, signIn, useBrowser } from './browser'
 
 let apiWorker: Worker
@@ -96,7 +96,7 @@ describe('in Chromium', () => {
     expectNoProblems(console)
   })
 
-  test('a wrong password shows the API error; the token is never written to storage or a cookie', async () => {
+  test('a wrong password shows the API error; the token is never written to storage or a cookie the page can read', async () => {
     const user = await newUser()
     const console = await browser.open()
     const { page } = console
@@ -108,10 +108,6 @@ describe('in Chromium', () => {
     await signIn(page, user.email, user.password)
     const stored = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie }))
     expect(stored).toEqual({ local: 0, session: 0, cookie: '' })
-    // A reload forgets the in-memory session: back to sign-in.
-    await page.reload()
-    await page.waitForSelector('[data-testid=signin]')
-    expect(new URL(page.url()).hash).toBe('#/signin')
   })
 
   test("another organization's product id in the address shows the API's 404, not its data", async () => {
@@ -205,5 +201,173 @@ describe('in Chromium', () => {
     await page.evaluate(() => { location.hash = '#/products' })
     await page.waitForSelector('[data-testid=products]')
     expect(console.problems.filter((problem) => problem.startsWith('pageerror'))).toEqual([])
+  })
+})
+
+describe('the session across a reload', () => {
+  const restoreUrl = () => `${apiWorker.url}/console/session/restore`
+  const own = () => ({ 'x-console': '1', origin: apiWorker.url })
+
+  /** The parked cookie of a signed-in page, as the browser holds it. */
+  async function sessionCookie(page: import('playwright-core').Page) {
+    return (await page.context().cookies(`${apiWorker.url}/console/session`)).find((cookie) => cookie.name === 'console_session')
+  }
+
+  test('a reload keeps the user signed in on the same view; sign-out then reload asks for sign-in', async () => {
+    const owner = await newProduct('Reload product')
+    const console = await browser.open()
+    const { page } = console
+    const login = page.waitForResponse((response) => new URL(response.url()).pathname === '/auth/login')
+    await signIn(page, owner.email, owner.password)
+    const session = await (await login).json() as { token: string; expiresAt: string }
+    await page.click(`[data-product-id="${owner.productId}"]`)
+    await page.click('.topbar nav a[href$="/mail"]')
+    await page.waitForSelector('.content[data-area="mail"]')
+    const cookie = (await sessionCookie(page))!
+    // HttpOnly (no script reads it), SameSite=Strict, sent to the session's own path and nowhere else.
+    expect({ httpOnly: cookie.httpOnly, sameSite: cookie.sameSite, path: cookie.path }).toEqual({ httpOnly: true, sameSite: 'Strict', path: '/console/session' })
+    // The page's own session, kept no longer than the session lives.
+    expect(cookie.value).toBe(session.token)
+    expect(Math.abs(cookie.expires - Date.parse(session.expiresAt) / 1000)).toBeLessThanOrEqual(2)
+    expect(await page.evaluate(() => document.cookie)).toBe('')
+    await page.reload()
+    await page.waitForSelector('.content[data-area="mail"]')
+    expect(new URL(page.url()).hash).toBe(`#/p/${owner.productId}/mail`)
+    await page.waitForFunction(() => document.querySelector('[data-testid=product-name]')?.textContent === 'Reload product')
+    await page.click('text=Sign out')
+    await page.waitForSelector('[data-testid=signin]')
+    expect(await sessionCookie(page)).toBeUndefined()
+    // The parked token ended on the server too.
+    expect((await fetch(`${apiWorker.url}/auth/me`, { headers: { authorization: `Bearer ${cookie.value}` } })).status).toBe(401)
+    await page.reload()
+    await page.waitForSelector('[data-testid=signin]')
+    expect(new URL(page.url()).hash).toBe('#/signin')
+    expectNoProblems(console)
+  })
+
+  test('a session ended elsewhere is not restored by a reload, and its cookie is cleared', async () => {
+    const owner = await newProduct('Ended product')
+    const console = await browser.open()
+    const { page } = console
+    await signIn(page, owner.email, owner.password)
+    const cookie = (await sessionCookie(page))!
+    await okResponse(await fetch(`${apiWorker.url}/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${cookie.value}` } }), 'logout')
+    await page.reload()
+    await page.waitForSelector('[data-testid=signin]')
+    expect(await sessionCookie(page)).toBeUndefined()
+    expectNoProblems(console)
+  })
+
+  test('the cookie is a credential nowhere but the restore, and the restore answers only the console page itself', async () => {
+    const owner = await newProduct('Cookie product')
+    const cookie = `console_session=${owner.token}`
+    // Kept only for a live session token of this page, and only with the page's own headers.
+    expect((await fetch(`${apiWorker.url}/console/session`, { method: 'POST', headers: { ...own(), authorization: 'Bearer pls_not-a-session' } })).status).toBe(401)
+    expect((await fetch(`${apiWorker.url}/console/session`, { method: 'POST', headers: { 'x-console': '1', origin: 'http://127.0.0.1:1', authorization: `Bearer ${owner.token}` } })).status).toBe(403)
+    const kept = await fetch(`${apiWorker.url}/console/session`, { method: 'POST', headers: { ...own(), authorization: `Bearer ${owner.token}` } })
+    expect(kept.status).toBe(204)
+    expect(kept.headers.get('set-cookie')).toMatch(/^console_session=pls_[^;]+; Path=\/console\/session; Max-Age=\d+; HttpOnly; SameSite=Strict$/)
+    // Any API route: the cookie alone is no session.
+    for (const path of ['/auth/me', '/products', `/products/${owner.productId}`]) {
+      const response = await fetch(`${apiWorker.url}${path}`, { headers: { cookie, origin: apiWorker.url } })
+      expect(response.status).toBe(401)
+      expect(JSON.stringify(await response.json())).not.toContain(owner.productId)
+    }
+    const restored = await fetch(restoreUrl(), { method: 'POST', headers: { ...own(), cookie } })
+    expect(restored.status).toBe(200)
+    expect((await restored.json()).token).toBe(owner.token)
+    const refusals: [string, Record<string, string>, RegExp][] = [
+      ['no console header', { origin: apiWorker.url, cookie }, /x-console/],
+      ['no Origin', { 'x-console': '1', cookie }, /Origin/],
+      ['another origin', { 'x-console': '1', origin: 'http://127.0.0.1:1', cookie }, /not http:\/\/127\.0\.0\.1:1/],
+      ['a sibling site', { ...own(), 'sec-fetch-site': 'same-site', cookie }, /Sec-Fetch-Site: same-site/],
+      // Quoted bounded, whatever was sent.
+      ['a huge origin', { 'x-console': '1', origin: `http://${'a'.repeat(5000)}`, cookie }, /not http:\/\/a{93}…$/],
+    ]
+    for (const [what, headers, message] of refusals) {
+      const response = await fetch(restoreUrl(), { method: 'POST', headers })
+      const text = await response.text()
+      expect({ what, status: response.status }).toEqual({ what, status: 403 })
+      expect(JSON.parse(text)).toMatchObject({ error: 'forbidden', message: expect.stringMatching(message) })
+      expect(text).not.toContain('pls_')
+      expect(response.headers.get('set-cookie')).toBeNull()
+    }
+    // GET (a link, an <img>) is no way in either.
+    expect((await fetch(restoreUrl(), { headers: { ...own(), cookie } })).status).toBe(404)
+  })
+
+  test('a page of another origin, with the cookie in the same browser, gets no token: by fetch with credentials nor by a form', async () => {
+    const owner = await newProduct('Targeted product')
+    const console = await browser.open()
+    const { page } = console
+    await signIn(page, owner.email, owner.password)
+    const token = (await sessionCookie(page))!.value
+    // Another port of the same host: another origin but the same site, so SameSite=Strict alone would let the cookie go.
+    const api = apiWorker.url
+    const hostile = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch(request) {
+        const script = new URL(request.url).pathname === '/form'
+          ? `<form method="post" action="${api}/console/session/restore"></form><script>document.forms[0].submit()</script>`
+          : `<pre id="result"></pre><script>
+              (async () => {
+                const tries = [
+                  { method: 'POST', credentials: 'include', headers: { 'x-console': '1' } },
+                  { method: 'POST', credentials: 'include' },
+                  { method: 'POST', credentials: 'include', mode: 'no-cors' },
+                ]
+                const out = []
+                for (const init of tries) {
+                  try {
+                    const response = await fetch('${api}/console/session/restore', init)
+                    out.push(response.type + ' ' + response.status + ' ' + await response.text())
+                  } catch (error) { out.push('refused') }
+                }
+                document.getElementById('result').textContent = JSON.stringify(out)
+              })()
+            </script>`
+        return new Response(`<!doctype html><html><body>${script}</body></html>`, { headers: { 'content-type': 'text/html' } })
+      },
+    })
+    try {
+      // What the browser sent and the api answered, read from Chromium's network log (a response the page may not
+      // read is still logged there): each POST to the restore, whether it carried the cookie, its status.
+      const cdp = await page.context().newCDPSession(page)
+      await cdp.send('Network.enable')
+      const posts = new Set<string>()
+      const wire = new Map<string, { cookie?: boolean; status?: number }>()
+      const entry = (id: string) => wire.get(id) ?? wire.set(id, {}).get(id)!
+      cdp.on('Network.requestWillBeSent', (event) => {
+        if (event.request.method === 'POST' && event.request.url === `${api}/console/session/restore`) posts.add(event.requestId)
+      })
+      cdp.on('Network.requestWillBeSentExtraInfo', (event) => {
+        entry(event.requestId).cookie = String(event.headers.cookie ?? event.headers.Cookie ?? '').includes(token)
+      })
+      cdp.on('Network.responseReceivedExtraInfo', (event) => { entry(event.requestId).status = event.statusCode })
+      await page.goto(`http://127.0.0.1:${hostile.port}/fetch`)
+      await page.waitForFunction(() => document.getElementById('result')?.textContent)
+      const result = JSON.parse((await page.textContent('#result'))!) as string[]
+      // Unreadable (no credentials are ever allowed across origins), and opaque without CORS: nothing reaches the page.
+      expect(result).toEqual(['refused', 'refused', 'opaque 0 '])
+      // The preflighted one is never sent (the preflight allows no credentials); the two simple ones were, with the
+      // cookie (same site), and the api refused each itself.
+      const sent = await eventually(() => {
+        const answered = [...posts].flatMap((id) => (wire.get(id)?.status === undefined ? [] : [wire.get(id)]))
+        return answered.length === 2 && answered
+      }, 10_000, 'the two posts answered')
+      expect(posts.size).toBe(3)
+      expect(sent).toEqual([{ cookie: true, status: 403 }, { cookie: true, status: 403 }])
+      const posted = page.waitForResponse((response) => response.url() === `${api}/console/session/restore`)
+      await page.goto(`http://127.0.0.1:${hostile.port}/form`)
+      expect((await posted).status()).toBe(403)
+      await page.waitForURL(`${api}/console/session/restore`)
+      expect(await page.textContent('body')).not.toContain('pls_')
+      // The session itself is untouched: the console page still restores it.
+      await page.goto(`${api}/console#/products`)
+      await page.waitForSelector('[data-testid=products]')
+    } finally {
+      hostile.stop(true)
+    }
   })
 })

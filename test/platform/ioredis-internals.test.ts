@@ -2,10 +2,12 @@
 // its header lists, so an upgrade that changes one fails here by name (rather than as an outage that no longer fails
 // fast). On plain ioredis clients: a real Redis (REDIS_URL), and a port where nothing listens. What only a real cluster shows (a pipeline's node argument, ASKING) is test/cluster/node-guard.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import diagnostics from 'node:diagnostics_channel'
 import Redis, { Cluster } from 'ioredis'
 import { config } from '../../shared/config'
 import {
   coalesceWrites, interceptCommands, offlineQueueLength, offlineQueueWhile, type PendingCommand, replaceSettlers, retarget, setOfflineQueue,
+  traceOnlyWhenSubscribed,
 } from '../../shared/redis/ioredis-internals'
 import { freePort, needsOneRedis } from '../helpers'
 
@@ -64,6 +66,37 @@ describe.skipIf(needsOneRedis)('on a real Redis', () => {
     }
     expect(await writesOf(false)).toBe(50)
     expect(await writesOf(true)).toBe(1)
+  })
+
+  test('a command is traced (a context built, a wrapper promise) only while `ioredis:command` has a subscriber', async () => {
+    traceOnlyWhenSubscribed()
+    const redis = client(new Redis(config.redisUrl))
+    const channel = diagnostics.tracingChannel('ioredis:command')
+    const prototype = Object.getPrototypeOf(channel) as { tracePromise: (...args: unknown[]) => unknown }
+    const original = prototype.tracePromise
+    let traced = 0
+    prototype.tracePromise = function (this: unknown, ...args: unknown[]) {
+      traced++
+      return original.apply(this, args)
+    }
+    const seen: string[] = []
+    const handlers = { start: (context: unknown) => seen.push(String((context as { command?: string }).command)), end() {}, asyncStart() {}, asyncEnd() {}, error() {} }
+    try {
+      await redis.ping() // connected: the connection's own tracing is not this test's
+      traced = 0
+      await redis.echo('quiet')
+      expect(traced).toBe(0)
+      channel.subscribe(handlers)
+      await redis.echo('watched')
+      expect(traced).toBeGreaterThan(0)
+      expect(seen).toEqual(['echo'])
+      channel.unsubscribe(handlers)
+      traced = 0
+      await redis.echo('quiet again')
+      expect(traced).toBe(0)
+    } finally {
+      prototype.tracePromise = original
+    }
   })
 
   test('every command passes the interceptor: a lone one without a stream, a pipeline and a MULTI each with one stream of their own', async () => {

@@ -286,6 +286,53 @@ describe('publish and history', () => {
     expect((await readHistory(productId, channel, policy, { offset: 1, epoch: first.epoch! })).recovered).toBe(false)
   })
 
+  test('the history keys live at least the retention window after every publish; their expiry moves once per eighth of it', async () => {
+    const { productId, channel } = fresh()
+    const policy = { historyTtlSeconds: 80, historySize: 10 }
+    const keys = channelKeys(productId, channel)
+    /** Each key's expiry and the channel's score in histx, against the window from `since` (ms, before the publish). */
+    const expiries = async (since: number) => {
+      const [hist, meta, x, scored] = await Promise.all([redis().pexpiretime(keys.hist), redis().pexpiretime(keys.meta),
+        redis().hget(keys.meta, 'x'), redis().zscore(keys.histExpiry, channel)])
+      expect(hist).toBe(meta)
+      expect(Number(x)).toBe(hist)
+      expect(Number(scored)).toBe(hist)
+      expect(hist).toBeGreaterThanOrEqual(since + 80_000)
+      expect(hist).toBeLessThanOrEqual(Date.now() + 90_000)
+      return hist
+    }
+    let since = Date.now()
+    await publish({ productId, channel, policy, data: '1' })
+    const first = await expiries(since)
+    since = Date.now()
+    await publish({ productId, channel, policy, data: '2' })
+    expect(await expiries(since)).toBe(first) // still a window away: not moved
+    // As if the window had mostly passed: the next publish moves the expiry, to a window and an eighth from now.
+    const soon = Date.now() + 70_000
+    await Promise.all([redis().pexpireat(keys.hist, soon), redis().pexpireat(keys.meta, soon), redis().hset(keys.meta, 'x', soon),
+      redis().zadd(keys.histExpiry, soon, channel)])
+    since = Date.now()
+    await publish({ productId, channel, policy, data: '3' })
+    expect(await expiries(since)).toBeGreaterThan(soon)
+  })
+
+  test('a shortened retention shortens the keys at the next publish; a stream lost while its meta survives gets its expiry back', async () => {
+    const { productId, channel } = fresh()
+    const keys = channelKeys(productId, channel)
+    await publish({ productId, channel, policy: { historyTtlSeconds: 8000, historySize: 10 }, data: '1' })
+    expect(await redis().pexpiretime(keys.meta)).toBeGreaterThan(Date.now() + 7_000_000)
+    await publish({ productId, channel, policy: { historyTtlSeconds: 80, historySize: 10 }, data: '2' })
+    for (const key of [keys.hist, keys.meta]) expect(await redis().pexpiretime(key)).toBeLessThanOrEqual(Date.now() + 90_000)
+    expect(Number(await redis().zscore(keys.histExpiry, channel))).toBeLessThanOrEqual(Date.now() + 90_000)
+    // As eviction under maxmemory may: the stream goes, the meta stays. The next publish's stream expires with it.
+    await redis().del(keys.hist)
+    const third = await publish({ productId, channel, policy: { historyTtlSeconds: 80, historySize: 10 }, data: '3' })
+    expect(third.offset).toBe(3)
+    const [hist, meta] = [await redis().pexpiretime(keys.hist), await redis().pexpiretime(keys.meta)]
+    expect(hist).toBeGreaterThan(0)
+    expect(hist).toBe(meta)
+  })
+
   test('an empty channel answers offset 0 and epoch ""', async () => {
     const { productId, channel } = fresh()
     expect(await readHistory(productId, channel, KEEP, { last_n: 5 })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
@@ -440,6 +487,16 @@ describe('history budget: what a channel costs beyond its entries', () => {
     expect(used + historyChannelBytes(channels[taken]!) + 2 + HISTORY_ENTRY_OVERHEAD_BYTES).toBeGreaterThan(budgets.historyMaxBytes)
     expect(taken).toBeLessThan(60) // counting only the entries (66 bytes each), all 300 would have fit
     expect(await redis().hget(keys.histBytes, '#')).toBe(String(used))
+  })
+
+  test('a refusal on a shard where the product keeps no history yet writes no index (nothing left without an expiry)', async () => {
+    const productId = randomUUID()
+    const [channel] = onOneShard(productId, 1)
+    const keys = channelKeys(productId, channel!)
+    const tiny = { ...defaultBudgets(), historyMaxBytes: 10 } // not even the channel's own cost fits
+    expect(await publish({ productId, channel: channel!, policy: KEEP, data: '1' }, tiny).catch((e) => e)).toMatchObject({ status: 429, code: 'history_budget_exceeded' })
+    expect(await subscriptionPosition(productId, channel!, KEEP, 10)).toEqual({ offset: 0, epoch: '' })
+    expect(await redis().exists(keys.histBytes, keys.histExpiry, keys.meta, keys.hist)).toBe(0)
   })
 
   test('a subscription that starts an epoch is charged the channel\'s cost; past the budget it creates nothing and answers epoch ""', async () => {

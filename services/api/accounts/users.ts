@@ -1,7 +1,7 @@
 // Users, their personal organization, and login sessions.
 import { publishInvalidation } from '../../../shared/cache/invalidation'
 import { config } from '../../../shared/config'
-import { newSecret, sha256 } from '../../../shared/crypto'
+import { looksLikeSecret, newSecret, sha256 } from '../../../shared/crypto'
 import { sql } from '../../../shared/db/client'
 import { ApiError, conflict } from '../../../shared/errors'
 import { hashPassword, verifyPassword } from './passwords'
@@ -66,3 +66,10 @@ export async function getUser(userId: string): Promise<User | null> {
 }
 
 const DUMMY_HASH = await hashPassword('timing-equalizer')
+
+/** When a login session token stops working, or null when it already has (unknown, revoked or expired). */
+export async function liveSessionExpiry(token: string): Promise<Date | null> {
+  if (!looksLikeSecret(token, SESSION_PREFIX)) return null
+  const [row] = await sql`select expires_at from sessions where token_hash = ${sha256(token)} and revoked_at is null and expires_at > now()`
+  return row ? (row.expires_at as Date) : null
+}

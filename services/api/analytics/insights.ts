@@ -8,9 +8,10 @@ import { insertUnderCeiling } from '../../../shared/db/ceiling'
 import { sql } from '../../../shared/db/client'
 import { keysetPage, NEWEST_FIRST } from '../../../shared/db/keyset'
 import { ApiError, notFound } from '../../../shared/errors'
-import { checkFunnel } from './semantic/funnel'
+import { checkFunnel, runFunnel } from './semantic/funnel'
 import { checkMetricQuery, runMetricQuery } from './semantic/metric-query'
-import { Funnel, MetricQuery } from './semantic/query-schemas'
+import { Funnel, MetricQuery, type Range } from './semantic/query-schemas'
+import { invalid } from './semantic/plan'
 import { isUuid } from '../../../shared/ids'
 import { registerRollupSet } from '../../../shared/analytics/rollups'
 import { config } from '../../../shared/config'
@@ -137,18 +138,48 @@ export async function deleteInsight(productId: string, id: string): Promise<void
   })
 }
 
+/** What a run may ask besides the insight: `refresh` (funnels), and `range`, another time range for this run only. */
+export interface RunOptions extends FunnelRunOptions {
+  range?: Range
+}
+
 /**
  * Runs a saved insight. A metric insight runs now (it reads rollups); a funnel insight answers its kept result while
  * fresher than the TTL, else computes it (docs/analytics.md, "Kept funnel results"). `computed_at`: the instant its
- * relative ranges were taken from.
+ * relative ranges were taken from. With `range`, the insight's query runs over that range instead, now, and nothing
+ * is kept (a dashboard's date range, as PostHog's dashboard filter overrides its insights' ranges).
  */
-export async function runInsight(productId: string, id: string, options: FunnelRunOptions = {}) {
+export async function runInsight(productId: string, id: string, options: RunOptions = {}) {
   const insight = await getInsight(productId, id)
+  const now = options.now ?? new Date()
+  if (options.range) {
+    const result = await runOverRange(productId, insight, options.range, now)
+    return { insight_id: insight.id, kind: insight.kind, result, computed_at: now.toISOString(), cached: false }
+  }
   if (insight.kind === 'funnel') {
     const { result, computedAt, cached } = await runFunnelInsight(productId, insight, options)
     return { insight_id: insight.id, kind: insight.kind, result, computed_at: computedAt.toISOString(), cached }
   }
-  const now = options.now ?? new Date()
   const result = await runMetricQuery(productId, insight.query as MetricQuery, '/query', now)
   return { insight_id: insight.id, kind: insight.kind, result, computed_at: now.toISOString(), cached: false }
+}
+
+/**
+ * The insight's query with its range replaced, run now. Everything else was checked when the insight was saved, so
+ * what the new range can break is the range itself (`/body/range/from`, `/to`) or the bucket count it makes, which is
+ * said of the range too: the bucket is the insight's, the range is the caller's.
+ */
+async function runOverRange(productId: string, insight: Insight, range: Range, now: Date) {
+  const query = { ...insight.query, range }
+  try {
+    return insight.kind === 'funnel'
+      ? await runFunnel(productId, query as Funnel, '/body', now)
+      : await runMetricQuery(productId, query as MetricQuery, '/body', now)
+  } catch (error) {
+    const fields = error instanceof ApiError ? (error.extra.fields as { path: string }[] | undefined) : undefined
+    if (fields?.some((field) => field.path === '/body/bucket')) {
+      throw invalid('/body/range', `spans more than ${config.analytics.maxBuckets} of the insight's ${(query as MetricQuery).bucket} buckets: choose a shorter range`)
+    }
+    throw error
+  }
 }

@@ -9,7 +9,7 @@ import { IDENTITY_KINDS, METRIC_TYPES } from './semantic/entity'
 import { DashboardName, Slug, Tags, Tiles } from './dashboard-schemas'
 import { runFunnel } from './semantic/funnel'
 import { runMetricQuery } from './semantic/metric-query'
-import { Funnel, MetricQuery } from './semantic/query-schemas'
+import { Funnel, MetricQuery, Range } from './semantic/query-schemas'
 import {
   createDashboard, deleteDashboard, getDashboard, listDashboards, listVersions, restoreVersion, updateDashboard, VERSIONS_KEPT,
 } from './dashboards'
@@ -148,17 +148,19 @@ export const insightRun = defineOperation({
   summary: 'Run a saved insight: a metric insight now; a funnel insight answers its kept result while fresh (computed_at, cached: true), else computes it',
   description: 'A funnel insight\'s result is kept and answered while younger than ANALYTICS_FUNNEL_RESULT_TTL_MS (15 min), ' +
     'and recomputed in the background before then while a dashboard uses it. Relative ranges such as -7d are taken from computed_at. ' +
-    '`refresh: true` computes a new result whatever is kept.',
+    '`refresh: true` computes a new result whatever is kept. `range` runs the insight over another time range, for this run only ' +
+    '(a dashboard\'s date range): computed now, never kept, cached: false.',
   params: IdPath('Insight'),
   body: Strict({
     refresh: Type.Optional(Type.Boolean({ description: 'Compute a new result now even when a fresh one is kept (funnel insights; metric insights always run now)' })),
+    range: Type.Optional(Range),
   }),
   response: Strict({
     insight_id: Type.String(), kind: Kind, result: Type.Union([MetricResultSchema, FunnelResultSchema]),
     computed_at: Timestamp('When the result was computed: relative ranges were taken from this instant (its as_of says how fresh its data was then)'),
     cached: Type.Boolean({ description: 'true: a kept result, computed by an earlier run or the background refresh; false: computed for this run' }),
   }),
-  handler: async ({ params, body }, ctx) => runInsight(productOf(ctx), params.id, { refresh: body?.refresh === true }) as never,
+  handler: async ({ params, body }, ctx) => runInsight(productOf(ctx), params.id, { refresh: body?.refresh === true, range: body?.range }) as never,
 })
 
 // ---- dashboards (the spec's six operations) and their history

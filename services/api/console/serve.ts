@@ -1,13 +1,14 @@
 // The web console (docs/console.md): a single-page app the api process serves at /console. Its script is bundled
 // from ./app by Bun.build on first request and kept in memory: no build step, nothing generated in git. The page only
-// ever calls the platform's own REST operations, with a bearer token it keeps in memory (never a cookie), so a
-// cross-site request carries no credential and CSRF has nothing to ride on.
+// ever calls the platform's own REST operations, with a bearer token it keeps in memory; the cookie that carries it
+// across a reload is read by ./session.ts alone, never by an API route, so CSRF has nothing to ride on.
 import { Elysia } from 'elysia'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { config } from '../../../shared/config'
 import { internalError, notFound, toErrorResponse } from '../../../shared/errors'
 import { describeError, log } from '../../../shared/log'
+import { consoleSessionRoutes } from './session'
 
 interface Asset { body: string | Blob; type: string; etag: string }
 
@@ -108,9 +109,10 @@ async function asset(name: string, request: Request): Promise<Response> {
   }
 }
 
-/** GET /console (the page; every view is a #fragment of it) and /console/assets/{name}. */
+/** GET /console (the page; every view is a #fragment of it), /console/assets/{name} and the session's /console/session. */
 export function consoleRoutes() {
   return new Elysia()
+    .use(consoleSessionRoutes())
     .get('/console', ({ request }) => asset('index.html', request))
     .get('/console/', ({ request }) => asset('index.html', request))
     .get('/console/assets/:name', ({ params, request }) => asset(params.name, request))

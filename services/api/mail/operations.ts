@@ -6,8 +6,11 @@ import { iso, Strict, Timestamp, Uuid } from '../../../shared/catalog/schemas'
 import { HasMore, listObject, pageQuery } from '../../../shared/catalog/pagination'
 import { MAIL_SCOPES, MailScopeName } from '../../../shared/mail/keys'
 import { DomainName, EmailSchema, EmailSummarySchema, TemplateFields } from '../../../shared/mail/schemas'
-import { emailPageQuery, listEmailLog, readEmail, wholeProduct } from '../../../shared/mail/email-log'
+import { emailPageQuery, listEmailLog, readEmail, readEmailSummary, wholeProduct } from '../../../shared/mail/email-log'
 import { createMailKey, listMailKeys, revokeMailKey, type MailKey } from './key-management'
+import { listSuppressions, removeSuppression, type Suppression } from './suppressions'
+import { deliveryFields, deliveryOut } from '../webhooks/operations'
+import { type EndpointDelivery, listEmailDeliveries } from '../../../shared/webhooks/deliveries'
 import { createDomain, deleteDomain, getDomain, listDomains, verifyDomain, type Domain } from '../../../shared/mail/domains'
 import {
   createTemplate, deleteTemplate, getTemplate, listTemplates, placeholders, type Template, updateTemplate,
@@ -196,9 +199,10 @@ export const templateDelete = defineOperation({
 
 export const emailsList = defineOperation({
   id: 'mail_emails_list', method: 'GET', path: '/mail/emails', area: 'mail', auth: 'product',
-  summary: "List the product's emails, newest first, as the public GET /emails answers them (paginated by after or before)",
+  summary: "List the product's emails, newest first, as the public GET /emails answers them (filtered; paginated by after or before)",
   description: 'Every email of the product, whichever sending key sent it. `after` pages to older emails, `before` to newer '
-    + 'ones (not both); a cursor that names no email of this product is 400 on its field.',
+    + 'ones (not both); a cursor that names no email of this product is 400 on its field. The filters (status, recipient, '
+    + 'domain, since, until) combine with and, and page the same way; a domain the product does not have matches nothing.',
   query: Strict(emailPageQuery()),
   response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(EmailSummarySchema) }),
   handler: ({ query }, ctx) => listEmailLog(wholeProduct(productOf(ctx)), query),
@@ -212,7 +216,61 @@ export const emailsGet = defineOperation({
   handler: ({ params }, ctx) => readEmail(wholeProduct(productOf(ctx)), params.id),
 })
 
+const EmailDeliverySchema = Strict({
+  ...deliveryFields(),
+  endpointId: Uuid(), endpointUrl: Type.String({ description: 'Where the endpoint receives events' }),
+})
+const emailDeliveryOut = (d: EndpointDelivery) => ({ ...deliveryOut(d), endpointId: d.endpointId, endpointUrl: d.endpointUrl })
+
+export const emailsDeliveries = defineOperation({
+  id: 'mail_emails_deliveries_list', method: 'GET', path: '/mail/emails/{id}/webhook-deliveries', area: 'mail', auth: 'product',
+  summary: "List the webhook deliveries of one email's events to every Mail endpoint, newest first, each with its last attempt (paginated)",
+  description: 'The deliveries of email.sent, email.delivered, ... whose data.emailId is this email, replays included; '
+    + 'mail_webhooks_deliveries_get on the endpoint shows every attempt. An email that is not the product\'s is 404.',
+  params: IdPath('Email'),
+  query: Strict(pageQuery('webhook delivery')),
+  response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(EmailDeliverySchema) }),
+  handler: async ({ params, query }, ctx) => {
+    const productId = productOf(ctx)
+    await readEmailSummary(wholeProduct(productId), params.id)
+    return listObject(query, (page) => listEmailDeliveries(productId, params.id, page), emailDeliveryOut)
+  },
+})
+
+// ---- the suppression list
+
+const SuppressionSchema = Strict({
+  address: Type.String({ description: 'The address, lower case' }),
+  reason: Type.String({ description: "Why it was suppressed: the SMTP server's refusal" }),
+  createdAt: Timestamp(),
+})
+const suppressionOut = (s: Suppression) => ({ ...s, createdAt: iso(s.createdAt) })
+// The address is the entry's id; an address that is not on the list (however long) is 404, bounded by the request line.
+const Address = (description: string) => Type.String({ minLength: 1, maxLength: 512, description })
+
+export const suppressionsList = defineOperation({
+  id: 'mail_suppressions_list', method: 'GET', path: '/mail/suppressions', area: 'mail', auth: 'product',
+  summary: "List the product's suppressed addresses, newest first: the mailer skips them (paginated)",
+  description: 'An address goes on the list when an SMTP server refuses it for good (a 5xx at RCPT); emails to it are '
+    + 'then not attempted (their event says suppressed). `after` is the last address of the previous page.',
+  query: Strict(pageQuery('suppressed address', Address('The last address of the previous page: the page after it'))),
+  response: Strict({ object: Type.Literal('list'), has_more: HasMore(), data: Type.Array(SuppressionSchema) }),
+  handler: ({ query }, ctx) => listObject(query, (page) => listSuppressions(productOf(ctx), page), suppressionOut),
+})
+
+export const suppressionsDelete = defineOperation({
+  id: 'mail_suppressions_delete', method: 'DELETE', path: '/mail/suppressions/{address}', area: 'mail', auth: 'product',
+  summary: 'Remove an address from the suppression list: the next email to it is attempted again',
+  params: Strict({ address: Address('The suppressed address (any case)') }),
+  response: Strict({ address: Type.String(), deleted: Type.Literal(true) }),
+  handler: async ({ params }, ctx) => {
+    const removed = await removeSuppression(productOf(ctx), params.address)
+    return { address: removed.address, deleted: true as const }
+  },
+})
+
 export const mailOperations = [
   domainCreate, domainList, domainGet, domainVerify, domainDelete, apiKeyCreate, apiKeyList, apiKeyDelete,
   templateCreate, templateList, templateGet, templateUpdate, templateDelete, emailsList, emailsGet,
+  emailsDeliveries, suppressionsList, suppressionsDelete,
 ]

@@ -7,7 +7,7 @@ import { HasMore, listed, pageQuery } from '../../../shared/catalog/pagination'
 import { config } from '../../../shared/config'
 import { ApiError } from '../../../shared/errors'
 import { ArchiveQuerySchema, readArchive } from '../../../shared/realtime/archive-read'
-import { CHANNEL_PATTERN, ChannelName, GrantPattern, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
+import { CHANNEL_PATTERN, ChannelName, GrantPattern, NAMESPACE_PATTERN, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
 import { productPolicies } from '../../../shared/realtime/policies'
 import { channelHistory, channelPresence, channelStatus } from '../../../shared/realtime/channel-reads'
 import { broadcastMessage, COUNTED_ALREADY, publishMessage } from '../../../shared/realtime/publish-message'
@@ -18,7 +18,7 @@ import {
 } from '../../../shared/realtime/response-schemas'
 import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../../shared/http/idempotency-key'
 import {
-  CONNECTION_CHANNELS_SHOWN, CONNECTION_WATCH_MS, CONNECTIONS_REPORTED_MAX,
+  CONNECTION_CHANNELS_SHOWN, CONNECTION_WATCH_MS,
 } from '../../../shared/realtime/connection-reports'
 import {
   CONSOLE_TOKEN_CHANNELS_MAX, CONSOLE_TOKEN_TTL_DEFAULT, CONSOLE_TOKEN_TTL_MAX, CONSOLE_TOKEN_TTL_MIN, issueConsoleToken,
@@ -320,17 +320,15 @@ export const presenceRead = defineOperation({
 
 // ---- active channels
 
-const ChannelPrefix = Type.String({ minLength: 1, maxLength: 128, pattern: '^[a-zA-Z0-9._:-]+$', description: 'Channels whose name starts with this' })
+const ChannelPrefix = Type.String({ minLength: 1, maxLength: 128, pattern: '^[a-zA-Z0-9._:-]+$', description: 'Name starts with (not with namespace)' })
 
 export const channelsList = defineOperation({
   id: 'realtime_channels_list', method: 'GET', path: '/realtime/channels', area: 'realtime', auth: 'product',
-  summary: "The product's active channels (a subscriber on some gateway), by name, with subscriber and presence counts (paginated)",
-  description: 'Listed while a gateway has a subscriber on it; `subscribers` sums every gateway\'s (up to a second behind); '
-    + '`presence` is null where presence is off. `prefix` or `namespace`, not both.',
+  summary: "The product's channels with a subscriber now, by name, with subscriber and presence counts (paginated)",
   query: Strict({
     prefix: Type.Optional(ChannelPrefix),
-    namespace: Type.Optional(NamespaceName),
-    ...pageQuery('channel', Type.String({ minLength: 3, maxLength: 128, pattern: CHANNEL_PATTERN, description: 'The last channel of the previous page: the page after it' })),
+    namespace: Type.Optional(Type.String({ maxLength: 64, pattern: NAMESPACE_PATTERN })),
+    ...pageQuery('channel', Type.String({ maxLength: 128, pattern: CHANNEL_PATTERN, description: 'Last channel of the previous page' })),
   }),
   response: Strict({
     channels: Type.Array(Strict({
@@ -346,11 +344,10 @@ export const channelsList = defineOperation({
 
 export const connectionsList = defineOperation({
   id: 'realtime_connections_list', method: 'GET', path: '/realtime/connections', area: 'realtime', auth: 'product',
-  summary: "The product's connections on one gateway (the first reporting one unless named), by id, and every gateway reporting them (paginated)",
-  description: `Asking keeps the product watched ${CONNECTION_WATCH_MS / 1000} s; gateways report about every second meanwhile, `
-    + `at most ${CONNECTIONS_REPORTED_MAX} connections each (oldest first), so a first answer may be empty.`,
+  summary: "The product's connections on one gateway, by id, and the gateways reporting them (paginated)",
+  description: `Gateways report about every second for ${CONNECTION_WATCH_MS / 1000} s after an ask: a first answer may be empty.`,
   query: Strict({
-    gateway: Type.Optional(Uuid('A gateway id from `gateways`')),
+    gateway: Type.Optional(Uuid('Default: the first of `gateways`')),
     ...pageQuery('connection'),
   }),
   response: Strict({

@@ -65,7 +65,8 @@ const AttemptSchema = () => Strict({
   responseExcerpt: Type.String({ description: 'The first 1 KiB of the answer' }),
 })
 
-const deliveryFields = () => ({
+/** A delivery as every delivery list answers it (one email's deliveries add the endpoint). */
+export const deliveryFields = () => ({
   id: Uuid(),
   messageId: Type.String({ description: 'The webhook-id header: the same on every attempt and on a replay' }),
   eventKind: Type.String(),
@@ -84,7 +85,7 @@ const DeliveryDetailSchema = () => Strict({
 })
 
 const attemptOut = (a: Attempt) => ({ ...a, attemptedAt: iso(a.attemptedAt) })
-const deliveryOut = (d: Delivery) => ({
+export const deliveryOut = (d: Delivery) => ({
   ...d, createdAt: iso(d.createdAt), updatedAt: iso(d.updatedAt), nextAttemptAt: d.nextAttemptAt && iso(d.nextAttemptAt),
   lastAttempt: d.lastAttempt && attemptOut(d.lastAttempt),
 })

@@ -9,7 +9,7 @@ import { config } from '../../../shared/config'
 import { sql } from '../../../shared/db/client'
 import { ApiError, badRequest, type FieldError, unprocessable } from '../../../shared/errors'
 import { asList, type Mailbox, mailboxProblem, parseMailbox, type StoredMailboxes, storedMailbox } from '../../../shared/mail/addresses'
-import { type EmailReader, listEmailLog, readEmail } from '../../../shared/mail/email-log'
+import { emailFilterQuery, type EmailReader, listEmailLog, readEmail } from '../../../shared/mail/email-log'
 import { headerErrors, HEADER_NAME, MAX_HEADER_VALUE_CHARS, pointerToken } from '../../../shared/mail/headers'
 import { MAX_PART_CHARS } from '../../../shared/mail/schemas'
 import { sendingDomainNamed } from '../../../shared/mail/sending-domain'
@@ -199,6 +199,7 @@ const readerOf = (key: MailKeyIdentity): EmailReader =>
 export const getEmail = (key: MailKeyIdentity, id: string) => readEmail(readerOf(key), id)
 
 export const ListQuery = Strict({
+  ...emailFilterQuery(),
   limit: Type.Optional(Type.String({ pattern: '^(?:[1-9]|[1-9][0-9]|100)$', description: '1 to 100, default 20' })),
   after: Type.Optional(Type.String({ maxLength: 200, description: 'An email id: the page of older emails after it' })),
   before: Type.Optional(Type.String({ maxLength: 200, description: 'An email id: the page of newer emails before it' })),
@@ -206,7 +207,8 @@ export const ListQuery = Strict({
 
 /**
  * The emails the key may read, newest first, Resend's way: `{object: "list", has_more, data}`, `limit` 1..100
- * (default 20), `after` (older than that id) or `before` (newer than it). A key locked to a domain cannot list (403).
+ * (default 20), `after` (older than that id) or `before` (newer than it), and the filters of `emailFilterQuery`
+ * (status, recipient, domain, since, until). A key locked to a domain cannot list (403).
  */
 export async function listEmails(key: MailKeyIdentity, rawQuery: Record<string, string>) {
   if (key.domainId !== null) throw restrictedKey('This API key is restricted to one domain and cannot list emails', 403)

@@ -40,6 +40,9 @@ local function hist_exact(s)
   return s.other
 end
 local function hist_commit(s, bytes, expires_at, ttl)
+  -- Nothing to record where the product keeps no history on the shard yet (no index: no expiry known, nothing swept):
+  -- writing one here would leave a key without an expiry.
+  if not bytes and s.expires == 0 and not s.dirty then return end
   local total = s.other + (bytes or 0)
   -- The product's index lives as long as its longest-lived channel on this shard: twice that, moved only when short.
   local extend = expires_at and bytes and s.expires < expires_at

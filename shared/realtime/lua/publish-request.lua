@@ -42,10 +42,11 @@ local quota = tonumber(ARGV[4])
 local published = false
 local out = {0}
 for c = 0, channels - 1 do
-  local K = {unpack(KEYS, 4 + 8 * c, 11 + 8 * c)}
-  local A = {unpack(ARGV, 10 + 16 * c, 25 + 16 * c)}
-  if A[8] == '' then A[8] = ARGV[9] end
-  local marker = fingerprint ~= '' and redis.call('GET', K[8]) or nil
+  local ko, ao = 3 + 8 * c, 9 + 16 * c -- this channel's KEYS and ARGV start after these
+  local id, marker_key = ARGV[ao + 6], KEYS[ko + 8]
+  local payload = ARGV[ao + 8]
+  if payload == '' then payload = ARGV[9] end
+  local marker = fingerprint ~= '' and redis.call('GET', marker_key) or nil
   local result = nil
   if marker then
     -- `fingerprint id offset epoch`, or `fingerprint id` for an ephemeral channel's
@@ -63,15 +64,15 @@ for c = 0, channels - 1 do
     local count = quota >= 0 and count_in(KEYS[1], ARGV[5]) or 0
     if quota >= 0 and count > quota then out[#out + 1] = {-5, count}
     else
-      local reply = publish_one(K, A)
-      if reply[1] == -1 then out[#out + 1] = reply
+      local offset, epoch, wait = publish_one(KEYS, ko, ARGV, ao, payload)
+      if offset == -1 then out[#out + 1] = {-1, epoch, wait}
       else
         published = true
-        out[#out + 1] = reply[1] and {1, A[6], reply[1], reply[2]} or {1, A[6]}
+        out[#out + 1] = offset and {1, id, offset, epoch} or {1, id}
         if fingerprint ~= '' then
-          local marked = fingerprint .. ' ' .. A[6]
-          if reply[1] then marked = marked .. ' ' .. reply[1] .. ' ' .. reply[2] end
-          redis.call('SET', K[8], marked, 'PX', window)
+          local marked = fingerprint .. ' ' .. id
+          if offset then marked = marked .. ' ' .. offset .. ' ' .. epoch end
+          redis.call('SET', marker_key, marked, 'PX', window)
         end
       end
     end

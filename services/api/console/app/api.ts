@@ -16,7 +16,7 @@ export interface CallOptions {
 }
 
 export class Api {
-  /** A login session (pls_) kept in memory only: a reload signs out, and no cookie exists for another site to ride. */
+  /** A login session (pls_) held in memory; across a reload it comes back from /console/session (session.ts). */
   token: string | undefined
   productId: string | undefined
   /** Called when the API refuses the session (expired, or ended elsewhere): the page signs in again. */

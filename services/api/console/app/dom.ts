@@ -28,13 +28,30 @@ export function replace(parent: Node, ...children: (Child | Child[])[]): void {
   append(parent, ...children)
 }
 
-/** A table of rows; each column names its header and how a row shows in it. */
+/**
+ * A table of rows; each column names its header and how a row shows in it. Each cell carries its column's name
+ * (`data-label`), so a narrow screen shows a row as a card of labelled lines instead of a table wider than it
+ * (console.css).
+ */
 export function table<T>(rows: T[], columns: [string, (row: T) => Child | Child[]][], attributes: Attributes = {}): HTMLTableElement {
   return h('table', attributes,
     h('thead', {}, h('tr', {}, columns.map(([title]) => h('th', {}, title)))),
-    h('tbody', {}, rows.map((row) => h('tr', {}, columns.map(([, cell]) => h('td', {}, cell(row)))))),
+    h('tbody', {}, rows.map((row) => h('tr', {}, columns.map(([title, cell]) => h('td', { 'data-label': title }, cell(row)))))),
   )
 }
+
+// Where a long value may wrap: after an @, a dot, a slash and the like, so an address or a URL breaks between its
+// parts (at "@customer-", not "custo|mer").
+const BREAK_AFTER = /([@./_\-?&=+:,])/
+
+/** `text` with a break opportunity (<wbr>) after each separator: wraps there first, mid-word only when it must. */
+export function breakable(text: string): (string | HTMLElement)[] {
+  return text.split(BREAK_AFTER).flatMap((part, i) => (i % 2 === 1 ? [part, document.createElement('wbr')] : part ? [part] : []))
+}
+
+const COUNT = new Intl.NumberFormat('en-US')
+/** A whole number as the console writes every number: grouped digits ("86,400"). */
+export const count = (value: number) => COUNT.format(value)
 
 /** A date as the reader's local time, to the second. */
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—')

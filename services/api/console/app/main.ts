@@ -6,11 +6,14 @@ import type { Cleanup } from './views/area'
 import { productsView } from './views/products'
 import { areaShell, forgetProductNames } from './views/shell'
 import { signInView } from './views/signin'
+import { restoreSession } from './session'
 
 let cleanup: Cleanup | void
 let drawing = 0
 /** The view asked for before signing in (a bookmark, or where the session expired): shown once signed in. */
 let wanted: string | undefined
+/** Asked once per load of the page: a reload keeps the session it had (session.ts). */
+const restored = restoreSession()
 
 function showError(message: string): void {
   document.getElementById('app')?.prepend(h('p', { class: 'error', role: 'alert' }, message))
@@ -25,6 +28,8 @@ async function draw(): Promise<void> {
   // over the view drawn since.
   const view = h('div', { class: 'view' })
   replace(root, view)
+  await restored
+  if (turn !== drawing) return
   const route = parseRoute(location.hash)
   if (!api.token) {
     forgetProductNames()

@@ -1,5 +1,6 @@
 import { api, describe } from '../api'
 import { h, replace } from '../dom'
+import { forgetSession } from '../session'
 import { areaHref, go } from '../router'
 import { analyticsView } from './analytics'
 import type { AreaView, Cleanup } from './area'
@@ -22,11 +23,15 @@ export function forgetProductNames(): void {
 /** One product's area under a header: the product, the three areas, switching product and signing out. */
 export async function areaShell(root: HTMLElement, productId: string, area: string, rest: string[]): Promise<Cleanup | void> {
   api.productId = productId
-  const name = h('span', { class: 'product-name', 'data-testid': 'product-name' }, productNames.get(productId) ?? '…')
+  const name = h('span', { class: 'product-name', 'data-testid': 'product-name' })
+  // Cut with an ellipsis on a narrow header: the whole name in its title.
+  const showName = (text: string) => { replace(name, text); name.title = text }
+  showName(productNames.get(productId) ?? '…')
   const content = h('section', { class: 'content', 'data-area': area })
   const signOut = h('button', { type: 'button', class: 'link' }, 'Sign out')
   signOut.addEventListener('click', async () => {
     await api.run('organization_auth_logout').catch(() => undefined) // signed out here whatever the server says
+    await forgetSession()
     api.token = undefined
     api.productId = undefined
     go('#/signin')
@@ -38,15 +43,14 @@ export async function areaShell(root: HTMLElement, productId: string, area: stri
       h('nav', {}, AREAS.map(([id, title]) =>
         h('a', { href: areaHref(productId, id), class: id === area ? 'active' : '', 'aria-current': id === area ? 'page' : null }, title))),
       h('span', { class: 'spacer' }),
-      h('a', { href: '#/products' }, 'Switch product'),
-      signOut,
+      h('span', { class: 'session' }, h('a', { href: '#/products' }, 'Switch product'), signOut),
     ),
     content,
   )
   if (!productNames.has(productId)) {
     api.run<{ name: string }>('organization_products_get', { path: { productId } })
-      .then((product) => { productNames.set(productId, product.name); replace(name, product.name) })
-      .catch((failure) => replace(name, describe(failure)))
+      .then((product) => { productNames.set(productId, product.name); showName(product.name) })
+      .catch((failure) => showName(describe(failure)))
   }
   const view = AREAS.find(([id]) => id === area)?.[2]
   if (!view) {

@@ -1,7 +1,8 @@
 import { api, describe } from '../api'
 import { h, replace } from '../dom'
+import { keepSession } from '../session'
 
-/** Sign in with the platform login; the session token stays in memory (api.token). Then `signedIn()`. */
+/** Sign in with the platform login; the session token is held in memory (api.token) and parked for a reload. Then `signedIn()`. */
 export function signInView(root: HTMLElement, signedIn: () => void): void {
   const error = h('p', { class: 'error', role: 'alert' })
   const email = h('input', { name: 'email', type: 'email', autocomplete: 'username', required: true, maxlength: 254 })
@@ -19,6 +20,7 @@ export function signInView(root: HTMLElement, signedIn: () => void): void {
     try {
       const session = await api.run<{ token: string }>('organization_auth_login', { body: { email: email.value, password: password.value } })
       api.token = session.token
+      await keepSession()
       signedIn()
     } catch (failure) {
       replace(error, describe(failure))

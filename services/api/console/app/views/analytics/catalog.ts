@@ -4,7 +4,7 @@ import { api } from '../../api'
 import { h, replace, table, when } from '../../dom'
 
 interface Named { name: string; description: string }
-interface Entity {
+export interface Entity {
   entity: string
   extensionSlug: string
   entityName: string
@@ -15,11 +15,21 @@ interface Entity {
   metrics: (Named & { type: string })[]
   identityKinds: string[]
 }
-interface Catalog { product_id: string; generated_at: string; cycle: { from: string; to: string } | null; entities: Entity[] }
+export interface Catalog { product_id: string; generated_at: string; cycle: { from: string; to: string } | null; entities: Entity[] }
+
+/** The catalog as the API answers it (one read per view that needs it). */
+export const readCatalog = () => api.run<Catalog>('analytics_catalog_get')
+
+/** Metric types by entity and name, for how a chart shows totals (charts.ts MetricTypes). */
+export const metricTypesOf = (catalog: Catalog) =>
+  new Map(catalog.entities.map((entity) => [entity.entity, new Map(entity.metrics.map((metric) => [metric.name, metric.type]))]))
+
+/** Every field a query may name on `entity`: its dimensions, and `properties.` when it has a properties column. */
+export const fieldsOf = (entity: Entity) => [...entity.dimensions.map((dimension) => dimension.name), ...(entity.propertiesColumn ? ['properties.'] : [])]
 
 export async function catalogView(root: HTMLElement): Promise<void> {
   replace(root, h('p', { class: 'muted' }, 'Loading the catalog…'))
-  const catalog = await api.run<Catalog>('analytics_catalog_get')
+  const catalog = await readCatalog()
   replace(root,
     h('p', { class: 'muted catalog-meta' },
       `${catalog.entities.length} entities`,

@@ -139,7 +139,7 @@ function timeSeries(root: HTMLElement, result: MetricResult, types: MetricTypes)
       // A tick per bucket while they fit; each labelled as its bucket reads in the query's zone (Nov 2, not 12am).
       ...(xs.length <= 16 ? { splits: () => xs } : {}),
       values: (_u, splits) => splits.map((split) => axisLabel(split, result.bucket, result.timezone)),
-    }, axis()],
+    }, valueAxis()],
     series: [{}, ...lines.map((line, i) => ({
       label: line.label || line.metric, stroke: color(i), width: 2,
       points: { show: buckets.length <= 40, size: 5, fill: color(i) },
@@ -175,7 +175,7 @@ function breakdown(root: HTMLElement, result: MetricResult): Drawn {
     axes: [
       // At most about 24 labels, every n-th bar's when there are more bars.
       { ...axis(), splits: () => labels.map((_, i) => i).filter((i) => i % Math.ceil(labels.length / 24) === 0), values: (_u, splits) => splits.map((split) => labels[split] ?? ''), grid: { show: false } },
-      axis(),
+      valueAxis(),
     ],
     series: [{}, { label: metric, fill: `${color(0)}cc`, stroke: color(0), paths: uPlot.paths.bars!({ size: [0.6, 80] }), points: { show: false } }],
   }, [labels.map((_, i) => i), values], chart)
@@ -222,7 +222,27 @@ function dataTable(headers: string[], rows: { key: string; cells: string[] }[], 
     rows.length > shown.length ? h('p', { class: 'muted' }, `The first ${shown.length} rows; run the insight through the API for all ${rows.length}.`) : null)
 }
 
-const axis = (): uPlot.Axis => ({ stroke: '#687083', grid: { stroke: '#eef0f4', width: 1 }, ticks: { stroke: '#dfe3ea', width: 1 }, font: '11px system-ui, sans-serif' })
+const AXIS_FONT = '11px system-ui, sans-serif'
+const axis = (): uPlot.Axis => ({ stroke: '#687083', grid: { stroke: '#eef0f4', width: 1 }, ticks: { stroke: '#dfe3ea', width: 1 }, font: AXIS_FONT })
+
+// uPlot gives a y axis 50 px whatever its labels, so "10,000" and up lost their first digits at the canvas's edge.
+const TICK_AND_GAP = 10 + 5 // uPlot's default tick length and the gap between tick and label, in CSS pixels
+let measuring: CanvasRenderingContext2D | null | undefined
+
+/** The width in CSS pixels of the widest label, in the axis font. */
+function labelWidth(labels: readonly string[]): number {
+  measuring ??= document.createElement('canvas').getContext('2d')
+  if (!measuring) return Math.max(0, ...labels.map((label) => label.length * 7)) // no canvas: a generous estimate
+  measuring.font = AXIS_FONT
+  return Math.max(0, ...labels.map((label) => measuring!.measureText(label).width))
+}
+
+/** A y axis sized to its widest label and written as the page writes numbers (grouped digits). */
+const valueAxis = (): uPlot.Axis => ({
+  ...axis(),
+  values: (_u, splits) => splits.map((split) => formatNumber(split)),
+  size: (_u, values) => Math.ceil(TICK_AND_GAP + labelWidth(values ?? []) + 4),
+})
 
 function size(element: HTMLElement): { width: number; height: number } {
   return { width: Math.max(120, element.clientWidth || 300), height: Math.max(80, element.clientHeight || 160) }

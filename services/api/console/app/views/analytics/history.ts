@@ -69,9 +69,10 @@ export class History {
       replace(this.section,
         h('h2', {}, 'Version history'),
         h('p', { class: 'muted' }, 'Every save and restore is a version; restoring one writes it again as the newest.'),
-        h('table', { class: 'versions' },
+        // Scrolls inside its card on a narrow screen, rather than widening the page.
+        h('div', { class: 'table-scroll' }, h('table', { class: 'versions' },
           h('thead', {}, h('tr', {}, ['Version', 'Why', 'When', 'By', 'Tiles', ''].map((title) => h('th', {}, title)))),
-          h('tbody', {}, rows)),
+          h('tbody', {}, rows))),
         more)
     } else {
       this.section.querySelector('tbody')?.append(...rows)

@@ -1,47 +1,35 @@
-// Analytics: the product's dashboards (list, one drawn on its grid, edited, its history) and the semantic catalog.
-// Routes: #/p/{id}/analytics (dashboards), …/analytics/dashboards/{idOrSlug}, …/analytics/catalog.
+// Analytics: the product's dashboards (list, one drawn on its grid, edited, its history), its insights (list, built
+// and edited in the page) and the semantic catalog.
+// Routes: #/p/{id}/analytics (dashboards), …/analytics/dashboards/{idOrSlug}, …/analytics/insights,
+// …/analytics/insights/new, …/analytics/insights/{id}, …/analytics/catalog.
 import { describe } from '../../api'
-import { readAll } from '../../lists'
-import { h, replace, table, when } from '../../dom'
+import { h, replace } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView } from '../area'
+import { insightBuilder } from './builder'
 import { catalogView } from './catalog'
-import { type Dashboard, dashboardView } from './dashboard'
+import { dashboardView } from './dashboard'
+import { dashboardList } from './dashboards'
+import { insightsView } from './insights'
 
-const MAX_LISTED = 500 // PRODUCT_MAX_DASHBOARDS: the list never holds more
+const TABS: [string, string][] = [['dashboards', 'Dashboards'], ['insights', 'Insights'], ['catalog', 'Catalog']]
 
 export const analyticsView: AreaView = async ({ root, productId, rest }) => {
   const [section, id] = rest
-  const tab = section === 'catalog' ? 'catalog' : 'dashboards'
+  const tab = section === 'catalog' || section === 'insights' ? section : 'dashboards'
   const content = h('div', { class: 'analytics-area' }) // area.css scopes every rule under it
   replace(root,
-    h('nav', { class: 'tabs' },
-      h('a', { href: areaHref(productId, 'analytics'), class: tab === 'dashboards' ? 'active' : '' }, 'Dashboards'),
-      h('a', { href: areaHref(productId, 'analytics', 'catalog'), class: tab === 'catalog' ? 'active' : '' }, 'Catalog')),
+    h('nav', { class: 'tabs' }, TABS.map(([name, title]) =>
+      h('a', { href: name === 'dashboards' ? areaHref(productId, 'analytics') : areaHref(productId, 'analytics', name), class: tab === name ? 'active' : '', 'data-tab': name }, title))),
     content)
   try {
     if (section === 'catalog') return await catalogView(content)
+    if (section === 'insights' && id) return await insightBuilder(content, productId, id === 'new' ? undefined : id)
+    if (section === 'insights') return await insightsView(content, productId)
     if (section === 'dashboards' && id) return await dashboardView(content, productId, id)
     return await dashboardList(content, productId)
   } catch (failure) {
     // Under the tabs, so the reader can go elsewhere in the area (a dashboard deleted meanwhile is a 404 here).
     replace(content, h('p', { class: 'error', role: 'alert' }, describe(failure)))
   }
-}
-
-async function dashboardList(root: HTMLElement, productId: string): Promise<void> {
-  replace(root, h('p', { class: 'muted' }, 'Loading dashboards…'))
-  const dashboards = await readAll<Dashboard>('analytics_dashboard_list', 'dashboards', { max: MAX_LISTED })
-  replace(root, h('section', { class: 'card', 'data-testid': 'dashboards' },
-    h('h1', {}, 'Dashboards'),
-    dashboards.length
-      ? table(dashboards, [
-        ['name', (dashboard) => h('a', { href: areaHref(productId, 'analytics', 'dashboards', dashboard.id), 'data-dashboard-id': dashboard.id }, dashboard.name)],
-        ['slug', (dashboard) => h('code', {}, dashboard.slug)],
-        ['tags', (dashboard) => dashboard.tags.map((tag) => h('span', { class: 'tag' }, tag))],
-        ['tiles', (dashboard) => String(dashboard.tiles.length)],
-        ['updated', (dashboard) => when(dashboard.updated_at)],
-      ])
-      : h('p', { class: 'muted' }, 'No dashboards yet: create one with analytics_dashboard_create (REST, or an agent over MCP).'),
-  ))
 }

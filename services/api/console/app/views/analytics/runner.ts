@@ -20,8 +20,14 @@ export class RunCancelled extends Error {
   }
 }
 
+/** What a run asks besides the insight (analytics_insight_run's body): another range, or a new funnel result. */
+export interface RunBody {
+  range?: { from: string; to?: string }
+  refresh?: boolean
+}
+
 export interface Runner {
-  run(insightId: string): Promise<InsightRun>
+  run(insightId: string, body?: RunBody): Promise<InsightRun>
   /** Drops every run not yet started, and every retry not yet sent; runs after this are queued as usual. */
   clear(): void
   /** clear(), and nothing starts after this (the reader left the view). */
@@ -36,7 +42,7 @@ export function retryPause(error: ConsoleApiError, attempt: number): number {
     : PAUSE_MS * attempt
 }
 
-const runInsight = (insightId: string) => api.run<InsightRun>('analytics_insight_run', { path: { id: insightId } })
+const runInsight = (insightId: string, body: RunBody = {}) => api.run<InsightRun>('analytics_insight_run', { path: { id: insightId }, body })
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 export function createRunner(call = runInsight, sleep = pause): Runner {
@@ -59,7 +65,7 @@ export function createRunner(call = runInsight, sleep = pause): Runner {
   }
   return {
     clear,
-    async run(insightId) {
+    async run(insightId, body) {
       const mine = generation
       const cancelled = () => stopped || mine !== generation
       for (let attempt = 1; ; attempt++) {
@@ -67,7 +73,7 @@ export function createRunner(call = runInsight, sleep = pause): Runner {
         let wait: number
         try {
           if (cancelled()) throw new RunCancelled()
-          return await call(insightId)
+          return await call(insightId, body)
         } catch (error) {
           if (cancelled() || !(error instanceof ConsoleApiError) || error.status !== 429 || attempt >= ATTEMPTS) throw error
           wait = retryPause(error, attempt)

@@ -11,6 +11,18 @@ export interface Domain {
   createdAt: string; checkedAt: string | null; verifiedAt: string | null
 }
 
+/**
+ * When the domain was checked and verified, each only when it was: a domain verified without a DNS check (the API's
+ * development mode) was never checked, and saying "last checked never; verified" contradicts itself.
+ */
+function checks(domain: Pick<Domain, 'checkedAt' | 'verifiedAt'>): string {
+  const parts = [
+    domain.verifiedAt ? `Verified ${when(domain.verifiedAt)}` : null,
+    domain.checkedAt ? `last checked ${when(domain.checkedAt)}` : domain.verifiedAt ? null : 'not checked yet',
+  ].filter(Boolean).join('; ')
+  return `${parts.charAt(0).toUpperCase()}${parts.slice(1)}.`
+}
+
 /** Only verified domains send; the sentence tells the reader what to do next. */
 const STATUS_HINT: Record<string, string> = {
   pending: 'Publish the records below at your DNS provider, then verify.',
@@ -45,9 +57,7 @@ function domainCard(domain: Domain, productId: string, onDeleted: () => void): H
         }
       }),
     ),
-    h('p', { class: 'muted hint' }, STATUS_HINT[current.status] ?? '',
-      ` Last checked ${current.checkedAt ? when(current.checkedAt) : 'never'}`,
-      current.verifiedAt ? `; verified ${when(current.verifiedAt)}.` : '.'),
+    h('p', { class: 'muted hint', 'data-testid': 'domain-checks' }, STATUS_HINT[current.status] ?? '', ` ${checks(current)}`),
     error,
     table(current.records, [
       ['Purpose', (r) => r.record],

@@ -1,9 +1,9 @@
 // Small pieces the Mail views share: a state badge, a long value a reader can select and copy, busy and confirming
-// buttons, and a form submitted one at a time.
+// buttons (the latter from ../../confirm.ts), and a form submitted one at a time.
 import { describe } from '../../api'
 import { h, replace } from '../../dom'
 
-const GOOD = new Set(['verified', 'delivered', 'sent', 'opened', 'clicked'])
+const GOOD = new Set(['verified', 'delivered', 'sent', 'opened', 'clicked', 'succeeded'])
 const BAD = new Set(['failed', 'bounced', 'complained', 'suppressed'])
 
 /** A state (a domain's, a record's, an email's last event) as a coloured word: good, bad, or still on its way. */
@@ -74,41 +74,5 @@ export function onSubmit(form: HTMLFormElement, error: HTMLElement, action: () =
   })
 }
 
-/** How long a destructive button stays armed ("Confirm …") without a second click. */
-export const CONFIRM_ARMED_MS = 3000
-
-/**
- * A destructive button that asks first: the first click turns it into "Confirm …", the second runs `action`.
- * It disarms by itself after CONFIRM_ARMED_MS, when it loses focus, on Escape, or on a press anywhere else, so a
- * forgotten first click never turns some later stray click into a deletion.
- * No window.confirm(): a page dialog blocks the tab and cannot be styled.
- */
-export function confirmButton(label: string, action: () => Promise<void>, attributes: Record<string, string> = {}): HTMLButtonElement {
-  const button = h('button', { type: 'button', class: 'danger small', ...attributes }, label)
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const pressedElsewhere = (event: Event) => { if (!button.contains(event.target as Node)) disarm() }
-  const escapeKey = (event: KeyboardEvent) => { if (event.key === 'Escape') disarm() }
-  function disarm(): void {
-    if (timer === undefined) return
-    clearTimeout(timer)
-    timer = undefined
-    document.removeEventListener('pointerdown', pressedElsewhere, true)
-    document.removeEventListener('keydown', escapeKey, true)
-    button.removeAttribute('data-armed')
-    if (!button.disabled) button.textContent = label
-  }
-  button.addEventListener('blur', disarm)
-  button.addEventListener('click', async () => {
-    if (timer === undefined) {
-      timer = setTimeout(disarm, CONFIRM_ARMED_MS)
-      document.addEventListener('pointerdown', pressedElsewhere, true)
-      document.addEventListener('keydown', escapeKey, true)
-      button.setAttribute('data-armed', '')
-      button.textContent = `Confirm ${label.toLowerCase()}`
-      return
-    }
-    disarm()
-    await whileBusy(button, label, label, action)
-  })
-  return button
-}
+// The confirming button is the console's, shared with Realtime; re-exported here where Mail's views import it.
+export { CONFIRM_ARMED_MS, confirmButton } from '../../confirm'

@@ -1,10 +1,9 @@
 // The archive viewer (#/p/{productId}/realtime/archive/{channel}): one channel's archived publications in a time range,
 // newest or oldest first, a page at a time, through realtime_archive_read (its `next` cursor walks the pages).
 import { api, describe } from '../../api'
-import { h, replace, when } from '../../dom'
+import { count, h, replace, when } from '../../dom'
 import type { AreaView } from '../area'
 import { payloadBlock } from './format'
-import { count } from './fluid-table'
 
 interface ArchiveEntry { id: string; offset: number; epoch: string; publishedAt: string; data?: unknown; ref?: unknown }
 interface ArchivePage { channel: string; entries: ArchiveEntry[]; next: string | null }

@@ -3,12 +3,12 @@
 // (./connections.ts); refreshed by polling every REFRESH_MS while the tab is visible (docs/console.md says why
 // polling). A row opens the inspector or the archive on its channel.
 import { api, describe } from '../../api'
-import { h, replace } from '../../dom'
+import { count, h, replace } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView, Cleanup } from '../area'
 import { connectionsPanel } from './connections'
 import { clockTime } from './format'
-import { count, fluidTable } from './fluid-table'
+import { fluidTable } from './fluid-table'
 
 /** How often the page asks again: one request at a time, the next one REFRESH_MS after the last answer. */
 export const REFRESH_MS = 2000

@@ -1,9 +1,9 @@
 // The Live channels tab's connections panel: the product's connections on one gateway at a time, from
 // realtime_connections_list (asking is what makes the gateways report them), read again with each refresh of the tab.
 import { api, describe } from '../../api'
-import { h, replace, when } from '../../dom'
+import { count, h, replace, when } from '../../dom'
 import { areaHref } from '../../router'
-import { count, fluidTable } from './fluid-table'
+import { fluidTable } from './fluid-table'
 
 /** Connections per page. */
 export const CONNECTIONS_PAGE = 50

@@ -1,5 +1,6 @@
-// A table that stays inside a phone's width: at narrow widths each row becomes a card and each cell shows its column's
-// name beside it (area.css, `.fluid-table`), so a long channel name wraps instead of widening the page.
+// A table() (dom.ts) whose rows carry attributes of their own (`data-channel`) and whose cells may carry a class
+// (`number`, `wide`): each cell keeps its column's name (`data-label`), so under 640 px a row is a card of labelled
+// lines as every table of the console is (console.css), and a long channel name wraps instead of widening the page.
 import { h } from '../../dom'
 
 type Cell = Node | string
@@ -11,7 +12,3 @@ export function fluidTable<T>(rows: T[], columns: Column<T>[], attributes: Recor
     h('tbody', {}, rows.map((row) => h('tr', rowAttributes(row), columns.map(([title, cell, className]) =>
       h('td', { 'data-label': title, class: className }, cell(row)))))))
 }
-
-const COUNT = new Intl.NumberFormat('en-US')
-/** A count as a reader reads it: 12,345. */
-export const count = (n: number) => COUNT.format(n)

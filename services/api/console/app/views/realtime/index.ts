@@ -1,5 +1,6 @@
-// Realtime: the product's namespaces and their policy, its live channels, its Realtime API keys, a live channel
-// inspector and the archive viewer, as tabs under #/p/{productId}/realtime/{namespaces|channels|keys|inspector|archive}.
+// Realtime: the product's namespaces and their policy, its live channels and connections, its Realtime API keys, a live
+// channel inspector, the archive viewer and webhooks (the view both areas share), as tabs under
+// #/p/{productId}/realtime/{namespaces|channels|keys|inspector|archive|webhooks}.
 import { h, replace } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView } from '../area'
@@ -8,6 +9,7 @@ import { channelsView } from './channels'
 import { inspectorView } from './inspector'
 import { keysView } from './keys'
 import { namespacesView } from './namespaces'
+import { webhooksView } from '../webhooks'
 
 const TABS = [
   ['namespaces', 'Namespaces', namespacesView],
@@ -15,6 +17,7 @@ const TABS = [
   ['keys', 'API keys', keysView],
   ['inspector', 'Channel inspector', inspectorView],
   ['archive', 'Archive', archiveView],
+  ['webhooks', 'Webhooks', webhooksView('realtime')],
 ] as const satisfies readonly (readonly [string, string, AreaView])[]
 
 export const realtimeView: AreaView = (context) => {

@@ -1,10 +1,10 @@
 // The product's Realtime API keys (rtk_, for its backend on the public routes): listed by prefix, created (the secret
 // shown once, as organization_public-keys_create returns it, and never again), revoked.
 import { api, describe } from '../../api'
-import { h, replace, when } from '../../dom'
+import { h, replace, table, when } from '../../dom'
 import type { AreaView } from '../area'
-import { fluidTable } from './fluid-table'
 import { readAll } from '../../lists'
+import { confirmButton } from '../../confirm'
 
 interface PublicKey { id: string; name: string; scope: string[]; prefix: string; environment: string; createdAt: string }
 interface CreatedKey extends PublicKey { key: string }
@@ -25,13 +25,13 @@ export const keysView: AreaView = async ({ root, productId }) => {
     try {
       const keys = await readAll<PublicKey>('organization_public-keys_list', 'keys', { path })
       replace(list, keys.length
-        ? fluidTable(keys, [
+        ? table(keys, [
           ['Name', (k) => k.name],
           ['Key', (k) => h('code', { class: 'key-prefix' }, `${k.prefix}…`)],
           ['Scope', (k) => h('span', { class: 'scopes' }, k.scope.map((scope) => h('span', { class: 'badge' }, scope)))],
           ['Environment', (k) => k.environment],
           ['Created', (k) => when(k.createdAt)],
-          ['', (k) => h('button', { type: 'button', class: 'secondary danger', onclick: () => revoke(k) }, 'Revoke')],
+          ['', (k) => confirmButton('Revoke', () => revoke(k), { class: 'secondary danger', title: `Revokes ${k.name} (${k.prefix}…): it stops working at once` })],
         ], { 'data-testid': 'keys' })
         : h('p', { class: 'muted', 'data-testid': 'keys-empty' }, 'No keys yet. A backend needs one to issue tokens and publish.'))
     } catch (failure) {
@@ -40,7 +40,6 @@ export const keysView: AreaView = async ({ root, productId }) => {
   }
 
   async function revoke(key: PublicKey): Promise<void> {
-    if (!confirm(`Revoke ${key.name} (${key.prefix}…)? It stops working at once.`)) return
     try {
       await api.run('organization_public-keys_revoke', { path: { productId, keyId: key.id } })
       replace(status)

@@ -1,10 +1,10 @@
 // Namespaces: the product's registered channel prefixes and their policy (presence, client events, history, archive),
 // listed, created, edited and deleted through realtime_namespaces_*.
 import { api, describe } from '../../api'
-import { h, replace, when } from '../../dom'
+import { count, h, replace, table, when } from '../../dom'
 import type { AreaView } from '../area'
-import { fluidTable } from './fluid-table'
 import { readAll } from '../../lists'
+import { confirmButton } from '../../confirm'
 
 export interface Namespace {
   id: string
@@ -19,9 +19,9 @@ export interface Namespace {
 
 type Policy = Pick<Namespace, 'presence' | 'clientEvents' | 'history' | 'archive'>
 
-/** A policy as a reader says it: "300 s, 100 entries". */
-export const historyText = (history: Namespace['history']) => (history ? `${history.ttlSeconds} s, ${history.size} entries` : 'off')
-const archiveText = (archive: Namespace['archive']) => (archive ? `${archive.retentionDays} days` : 'off')
+/** A policy as a reader says it: "86,400 s, 1,000 entries". */
+export const historyText = (history: Namespace['history']) => (history ? `${count(history.ttlSeconds)} s, ${count(history.size)} entries` : 'off')
+const archiveText = (archive: Namespace['archive']) => (archive ? `${count(archive.retentionDays)} days` : 'off')
 const yesNo = (on: boolean) => h('span', { class: on ? 'badge on' : 'badge' }, on ? 'on' : 'off')
 
 export const namespacesView: AreaView = async ({ root }) => {
@@ -33,7 +33,7 @@ export const namespacesView: AreaView = async ({ root }) => {
     try {
       const namespaces = await readAll<Namespace>('realtime_namespaces_list', 'namespaces')
       replace(list, namespaces.length
-        ? fluidTable(namespaces, [
+        ? table(namespaces, [
           ['Name', (n) => h('code', { class: 'namespace-name' }, n.name)],
           ['Presence', (n) => yesNo(n.presence)],
           ['Client events', (n) => yesNo(n.clientEvents)],
@@ -42,7 +42,7 @@ export const namespacesView: AreaView = async ({ root }) => {
           ['Updated', (n) => when(n.updatedAt)],
           ['', (n) => h('span', { class: 'actions' },
             h('button', { type: 'button', class: 'secondary', onclick: () => edit(n) }, 'Edit'),
-            h('button', { type: 'button', class: 'secondary danger', onclick: () => remove(n) }, 'Delete'))],
+            confirmButton('Delete', () => remove(n), { class: 'secondary danger', title: `Deletes ${n.name} and its grants: tokens can no longer be issued for its channels` }))],
         ], { 'data-testid': 'namespaces' })
         : h('p', { class: 'muted', 'data-testid': 'namespaces-empty' }, 'No namespaces yet. A channel "<namespace>:<name>" exists only under a registered namespace: create one.'))
     } catch (failure) {
@@ -62,7 +62,6 @@ export const namespacesView: AreaView = async ({ root }) => {
   }
 
   async function remove(namespace: Namespace): Promise<void> {
-    if (!confirm(`Delete namespace ${namespace.name} and its grants? Tokens can no longer be issued for its channels.`)) return
     try {
       await api.run('realtime_namespaces_delete', { path: { name: namespace.name } })
       replace(status)

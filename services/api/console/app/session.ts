@@ -1,0 +1,26 @@
+// The session across a reload (docs/console.md): after sign-in the page asks the api to park its token in an HttpOnly
+// cookie that only /console/session reads; on load it asks for it back. Every call carries the header the api requires
+// of the console's own page, and none sends the token anywhere but in the Authorization header of a same-origin call.
+import { api } from './api'
+
+const OWN_PAGE = { 'x-console': '1' }
+
+/** Parks the signed-in token for the next load of this page; a failure only means the next reload asks to sign in. */
+export async function keepSession(): Promise<void> {
+  if (!api.token) return
+  await fetch('/console/session', { method: 'POST', headers: { ...OWN_PAGE, authorization: `Bearer ${api.token}` } }).catch(() => undefined)
+}
+
+/** The parked token of a session still alive, put back in memory; false when there is none (or it ended). */
+export async function restoreSession(): Promise<boolean> {
+  const response = await fetch('/console/session/restore', { method: 'POST', headers: OWN_PAGE }).catch(() => undefined)
+  if (response?.status !== 200) return false // 204: nothing parked, or its session ended
+  const { token } = await response.json() as { token: string }
+  api.token = token
+  return true
+}
+
+/** Forgets the parked token (sign-out): the next load asks to sign in. */
+export async function forgetSession(): Promise<void> {
+  await fetch('/console/session', { method: 'DELETE', headers: OWN_PAGE }).catch(() => undefined)
+}

@@ -1,0 +1,79 @@
+// The PostgreSQL pool's breaker hears a connection failure as news about the server now, unless it is late news of an
+// outage it already opened for and the pool has come back from since (after a failover, a backend of the old primary
+// ending seconds after the new primary serves: seen in test/faults/postgres-failover.test.ts as a burst of 503s after
+// the worker served again). Pinned here with backends ended on purpose (pg_terminate_backend: SQLSTATE 57P01), each
+// test on a pool of its own.
+import { afterAll, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import postgres from 'postgres'
+import { config } from '../../shared/config'
+import { withDeadlines } from '../../shared/db/deadline'
+import { eventually } from '../helpers'
+
+const COOL_DOWN_MS = 300
+const admin = postgres(config.databaseUrl, { max: 1, onnotice: () => {} })
+const pools: ReturnType<typeof withDeadlines>[] = []
+
+afterAll(async () => {
+  await Promise.all(pools.map((pool) => pool.end({ timeout: 0 }).catch(() => {})))
+  await admin.end()
+})
+
+/** A pool of its own (its backends named, so a test ends only its own), its breaker cooling down for COOL_DOWN_MS. */
+function newPool() {
+  const application = `breaker-${randomUUID().slice(0, 8)}`
+  const pool = withDeadlines(
+    postgres(config.databaseUrl, { max: 3, onnotice: () => {}, connection: { application_name: application } }),
+    { timeoutMs: 20_000, coolDownMs: COOL_DOWN_MS },
+  )
+  pools.push(pool)
+  /** Starts a statement that holds its connection until its backend is ended; `ended()` ends it, gives its error. */
+  const longStatement = async (marker: string) => {
+    const outcome = pool.unsafe(`select pg_sleep(30) as "${marker}"`).then(() => 'answered', (error: Error) => error.message)
+    await eventually(async () => (await admin`select 1 from pg_stat_activity where application_name = ${application}
+      and state = 'active' and query like ${`%${marker}%`}`).length === 1, 5000, `${marker} running`)
+    return {
+      async ended() {
+        await admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${application}
+          and query like ${`%${marker}%`} and pid <> pg_backend_pid()`
+        return outcome
+      },
+    }
+  }
+  return { pool, longStatement }
+}
+
+const failure = (query: Promise<unknown>) => query.then(() => 'answered', (error: Error) => error.message)
+const CANNOT_CONNECT = 'The database is unavailable (cannot connect)'
+const REFUSED = 'recent connection failure'
+
+test('a crash: the statements in flight fail and the breaker opens at once, though the last success came after they began', async () => {
+  const { pool, longStatement } = newPool()
+  const inFlight = await longStatement('in-flight')
+  expect(await failure(pool`select 1`)).toBe('answered')
+  expect(await inFlight.ended()).toContain(CANNOT_CONNECT)
+  expect(await failure(pool`select 1`)).toContain(REFUSED)
+})
+
+test('late news of an outage the breaker opened for, after the pool came back: new work is still taken', async () => {
+  const { pool, longStatement } = newPool()
+  const late = await longStatement('late') // began before the outage, ends only after the pool serves again
+  const outage = await longStatement('outage')
+  expect(await outage.ended()).toContain(CANNOT_CONNECT)
+  expect(await failure(pool`select 1`)).toContain(REFUSED)
+  // After the cool-down a probe passes and the pool serves again.
+  await eventually(async () => (await failure(pool`select 1`)) === 'answered', 5000, 'the pool serving again')
+  expect(await late.ended()).toContain(CANNOT_CONNECT)
+  expect(await failure(pool`select 1`)).toBe('answered')
+  expect(await failure(pool.begin((tx) => tx`select 1`))).toBe('answered')
+})
+
+test('a failure of work begun after the pool came back is news of a new outage: the breaker opens again', async () => {
+  const { pool, longStatement } = newPool()
+  const first = await longStatement('first')
+  expect(await first.ended()).toContain(CANNOT_CONNECT)
+  await eventually(async () => (await failure(pool`select 1`)) === 'answered', 5000, 'the pool serving again')
+  const second = await longStatement('second')
+  expect(await second.ended()).toContain(CANNOT_CONNECT)
+  expect(await failure(pool`select 1`)).toContain(REFUSED)
+})
