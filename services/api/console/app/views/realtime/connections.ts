@@ -29,6 +29,8 @@ export function connectionsPanel(productId: string) {
   const cursors: (string | undefined)[] = [undefined]
   let last: Connection | undefined
   let onChange: () => void = () => undefined
+  /** Answers read so far: the first ask is what starts the gateways' reports, so its empty answer proves nothing yet. */
+  let answers = 0
 
   select.addEventListener('change', () => {
     gateway = select.value
@@ -49,6 +51,7 @@ export function connectionsPanel(productId: string) {
     try {
       const page = await api.run<ConnectionsPage>('realtime_connections_list',
         { query: { limit: CONNECTIONS_PAGE, gateway, after: cursors.at(-1) } })
+      answers++
       // The gateway shown went away: back to the first page of the first one reporting.
       if (gateway !== undefined && !page.gateways.some((g) => g.gateway === gateway)) {
         gateway = undefined
@@ -73,7 +76,9 @@ export function connectionsPanel(productId: string) {
           ['Channels', (c) => h('span', { class: 'channel-list' }, c.channels.map((channel) =>
             h('a', { class: 'channel-name', href: areaHref(productId, 'realtime', 'inspector', channel) }, channel))), 'wide'],
         ], { 'data-testid': 'connections' }, (c) => ({ 'data-connection': c.id, 'data-subject': c.subject }))
-        : h('p', { class: 'muted', 'data-testid': 'connections-empty' }, 'No connection of this product on any gateway right now.'))
+        : answers === 1 && !page.gateways.length
+          ? h('p', { class: 'muted', 'data-testid': 'connections-waiting' }, 'Asking the gateways: they report within about a second.')
+          : h('p', { class: 'muted', 'data-testid': 'connections-empty' }, 'No connection of this product on any gateway right now.'))
     } catch (failure) {
       replace(status, h('span', { class: 'error' }, `Not refreshed: ${describe(failure)}`))
     }
