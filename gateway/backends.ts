@@ -2,6 +2,7 @@
 // budget; PostgreSQL (cached) for policies, revoked credentials and signing keys; usage flushed to PostgreSQL.
 import { readHistoryWithArchive } from '../shared/realtime/archive-recovery'
 import { subscriptionPosition } from '../shared/realtime/broker'
+import { reportConnections, watchedProducts, withdrawConnections } from '../shared/realtime/connection-reports'
 import { namespaceOf } from '../shared/realtime/names'
 import { holdChannels, releaseChannels } from '../shared/realtime/occupancy'
 import { productPolicies } from '../shared/realtime/policies'
@@ -41,6 +42,11 @@ export function redisBackends(): GatewayBackends {
     occupancy: {
       hold: (holder, channels, leaseMs) => holdChannels(holder, channels, leaseMs),
       release: (holder, channels) => releaseChannels(holder, channels),
+    },
+    connectionReports: {
+      watched: () => watchedProducts(),
+      report: (gateway, productId, connections, total) => reportConnections(gateway, productId, connections, total),
+      withdraw: (gateway, productId) => withdrawConnections(gateway, productId),
     },
   }
 }

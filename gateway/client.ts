@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../shared/config'
 import { ApiError, logUnlessOutage } from '../shared/errors'
 import { type HistoryPolicy, keepsHistory } from '../shared/realtime/broker'
+import type { ReportedConnection } from '../shared/realtime/connection-reports'
 import { isConsoleIdentity } from '../shared/realtime/console-identity'
 import { namespaceOf } from '../shared/realtime/names'
 import type { NamespacePolicy } from '../shared/realtime/policies'
@@ -83,6 +84,8 @@ const opsOf = (claims: Claims, channel: string): readonly string[] => claims.cha
 export class Connection {
   readonly id = randomUUID()
   claims: Claims | null = null
+  /** When its `connect` was accepted (ms since the epoch); unset before. */
+  connectedAt: number | undefined
   /**
    * Subscriptions, one record each instead of parallel maps:
    * - `buffer`: set while the subscription is being set up; live publications wait there until history is merged in;
@@ -235,6 +238,17 @@ export class Connection {
     if (!this.closed) this.gateway.credentials?.hold(this, claims.akid)
   }
 
+  /** The connection as a connection report shows it (shared/realtime/connection-reports.ts): null until connected. */
+  reported(channelsShown: number): ReportedConnection | null {
+    if (!this.claims || this.closed || this.connectedAt === undefined) return null
+    const channels: string[] = []
+    for (const channel of this.channels.keys()) {
+      if (channels.length >= channelsShown) break
+      channels.push(channel)
+    }
+    return { id: this.id, subject: this.claims.sub, connectedAt: this.connectedAt, subscriptions: this.channels.size, channels }
+  }
+
   private async connect(request: Extract<Request, { type: 'connect' }>): Promise<void> {
     if (this.claims) return this.refuse(request, 'invalid', 'already connected')
     // Counted before the token is even parsed: a flood of connect frames from one address costs a map lookup each.
@@ -249,6 +263,7 @@ export class Connection {
       this.countedForSubject = true
     }
     this.adopt(claims)
+    this.connectedAt = Date.now()
     this.backends.usage.connection(claims.pid, 1)
     this.send(encode.reply(request.id, 'connect', { client: this.id, subject: claims.sub, ...lifetime(claims) }))
   }

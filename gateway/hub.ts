@@ -36,6 +36,8 @@ export const topicOf = (productId: string, channel: string) => `${productId}:${c
 export interface ChannelWatch {
   first(productId: string, channel: string): void
   last(productId: string, channel: string): void
+  /** The channel's subscriptions here changed and it still has some (its count in the product's active channels). */
+  counted?(productId: string, channel: string, subscriptions: number): void
 }
 
 export class Hub<S extends Subscriber = Subscriber> {
@@ -54,7 +56,10 @@ export class Hub<S extends Subscriber = Subscriber> {
       this.shardChannels.set(entry.shard, (this.shardChannels.get(entry.shard) ?? 0) + 1)
       this.watch?.first(productId, channel)
     }
+    const before = entry.pending.size + entry.live.size
     entry.pending.add(subscriber)
+    const after = entry.pending.size + entry.live.size
+    if (before > 0 && after !== before) this.watch?.counted?.(productId, channel, after)
     return entry.shard
   }
 
@@ -71,12 +76,16 @@ export class Hub<S extends Subscriber = Subscriber> {
     const topic = topicOf(productId, channel)
     const entry = this.channels.get(topic)
     if (!entry || !(entry.pending.delete(subscriber) || entry.live.delete(subscriber))) return null
-    if (entry.pending.size + entry.live.size > 0) return null
+    const left = entry.pending.size + entry.live.size
+    if (left > 0) {
+      this.watch?.counted?.(productId, channel, left)
+      return null
+    }
     this.channels.delete(topic)
     this.watch?.last(productId, channel)
-    const left = (this.shardChannels.get(entry.shard) ?? 1) - 1
-    if (left > 0) {
-      this.shardChannels.set(entry.shard, left)
+    const shardLeft = (this.shardChannels.get(entry.shard) ?? 1) - 1
+    if (shardLeft > 0) {
+      this.shardChannels.set(entry.shard, shardLeft)
       return null
     }
     this.shardChannels.delete(entry.shard)

@@ -8,6 +8,7 @@ import { policyCache } from '../shared/realtime/policies'
 import { reloadSigningKeys } from '../shared/realtime/tokens'
 import { redisBackends } from './backends'
 import type { Connection, GatewayContext } from './client'
+import { ConnectionReports } from './connection-reports'
 import { CredentialIndex } from './credential-index'
 import { Deadlines } from './deadlines'
 import { DISCONNECTS } from './disconnect'
@@ -49,6 +50,8 @@ export function startGateway(port: number, backends: GatewayBackends = redisBack
   reader.start()
   const revocationSweep = new RevocationSweep(context.connections, credentials, backends.revocations)
   const presenceSweep = startPresenceSweep(hub, backends.policies, backends.presence)
+  // The product's connections, reported only while someone looks (realtime_connections_list).
+  const reports = backends.connectionReports ? new ConnectionReports(context.connections, backends.connectionReports) : undefined
   const invalidations = listenForInvalidations({
     caches: [policyCache],
     onLive: () => {
@@ -84,6 +87,7 @@ export function startGateway(port: number, backends: GatewayBackends = redisBack
       server.stop(true)
       clearInterval(presenceSweep)
       leases?.stop()
+      await reports?.stop()
       await reader.stop()
       await invalidations.stop()
     },

@@ -2,6 +2,7 @@
 // usage, each the narrow interface the gateway consumes. node.ts passes the Redis- and PostgreSQL-backed ones
 // (./backends.ts); the unit tier passes in-memory ones, so a connection is tested with nothing started.
 import type { HistoryPolicy, HistoryQuery, HistoryResult } from '../shared/realtime/broker'
+import type { ReportedConnection } from '../shared/realtime/connection-reports'
 import type { NamespacePolicy } from '../shared/realtime/policies'
 import type { Revoked, TokenCredential } from '../shared/realtime/revocations'
 import type { PresenceMember } from '../shared/realtime/presence'
@@ -37,8 +38,11 @@ export interface Presence {
 
 /** Channel occupancy across gateways, by leases (shared/realtime/occupancy.ts). */
 export interface Occupancy {
-  /** `holder` has subscribers on these channels: each lease (re)starts for `leaseMs`. */
-  hold(holder: string, channels: { productId: string; channel: string }[], leaseMs: number): Promise<void>
+  /**
+   * `holder` has subscribers on these channels: each lease (re)starts for `leaseMs`, with the holder's subscriptions
+   * on it when given (the product's active channels list them).
+   */
+  hold(holder: string, channels: { productId: string; channel: string; subscriptions?: number }[], leaseMs: number): Promise<void>
   /** `holder` has no subscriber left on these channels. */
   release(holder: string, channels: { productId: string; channel: string }[]): Promise<void>
 }
@@ -82,6 +86,14 @@ export interface Usage {
   connection(productId: string, change: 1 | -1): void
 }
 
+/** A product's connections, reported while someone looks (shared/realtime/connection-reports.ts). */
+export interface ConnectionReportsPort {
+  /** The products whose connections are wanted now. */
+  watched(): Promise<string[]>
+  report(gateway: string, productId: string, connections: ReportedConnection[], total: number): Promise<void>
+  withdraw(gateway: string, productId: string): Promise<void>
+}
+
 /** Everything the gateway needs from outside the process. */
 export interface GatewayBackends {
   broker: Broker
@@ -92,4 +104,6 @@ export interface GatewayBackends {
   usage: Usage
   /** Absent in the unit tier: nothing is told which channels are occupied. */
   occupancy?: Occupancy
+  /** Absent in the unit tier: no connection is reported. */
+  connectionReports?: ConnectionReportsPort
 }

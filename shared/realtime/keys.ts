@@ -25,6 +25,10 @@
 // | rt:{sN}:occl:<productId>:<channel>    | zset   | occupancy: gateway id → when its lease on the channel expires (ms)  |
 // | rt:{sN}:occgone:<productId>:<channel> | string | webhooks: when the channel's last subscriber went, while `vacated` waits |
 // | rt:{sN}:occmute:<productId>:<channel> | string | webhooks: exists while the channel's `occupied` was dropped (so is its `vacated`) |
+// | rt:{sN}:occn:<productId>:<channel>    | hash   | active channels: gateway id → its subscriptions on the channel      |
+// | rt:{sN}:chans:<productId>             | zset   | active channels: the product's occupied channels of shard N, all score 0 (by name) |
+// | rt:{sN}:chanx:<productId>             | zset   | active channels: channel → its latest lease's expiry (ms), to drop it once every lease expired |
+// | rt:{sN}:chann:<productId>             | hash   | active channels: channel → its subscriptions on every gateway (the sum of its occn) |
 // | rt:{sN}:hookb2:<productId>             | hash   | webhooks: event bytes the product appended, per time slice (budget) |
 // | rt:{sN}:hookd:<productId>             | string | webhooks: events of the product dropped by the budget (counts for the retention) |
 // | rt:{sN}:hooks                         | stream | webhook events of shard N, read by the webhooks process (group `webhooks`) |
@@ -90,6 +94,10 @@ export interface ChannelKeys {
   occGone: string
   /** Webhooks: exists while the channel's `occupied` was dropped by the budget (its `vacated` is then dropped too). */
   occMuted: string
+  /** Active channels: gateway id → how many subscriptions it has on the channel (reported with its lease). */
+  occCount: string
+  /** Active channels: the product's index on this shard (./active-channels.ts). */
+  index: ProductChannelIndex
   /** Webhooks: the product's event bytes on this shard (per time slice). */
   hookBudget: string
   /** Webhooks: how many of the product's events on this shard the budget dropped (within the retention). */
@@ -100,6 +108,24 @@ export interface ChannelKeys {
   histBytes: string
   /** The product's channels with history on this shard, scored by when their keys expire. */
   histExpiry: string
+}
+
+/**
+ * The product's occupied channels on one shard, kept by the occupancy script beside the leases (in the shard's slot)
+ * and read a page at a time by ./active-channels.ts: one index per (product, shard), so a product never sees another's.
+ */
+export interface ProductChannelIndex {
+  /** zset, every member scored 0: the channels by name (ZRANGEBYLEX pages). */
+  names: string
+  /** zset: channel → its latest lease's expiry (ms); past it every gateway holding the channel is gone. */
+  expiry: string
+  /** hash: channel → its subscriptions summed over the gateways holding it. */
+  subscriptions: string
+}
+
+export function productChannelIndex(productId: string, shard: number): ProductChannelIndex {
+  const tag = shardTag(shard)
+  return { names: `rt:${tag}:chans:${productId}`, expiry: `rt:${tag}:chanx:${productId}`, subscriptions: `rt:${tag}:chann:${productId}` }
 }
 
 /** All keys of one channel (and its shard's fan-out stream). */
@@ -120,6 +146,8 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
     occ: `rt:${tag}:occl:${name}`,
     occGone: `rt:${tag}:occgone:${name}`,
     occMuted: `rt:${tag}:occmute:${name}`,
+    occCount: `rt:${tag}:occn:${name}`,
+    index: productChannelIndex(productId, shard),
     hookBudget: `rt:${tag}:hookb2:${productId}`,
     hookDropped: `rt:${tag}:hookd:${productId}`,
     hooks: hooksKey(shard),

@@ -15,17 +15,24 @@ const occupancyScript = redisScript<number>('realtime occupancy', NOW_LUA, FAN_B
 
 type Op = 'hold' | 'release' | 'check'
 
-function call(op: Op, productId: string, channel: string, holder: string, leaseMs: number, hooks: HookSettings) {
-  const keys = channelKeys(productId, channel)
+function call(op: Op, where: Held, holder: string, leaseMs: number, hooks: HookSettings) {
+  const keys = channelKeys(where.productId, where.channel)
   const [graceMs, retentionMs, maxBytes] = hookArgs(hooks)
-  return [[keys.occ, keys.occGone, keys.hooks, keys.hooksDue, keys.hookBudget, keys.occMuted, keys.hookDropped],
-    [productId, channel, graceMs!, retentionMs!, maxBytes!, FAN_BUDGET_SLICES, FAN_ENTRY_OVERHEAD_BYTES, op, holder, leaseMs]] as const
+  return [[keys.occ, keys.occGone, keys.hooks, keys.hooksDue, keys.hookBudget, keys.occMuted, keys.hookDropped, keys.occCount,
+    keys.index.names, keys.index.expiry, keys.index.subscriptions],
+  [where.productId, where.channel, graceMs!, retentionMs!, maxBytes!, FAN_BUDGET_SLICES, FAN_ENTRY_OVERHEAD_BYTES, op, holder, leaseMs,
+    where.subscriptions ?? '']] as const
 }
 
 /** A channel as a gateway (`holder`, its id) holds it. */
 export interface Held {
   productId: string
   channel: string
+  /**
+   * The holder's subscriptions on the channel, for the product's list of active channels (./active-channels.ts);
+   * left out, the count it last reported stands.
+   */
+  subscriptions?: number
 }
 
 /**
@@ -48,7 +55,7 @@ export async function checkOccupancy(channels: Iterable<Held>, hooks = defaultHo
 
 /** checkOccupancy for one channel: the due checks run each channel on its own, so one failure stays its own. */
 export async function checkOccupancyOne(where: Held, hooks = defaultHookSettings()): Promise<void> {
-  await occupancyScript.run(...call('check', where.productId, where.channel, '', 0, hooks))
+  await occupancyScript.run(...call('check', where, '', 0, hooks))
 }
 
 async function each(op: Op, holder: string, channels: Iterable<Held>, leaseMs: number, hooks: HookSettings): Promise<void> {
@@ -56,8 +63,8 @@ async function each(op: Op, holder: string, channels: Iterable<Held>, leaseMs: n
   // A batch that fails does not keep the later ones from running; the first failure is thrown at the end.
   let failure: { error: unknown } | undefined
   const send = (calls: typeof batch) => occupancyScript.runEach(calls).then(() => undefined, (error: unknown) => void (failure ??= { error }))
-  for (const { productId, channel } of channels) {
-    batch.push(call(op, productId, channel, holder, leaseMs, hooks))
+  for (const where of channels) {
+    batch.push(call(op, where, holder, leaseMs, hooks))
     if (batch.length >= 200) await send(batch.splice(0))
   }
   if (batch.length) await send(batch)

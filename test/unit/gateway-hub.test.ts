@@ -90,3 +90,19 @@ test('the watch hears a channel\'s first subscriber here and its last leaving, o
   hub.unsubscribe(product, 'chat:a', y) // twice: nothing more
   expect(heard).toEqual(['first true chat:a', 'first true chat:b', 'last true chat:a'])
 })
+
+test('the watch hears each count between the first subscriber and the last (the active channels\' subscribers)', () => {
+  const heard: string[] = []
+  const hub = new Hub<Recorder>({
+    first: (_p, c) => heard.push(`first ${c}`), last: (_p, c) => heard.push(`last ${c}`), counted: (_p, c, n) => heard.push(`${c} ${n}`),
+  })
+  const [x, y, z] = [new Recorder('x'), new Recorder('y'), new Recorder('z')]
+  hub.subscribe(product, 'chat:a', x)
+  hub.subscribe(product, 'chat:a', y)
+  hub.subscribe(product, 'chat:a', y) // already there: no change
+  hub.subscribe(product, 'chat:a', z)
+  hub.unsubscribe(product, 'chat:a', y)
+  hub.unsubscribe(product, 'chat:a', x)
+  hub.unsubscribe(product, 'chat:a', z)
+  expect(heard).toEqual(['first chat:a', 'chat:a 2', 'chat:a 3', 'chat:a 2', 'chat:a 1', 'last chat:a'])
+})

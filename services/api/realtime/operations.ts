@@ -7,7 +7,7 @@ import { HasMore, listed, pageQuery } from '../../../shared/catalog/pagination'
 import { config } from '../../../shared/config'
 import { ApiError } from '../../../shared/errors'
 import { ArchiveQuerySchema, readArchive } from '../../../shared/realtime/archive-read'
-import { ChannelName, GrantPattern, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
+import { CHANNEL_PATTERN, ChannelName, GrantPattern, NAMESPACE_PATTERN, NamespaceName, namespaceOf, OPS, OpName } from '../../../shared/realtime/names'
 import { productPolicies } from '../../../shared/realtime/policies'
 import { channelHistory, channelPresence, channelStatus } from '../../../shared/realtime/channel-reads'
 import { broadcastMessage, COUNTED_ALREADY, publishMessage } from '../../../shared/realtime/publish-message'
@@ -18,8 +18,13 @@ import {
 } from '../../../shared/realtime/response-schemas'
 import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../../shared/http/idempotency-key'
 import {
+  CONNECTION_CHANNELS_SHOWN, CONNECTION_WATCH_MS,
+} from '../../../shared/realtime/connection-reports'
+import {
   CONSOLE_TOKEN_CHANNELS_MAX, CONSOLE_TOKEN_TTL_DEFAULT, CONSOLE_TOKEN_TTL_MAX, CONSOLE_TOKEN_TTL_MIN, issueConsoleToken,
 } from './console-tokens'
+import { activeChannels } from './active-channels'
+import { productConnections } from './active-connections'
 import { createGrant, deleteGrant, listGrants, type Grant } from './grants'
 import { createNamespace, deleteNamespace, getNamespace, listNamespaces, updateNamespace, type Namespace } from './namespaces'
 import { deletePayloadStorage, getPayloadStorage, provisionPayloadStorage, type PayloadStorage } from './payload-storage'
@@ -313,9 +318,60 @@ export const presenceRead = defineOperation({
   handler: ({ params }, ctx) => channelPresence(productOf(ctx), params.channel),
 })
 
+// ---- active channels
+
+const ChannelPrefix = Type.String({ minLength: 1, maxLength: 128, pattern: '^[a-zA-Z0-9._:-]+$', description: 'Name starts with (not with namespace)' })
+
+export const channelsList = defineOperation({
+  id: 'realtime_channels_list', method: 'GET', path: '/realtime/channels', area: 'realtime', auth: 'product',
+  summary: "The product's channels with a subscriber now, by name, with subscriber and presence counts (paginated)",
+  query: Strict({
+    prefix: Type.Optional(ChannelPrefix),
+    namespace: Type.Optional(Type.String({ maxLength: 64, pattern: NAMESPACE_PATTERN })),
+    ...pageQuery('channel', Type.String({ maxLength: 128, pattern: CHANNEL_PATTERN, description: 'Last channel of the previous page' })),
+  }),
+  response: Strict({
+    channels: Type.Array(Strict({
+      channel: Type.String(),
+      namespace: Type.String(),
+      subscribers: Type.Integer({ minimum: 0 }),
+      presence: Type.Union([Strict({ members: Type.Integer(), connections: Type.Integer() }), Type.Null()]),
+    })),
+    has_more: HasMore(),
+  }),
+  handler: ({ query }, ctx) => activeChannels(productOf(ctx), query),
+})
+
+export const connectionsList = defineOperation({
+  id: 'realtime_connections_list', method: 'GET', path: '/realtime/connections', area: 'realtime', auth: 'product',
+  summary: "The product's connections on one gateway, by id, and the gateways reporting them (paginated)",
+  description: `Gateways report about every second for ${CONNECTION_WATCH_MS / 1000} s after an ask: a first answer may be empty.`,
+  query: Strict({
+    gateway: Type.Optional(Uuid('Default: the first of `gateways`')),
+    ...pageQuery('connection'),
+  }),
+  response: Strict({
+    gateways: Type.Array(Strict({
+      gateway: Uuid(),
+      connections: Type.Integer({ minimum: 0, description: 'All its connections of the product' }),
+      reportedAt: Timestamp(),
+    })),
+    gateway: Type.Union([Uuid(), Type.Null()], { description: 'The gateway of this page' }),
+    connections: Type.Array(Strict({
+      id: Uuid(),
+      subject: Type.String(),
+      connectedAt: Timestamp(),
+      subscriptions: Type.Integer({ minimum: 0 }),
+      channels: Type.Array(Type.String(), { description: `Its first ${CONNECTION_CHANNELS_SHOWN} channels` }),
+    })),
+    has_more: HasMore(),
+  }),
+  handler: ({ query }, ctx) => productConnections(productOf(ctx), query),
+})
+
 export const realtimeOperations = [
   namespacesCreate, namespacesList, namespacesGet, namespacesUpdate, namespacesDelete,
   grantsCreate, grantsList, grantsDelete,
   payloadStorageProvision, payloadStorageGet, payloadStorageDelete,
-  archiveRead, channelGet, historyRead, presenceRead, messagesPublish, messagesBroadcast, tokensIssue,
+  archiveRead, channelsList, connectionsList, channelGet, historyRead, presenceRead, messagesPublish, messagesBroadcast, tokensIssue,
 ]

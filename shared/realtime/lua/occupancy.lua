@@ -1,9 +1,11 @@
 -- A channel's occupancy across gateways, and its de-flapped `channel.occupied` / `channel.vacated` webhook events.
 -- Needs now.lua, fan-budget.lua and hooks.lua before it.
 -- KEYS: 1 occ (gateway id → when its lease expires), 2 occGone, 3 the shard's hooks stream, 4 its due index, 5 the
---       product's hook budget (hookb), 6 occMuted, 7 the product's dropped-event counter (hookd) (keys.ts)
+--       product's hook budget (hookb), 6 occMuted, 7 the product's dropped-event counter (hookd), 8 occCount (gateway
+--       id → its subscriptions), and the product's channel index on the shard: 9 names, 10 expiry, 11 subscriptions (keys.ts)
 -- ARGV: 1 productId, 2 channel, 3 webhook grace (ms), 4 hooks retention (ms), 5 hook budget (bytes), 6 budget slices,
---       7 bytes counted per event besides its fields, 8 'hold' | 'release' | 'check', 9 gateway id, 10 lease (ms)
+--       7 bytes counted per event besides its fields, 8 'hold' | 'release' | 'check', 9 gateway id, 10 lease (ms),
+--       11 the gateway's subscriptions on the channel ('hold'; '' keeps the last one reported)
 -- A gateway holds a lease while it has subscribers on the channel (refreshing it), and releases it with its last one;
 -- a dead gateway's lease expires, and counts as a release when it expired. The channel is occupied while any lease
 -- lives. `occupied` when the first lease appears, unless the channel is back within the grace of going empty;
@@ -22,6 +24,7 @@ local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES')
 local last
 for i = 1, #expired, 2 do
   redis.call('ZREM', KEYS[1], expired[i])
+  redis.call('HDEL', KEYS[8], expired[i])
   last = math.floor(tonumber(expired[i + 1]))
 end
 local empty = redis.call('ZCARD', KEYS[1]) == 0
@@ -33,11 +36,36 @@ if ARGV[8] == 'hold' then
     else redis.call('SET', KEYS[6], 1) end
   end
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[10]), ARGV[9])
+  if ARGV[11] ~= '' then redis.call('HSET', KEYS[8], ARGV[9], ARGV[11]) end
   -- Kept past the last lease's expiry long enough for a check to find that it expired.
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[10]) + hooks.retention)
+  redis.call('PEXPIRE', KEYS[8], tonumber(ARGV[10]) + hooks.retention)
   hook_keep(KEYS[6], now + tonumber(ARGV[10]) + hooks.retention)
 elseif ARGV[8] == 'release' then
+  redis.call('HDEL', KEYS[8], ARGV[9])
   if redis.call('ZREM', KEYS[1], ARGV[9]) == 1 and redis.call('ZCARD', KEYS[1]) == 0 then went(now) end
+end
+-- The product's channel index on the shard (active-channels.ts): the channel while some lease lives, with its latest
+-- lease's expiry and its subscriptions summed over the live leases (a handful of gateways: the sum is recomputed).
+local holders = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+if #holders == 0 then
+  redis.call('ZREM', KEYS[9], ARGV[2])
+  redis.call('ZREM', KEYS[10], ARGV[2])
+  redis.call('HDEL', KEYS[11], ARGV[2])
+else
+  local subscriptions = 0
+  for i = 1, #holders, 2 do subscriptions = subscriptions + (tonumber(redis.call('HGET', KEYS[8], holders[i])) or 0) end
+  redis.call('ZADD', KEYS[9], 0, ARGV[2])
+  redis.call('ZADD', KEYS[10], holders[#holders], ARGV[2])
+  redis.call('HSET', KEYS[11], ARGV[2], subscriptions)
+  -- The index outlives every entry in it: an entry's expiry is at most a lease from its last hold, and each hold
+  -- pushes the index's own expiry out to twice that. Never shortened (another gateway may hold longer leases).
+  if ARGV[8] == 'hold' then
+    local keep = 2 * tonumber(ARGV[10])
+    for k = 9, 11 do
+      if redis.call('PTTL', KEYS[k]) < keep then redis.call('PEXPIRE', KEYS[k], keep) end
+    end
+  end
 end
 local left = redis.call('GET', KEYS[2])
 if left and tonumber(left) + grace <= now then

@@ -1,8 +1,11 @@
-// Realtime: the product's namespaces and their policy, its Realtime API keys, a live channel inspector and webhooks (the
-// view both areas share), as tabs under #/p/{productId}/realtime/{namespaces|keys|inspector|webhooks}.
+// Realtime: the product's namespaces and their policy, its live channels and connections, its Realtime API keys, a live
+// channel inspector, the archive viewer and webhooks (the view both areas share), as tabs under
+// #/p/{productId}/realtime/{namespaces|channels|keys|inspector|archive|webhooks}.
 import { h, replace } from '../../dom'
 import { areaHref } from '../../router'
 import type { AreaView } from '../area'
+import { archiveView } from './archive'
+import { channelsView } from './channels'
 import { inspectorView } from './inspector'
 import { keysView } from './keys'
 import { namespacesView } from './namespaces'
@@ -10,8 +13,10 @@ import { webhooksView } from '../webhooks'
 
 const TABS = [
   ['namespaces', 'Namespaces', namespacesView],
+  ['channels', 'Live channels', channelsView],
   ['keys', 'API keys', keysView],
   ['inspector', 'Channel inspector', inspectorView],
+  ['archive', 'Archive', archiveView],
   ['webhooks', 'Webhooks', webhooksView('realtime')],
 ] as const satisfies readonly (readonly [string, string, AreaView])[]
 
