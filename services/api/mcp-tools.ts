@@ -33,8 +33,9 @@ export function flatLayout(op: AnyOperation): Map<string, Part> | null {
 
 /**
  * A schema without what costs bytes and tells an agent nothing it needs to call right: a union of constants becomes an
- * enum, and nested objects lose `additionalProperties: false` (the input is still checked strictly: an unknown field
- * is answered 400 naming it). Types, formats, bounds, patterns and descriptions stay.
+ * enum, objects lose `additionalProperties: false` (the input is still checked strictly: an unknown field is answered
+ * 400 naming it; the tool's own arguments too, see inputSchemaOf), and an integer's maximum of
+ * Number.MAX_SAFE_INTEGER (no bound but JSON's own) goes. Types, formats, bounds, patterns and descriptions stay.
  */
 export function compact(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(compact)
@@ -42,6 +43,7 @@ export function compact(schema: unknown): unknown {
   const out: Schema = {}
   for (const [key, value] of Object.entries(schema)) {
     if (key === 'additionalProperties' && value === false) continue
+    if (key === 'maximum' && value === Number.MAX_SAFE_INTEGER) continue
     out[key] = key === 'properties' ? Object.fromEntries(Object.entries(value as Schema).map(([k, v]) => [k, compact(v)])) : compact(value)
   }
   const members = out.anyOf as Schema[] | undefined
@@ -67,7 +69,8 @@ function inputSchemaOf(op: AnyOperation, layout: Map<string, Part> | null): Tool
     if (op.query) (properties.query = compact(json(op.query))), requiredOf(op.query).length && required.push('query')
     if (op.body) (properties.body = compact(json(op.body))), bodyRequired(op.body) && required.push('body')
   }
-  return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false } as Tool['inputSchema']
+  // Strict as every object in it (compact): 29 bytes a tool, and an unknown argument is refused 400 naming it anyway.
+  return { type: 'object', properties, ...(required.length ? { required } : {}) } as Tool['inputSchema']
 }
 
 /**

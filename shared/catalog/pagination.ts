@@ -26,7 +26,7 @@ export function pageQuery(what: string, cursor?: TSchema) {
 }
 
 const Limit = () => Type.Optional(Type.Integer({
-  minimum: 1, maximum: PAGE_MAX, description: `Items per page, 1 to ${PAGE_MAX} (default ${PAGE_DEFAULT})`,
+  minimum: 1, maximum: PAGE_MAX, default: PAGE_DEFAULT, description: 'Items per page',
 }))
 const UuidCursor = () => Type.Optional(Uuid())
 

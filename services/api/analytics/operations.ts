@@ -146,10 +146,9 @@ export const insightRun = defineOperation({
   id: 'analytics_insight_run', method: 'POST', path: '/analytics/insights/{id}/run', area: 'analytics', auth: 'product',
   rateClass: 'analytics',
   summary: 'Run a saved insight: a metric insight now; a funnel insight answers its kept result while fresh (computed_at, cached: true), else computes it',
-  description: 'A funnel insight\'s result is kept and answered while younger than ANALYTICS_FUNNEL_RESULT_TTL_MS (15 min), ' +
-    'and recomputed in the background before then while a dashboard uses it. Relative ranges such as -7d are taken from computed_at. ' +
-    '`refresh: true` computes a new result whatever is kept. `range` runs the insight over another time range, for this run only ' +
-    '(a dashboard\'s date range): computed now, never kept, cached: false.',
+  description: 'A funnel\'s result is kept ANALYTICS_FUNNEL_RESULT_TTL_MS (15 min), refreshed in the background while a dashboard ' +
+    'uses it; relative ranges (-7d) count from computed_at. `refresh: true` computes anew; `range` runs over another range for ' +
+    'this run only (computed now, never kept).',
   params: IdPath('Insight'),
   body: Strict({
     refresh: Type.Optional(Type.Boolean({ description: 'Compute a new result now even when a fresh one is kept (funnel insights; metric insights always run now)' })),

@@ -132,7 +132,7 @@ export const grantsCreate = defineOperation({
 export const grantsList = defineOperation({
   id: 'realtime_grants_list', method: 'GET', path: '/realtime/grants', area: 'realtime', auth: 'product',
   summary: "List the product's grants by pattern, optionally of one namespace (paginated)",
-  description: GRANTS_DESCRIPTION,
+  description: 'What a grant allows: realtime_grants_create.',
   query: Strict({ namespace: Type.Optional(NamespaceName), ...pageQuery('grant') }),
   response: Strict({ grants: Type.Array(GrantSchema), has_more: HasMore() }),
   handler: ({ query }, ctx) => listed('grants', query, (page) => listGrants(productOf(ctx), query.namespace, page), grantOut),
@@ -219,13 +219,10 @@ export const archiveRead = defineOperation({
 export const tokensIssue = defineOperation({
   id: 'realtime_tokens_issue', method: 'POST', path: '/realtime/tokens', area: 'realtime', auth: 'product',
   summary: 'Issue a short-lived delegated token for the calling session or platform key, to watch channels through the gateway',
-  description: `Narrowed as the public POST /tokens/issue narrows (namespace policy, then grants; publish only where the namespace `
-    + `allows client events); 422 when nothing is left. The subject is the caller's, never chosen: console:<userId> for a login `
-    + `session, console:<platformKeyId> for a platform key, carried as ext:console:...; the token watches: presence reads the `
-    + `roster, but the gateway refuses to let it enter one (forbidden), so no roster, join event or webhook shows it. At most `
-    + `${CONSOLE_TOKEN_CHANNELS_MAX} channels, ${CONSOLE_TOKEN_TTL_MIN} to ${CONSOLE_TOKEN_TTL_MAX} seconds (default `
-    + `${CONSOLE_TOKEN_TTL_DEFAULT}). The token dies with the session (logout, expiry) or the platform key (revocation) that asked for it, and `
-    + `with the session's user leaving the product's organization: the gateway closes it 4001.`,
+  description: `Narrowed as the public POST /tokens/issue narrows (namespace policy and client events, then grants); 422 when `
+    + `nothing is left. The subject is the caller's: console:<userId> (session) or console:<platformKeyId> (platform key). The `
+    + `token only watches: it reads presence but never enters a roster. It dies with the session, the key or the user's `
+    + `membership that asked for it (the gateway closes it 4001).`,
   body: Strict({
     channels: Type.Array(Strict({
       name: ChannelName,
