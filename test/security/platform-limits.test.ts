@@ -139,7 +139,8 @@ describe('the catalog declares the limits', () => {
       'mail_emails_list', 'mail_template_list', 'organization_members_list', 'organization_organizations_list', 'organization_platform-keys_list',
       'organization_products_list', 'organization_public-keys_list', 'realtime_grants_list', 'realtime_namespaces_list',
       'mail_webhooks_list', 'realtime_webhooks_list', 'mail_webhooks_deliveries_list', 'realtime_webhooks_deliveries_list',
-      'tracking_capture-keys_list',
+      'tracking_capture-keys_list', 'mail_emails_deliveries_list', 'mail_suppressions_list', 'realtime_channels_list',
+      'realtime_connections_list',
     ].sort())
     for (const op of lists) {
       const query = (op.query as any)?.properties ?? {}
