@@ -78,19 +78,32 @@ const visibleTo = (reader: EmailReader) => sql`
   ${reader.apiKeyId !== null ? sql`and api_key_id = ${reader.apiKeyId}` : sql``}
   ${reader.domainId !== null ? sql`and domain_id = ${reader.domainId}` : sql``}`
 
+const EARLIEST = new Date('0001-01-01T00:00:00Z').getTime()
+const LATEST = new Date('9999-12-31T23:59:59.999Z').getTime()
+
+/**
+ * An instant of the filter as PostgreSQL will read it: the date-time format lets through forms Date cannot read
+ * (an RFC 9557 suffix such as `Z[UTC]`) and years PostgreSQL refuses (0000), which would reach the database as a 500.
+ */
+function instant(path: string, value: string): string {
+  const ms = Date.parse(value)
+  if (!Number.isFinite(ms) || ms < EARLIEST || ms > LATEST) throw field(path, 'must be an ISO 8601 time between the years 1 and 9999')
+  return new Date(ms).toISOString()
+}
+
 /** The filter as a WHERE fragment (empty when nothing is asked); `since` after `until` is 400 on /query/until. */
 function filtered(reader: EmailReader, filter: EmailFilter) {
-  if (filter.since !== undefined && filter.until !== undefined && Date.parse(filter.since) > Date.parse(filter.until)) {
-    throw field('/query/until', 'must not be before since')
-  }
+  const since = filter.since === undefined ? undefined : instant('/query/since', filter.since)
+  const until = filter.until === undefined ? undefined : instant('/query/until', filter.until)
+  if (since !== undefined && until !== undefined && since > until) throw field('/query/until', 'must not be before since')
   return sql`
     ${filter.status !== undefined ? sql`and last_event = ${filter.status}` : sql``}
     ${filter.recipient !== undefined ? sql`and email_recipients(mailboxes) @> array[${filter.recipient.toLowerCase()}]::text[]` : sql``}
     ${filter.domain !== undefined
       ? sql`and domain_id = (select id from mail_domains where product_id = ${reader.productId} and name = ${filter.domain.toLowerCase()})`
       : sql``}
-    ${filter.since !== undefined ? sql`and created_at >= ${filter.since}::timestamptz` : sql``}
-    ${filter.until !== undefined ? sql`and created_at < ${filter.until}::timestamptz` : sql``}`
+    ${since !== undefined ? sql`and created_at >= ${since}::timestamptz` : sql``}
+    ${until !== undefined ? sql`and created_at < ${until}::timestamptz` : sql``}`
 }
 
 const iso = (value: Date) => value.toISOString()

@@ -12,7 +12,7 @@
 // | rt:{c:<productId>}:gwn           | hash | gateway id → its connections of the product (all, reported or not)     |
 // | rt:{c:<productId>}:conns:<gw>    | hash | connection id → JSON `{s: subject, t: connected at (ms), n: subscriptions, c: first channels}` |
 import { redis } from '../redis/client'
-import { orUnavailable } from '../redis-script'
+import { orUnavailable, redisScript } from '../redis-script'
 
 /** How often a gateway reports the watched products' connections (and how stale a report may be, plus a round trip). */
 export const CONNECTION_REPORT_MS = 1000
@@ -82,8 +82,22 @@ export interface GatewayReport {
   expiresAt: number
 }
 
+/**
+ * Takes gateways whose report expired off the product's list and totals (up to 100 a call, atomically: one that
+ * reported again meanwhile stays). Reports only ever add to both while the product is watched, so without this a product
+ * watched for days under autoscaling would keep every gateway that ever ran.
+ */
+const pruneScript = redisScript<number>('realtime connections', `
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, 100)
+if #dead > 0 then
+  redis.call('ZREM', KEYS[1], unpack(dead))
+  redis.call('HDEL', KEYS[2], unpack(dead))
+end
+return #dead`)
+
 /** The gateways reporting connections of the product now, by id (at most GATEWAYS_LISTED_MAX). */
 export async function reportingGateways(productId: string, now = Date.now()): Promise<GatewayReport[]> {
+  await pruneScript.run([gatewaysKey(productId), totalsKey(productId)], [now])
   const flat = await orUnavailable(service, () => redis().zrangebyscore(gatewaysKey(productId), now, '+inf', 'WITHSCORES', 'LIMIT', 0, GATEWAYS_LISTED_MAX))
   const ids: string[] = []
   const expiries: number[] = []

@@ -106,8 +106,9 @@ describe('in Chromium', () => {
     await page.waitForSelector('[data-testid=signin] .error:not(:empty)')
     expect(await page.textContent('[data-testid=signin] .error')).toMatch(/password/i)
     await signIn(page, user.email, user.password)
-    const stored = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie }))
-    expect(stored).toEqual({ local: 0, session: 0, cookie: '' })
+    // Storage holds the session's binding (docs/console.md), never the token.
+    const stored = await page.evaluate(() => ({ keys: Object.keys(localStorage), values: Object.values(localStorage).join(' '), session: sessionStorage.length, cookie: document.cookie }))
+    expect(stored).toEqual({ keys: ['console.session-binding'], values: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), session: 0, cookie: '' })
   })
 
   test("another organization's product id in the address shows the API's 404, not its data", async () => {
@@ -206,7 +207,8 @@ describe('in Chromium', () => {
 
 describe('the session across a reload', () => {
   const restoreUrl = () => `${apiWorker.url}/console/session/restore`
-  const own = () => ({ 'x-console': '1', origin: apiWorker.url })
+  const BINDING = 'b'.repeat(43)
+  const own = () => ({ 'x-console': '1', origin: apiWorker.url, 'x-console-binding': BINDING })
 
   /** The parked cookie of a signed-in page, as the browser holds it. */
   async function sessionCookie(page: import('playwright-core').Page) {
@@ -227,7 +229,8 @@ describe('the session across a reload', () => {
     // HttpOnly (no script reads it), SameSite=Strict, sent to the session's own path and nowhere else.
     expect({ httpOnly: cookie.httpOnly, sameSite: cookie.sameSite, path: cookie.path }).toEqual({ httpOnly: true, sameSite: 'Strict', path: '/console/session' })
     // The page's own session, kept no longer than the session lives.
-    expect(cookie.value).toBe(session.token)
+    const binding = await page.evaluate(() => localStorage.getItem('console.session-binding'))
+    expect(cookie.value).toBe(`${session.token}.${binding}`)
     expect(Math.abs(cookie.expires - Date.parse(session.expiresAt) / 1000)).toBeLessThanOrEqual(2)
     expect(await page.evaluate(() => document.cookie)).toBe('')
     await page.reload()
@@ -238,7 +241,7 @@ describe('the session across a reload', () => {
     await page.waitForSelector('[data-testid=signin]')
     expect(await sessionCookie(page)).toBeUndefined()
     // The parked token ended on the server too.
-    expect((await fetch(`${apiWorker.url}/auth/me`, { headers: { authorization: `Bearer ${cookie.value}` } })).status).toBe(401)
+    expect((await fetch(`${apiWorker.url}/auth/me`, { headers: { authorization: `Bearer ${session.token}` } })).status).toBe(401)
     await page.reload()
     await page.waitForSelector('[data-testid=signin]')
     expect(new URL(page.url()).hash).toBe('#/signin')
@@ -251,7 +254,7 @@ describe('the session across a reload', () => {
     const { page } = console
     await signIn(page, owner.email, owner.password)
     const cookie = (await sessionCookie(page))!
-    await okResponse(await fetch(`${apiWorker.url}/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${cookie.value}` } }), 'logout')
+    await okResponse(await fetch(`${apiWorker.url}/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${cookie.value.split('.')[0]}` } }), 'logout')
     await page.reload()
     await page.waitForSelector('[data-testid=signin]')
     expect(await sessionCookie(page)).toBeUndefined()
@@ -260,13 +263,17 @@ describe('the session across a reload', () => {
 
   test('the cookie is a credential nowhere but the restore, and the restore answers only the console page itself', async () => {
     const owner = await newProduct('Cookie product')
-    const cookie = `console_session=${owner.token}`
+    const cookie = `console_session=${owner.token}.${BINDING}`
     // Kept only for a live session token of this page, and only with the page's own headers.
     expect((await fetch(`${apiWorker.url}/console/session`, { method: 'POST', headers: { ...own(), authorization: 'Bearer pls_not-a-session' } })).status).toBe(401)
     expect((await fetch(`${apiWorker.url}/console/session`, { method: 'POST', headers: { 'x-console': '1', origin: 'http://127.0.0.1:1', authorization: `Bearer ${owner.token}` } })).status).toBe(403)
     const kept = await fetch(`${apiWorker.url}/console/session`, { method: 'POST', headers: { ...own(), authorization: `Bearer ${owner.token}` } })
     expect(kept.status).toBe(204)
-    expect(kept.headers.get('set-cookie')).toMatch(/^console_session=pls_[^;]+; Path=\/console\/session; Max-Age=\d+; HttpOnly; SameSite=Strict$/)
+    expect(kept.headers.get('set-cookie')).toMatch(/^console_session=pls_[^;]+\.b{43}; Path=\/console\/session; Max-Age=\d+; HttpOnly; SameSite=Strict$/)
+    // Kept only with the page's binding, a value its own origin's storage holds (a planted cookie cannot match it).
+    const unbound = await fetch(`${apiWorker.url}/console/session`, { method: 'POST', headers: { ...own(), 'x-console-binding': 'short', authorization: `Bearer ${owner.token}` } })
+    expect(unbound.status).toBe(400)
+    expect((await unbound.json()).fields).toEqual([{ path: '/header/x-console-binding', message: expect.any(String) }])
     // Any API route: the cookie alone is no session.
     for (const path of ['/auth/me', '/products', `/products/${owner.productId}`]) {
       const response = await fetch(`${apiWorker.url}${path}`, { headers: { cookie, origin: apiWorker.url } })
@@ -276,6 +283,19 @@ describe('the session across a reload', () => {
     const restored = await fetch(restoreUrl(), { method: 'POST', headers: { ...own(), cookie } })
     expect(restored.status).toBe(200)
     expect((await restored.json()).token).toBe(owner.token)
+    // A cookie another site planted (its own session, its own binding) restores nothing for this page; beside the
+    // page's own cookie it is passed over, whichever comes first.
+    const stranger = await newProduct('Planted')
+    const planted = `console_session=${stranger.token}.${'p'.repeat(43)}`
+    const alone = await fetch(restoreUrl(), { method: 'POST', headers: { ...own(), cookie: planted } })
+    expect(alone.status).toBe(204)
+    expect(await alone.text()).not.toContain('pls_')
+    for (const both of [`${planted}; ${cookie}`, `${cookie}; ${planted}`]) {
+      const answer = await fetch(restoreUrl(), { method: 'POST', headers: { ...own(), cookie: both } })
+      expect((await answer.json()).token).toBe(owner.token)
+    }
+    // Without the binding header nothing is restored either.
+    expect((await fetch(restoreUrl(), { method: 'POST', headers: { 'x-console': '1', origin: apiWorker.url, cookie } })).status).toBe(204)
     const refusals: [string, Record<string, string>, RegExp][] = [
       ['no console header', { origin: apiWorker.url, cookie }, /x-console/],
       ['no Origin', { 'x-console': '1', cookie }, /Origin/],
@@ -294,6 +314,25 @@ describe('the session across a reload', () => {
     }
     // GET (a link, an <img>) is no way in either.
     expect((await fetch(restoreUrl(), { headers: { ...own(), cookie } })).status).toBe(404)
+  })
+
+  test("a cookie another site planted (a sibling subdomain, another port) never signs the reader into that site's account", async () => {
+    const stranger = await newProduct('Stranger product')
+    const owner = await newProduct('Own product')
+    const console = await browser.open()
+    const { page } = console
+    const host = new URL(apiWorker.url).hostname
+    // As a page of another port of this host could (cookies ignore ports), on a longer path so it is sent first.
+    await page.context().addCookies([{ name: 'console_session', value: `${stranger.token}.${'p'.repeat(43)}`, domain: host,
+      path: '/console/session/restore', httpOnly: false, sameSite: 'Strict', expires: Date.now() / 1000 + 3600 }])
+    await page.reload()
+    await page.waitForSelector('[data-testid=signin]')
+    await signIn(page, owner.email, owner.password)
+    await page.reload()
+    await page.waitForSelector('[data-testid=products]')
+    expect(await page.locator(`[data-product-id="${owner.productId}"]`).count()).toBe(1)
+    expect(await page.locator(`[data-product-id="${stranger.productId}"]`).count()).toBe(0)
+    expectNoProblems(console)
   })
 
   test('a page of another origin, with the cookie in the same browser, gets no token: by fetch with credentials nor by a form', async () => {

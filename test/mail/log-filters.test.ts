@@ -94,6 +94,8 @@ describe('filters', () => {
       [`recipient=${'a'.repeat(250)}@example.org`, '/query/recipient'], ['domain=-bad-', '/query/domain'],
       [`domain=${'a'.repeat(250)}.com`, '/query/domain'], ['since=yesterday', '/query/since'], ['until=2026-13-01T00:00:00Z', '/query/until'],
       ['since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z', '/query/until'],
+      // Forms the date-time format lets through that JavaScript or PostgreSQL cannot read: 400, never a 500.
+      [`since=${encodeURIComponent('2024-01-01T00:00:00Z[UTC]')}`, '/query/since'], ['until=0000-01-01T00:00:00Z', '/query/until'],
     ] as [string, string][]) {
       const result = await as(owner, 'GET', `/mail/emails?${query}`)
       expect([query, result.status]).toEqual([query, 400])

@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto'
 import { call, eventually, failingFields, newProduct, ok } from '../helpers'
 import { replied, startGateway, type GatewayProcess, WsClient } from '../gateway/ws-helpers'
 import { manage } from './public-helpers'
+import { redis } from '../../shared/redis/client'
+import { reportConnections, reportingGateways } from '../../shared/realtime/connection-reports'
 
 type Owner = Awaited<ReturnType<typeof newProduct>>
 interface Listed {
@@ -112,5 +114,19 @@ describe('pages and bounds', () => {
     const page = await listed(owner, `?gateway=${randomUUID()}`)
     expect(page.connections).toEqual([])
     expect(page.has_more).toBe(false)
+  })
+})
+
+describe('upkeep', () => {
+  test("a gateway whose report expired leaves the product's list and totals at the next read (a watched product keeps no dead gateway)", async () => {
+    const productId = randomUUID()
+    const now = Date.now()
+    const one = { id: 'c1', subject: 'ext:a', connectedAt: now, subscriptions: 1, channels: ['chat:x'] }
+    await reportConnections('gw-dead', productId, [one], 1, now - 60_000) // reported a minute ago, never again
+    await reportConnections('gw-live', productId, [one], 1, now)
+    expect((await reportingGateways(productId, now)).map((g) => g.gateway)).toEqual(['gw-live'])
+    const tag = `rt:{c:${productId}}`
+    expect(await redis().zrange(`${tag}:gws`, '0', '-1')).toEqual(['gw-live'])
+    expect(await redis().hkeys(`${tag}:gwn`)).toEqual(['gw-live'])
   })
 })
