@@ -122,6 +122,9 @@ export async function moveLegacyEvents(sql: Sql, now: Date, policy: PartitionPol
   }
 }
 
+/** The advisory lock (transaction-scoped) a legacy batch is moved under: one mover at a time. */
+export const LEGACY_MOVER_LOCK = 727005
+
 async function moveLegacyBatch(sql: Sql, now: Date, policy: PartitionPolicy): Promise<number> {
   const [legacy] = await sql`select to_regclass('tracked_events_legacy') is not null as present`
   if (!legacy!.present) return 0
@@ -132,7 +135,7 @@ async function moveLegacyBatch(sql: Sql, now: Date, policy: PartitionPolicy): Pr
   return withLockTimeout(sql, policy.lockTimeoutMs, async (tx) => {
     // One mover at a time: a second aggregator's batch, waiting on this one's rows, would find them gone and take an
     // empty batch for an empty table.
-    const [mover] = await tx`select pg_try_advisory_xact_lock(727005) as mine`
+    const [mover] = await tx`select pg_try_advisory_xact_lock(${LEGACY_MOVER_LOCK}) as mine`
     if (!mover!.mine) return 0
     const moved = await tx`with batch as (
         delete from tracked_events_legacy where id in (select id from tracked_events_legacy order by id limit ${policy.moveBatch})
