@@ -1,6 +1,6 @@
 // A real Chromium (Debian's package, /usr/bin/chromium, installed by scripts/test) driven by playwright-core, for the
 // console's tests: one browser per test file, a fresh context (no shared storage) per test.
-import { afterAll, beforeAll, expect } from 'bun:test'
+import { afterAll, afterEach, beforeAll, expect } from 'bun:test'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
@@ -26,6 +26,11 @@ export function useBrowser(apiUrl: () => string) {
   const contexts: BrowserContext[] = []
   beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true })
+  })
+  // Each test's pages go with it: a page left open keeps its timers (the live channels poll every 2 s, pending webhook
+  // deliveries every second, charts redraw), and a file's worth of them loaded the machine enough to fail later tests.
+  afterEach(async () => {
+    await Promise.all(contexts.splice(0).map((context) => context.close().catch(() => {})))
   })
   afterAll(async () => {
     await browser?.close()
