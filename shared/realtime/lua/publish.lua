@@ -118,10 +118,8 @@ local function publish_one(K, ko, A, ao, payload)
     offset = offset + 1
     -- A stream gone while its meta survives (evicted under maxmemory) comes back without an expiry: NOMKSTREAM finds
     -- that out for free, and the expiry is moved below as for a new epoch.
-    if expires > 0 and not redis.call('XADD', hist_key, 'NOMKSTREAM', offset .. '-0', 't', now, 'i', id, field, payload) then
+    if not (expires > 0 and redis.call('XADD', hist_key, 'NOMKSTREAM', offset .. '-0', 't', now, 'i', id, field, payload)) then
       expires = 0
-      redis.call('XADD', hist_key, offset .. '-0', 't', now, 'i', id, field, payload)
-    elseif expires == 0 then
       redis.call('XADD', hist_key, offset .. '-0', 't', now, 'i', id, field, payload)
     end
     -- The keys live at least the retention window after this publish, and not much longer. Their expiry is moved only
