@@ -35,7 +35,7 @@ async function withLockTimeout<T>(sql: Sql, ms: number, run: (tx: postgres.Trans
 }
 
 /** The month partitions that exist, by their first day (YYYY-MM-01). */
-export async function monthPartitions(sql: Sql): Promise<string[]> {
+export async function monthPartitions(sql: Sql | postgres.TransactionSql): Promise<string[]> {
   const rows = await sql`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
     where i.inhparent = 'tracked_events'::regclass`
   return rows.flatMap((r) => {
@@ -124,19 +124,35 @@ export async function moveLegacyEvents(sql: Sql, now: Date, policy: PartitionPol
 
 /** The advisory lock (transaction-scoped) a legacy batch is moved under: one mover at a time. */
 export const LEGACY_MOVER_LOCK = 727005
+/** The advisory lock tracked_events_create_month (migration 0015) makes a month under: one maker at a time. */
+export const MONTH_MAKER_LOCK = 727002
+
+/** The months of the next legacy batch that get a partition (within MONTHS_BACK_WITH_PARTITIONS and the months ahead). */
+async function batchMonths(sql: Sql | postgres.TransactionSql, now: Date, policy: PartitionPolicy): Promise<string[]> {
+  const rows = await sql`select distinct date_trunc('month', ts, 'UTC') as month from (
+      select ts from tracked_events_legacy order by id limit ${policy.moveBatch}) batch
+    where ts >= ${monthStart(now, -MONTHS_BACK_WITH_PARTITIONS)} and ts < ${monthStart(now, policy.ahead + 1)}`
+  return rows.map(({ month }) => dateOf(month as Date))
+}
 
 async function moveLegacyBatch(sql: Sql, now: Date, policy: PartitionPolicy): Promise<number> {
   const [legacy] = await sql`select to_regclass('tracked_events_legacy') is not null as present`
   if (!legacy!.present) return 0
-  const months = await sql`select distinct date_trunc('month', ts, 'UTC') as month from (
-      select ts from tracked_events_legacy order by id limit ${policy.moveBatch}) batch
-    where ts >= ${monthStart(now, -MONTHS_BACK_WITH_PARTITIONS)} and ts < ${monthStart(now, policy.ahead + 1)}`
-  for (const { month } of months) await createMonth(sql, dateOf(month as Date), policy.lockTimeoutMs)
+  // Months are made outside the move: making one locks tracked_events whole, which the move must not hold.
+  for (const month of await batchMonths(sql, now, policy)) await createMonth(sql, month, policy.lockTimeoutMs)
   return withLockTimeout(sql, policy.lockTimeoutMs, async (tx) => {
     // One mover at a time: a second aggregator's batch, waiting on this one's rows, would find them gone and take an
     // empty batch for an empty table.
     const [mover] = await tx`select pg_try_advisory_xact_lock(${LEGACY_MOVER_LOCK}) as mine`
     if (!mover!.mine) return 0
+    // The batch is read again under the lock: another mover may have moved the one whose months were made above,
+    // and this one's months may not exist. Its rows would land in the default partition, so it waits for the next
+    // round, which makes them first (the other mover moved a batch meanwhile, so the upgrade still advances).
+    // tracked_events held (row exclusive, as the insert takes it) keeps any month from being made or dropped between
+    // this check and the insert.
+    await tx`lock table tracked_events in row exclusive mode`
+    const made = new Set(await monthPartitions(tx))
+    if ((await batchMonths(tx, now, policy)).some((month) => !made.has(month))) return 0
     const moved = await tx`with batch as (
         delete from tracked_events_legacy where id in (select id from tracked_events_legacy order by id limit ${policy.moveBatch})
         returning id, product_id, event, ts, anonymous_id, users_id, email, phone, properties, received_at)

@@ -3,7 +3,7 @@
 // every one stays readable exactly once.
 import { describe, expect, test } from 'bun:test'
 import {
-  dropExpiredMonths, ensureMonthsAround, giveDefaultRowsTheirMonths, LEGACY_MOVER_LOCK, monthPartitions, moveLegacyEvents, type PartitionPolicy,
+  dropExpiredMonths, ensureMonthsAround, giveDefaultRowsTheirMonths, LEGACY_MOVER_LOCK, MONTH_MAKER_LOCK, monthPartitions, moveLegacyEvents, type PartitionPolicy,
 } from '../../shared/analytics/partitions'
 import { rollupUntilCurrent } from '../../shared/analytics/rollups'
 import { sql } from '../../shared/db/client'
@@ -76,6 +76,7 @@ describe('partitions', () => {
 
 describe('upgrading a deployment that has events', () => {
   const scratch = scratchDatabase('platform_upgrade')
+  const raced = scratchDatabase('platform_upgrade_race')
 
   test('events stay readable exactly once while they move in batches, captures go on meanwhile, and the legacy table goes at the end', async () => {
     const db = await scratch.open()
@@ -122,5 +123,48 @@ describe('upgrading a deployment that has events', () => {
     expect(spread!.in_default).toBe(old!.n)
     // The view reads the partitions alone now.
     expect((await db`select pg_get_viewdef('tracked_events_all') as v`)[0]!.v).not.toContain('legacy')
+  }, 60_000)
+
+  test('a mover whose batch another mover took meanwhile moves no batch whose months it has not made', async () => {
+    const db = await raced.open()
+    await migrate(db, { through: '0014_webhook_indexes.sql' })
+    const [product] = await db`with o as (insert into organizations (name) values ('o') returning id)
+      insert into products (organization_id, name) select id, 'p' from o returning id`
+    // Two batches of ten, each in a month of its own that has no partition yet.
+    await db`insert into tracked_events (product_id, event, ts, users_id)
+      select ${product!.id}, 'e', case when i <= 10 then timestamptz '2028-01-10' else timestamptz '2029-03-10' end, 'u'
+      from generate_series(1, 20) i`
+    await migrate(db)
+    const policy: PartitionPolicy = { ...POLICY, moveBatch: 10, lockTimeoutMs: 30_000 }
+    const now = new Date('2030-06-15T00:00:00Z')
+    // A mover to whom both months are older than the 36 kept in partitions: it makes no month and moves at once.
+    const otherNow = new Date('2080-06-15T00:00:00Z')
+    const inDefault = async () => (await db`select count(*)::int as n from tracked_events_default`)[0]!.n as number
+    // The first mover has read its batch (the first ten) and waits to make its month, behind the month makers' lock.
+    let first: Promise<number> | undefined
+    await db.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${MONTH_MAKER_LOCK})`
+      first = moveLegacyEvents(db, now, policy)
+      const waiting = async () => (await db`select count(*)::int as n from pg_locks
+        where locktype = 'advisory' and objid = ${MONTH_MAKER_LOCK} and not granted`)[0]!.n as number
+      for (let i = 0; (await waiting()) === 0; i++) {
+        expect(i).toBeLessThan(500)
+        await Bun.sleep(10)
+      }
+      // Meanwhile another mover takes that batch.
+      expect(await moveLegacyEvents(db, otherNow, policy)).toBe(10)
+    })
+    // The first makes the first batch's month (drawing those rows out of the default partition), then finds the
+    // second batch under the mover's lock, whose month nobody made: it leaves it for the next round.
+    const firstMoved = await first!
+    expect(await inDefault()).toBe(0)
+    expect(firstMoved).toBe(0)
+    expect((await db`select count(*)::int as n from tracked_events_legacy`)[0]!.n).toBe(10)
+    // The next round makes the month and moves the batch into it.
+    expect(await moveLegacyEvents(db, now, policy)).toBe(10)
+    expect(await moveLegacyEvents(db, now, policy)).toBe(0)
+    const parts = await db`select tableoid::regclass::text as part, count(*)::int as n from tracked_events group by 1 order by 1`
+    expect(parts.map((r) => ({ part: r.part, n: r.n }))).toEqual([{ part: 'tracked_events_p202801', n: 10 }, { part: 'tracked_events_p202903', n: 10 }])
+    expect((await db`select to_regclass('tracked_events_legacy') as t`)[0]!.t).toBeNull()
   }, 60_000)
 })
