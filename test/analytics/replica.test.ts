@@ -1,8 +1,9 @@
 // Analytics reads on a streaming replica, against a real hot standby of the test run's PostgreSQL started here on
 // loopback (./standby.ts): api workers with ANALYTICS_DATABASE_URL at it answer from it; with replay paused, a worker
 // whose bound the standby is within answers what it replayed and says so (`as_of`), one whose bound it is past reads
-// the primary; a read the standby cancels for a recovery conflict is read again on the primary; with the standby
-// stopped, analytics still answers from the primary.
+// the primary; a read the standby cancels for a recovery conflict is read again on the primary, also when the standby
+// then ends its session before the rollback is through; with the standby stopped, analytics still answers from the
+// primary.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { config } from '../../shared/config'
@@ -154,6 +155,41 @@ describe('analytics reads on a streaming replica', () => {
       expect([answer.server, answer.reason, (answer.value as unknown as { total: number }[])[0]!.total]).toEqual(['primary', 'conflict', 3])
       expect(seen).toEqual(['primary/conflict'])
       expect(Date.now() - started).toBeLessThan(5000) // cancelled, not slept out
+    } finally {
+      await replica.end({ timeout: 1 })
+      await sql.unsafe(`drop table if exists ${table}`)
+    }
+  })
+
+  test('a read whose session the standby ends after cancelling it, before its rollback is through, is read again on the primary', async () => {
+    const table = `analytics_replica_ended_${process.pid}`
+    await sql.unsafe(`create table ${table} (n int); insert into ${table} values (1), (2)`)
+    const replica = postgres(standby.url, { max: 1, onnotice: () => {} })
+    const seen: string[] = []
+    try {
+      await eventually(async () => (await standby.sql`select to_regclass(${table}) is not null as there`)[0]!.there, 5000, 'the table on the standby')
+      const read = analyticsReads({ primary: analyticsSql, replica, primaryWal: sql, maxLagMs: 60_000, observe: (server, reason) => seen.push(`${server}/${reason}`) })
+      const reading = read(async (tx) => {
+        const [session] = await tx`select pg_backend_pid() as pid, pg_is_in_recovery() as standby`
+        try {
+          return await tx.unsafe(`select (select sum(n)::int from ${table}) as total, pg_sleep(case when pg_is_in_recovery() then 10 else 0 end)::text`)
+        } catch (error) {
+          // Cancelled on the standby: its session ends before the rollback is sent, as when PostgreSQL escalates the
+          // cancel to a termination. The transaction then rejects with its closed connection, not the 40001.
+          if (session!.standby) {
+            await standby.sql`select pg_terminate_backend(${session!.pid})`
+            await eventually(async () => (await standby.sql`select count(*)::int as n from pg_stat_activity where pid = ${session!.pid}`)[0]!.n === 0, 5000, 'the session ended')
+          }
+          throw error
+        }
+      })
+      await eventually(async () => (await standby.sql`select count(*)::int as n from pg_stat_activity where query like '%pg_sleep(case%' and state = 'active' and pid <> pg_backend_pid()`)[0]!.n === 1, 5000, 'the read running on the standby')
+      const started = Date.now()
+      await sql.begin((tx) => tx.unsafe(`lock table ${table} in access exclusive mode`))
+      const answer = await reading
+      expect([answer.server, answer.reason, (answer.value as unknown as { total: number }[])[0]!.total]).toEqual(['primary', 'conflict', 3])
+      expect(seen).toEqual(['primary/conflict'])
+      expect(Date.now() - started).toBeLessThan(5000)
     } finally {
       await replica.end({ timeout: 1 })
       await sql.unsafe(`drop table if exists ${table}`)

@@ -70,8 +70,26 @@ const REPLICA_STATE = `
     pg_last_xact_replay_timestamp() as replayed_at,
     extract(epoch from clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000 as lag_ms`
 
-const isRecoveryConflict = (error: unknown) => RECOVERY_CONFLICTS.has(sqlStateOf(error))
+/**
+ * Whether a replica read failed for a recovery conflict. `error` is what the read's transaction rejected with; `first`
+ * the first error its own statements met, if any. They differ when the standby, having cancelled the read (40001),
+ * ends the session before the rollback is through (PostgreSQL escalates a conflict's cancel to a termination): the
+ * rollback fails, and postgres.js's `begin` rejects with that failure, CONNECTION_CLOSED (a 503 from the guarded pool),
+ * the 40001 only in `first`. Such a read is still a conflict, read again on the primary. A session ended (57P01,
+ * CONNECTION_CLOSED) with no conflict before it is the replica being unavailable, not a conflict.
+ * @example isRecoveryConflict(connectionClosed, serializationFailure) // true
+ */
+export const isRecoveryConflict = (error: unknown, first?: unknown) =>
+  RECOVERY_CONFLICTS.has(sqlStateOf(error)) || RECOVERY_CONFLICTS.has(sqlStateOf(first))
 const isUnavailable = (error: unknown) => error instanceof ApiError && error.code === 'unavailable'
+
+/** Answered by the replica. */
+interface Answered<T> {
+  value: T
+  asOf: Date
+  reason: 'fresh' | 'within_lag'
+  lagMs: number
+}
 
 /** Declined by the replica: the read goes to the primary for this reason. */
 class Declined {
@@ -93,26 +111,34 @@ export function analyticsReads(options: AnalyticsReadsOptions) {
     return { value, asOf, server: 'primary', reason }
   }
 
+  /** The read on the replica, in its transaction, unless the replica's state declines it. */
+  async function onReplica<T>(tx: Tx, run: (tx: Tx) => Promise<T>, lsn: string, asked: Date): Promise<Declined | Answered<T>> {
+    const [state] = (await tx.unsafe(REPLICA_STATE, [lsn])) as unknown as [{ standby: boolean; caught_up: boolean; replayed_at: Date | null; lag_ms: string | null }]
+    if (!state.standby) return new Declined('not_standby', null)
+    if (state.caught_up) return { value: await run(tx), asOf: asked, reason: 'fresh', lagMs: 0 }
+    const lagMs = state.lag_ms === null ? null : Math.max(0, Number(state.lag_ms))
+    if (lagMs === null || lagMs > maxLagMs) return new Declined('lagging', lagMs)
+    // Every write acknowledged before the last replayed commit's time was written to the WAL before that commit, so
+    // it is replayed too; the read's own statement, later in this transaction, sees at least as much.
+    const asOf = new Date(Math.min(state.replayed_at!.getTime(), asked.getTime()))
+    return { value: await run(tx), asOf, reason: 'within_lag', lagMs }
+  }
+
   return async function read<T>(run: (tx: Tx) => Promise<T>): Promise<AnalyticsRead<T>> {
     if (!replica) return onPrimary(run, 'no_replica', null)
     const asked = new Date()
     const [{ lsn }] = (await primaryWal.unsafe(PRIMARY_POSITION)) as unknown as [{ lsn: string }]
-    let outcome: Declined | { value: T; asOf: Date; reason: ReadReason; lagMs: number }
+    let onStandby: Promise<Declined | Answered<T>> | undefined
+    let outcome: Declined | Answered<T>
     try {
-      outcome = (await replica.begin(async (tx) => {
-        const [state] = (await tx.unsafe(REPLICA_STATE, [lsn])) as unknown as [{ standby: boolean; caught_up: boolean; replayed_at: Date | null; lag_ms: string | null }]
-        if (!state.standby) return new Declined('not_standby', null)
-        if (state.caught_up) return { value: await run(tx), asOf: asked, reason: 'fresh' as const, lagMs: 0 }
-        const lagMs = state.lag_ms === null ? null : Math.max(0, Number(state.lag_ms))
-        if (lagMs === null || lagMs > maxLagMs) return new Declined('lagging', lagMs)
-        // Every write acknowledged before the last replayed commit's time was written to the WAL before that commit, so
-        // it is replayed too; the read's own statement, later in this transaction, sees at least as much.
-        const asOf = new Date(Math.min(state.replayed_at!.getTime(), asked.getTime()))
-        return { value: await run(tx), asOf, reason: 'within_lag' as const, lagMs }
-      })) as typeof outcome
+      outcome = (await replica.begin((tx) => (onStandby = onReplica(tx, run, lsn, asked)))) as Declined | Answered<T>
     } catch (error) {
+      // The read's own first error, which a failed rollback replaces in begin's rejection. begin may reject (its
+      // connection closed) before the read has failed: it fails at once then, every statement of the transaction refused.
+      const first = await onStandby?.then(() => undefined, (readError: unknown) => readError)
+      // A conflict first: the failed rollback after it may have made it a 503 (unavailable) on the way out.
+      if (isRecoveryConflict(error, first)) return onPrimary(run, 'conflict', null)
       if (isUnavailable(error)) return onPrimary(run, 'unavailable', null)
-      if (isRecoveryConflict(error)) return onPrimary(run, 'conflict', null)
       throw error
     }
     if (outcome instanceof Declined) return onPrimary(run, outcome.reason, outcome.lagMs)
