@@ -20,7 +20,11 @@ beforeAll(async () => {
   process.on('unhandledRejection', onUnhandled)
   await cluster.start(3, 1)
   client = commandConnection('node-guard-test', cluster.url) as Cluster
-  await client.ping() // queued until the client has read the slot map and is ready
+  // Ready, with a connection up to every master, before the first command: a command's timeout (1 s) runs while it is
+  // queued, and a ping sent at once timed out while another file started its own cluster beside this one.
+  await new Promise((resolve) => client.once('ready', resolve))
+  await until(() => client.nodes('master').length === 3 && client.nodes('master').every((node) => node.status === 'ready'), 30_000)
+  await client.ping()
 }, 60_000)
 afterAll(async () => {
   client?.disconnect()
