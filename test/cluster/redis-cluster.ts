@@ -97,9 +97,15 @@ export class RedisCluster {
     throw new Error(`no node serves slot ${slot}`)
   }
 
-  /** Until every node names `port` as serving `slot` (a replica learns a change by gossip, a moment after its master). */
-  async untilServedBy(slot: number, port: number): Promise<void> {
-    for (const node of this.ports) await this.until(node, async () => (await this.ownerOf(slot, node)) === port)
+  /**
+   * Until every node but those in `except` names `port` as serving `slot` (a replica learns a change by gossip, a moment
+   * after its master). A node that answers nothing (silenced, or held by CLIENT PAUSE ALL) must be in `except`:
+   * redis-cli waits for it with no timeout, and `until`'s deadline is looked at only between answers.
+   */
+  async untilServedBy(slot: number, port: number, except: number[] = []): Promise<void> {
+    for (const node of this.ports) {
+      if (!except.includes(node)) await this.until(node, async () => (await this.ownerOf(slot, node)) === port)
+    }
   }
 
   /**
