@@ -340,31 +340,37 @@ start_redis() {
   else export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"; fi
 }
 
-# A second redis-server (127.0.0.1:26380, no persistence), for the half of scripts/test's first pass that runs beside
-# the other half: pub/sub channels and CLIENT KILL reach every database of a server, so the halves need a server each,
-# not an index each. Exports SECOND_REDIS_URL; one already set names an existing server instead. With REDIS_URL set
-# and SECOND_REDIS_URL not, none is started (SECOND_REDIS_URL stays empty): whoever gave a server gets no other.
+# Side redis-servers (no persistence) for the parts of scripts/test's first pass that run beside one another: pub/sub
+# channels and CLIENT KILL reach every database of a server, so the parts need a server each, not an index each. The
+# second (127.0.0.1:26380) serves the realtime half, the third (127.0.0.1:26381) the files run after the cluster pass.
+# Each exports its URL (SECOND_REDIS_URL, THIRD_REDIS_URL); one already set names an existing server instead. With
+# REDIS_URL set and the side one's not, none is started (it stays empty): whoever gave a server gets no other.
 # Below Linux's ephemeral range (32768 up): on 56380 a client connection's local port once held it at start-up, and the
 # run failed before any test (the older services' ports, 55432/56379/59000, are still inside it: docs/setup.md).
 SECOND_REDIS_PORT=26380
-second_redis_ready() { [[ $(redis-cli -h 127.0.0.1 -p "$SECOND_REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
-start_second_redis() {
-  local logfile=$LOG_DIR/redis-second.log pid
-  if [[ -n ${SECOND_REDIS_URL:-} ]]; then SERVICE_STATE[redis-second]=external; export SECOND_REDIS_URL; return 0; fi
-  if [[ ${SERVICE_STATE[redis]:-} == external ]]; then SECOND_REDIS_URL=''; return 0; fi
-  if pid=$(service_pid redis-second "redis-server 127.0.0.1:$SECOND_REDIS_PORT"); then
-    SERVICE_STATE[redis-second]=reused
-    log "second Redis: reusing pid $pid on 127.0.0.1:$SECOND_REDIS_PORT"
+THIRD_REDIS_PORT=26381
+redis_port_ready() { [[ $(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null) == PONG ]]; }
+
+# start_side_redis NAME TITLE PORT URL_VAR
+start_side_redis() {
+  local name=$1 title=$2 port=$3 var=$4 logfile=$LOG_DIR/$1.log pid
+  if [[ -n ${!var:-} ]]; then SERVICE_STATE[$name]=external; export "${var?}"; return 0; fi
+  if [[ ${SERVICE_STATE[redis]:-} == external ]]; then printf -v "$var" '%s' ''; return 0; fi
+  if pid=$(service_pid "$name" "redis-server 127.0.0.1:$port"); then
+    SERVICE_STATE[$name]=reused
+    log "$title: reusing pid $pid on 127.0.0.1:$port"
   else
-    require_free_port "$SECOND_REDIS_PORT" 'second Redis' SECOND_REDIS_URL "redis://127.0.0.1:6380"
-    log "second Redis: starting on 127.0.0.1:$SECOND_REDIS_PORT"
-    mkdir -p "$DATA_DIR/redis-second"
-    launch redis-second "$logfile" redis-server --bind 127.0.0.1 --port "$SECOND_REDIS_PORT" --dir "$DATA_DIR/redis-second" \
+    require_free_port "$port" "$title" "$var" "redis://127.0.0.1:6380"
+    log "$title: starting on 127.0.0.1:$port"
+    mkdir -p "$DATA_DIR/$name"
+    launch "$name" "$logfile" redis-server --bind 127.0.0.1 --port "$port" --dir "$DATA_DIR/$name" \
       --save '' --appendonly no --daemonize no
-    wait_until 'second Redis' "$(<"$RUN_DIR/redis-second.pid")" "$logfile" 20 second_redis_ready
+    wait_until "$title" "$(<"$RUN_DIR/$name.pid")" "$logfile" 20 redis_port_ready "$port"
   fi
-  export SECOND_REDIS_URL="redis://127.0.0.1:$SECOND_REDIS_PORT"
+  export "$var=redis://127.0.0.1:$port"
 }
+start_second_redis() { start_side_redis redis-second 'second Redis' "$SECOND_REDIS_PORT" SECOND_REDIS_URL; }
+start_third_redis() { start_side_redis redis-third 'third Redis' "$THIRD_REDIS_PORT" THIRD_REDIS_URL; }
 
 # ---------------------------------------------------------------------------------------------------------------
 # Redis Cluster (scripts/test's second pass): three masters, no replicas, no persistence. A node's port must be at most
