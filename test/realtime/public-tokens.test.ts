@@ -177,8 +177,11 @@ describe('tokens module', () => {
 
   test('a new key does not sign before it is 75 s old (2.5 of the verifiers\' 30 s re-reads): at 60 s an older key still signs, at 80 s the new one', async () => {
     const kid = randomUUID()
+    const older = randomUUID() // a mature key, whatever ran before: the youngest key signs when none is mature
     const kidOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid
-    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values (${kid}, ${sealSecret(kid, randomBytes(32))}, now() - interval '60 seconds')`
+    await sql`insert into realtime_signing_keys (kid, secret_sealed, created_at) values
+      (${older}, ${sealSecret(older, randomBytes(32))}, now() - interval '10 minutes'),
+      (${kid}, ${sealSecret(kid, randomBytes(32))}, now() - interval '60 seconds')`
     try {
       resetTokenKeyCache()
       expect(kidOf((await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })).token)).not.toBe(kid)
@@ -186,7 +189,7 @@ describe('tokens module', () => {
       resetTokenKeyCache()
       expect(kidOf((await signToken({ productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels })).token)).toBe(kid)
     } finally {
-      await sql`delete from realtime_signing_keys where kid = ${kid}`
+      await sql`delete from realtime_signing_keys where kid in (${kid}, ${older})`
       resetTokenKeyCache()
     }
   })
