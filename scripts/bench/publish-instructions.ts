@@ -3,7 +3,9 @@
 // (scripts/bench/centrifuge-peer) each drive the same bodies into it, and the instructions Redis executed are read per
 // publish for each. Wall-clock CPU on two shared cores moves 10-20 % between runs; instruction counts move well under
 // 1 %, so a change to the publish scripts is measured here, its throughput in publish-centrifuge.ts.
-// Usage: bun run scripts/bench/publish-instructions.ts [--publishes 2000] [--concurrency 8] [--channels 1]
+// Usage: bun run scripts/bench/publish-instructions.ts [--publishes 2000] [--concurrency 8] [--channels 1] [--functions N]
+// (--functions N: also the N Redis functions that cost most per publish, inclusive of what they call, from
+// callgrind_annotate: where the instructions go, e.g. Lua's interpreter, INFO, XADD, reading requests.)
 // Needs DATABASE_URL like the tests (REDIS_URL is ignored: the Redis measured is the benchmark's own); installs valgrind
 // and Go from Debian's packages. About a minute.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -16,6 +18,7 @@ const { values: args } = parseArgs({
     publishes: { type: 'string', default: '2000' },
     concurrency: { type: 'string', default: '8' },
     channels: { type: 'string', default: '1' },
+    functions: { type: 'string', default: '0' },
   },
 })
 const positive = (name: string, raw: string) => {
@@ -26,6 +29,7 @@ const positive = (name: string, raw: string) => {
 const PUBLISHES = positive('publishes', args.publishes!)
 const CONCURRENCY = positive('concurrency', args.concurrency!)
 const CHANNELS = positive('channels', args.channels!)
+const FUNCTIONS = args.functions === '0' ? 0 : positive('functions', args.functions!)
 const WARMUP = 300
 const HISTORY = { ttlSeconds: 300, size: 1000 }
 const ROOT = join(import.meta.dir, '..', '..')
@@ -53,11 +57,16 @@ async function redisCli(port: number, ...command: string[]): Promise<string> {
   return out
 }
 
+/** The newest callgrind dump's path: callgrind.out.<pid>.<n> for the n-th dump asked for (callgrind.out.<pid> itself is
+ * written only at exit). */
+function lastDump(): string {
+  const dumps = readdirSync(scratch).filter((f) => /^callgrind\.out\.\d+\.\d+$/.test(f)).sort((a, b) => Number(a.split('.').at(-1)) - Number(b.split('.').at(-1)))
+  return join(scratch, dumps.at(-1)!)
+}
+
 /** The instructions of the newest callgrind dump (its `totals:` line). */
 function lastDumpInstructions(): number {
-  // callgrind.out.<pid>.<n> for the n-th dump asked for; callgrind.out.<pid> itself is written only at exit
-  const dumps = readdirSync(scratch).filter((f) => /^callgrind\.out\.\d+\.\d+$/.test(f)).sort((a, b) => Number(a.split('.').at(-1)) - Number(b.split('.').at(-1)))
-  const text = readFileSync(join(scratch, dumps.at(-1)!), 'utf8')
+  const text = readFileSync(lastDump(), 'utf8')
   const totals = /^(?:totals|summary): (\d+)/m.exec(text)
   if (!totals) throw new Error('no totals in the callgrind dump')
   return Number(totals[1])
@@ -75,6 +84,17 @@ async function drive(url: string, headers: Record<string, string>, channels: str
     }
   }
   await Promise.all(Array.from({ length: CONCURRENCY }, client))
+}
+
+/** The FUNCTIONS costliest functions of a dump per publish, inclusive (callgrind_annotate --inclusive=yes). */
+async function printFunctions(dump: string) {
+  const proc = Bun.spawn(['callgrind_annotate', '--inclusive=yes', `--threshold=100`, dump], { stdout: 'pipe', stderr: 'ignore' })
+  const out = await new Response(proc.stdout).text()
+  await proc.exited
+  const rows = [...out.matchAll(/^\s*([\d,]+) \([^)]*\)\s+\S*:(\S+)/gm)].slice(0, FUNCTIONS)
+  for (const [, count, name] of rows) {
+    console.log(`      ${Math.round(Number(count!.replaceAll(',', '')) / PUBLISHES).toLocaleString('en-US').padStart(9)}  ${name}`)
+  }
 }
 
 async function main() {
@@ -140,6 +160,7 @@ async function main() {
     const calls = [...stats.matchAll(/^cmdstat_(\S+):calls=(\d+)/gm)].map(([, name, n]) => [name!, Number(n) / PUBLISHES] as const)
       .filter(([name, perPublish]) => perPublish >= 0.01 && name !== 'config').sort((a, b) => b[1] - a[1])
     console.log(`    per publish: ${calls.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(', ')}`)
+    if (FUNCTIONS) await printFunctions(lastDump())
   }
   console.log(`  ratio: ${(counted[0]! / counted[1]!).toFixed(2)}x Centrifuge's (the goal: at most 1.5x)`)
   await sql`delete from products where id = ${product.productId}`
