@@ -6,7 +6,7 @@ import { ApiError, badRequest } from '../errors'
 import { redis } from '../redis/client'
 import { orUnavailable, type RedisScript, redisScript } from '../redis-script'
 import { FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
-import { channelKeys, FAN_BUDGET_SLICES } from './keys'
+import { channelKeys, FAN_BUDGET_SLICES, publishKeys } from './keys'
 import FAN_BUDGET_LUA from './lua/fan-budget.lua' with { type: 'text' }
 import GENERATION_LUA from './lua/generation.lua' with { type: 'text' }
 import HISTORY_LUA from './lua/history.lua' with { type: 'text' }
@@ -205,12 +205,12 @@ export function publishCall(input: PublishInput): PublishCall {
   if ((input.data === undefined) === (input.ref === undefined)) throw badRequest('A publish carries exactly one of data or ref')
   const id = input.id ?? randomUUID()
   const stored = input.senderConnectionId === undefined && keepsHistory(input.policy)
-  const keys = channelKeys(input.productId, input.channel)
+  const { shard, keys } = publishKeys(input.productId, input.channel)
   const [field, payload] = input.data !== undefined ? ['d', input.data] : ['r', JSON.stringify(input.ref)]
   return {
     id,
-    shard: keys.shard,
-    keys: [keys.hist, keys.meta, keys.fan, keys.fanSeq, keys.fanBudget, keys.histBytes, keys.histExpiry],
+    shard,
+    keys,
     args: [
       stored ? input.policy.historySize : 0,
       stored ? input.policy.historyTtlSeconds * 1000 : 0,
