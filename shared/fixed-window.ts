@@ -1,7 +1,7 @@
 // Fixed-window counters in Redis, shared by every worker: request rate limits and the publish quota.
 import { ApiError } from './errors'
 import { describeError, log } from './log'
-import { redis } from './redis/client'
+import { redisScript } from './redis-script'
 
 export interface WindowCount {
   /** Hits counted in the current window, this one included. */
@@ -48,12 +48,20 @@ export function countLocally(limiter: string, key: string, expiresAt: number, no
 export async function hitWindow(prefix: string, windowSeconds: number, what: string, now = Date.now(), amount = 1): Promise<WindowCount> {
   const window = windowOf(prefix, windowSeconds, now)
   try {
-    const [[, counted]] = (await redis().multi().incrby(window.key, amount).expire(window.key, window.expireSeconds).exec()) as [[null, number], unknown]
+    const counted = await hitScript.runBare([window.key], [amount, window.expireSeconds])
     return { count: counted, retryAfter: window.retryAfter }
   } catch (error) {
     return { count: countWhileDown(what, window, error, now, amount), retryAfter: window.retryAfter }
   }
 }
+
+/**
+ * INCRBY, and EXPIRE at the window's first hit, as one command: atomic as a MULTI of the two, without its four
+ * commands and the client's transaction machinery (a sixth of a public worker's CPU per token issue).
+ */
+const hitScript = redisScript<number>('rate limits', `local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+if n == tonumber(ARGV[1]) then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return n`)
 
 /** Where one hit of a fixed window is counted: for callers that count it in a script of their own (same keys, same expiry). */
 export interface Window {

@@ -13,6 +13,8 @@ export interface RedisScript<Reply> {
   run(keys: readonly string[], args: Args): Promise<Reply>
   /** Runs it once per call, sent back to back on the one connection: one 503 (and one log) for the batch. */
   runEach(calls: readonly (readonly [keys: readonly string[], args: Args])[]): Promise<Reply[]>
+  /** Runs it once; a failure as Redis or the connection gave it, neither logged nor mapped (a caller with a fallback). */
+  runBare(keys: readonly string[], args: Args): Promise<Reply>
 }
 
 /**
@@ -36,6 +38,7 @@ export function redisScript<Reply>(service: string, ...parts: string[]): RedisSc
   return {
     run: (keys, args) => orUnavailable(service, () => once(keys, args)),
     runEach: (calls) => orUnavailable(service, () => Promise.all(calls.map(([keys, args]) => once(keys, args)))),
+    runBare: once,
   }
 }
 

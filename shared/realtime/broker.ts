@@ -4,9 +4,9 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../config'
 import { ApiError, badRequest } from '../errors'
 import { redis } from '../redis/client'
-import { orUnavailable, redisScript } from '../redis-script'
+import { orUnavailable, type RedisScript, redisScript } from '../redis-script'
 import { FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
-import { channelKeys, FAN_BUDGET_SLICES } from './keys'
+import { channelKeys, FAN_BUDGET_SLICES, publishKeys } from './keys'
 import FAN_BUDGET_LUA from './lua/fan-budget.lua' with { type: 'text' }
 import GENERATION_LUA from './lua/generation.lua' with { type: 'text' }
 import HISTORY_LUA from './lua/history.lua' with { type: 'text' }
@@ -127,10 +127,53 @@ type HistoryReply = [epoch: string, top: number, recovered: number, entries: Str
 /** publish.lua's reply: {offset, epoch} stored, {} not stored, {-1, budget, ms} refused over a byte budget. */
 export type PublishReply = [number, string] | [-1, string, number] | []
 
-/** publish.lua (publish_one) with the libraries it needs, in order, for a script to call (./publish-request.ts). */
-export const PUBLISH_LIBRARY_PARTS = [NOW_LUA, GENERATION_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA] as const
+/** How long an Idempotency-Key is remembered on a product: Centrifugo's idempotent result TTL. */
+export const IDEMPOTENCY_WINDOW_MS = 5 * 60_000
 
-const publishScript = redisScript<PublishReply>('realtime publish', ...PUBLISH_LIBRARY_PARTS, PUBLISH_ONE_LUA)
+/**
+ * The constants publish.lua and the scripts that call it read, by name: the budgets, and the overheads that are the
+ * same for every publish. Written into the script's source as literals rather than sent with each run (each argument
+ * costs Redis about 1 500 instructions, and the worker its encoding) or declared as locals (every function that reads
+ * one would capture it at each run): one script per set of budgets, which a deployment has one of.
+ */
+function publishConstants(budgets: PublishBudgets): Record<string, string> {
+  const whole = (name: string, value: number) => {
+    if (!Number.isSafeInteger(value) || value < 0) throw new Error(`publish budget ${name} must be a non-negative integer, got ${value}`)
+    return String(value)
+  }
+  return {
+    FAN_WINDOW: whole('fanoutRetentionMs', budgets.fanoutRetentionMs),
+    FAN_MAX: whole('fanoutMaxBytes', budgets.fanoutMaxBytes),
+    HIST_MAX: whole('historyMaxBytes', budgets.historyMaxBytes),
+    FAN_SLICES: String(FAN_BUDGET_SLICES),
+    FAN_ENTRY_OVERHEAD: String(FAN_ENTRY_OVERHEAD_BYTES),
+    HIST_ENTRY_OVERHEAD: String(HISTORY_ENTRY_OVERHEAD_BYTES),
+    HIST_CHANNEL_OVERHEAD: String(HISTORY_CHANNEL_OVERHEAD_BYTES),
+    IDEMPOTENCY_WINDOW: `'${IDEMPOTENCY_WINDOW_MS}'`, // a string: it is only handed to SET PX
+  }
+}
+
+/**
+ * A script that calls publish.lua's publish_one: the libraries it needs before `body`, with the constants for
+ * `budgets` written in; one per body and set of budgets, made once.
+ */
+export function publishingScript<Reply>(body: string): (budgets: PublishBudgets) => RedisScript<Reply> {
+  const made = new Map<string, RedisScript<Reply>>()
+  const parts = [NOW_LUA, GENERATION_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA, body]
+  return (budgets) => {
+    const key = `${budgets.fanoutRetentionMs}/${budgets.fanoutMaxBytes}/${budgets.historyMaxBytes}`
+    let script = made.get(key)
+    if (!script) {
+      const constants = publishConstants(budgets)
+      const pattern = new RegExp(`\\b(${Object.keys(constants).join('|')})\\b`, 'g')
+      script = redisScript<Reply>('realtime publish', ...parts.map((part) => part.replace(pattern, (name) => constants[name]!)))
+      made.set(key, script)
+    }
+    return script
+  }
+}
+
+const publishScript = publishingScript<PublishReply>(PUBLISH_ONE_LUA)
 const historyScript = redisScript<HistoryReply>('realtime history', NOW_LUA, GENERATION_LUA, HISTORY_LUA)
 const positionScript = redisScript<[string, number]>('realtime history', NOW_LUA, GENERATION_LUA, HISTORY_BUDGET_LUA, POSITION_LUA)
 
@@ -144,8 +187,8 @@ const epochCandidate = () => randomUUID().replaceAll('-', '').slice(0, 16)
  * @example await publish({ productId, channel: 'chat:1', policy, data: JSON.stringify({ text: 'hi' }) })
  */
 export async function publish(input: PublishInput, budgets: PublishBudgets = defaultBudgets()): Promise<PublishResult> {
-  const call = publishCall(input, budgets)
-  return publishResult(await publishScript.run(call.keys, call.args), call.id, budgets)
+  const call = publishCall(input)
+  return publishResult(await publishScript(budgets).run(call.keys, call.args), call.id, budgets)
 }
 
 /** One publish as publish.lua's publish_one takes it (for scripts that call it after checks of their own: ./publish-request.ts). */
@@ -157,17 +200,17 @@ export interface PublishCall {
   args: (string | number)[]
 }
 
-/** The KEYS and ARGV of publish.lua for `input`. */
-export function publishCall(input: PublishInput, budgets: PublishBudgets): PublishCall {
+/** The KEYS and ARGV of publish.lua for `input` (its budgets are the script's: publishingScript). */
+export function publishCall(input: PublishInput): PublishCall {
   if ((input.data === undefined) === (input.ref === undefined)) throw badRequest('A publish carries exactly one of data or ref')
   const id = input.id ?? randomUUID()
   const stored = input.senderConnectionId === undefined && keepsHistory(input.policy)
-  const keys = channelKeys(input.productId, input.channel)
+  const { shard, keys } = publishKeys(input.productId, input.channel)
   const [field, payload] = input.data !== undefined ? ['d', input.data] : ['r', JSON.stringify(input.ref)]
   return {
     id,
-    shard: keys.shard,
-    keys: [keys.hist, keys.meta, keys.fan, keys.fanSeq, keys.fanBudget, keys.histBytes, keys.histExpiry],
+    shard,
+    keys,
     args: [
       stored ? input.policy.historySize : 0,
       stored ? input.policy.historyTtlSeconds * 1000 : 0,
@@ -177,14 +220,7 @@ export function publishCall(input: PublishInput, budgets: PublishBudgets): Publi
       id,
       field,
       payload,
-      budgets.fanoutRetentionMs,
       input.senderConnectionId ?? '',
-      budgets.fanoutMaxBytes,
-      budgets.historyMaxBytes,
-      FAN_BUDGET_SLICES,
-      FAN_ENTRY_OVERHEAD_BYTES,
-      HISTORY_ENTRY_OVERHEAD_BYTES,
-      historyChannelBytes(input.channel),
     ],
   }
 }

@@ -128,6 +128,20 @@ export function productChannelIndex(productId: string, shard: number): ProductCh
   return { names: `rt:${tag}:chans:${productId}`, expiry: `rt:${tag}:chanx:${productId}`, subscriptions: `rt:${tag}:chann:${productId}` }
 }
 
+/**
+ * The keys one publish writes, in publish.lua's KEYS order (hist, meta, fan, fan sequence, fanb, histb, histx), and
+ * the channel's shard: channelKeys' names, without making the other fifteen on every publish.
+ */
+export function publishKeys(productId: string, channel: string): { shard: number; keys: string[] } {
+  const shard = shardOf(productId, channel)
+  const tag = shardTag(shard)
+  return {
+    shard,
+    keys: [`rt:${tag}:hist:${productId}:${channel}`, `rt:${tag}:meta:${productId}:${channel}`, `rt:${tag}:fan`, `rt:${tag}:fan:n`,
+      `rt:${tag}:fanb2:${productId}`, `rt:${tag}:histb:${productId}`, `rt:${tag}:histx:${productId}`],
+  }
+}
+
 /** All keys of one channel (and its shard's fan-out stream). */
 export function channelKeys(productId: string, channel: string, shard = shardOf(productId, channel)): ChannelKeys {
   const tag = shardTag(shard)

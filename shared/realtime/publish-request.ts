@@ -8,14 +8,13 @@
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors'
 import type { Window } from '../fixed-window'
-import { orUnavailable, redisScript } from '../redis-script'
+import { orUnavailable } from '../redis-script'
 import { redis } from '../redis/client'
-import { defaultBudgets, publishCall, type PublishCall, publishResult, PUBLISH_LIBRARY_PARTS, type PublishBudgets, type PublishInput, type PublishReply, type PublishResult } from './broker'
+import { defaultBudgets, IDEMPOTENCY_WINDOW_MS, publishCall, type PublishCall, publishingScript, publishResult, type PublishBudgets, type PublishInput, type PublishReply, type PublishResult } from './broker'
 import { idempotencyClaimKey, idempotencyMarkerKey } from './keys'
 import PUBLISH_REQUEST_LUA from './lua/publish-request.lua' with { type: 'text' }
 
-/** How long an Idempotency-Key is remembered on a product: Centrifugo's idempotent result TTL. */
-export const IDEMPOTENCY_WINDOW_MS = 5 * 60_000
+export { IDEMPOTENCY_WINDOW_MS }
 
 /** A counter the request is counted in: its window (shared/fixed-window.ts) and the most hits it allows. */
 export interface WindowLimit {
@@ -64,7 +63,7 @@ export const replayedWhole = (outcomes: readonly ChannelOutcome[]) => {
 type ChannelReply = [1 | 2, string, number?, string?] | [-1, string, number] | [-5, number]
 type Reply = [-2, number] | [-3] | [0 | 1, ...ChannelReply[]]
 
-const requestScript = redisScript<Reply>('realtime publish', ...PUBLISH_LIBRARY_PARTS, PUBLISH_REQUEST_LUA)
+const requestScript = publishingScript<Reply>(PUBLISH_REQUEST_LUA)
 
 /** Where the payload is among publish.lua's arguments (its A 8). */
 const PAYLOAD_ARG = 7
@@ -80,7 +79,7 @@ function requestCall(inputs: readonly PublishInput[], calls: readonly PublishCal
   const keys = [quota?.window.key ?? spare, keyed && options.claim ? idempotencyClaimKey(inputs[0]!.productId, keyed.keyHash) : spare, ip?.window.key ?? spare]
   const args: (string | number)[] = [
     inputs.length, ip?.limit ?? -1, ip?.window.expireSeconds ?? 0, quota?.limit ?? -1, quota?.window.expireSeconds ?? 0,
-    keyed?.fingerprint ?? '', IDEMPOTENCY_WINDOW_MS, keyed && options.claim ? 1 : 0, shared,
+    keyed?.fingerprint ?? '', keyed && options.claim ? 1 : 0, shared,
   ]
   calls.forEach((call, i) => {
     const input = inputs[i]!
@@ -112,8 +111,8 @@ function channelOutcome(reply: ChannelReply, input: PublishInput, budgets: Publi
 export async function publishInOneStep(inputs: readonly PublishInput[], options: {
   ip?: WindowLimit; quota: WindowLimit; keyed?: KeyedRequest
 }, budgets: PublishBudgets = defaultBudgets()): Promise<RequestOutcome> {
-  const [keys, args] = requestCall(inputs, inputs.map((input) => publishCall(input, budgets)), { ...options, claim: true })
-  const reply = await requestScript.run(keys, args)
+  const [keys, args] = requestCall(inputs, inputs.map((input) => publishCall(input)), { ...options, claim: true })
+  const reply = await requestScript(budgets).run(keys, args)
   if (Number(reply[0]) === -2) return { ipRefused: Number(reply[1]) }
   if (Number(reply[0]) === -3) return { conflict: true }
   const [, ...channels] = reply as [number, ...ChannelReply[]]
@@ -125,12 +124,12 @@ export async function publishInOneStep(inputs: readonly PublishInput[], options:
  * Redis they are still grouped by shard, which changes nothing). Outcomes in the order of `inputs`.
  */
 export async function publishPerShard(inputs: readonly PublishInput[], keyed?: KeyedRequest, budgets: PublishBudgets = defaultBudgets()): Promise<ChannelOutcome[]> {
-  const calls = inputs.map((input) => publishCall(input, budgets))
+  const calls = inputs.map((input) => publishCall(input))
   const byShard = new Map<number, number[]>()
   calls.forEach((call, i) => byShard.set(call.shard, [...(byShard.get(call.shard) ?? []), i]))
   const outcomes: ChannelOutcome[] = new Array(inputs.length)
   const groups = [...byShard.values()]
-  const replies = await requestScript.runEach(groups.map((group) => requestCall(group.map((i) => inputs[i]!), group.map((i) => calls[i]!), { keyed })))
+  const replies = await requestScript(budgets).runEach(groups.map((group) => requestCall(group.map((i) => inputs[i]!), group.map((i) => calls[i]!), { keyed })))
   groups.forEach((group, g) => {
     const [, ...channels] = replies[g] as [number, ...ChannelReply[]]
     group.forEach((i, k) => (outcomes[i] = channelOutcome(channels[k]!, inputs[i]!, budgets)))

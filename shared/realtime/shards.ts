@@ -4,8 +4,21 @@ import { config } from '../config'
 const MASK64 = (1n << 64n) - 1n
 const encoder = new TextEncoder()
 
-/** FNV-1a, 32-bit, over the UTF-8 bytes of `text` (Math.imul keeps it in plain numbers: ~10x faster than BigInt). */
+/**
+ * FNV-1a, 32-bit, over the UTF-8 bytes of `text` (Math.imul keeps it in plain numbers: ~10x faster than BigInt). ASCII
+ * text is hashed from its character codes, which are its UTF-8 bytes, without encoding it first.
+ */
 export function fnv1a32(text: string): number {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code >= 0x80) return fnv1a32Encoded(text)
+    hash = Math.imul(hash ^ code, 0x01000193)
+  }
+  return hash >>> 0
+}
+
+function fnv1a32Encoded(text: string): number {
   let hash = 0x811c9dc5
   for (const byte of encoder.encode(text)) hash = Math.imul(hash ^ byte, 0x01000193)
   return hash >>> 0
@@ -34,5 +47,21 @@ export function jumpHash(key: bigint, buckets: number): number {
  */
 export function shardOf(productId: string, channel: string, shards: number = config.realtime.shards): number {
   if (!Number.isInteger(shards) || shards < 1) throw new Error(`shard count must be a positive integer, got ${shards}`)
-  return jumpHash(BigInt(fnv1a32(`${productId}\0${channel}`)), shards)
+  const name = `${productId}\0${channel}`
+  const known = shards === config.realtime.shards ? recent.get(name) : undefined
+  if (known !== undefined) return known
+  const shard = jumpHash(BigInt(fnv1a32(name)), shards)
+  if (shards === config.realtime.shards) {
+    if (recent.size >= RECENT_MAX) recent.clear()
+    recent.set(name, shard)
+  }
+  return shard
 }
+
+/**
+ * The shards of the channels this process met lately (the deployment's shard count): jump hash's BigInt steps cost
+ * a publish more than a lookup. At most RECENT_MAX names (a few MB), dropped whole when full, so any number of channels
+ * costs a bounded amount of memory.
+ */
+const recent = new Map<string, number>()
+const RECENT_MAX = 20_000

@@ -18,9 +18,10 @@ end
 local function fan_open(key, window, slices, now)
   local slice = fan_slice(window, slices)
   local bucket = (now - now % slice) / slice
-  local got = redis.call('HMGET', key, '#', 'c', 'o', bucket)
-  local s = {key = key, window = window, slice = slice, bucket = bucket, mine = (got[4] or 0) + 0}
-  if got[2] and got[2] + 0 == bucket then
+  local field = int(bucket)
+  local got = redis.call('HMGET', key, '#', 'c', 'o', field)
+  local s = {key = key, window = window, slice = slice, bucket = bucket, field = field, mine = (got[4] or 0) + 0}
+  if got[2] == field then
     s.used, s.oldest, s.fresh = got[1] + 0, got[3] + 0, false
   else
     local used, oldest, stale = 0, bucket, {}
@@ -44,12 +45,12 @@ end
 local function fan_add(s, bytes)
   s.used, s.mine = s.used + bytes, s.mine + bytes
   if s.fresh then
-    redis.call('HSET', s.key, s.bucket, s.mine, '#', s.used, 'c', s.bucket, 'o', s.oldest)
+    redis.call('HSET', s.key, s.field, int(s.mine), '#', int(s.used), 'c', s.field, 'o', int(s.oldest))
     -- Once per slice: the key outlives the window plus a slice after this slice's last write.
     redis.call('PEXPIRE', s.key, s.window + 2 * s.slice)
     s.fresh = false
   else
-    redis.call('HSET', s.key, s.bucket, s.mine, '#', s.used)
+    redis.call('HSET', s.key, s.field, int(s.mine), '#', int(s.used))
   end
 end
 local function fan_used(key, window, slices, now)

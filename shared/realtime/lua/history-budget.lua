@@ -4,8 +4,8 @@
 -- - hist_open(histb, histx, channel, now) → state `s`: s.other = the product's bytes on the shard without this channel's
 -- - hist_exact(s) takes channels that expired off s.other (at most 100 per call); the sum may hold expired channels
 --   for a second, so a caller calls it before it refuses anything
--- - hist_commit(s, bytes, expires_at, ttl) stores the channel's bytes (nil: the channel has none) and when its keys
---   expire (nil: unchanged)
+-- - hist_commit(s, bytes, expires_at, ttl[, bytes_text]) stores the channel's bytes (nil: the channel has none) and when
+--   its keys expire (nil: unchanged)
 -- Per call: one HMGET, one HSET, one ZADD. Expired channels are looked for at most once a second (field `@`: when next;
 -- 0 while more are waiting), and the index's own expiry (field `x`) is moved only when it would come too soon.
 local function hist_sweep(s)
@@ -39,24 +39,29 @@ local function hist_exact(s)
   end
   return s.other
 end
-local function hist_commit(s, bytes, expires_at, ttl)
+-- `bytes_text`: int(bytes) when the caller has it already. `@` is written only when a sweep moved it.
+local function hist_commit(s, bytes, expires_at, ttl, bytes_text)
   -- Nothing to record where the product keeps no history on the shard yet (no index: no expiry known, nothing swept):
   -- writing one here would leave a key without an expiry.
   if not bytes and s.expires == 0 and not s.dirty then return end
-  local total = s.other + (bytes or 0)
+  local total = int(s.other + (bytes or 0))
   -- The product's index lives as long as its longest-lived channel on this shard: twice that, moved only when short.
   local extend = expires_at and bytes and s.expires < expires_at
-  if bytes and extend then
-    redis.call('HSET', s.histb, '#', total, '@', s.next_sweep, s.channel, bytes, 'x', s.now + 2 * ttl)
-  elseif bytes then
-    redis.call('HSET', s.histb, '#', total, '@', s.next_sweep, s.channel, bytes)
+  if bytes then
+    bytes_text = bytes_text or int(bytes)
+    if extend then
+      redis.call('HSET', s.histb, '#', total, '@', int(s.next_sweep), s.channel, bytes_text, 'x', int(s.now + 2 * ttl))
+    elseif s.swept then
+      redis.call('HSET', s.histb, '#', total, '@', int(s.next_sweep), s.channel, bytes_text)
+    else
+      redis.call('HSET', s.histb, '#', total, s.channel, bytes_text)
+    end
   else
-    redis.call('HSET', s.histb, '#', total, '@', s.next_sweep)
-  end
-  if not bytes then
+    redis.call('HSET', s.histb, '#', total, '@', int(s.next_sweep))
     redis.call('HDEL', s.histb, s.channel)
     redis.call('ZREM', s.histx, s.channel)
-  elseif expires_at then
+  end
+  if bytes and expires_at then
     -- A new member may recreate an index a sweep emptied (Redis deletes an empty set), without its expiry: give it one.
     if redis.call('ZADD', s.histx, expires_at, s.channel) == 1 and redis.call('PTTL', s.histx) == -1 then
       redis.call('PEXPIRE', s.histx, 2 * ttl)

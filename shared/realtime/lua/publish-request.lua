@@ -5,9 +5,9 @@
 --       hist, meta, fan, fan sequence, fanb, histb, histx (publish.lua's K), and the channel's idempotency marker.
 --       Keys a run does not use (no IP limit, no key) are given as any key of the same slot and never touched.
 -- ARGV: 1 channels, 2 IP limit (-1: not counted here), 3 its expiry (s), 4 quota limit (-1: not counted here), 5 its
---       expiry (s), 6 the request's fingerprint ('': no key), 7 how long a key is remembered (ms), 8 1 to claim the key
---       here (0: claimed before, a cluster's step), 9 the payload of every channel whose own (A 8) is '' (a broadcast
---       sends it once), then 16 per channel (publish.lua's A).
+--       expiry (s), 6 the request's fingerprint ('': no key), 7 1 to claim the key here (0: claimed before, a cluster's
+--       step), 8 the payload of every channel whose own (A 8) is '' (a broadcast sends it once), then 9 per channel
+--       (publish.lua's A). How long a key is remembered: IDEMPOTENCY_WINDOW (ms, a string), with the constants.
 -- Returns {-2, count} past the IP limit (nothing else counted or written); {-3} when the key's claim names another
 -- request (nothing counted but the IP limit); otherwise {0, results...}, per channel: {1, id, offset, epoch} or {1, id}
 -- published; {2, id, offset, epoch} or {2, id} published before by this request under this key (nothing done); {-1,
@@ -19,7 +19,7 @@
 if redis.replicate_commands then redis.replicate_commands() end
 local function count_in(key, expiry)
   local count = redis.call('INCR', key)
-  if count == 1 then redis.call('EXPIRE', key, tonumber(expiry)) end
+  if count == 1 then redis.call('EXPIRE', key, expiry) end
   return count
 end
 local channels = tonumber(ARGV[1])
@@ -27,14 +27,13 @@ if tonumber(ARGV[2]) >= 0 then
   local count = count_in(KEYS[3], ARGV[3])
   if count > tonumber(ARGV[2]) then return {-2, count} end
 end
-local window = tonumber(ARGV[7])
 local fingerprint = ARGV[6]
 local claimed = false
-if fingerprint ~= '' and ARGV[8] == '1' then
+if fingerprint ~= '' and ARGV[7] == '1' then
   local claim = redis.call('GET', KEYS[2])
   if claim and claim ~= fingerprint then return {-3} end
   if not claim then
-    redis.call('SET', KEYS[2], fingerprint, 'PX', window)
+    redis.call('SET', KEYS[2], fingerprint, 'PX', IDEMPOTENCY_WINDOW)
     claimed = true
   end
 end
@@ -42,10 +41,10 @@ local quota = tonumber(ARGV[4])
 local published = false
 local out = {0}
 for c = 0, channels - 1 do
-  local ko, ao = 3 + 8 * c, 9 + 16 * c -- this channel's KEYS and ARGV start after these
+  local ko, ao = 3 + 8 * c, 8 + 9 * c -- this channel's KEYS and ARGV start after these
   local id, marker_key = ARGV[ao + 6], KEYS[ko + 8]
   local payload = ARGV[ao + 8]
-  if payload == '' then payload = ARGV[9] end
+  if payload == '' then payload = ARGV[8] end
   local marker = fingerprint ~= '' and redis.call('GET', marker_key) or nil
   local result = nil
   if marker then
@@ -72,7 +71,7 @@ for c = 0, channels - 1 do
         if fingerprint ~= '' then
           local marked = fingerprint .. ' ' .. id
           if offset then marked = marked .. ' ' .. offset .. ' ' .. epoch end
-          redis.call('SET', marker_key, marked, 'PX', window)
+          redis.call('SET', marker_key, marked, 'PX', IDEMPOTENCY_WINDOW)
         end
       end
     end

@@ -1,19 +1,22 @@
 -- Library: publish_one(K, ko, A, ao, payload) publishes one message: history (when kept) and the shard's fan-out entry
--- in one atomic step (shared/realtime/broker.ts). Needs now.lua, generation.lua, fan-budget.lua and history-budget.lua
--- before it. Scripts call it with their KEYS and ARGV and where this channel's start in them (publish-one.lua: 0, 0;
--- publish-request.lua: one slice per channel), never copies: a table and a C call fewer per channel.
+-- in one atomic step (shared/realtime/broker.ts). Needs the constants written in (broker.ts publishConstants: FAN_WINDOW,
+-- FAN_MAX, HIST_MAX, FAN_SLICES, FAN_ENTRY_OVERHEAD, HIST_ENTRY_OVERHEAD, HIST_CHANNEL_OVERHEAD, IDEMPOTENCY_WINDOW),
+-- now.lua, generation.lua, fan-budget.lua and history-budget.lua before it. Scripts call it with their KEYS and ARGV and
+-- where this channel's start in them (publish-one.lua: 0, 0; publish-request.lua: one slice per channel), never
+-- copies: a table and a C call fewer per channel. The budgets and overheads are written into the script's source, one
+-- script per set of budgets, not sent with every publish: each argument costs Redis about 1 300 instructions.
 -- K[ko + ...]: 1 hist, 2 meta, 3 fan, 4 fan sequence, 5 product's fan-out budget (fanb), 6 product's history bytes
 --       (histb), 7 product's channel expiries (histx)
 -- A[ao + ...]: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
---       7 payload field ('d' or 'r'), 8 payload (unread: given as `payload`, which a broadcast sends once), 9 fan-out
---       retention ms, 10 sender connection id ('' = none), 11 fan-out budget bytes, 12 history budget bytes, 13 budget
---       slices, 14 fan entry overhead, 15 history entry overhead, 16 the channel's own history cost (historyChannelBytes)
+--       7 payload field ('d' or 'r'), 8 payload (unread: given as `payload`, which a broadcast sends once), 9 sender
+--       connection id ('' = none)
 -- Returns offset, epoch when stored; nil, nil when published without history; -1, 'fanout' | 'history', ms until it may
 -- fit when over a budget (then nothing was written but bookkeeping: expired history trimmed and accounted).
 -- Budgets (docs/realtime-data-plane.md, "Budgets"): both are checked before anything is appended, so a refused publish
 -- leaves the streams as they were; the fan-out stream is trimmed by age only, never by length.
 -- Work per publish (docs/performance.md, "Publish"): a stored publish runs eleven commands most of the time (one HMGET
--- and one HSET per hash, two XADDs, INCR, TIME, INFO) and three more when the keys' expiry is moved (two PEXPIREATs, a
+-- and one HSET per hash, two XADDs, INCR, TIME, INFO), writes only the fields that changed (o and b of the meta hash,
+-- the channel's bytes and the sum in histb), and three commands more when the keys' expiry is moved (two PEXPIREATs, a
 -- ZADD: once per eighth of the retention window); trims read entries once per batch, not once per publish: the history
 -- stream keeps up to historySize + historySize/8 entries and reads serve the newest historySize (history.lua), so
 -- entries are trimmed (and their bytes counted off) every historySize/8 + 1 offsets, in one batch.
@@ -37,24 +40,25 @@ end
 local function publish_one(K, ko, A, ao, payload)
   local hist_key, meta_key, fan_key, seq_key, fanb_key, histb_key, histx_key =
     K[ko + 1], K[ko + 2], K[ko + 3], K[ko + 4], K[ko + 5], K[ko + 6], K[ko + 7]
-  local size, ttl, product, channel, id, field, window, sender =
-    A[ao + 1] + 0, A[ao + 2] + 0, A[ao + 4], A[ao + 5], A[ao + 6], A[ao + 7], A[ao + 9] + 0, A[ao + 10]
+  local size, ttl, product, channel, id, field, sender =
+    A[ao + 1] + 0, A[ao + 2] + 0, A[ao + 4], A[ao + 5], A[ao + 6], A[ao + 7], A[ao + 9]
   local now = now_ms()
   local stored = size > 0 and ttl > 0
-  local fan_cost = #product + #channel + #id + #payload + #sender + A[ao + 14]
-  local fan_budget = fan_open(fanb_key, window, A[ao + 13] + 0, now)
-  if fan_budget.used + fan_cost > A[ao + 11] + 0 then return -1, 'fanout', fan_budget.wait end
-  local offset, epoch = nil, nil
+  local fan_cost = #product + #channel + #id + #payload + #sender + FAN_ENTRY_OVERHEAD
+  local fan_budget = fan_open(fanb_key, FAN_WINDOW, FAN_SLICES, now)
+  if fan_budget.used + fan_cost > FAN_MAX then return -1, 'fanout', fan_budget.wait end
+  local offset, epoch, offset_text = nil, nil, nil
   if stored then
-    local overhead = A[ao + 15] + 0
     -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream): its entries, and
-    -- from the start of its epoch the channel's own cost (ARGV 16); the product's total in histb.
+    -- from the start of its epoch the channel's own cost; the product's total in histb.
     local budget = hist_open(histb_key, histx_key, channel, now)
     local meta = redis.call('HMGET', meta_key, 'e', 'g', 'o', 'b', 'h', 'x')
     local gen = generation()
     epoch = meta[1]
     -- An epoch numbered by another master (a failover, a restart, a moved slot) is not continued: a new one starts.
     if epoch and not same_generation(meta[2], gen) then epoch = nil end
+    -- Fields written only when they change (a new epoch, a hash of before without g): e and g, with h and x.
+    local stamped = epoch and meta[2]
     local bytes, head, freed, below, expires = 0, now, 0, nil, 0
     offset = 0
     if epoch then
@@ -71,7 +75,7 @@ local function publish_one(K, ko, A, ao, payload)
         for i = 1, #batch do
           local t = batch[i][2][2] + 0
           if t >= cutoff then keep, head = batch[i][1], t break end
-          bytes = bytes - entry_bytes(batch[i], overhead)
+          bytes = bytes - entry_bytes(batch[i], HIST_ENTRY_OVERHEAD)
           -- A full batch of old entries: more may follow, no older than this one (ids grow with time).
           if i == 100 then head = t end
         end
@@ -81,26 +85,25 @@ local function publish_one(K, ko, A, ao, payload)
           redis.call('XTRIM', hist_key, 'MINID', keep)
         end
         if bytes < 0 then bytes = 0 end
-        redis.call('HSET', meta_key, 'b', bytes, 'h', head)
+        redis.call('HSET', meta_key, 'b', int(bytes), 'h', int(head))
       end
       -- Trim by size, in batches: every size/8 + 1 offsets, the entries this publish takes out of the newest `size`.
       if offset + 1 > size and (offset + 1) % ((size - size % 8) / 8 + 1) == 0 then
         below = offset + 1 - size
-        freed = bytes_through(hist_key, below, overhead)
+        freed = bytes_through(hist_key, below, HIST_ENTRY_OVERHEAD)
       end
     end
-    local hist_cost = #id + #payload + overhead
-    local max = A[ao + 12] + 0
-    -- What the channel costs after this publish: a new epoch starts with the channel's own cost.
-    local charged = (epoch and (bytes > freed and bytes - freed or 0) or A[ao + 16] + 0) + hist_cost
-    local fits = budget.other + charged <= max or hist_exact(budget) + charged <= max
+    local hist_cost = #id + #payload + HIST_ENTRY_OVERHEAD
+    -- What the channel costs after this publish: a new epoch starts with the channel's own cost (historyChannelBytes).
+    local charged = (epoch and (bytes > freed and bytes - freed or 0) or 4 * #channel + HIST_CHANNEL_OVERHEAD) + hist_cost
+    local fits = budget.other + charged <= HIST_MAX or hist_exact(budget) + charged <= HIST_MAX
     -- Also trim by size whenever the publish would not fit without it: a channel at a full budget must never wait for
     -- a batch its refused publishes cannot reach (the offset only moves when one is accepted).
     if not fits and epoch and not below and offset + 1 > size then
       below = offset + 1 - size
-      freed = bytes_through(hist_key, below, overhead)
+      freed = bytes_through(hist_key, below, HIST_ENTRY_OVERHEAD)
       charged = (bytes > freed and bytes - freed or 0) + hist_cost
-      fits = budget.other + charged <= max
+      fits = budget.other + charged <= HIST_MAX
     end
     if not fits then
       -- Refused: keep the bookkeeping of what was trimmed by age. It may fit once the product's first channel expires.
@@ -116,41 +119,56 @@ local function publish_one(K, ko, A, ao, payload)
       redis.call('XTRIM', hist_key, 'MINID', below .. '-1')
     end
     offset = offset + 1
+    offset_text = int(offset)
+    local charged_text = int(charged)
     -- A stream gone while its meta survives (evicted under maxmemory) comes back without an expiry: NOMKSTREAM finds
     -- that out for free, and the expiry is moved below as for a new epoch.
-    if not (expires > 0 and redis.call('XADD', hist_key, 'NOMKSTREAM', offset .. '-0', 't', now, 'i', id, field, payload)) then
+    if not (expires > 0 and redis.call('XADD', hist_key, 'NOMKSTREAM', offset_text .. '-0', 't', now_str(), 'i', id, field, payload)) then
       expires = 0
-      redis.call('XADD', hist_key, offset .. '-0', 't', now, 'i', id, field, payload)
+      redis.call('XADD', hist_key, offset_text .. '-0', 't', now_str(), 'i', id, field, payload)
     end
     -- The keys live at least the retention window after this publish, and not much longer. Their expiry is moved only
     -- when it is outside [now + window, now + window + window/8] (sooner: it would cut the window short; later: the
     -- namespace's retention was shortened), to the far end, so most publishes skip the two PEXPIREATs and the index's
     -- ZADD (field x: when they expire; histx scores the same time).
     local slack = (ttl - ttl % 8) / 8
-    if expires < now + ttl or expires > now + ttl + slack then
+    if not stamped or expires < now + ttl or expires > now + ttl + slack then
       expires = now + ttl + slack
-      redis.call('HSET', meta_key, 'e', epoch, 'o', offset, 'b', charged, 'g', gen, 'h', head, 'x', expires)
-      redis.call('PEXPIREAT', hist_key, expires)
-      redis.call('PEXPIREAT', meta_key, expires)
-      hist_commit(budget, charged, expires, expires - now)
+      local expires_text = int(expires)
+      redis.call('HSET', meta_key, 'e', epoch, 'o', offset_text, 'b', charged_text, 'g', gen, 'h', int(head), 'x', expires_text)
+      redis.call('PEXPIREAT', hist_key, expires_text)
+      redis.call('PEXPIREAT', meta_key, expires_text)
+      hist_commit(budget, charged, expires, expires - now, charged_text)
     else
-      redis.call('HSET', meta_key, 'e', epoch, 'o', offset, 'b', charged, 'g', gen, 'h', head)
-      hist_commit(budget, charged)
+      redis.call('HSET', meta_key, 'o', offset_text, 'b', charged_text)
+      hist_commit(budget, charged, nil, nil, charged_text)
     end
   end
-  -- Trimmed by age only: an entry stays at least the window, whatever other products append (never MAXLEN).
-  -- Numbered next to the XADD, so that no number is ever taken without its entry. One call per shape of entry, the
-  -- fields written out: building a table for it costs more than the XADD.
+  -- Trimmed by age only: an entry stays at least the window, whatever other products append (never MAXLEN), and only
+  -- every 16th entry of the shard (by its number): `~` trims whole stream nodes anyway, and the stream keeps at most
+  -- 16 entries more than the window. Numbered next to the XADD, so that no number is ever taken without its entry.
+  -- One call per shape of entry, the fields written out: building a table for it costs more than the XADD.
   local n = redis.call('INCR', seq_key)
-  local minid = now - window
-  if stored then
-    redis.call('XADD', fan_key, 'MINID', '~', minid, '*', 'channel', channel, 'product', product, 'id', id, 't', now,
-      'offset', offset, 'epoch', epoch, field, payload, 'n', n)
+  local at, number = now_str(), int(n)
+  if n % 16 == 0 then
+    local minid = int(now - FAN_WINDOW)
+    if stored then
+      redis.call('XADD', fan_key, 'MINID', '~', minid, '*', 'channel', channel, 'product', product, 'id', id, 't', at,
+        'offset', offset_text, 'epoch', epoch, field, payload, 'n', number)
+    elseif sender ~= '' then
+      redis.call('XADD', fan_key, 'MINID', '~', minid, '*', 'channel', channel, 'product', product, 'id', id, 't', at,
+        'sender', sender, field, payload, 'n', number)
+    else
+      redis.call('XADD', fan_key, 'MINID', '~', minid, '*', 'channel', channel, 'product', product, 'id', id, 't', at, field, payload, 'n', number)
+    end
+  elseif stored then
+    redis.call('XADD', fan_key, '*', 'channel', channel, 'product', product, 'id', id, 't', at,
+      'offset', offset_text, 'epoch', epoch, field, payload, 'n', number)
   elseif sender ~= '' then
-    redis.call('XADD', fan_key, 'MINID', '~', minid, '*', 'channel', channel, 'product', product, 'id', id, 't', now,
-      'sender', sender, field, payload, 'n', n)
+    redis.call('XADD', fan_key, '*', 'channel', channel, 'product', product, 'id', id, 't', at,
+      'sender', sender, field, payload, 'n', number)
   else
-    redis.call('XADD', fan_key, 'MINID', '~', minid, '*', 'channel', channel, 'product', product, 'id', id, 't', now, field, payload, 'n', n)
+    redis.call('XADD', fan_key, '*', 'channel', channel, 'product', product, 'id', id, 't', at, field, payload, 'n', number)
   end
   fan_add(fan_budget, fan_cost)
   return offset, epoch
