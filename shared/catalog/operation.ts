@@ -43,11 +43,17 @@ export interface Context {
 
 type In<S extends TSchema | undefined> = S extends TSchema ? Static<S> : undefined
 
+/**
+ * Invariant in every schema, declared rather than measured. P, Q and B are invariant in truth (each is both a schema
+ * handed out and the handler's input); R could be covariant, but measuring that means comparing TypeBox's `Static` of
+ * two marker types, seconds of type check per program (lists of operations compare them), and no operation is ever
+ * widened to another's response type.
+ */
 export interface Operation<
-  P extends TSchema | undefined = TSchema | undefined,
-  Q extends TSchema | undefined = TSchema | undefined,
-  B extends TSchema | undefined = TSchema | undefined,
-  R extends TSchema = TSchema,
+  in out P extends TSchema | undefined = TSchema | undefined,
+  in out Q extends TSchema | undefined = TSchema | undefined,
+  in out B extends TSchema | undefined = TSchema | undefined,
+  in out R extends TSchema = TSchema,
 > {
   /** Operation id and MCP tool name, `<area>_<resource>_<verb>`. */
   id: string
@@ -71,7 +77,12 @@ export interface Operation<
   query?: Q
   body?: B
   response: R
-  handler: (input: { params: In<P>; query: In<Q>; body: In<B> }, ctx: Context) => Promise<Static<R>>
+  /**
+   * Typed from the schemas and never the other way round: NoInfer keeps TypeScript from inferring P, Q, B or R back
+   * through TypeBox's `Static` (a conditional type some thirty branches deep), which cost the type check seconds per
+   * program and decided nothing, since every schema is given beside its handler.
+   */
+  handler: NoInfer<(input: { params: In<P>; query: In<Q>; body: In<B> }, ctx: Context) => Promise<Static<R>>>
 }
 
 export type AnyOperation = Operation<any, any, any, any>
