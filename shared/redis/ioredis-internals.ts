@@ -75,32 +75,47 @@ export const offlineQueueLength = (client: Redis | Cluster): number =>
 
 /**
  * Coalesces the writes `client` makes to its socket within one turn of the event loop into one: the commands' RESP
- * (strings, or Buffers in buffer mode) are kept here and written as one chunk on setImmediate. Relies on ioredis writing
- * commands with `stream.write(chunk)` on the socket it exposes as `stream` after 'connect', ignoring what write returns.
- * (Corking the socket instead left each command to the stream's own buffering, one entry and a callback per write:
- * about a tenth of a public worker's CPU under load.)
+ * (strings, or Buffers in buffer mode) are kept here and written as one chunk on setImmediate, or at once when the
+ * socket is ended first (ioredis' disconnect(true): on READONLY, by the guard), so what was sent before it still goes
+ * out. Relies on ioredis writing commands with `stream.write(chunk)` on the socket it exposes as `stream` after
+ * 'connect', ignoring what write returns, and closing it with `end()`. (Corking the socket instead left each command to
+ * the stream's own buffering, one entry and a callback per write: about a tenth of a public worker's CPU under load.)
  */
 export function coalesceWrites(client: Redis): void {
   client.on('connect', () => {
-    const stream = (client as unknown as { stream?: { write: (chunk: string | Buffer) => boolean; coalesced?: true } }).stream
+    type Socket = { write(chunk: string | Buffer): boolean; end(...args: unknown[]): unknown; destroy(error?: Error): void; destroyed: boolean; writableEnded: boolean; coalesced?: true }
+    const stream = (client as unknown as { stream?: Socket }).stream
     if (!stream || stream.coalesced) return
     stream.coalesced = true
     const write = stream.write.bind(stream)
+    const end = stream.end.bind(stream)
     let pending: (string | Buffer)[] = []
     let strings = true
     const flush = () => {
       const chunks = pending
+      const joinable = strings
       pending = []
-      if (chunks.length === 1) write(chunks[0]!)
-      else if (strings) write((chunks as string[]).join(''))
-      else write(Buffer.concat(chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk) : chunk))))
       strings = true
+      // A socket closed meanwhile: ioredis fails the commands it had in flight when the close is reported.
+      if (chunks.length === 0 || stream.destroyed || stream.writableEnded) return
+      try {
+        if (chunks.length === 1) write(chunks[0]!)
+        else if (joinable) write((chunks as string[]).join(''))
+        else write(Buffer.concat(chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk) : chunk))))
+      } catch (error) {
+        // A turn's commands too large to join, or a socket that refuses them: fail them now, not at their time-out.
+        stream.destroy(error instanceof Error ? error : new Error(String(error)))
+      }
     }
     stream.write = (chunk: string | Buffer) => {
       if (pending.length === 0) setImmediate(flush)
       if (typeof chunk !== 'string') strings = false
       pending.push(chunk)
       return true
+    }
+    stream.end = (...args: unknown[]) => {
+      flush()
+      return end(...args)
     }
   })
 }

@@ -68,6 +68,24 @@ describe.skipIf(needsOneRedis)('on a real Redis', () => {
     expect(await writesOf(true)).toBe(1)
   })
 
+  test('a command written in the same turn as the socket is ended (disconnect(true), as on READONLY) is still sent and answered once coalesced', async () => {
+    for (const coalesced of [false, true]) {
+      // As shared/redis/client.ts makes it: what was written before a close is not sent again after it.
+      const redis = client(new Redis(config.redisUrl, { lazyConnect: true, commandTimeout: 2000, maxRetriesPerRequest: 1, autoResendUnfulfilledCommands: false }))
+      if (coalesced) coalesceWrites(redis)
+      await redis.connect()
+      const key = `ioredis-internals:end:${crypto.randomUUID()}`
+      const started = Date.now()
+      const answer = redis.set(key, 'sent').then((reply) => reply, (error: Error) => `failed: ${error.message}`)
+      redis.disconnect(true)
+      expect(await answer).toBe('OK')
+      expect(Date.now() - started).toBeLessThan(1000) // answered, not left to its time-out
+      const reader = client(new Redis(config.redisUrl))
+      expect(await reader.get(key)).toBe('sent')
+      await reader.del(key)
+    }
+  })
+
   test('a command is traced (a context built, a wrapper promise) only while `ioredis:command` has a subscriber', async () => {
     traceOnlyWhenSubscribed()
     const redis = client(new Redis(config.redisUrl))
