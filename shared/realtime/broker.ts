@@ -97,7 +97,10 @@ export const LAST_N_MAX = 1000
  */
 export const HISTORY_CHANNEL_OVERHEAD_BYTES = 512
 
-/** What a channel with history costs the product's history budget before its first entry (the scripts take it as ARGV: one definition). */
+/**
+ * What a channel with history costs the product's history budget before its first entry. position.lua takes it as
+ * ARGV; publish.lua computes the same from HIST_CHANNEL_OVERHEAD (`4 * #channel`: Lua's length is the UTF-8 bytes).
+ */
 export const historyChannelBytes = (channel: string) => 4 * Buffer.byteLength(channel, 'utf8') + HISTORY_CHANNEL_OVERHEAD_BYTES
 
 /** What a fan-out entry costs beyond its product id, channel, message id, payload and sender. */
@@ -153,20 +156,31 @@ function publishConstants(budgets: PublishBudgets): Record<string, string> {
   }
 }
 
+/** `parts` joined as one script's source, each of publishConstants' names replaced by its value for `budgets`. */
+export function publishSource(parts: readonly string[], budgets: PublishBudgets): string {
+  const constants = publishConstants(budgets)
+  const pattern = new RegExp(`\\b(${Object.keys(constants).join('|')})\\b`, 'g')
+  return parts.map((part) => part.replace(pattern, (name) => constants[name]!)).join('\n')
+}
+
+/** The names publishSource replaces (a test checks none is left, and that each is used). */
+export const PUBLISH_CONSTANTS = Object.keys(publishConstants({ fanoutRetentionMs: 0, fanoutMaxBytes: 0, historyMaxBytes: 0 }))
+
+/** The libraries a script calling publish_one needs, in order, before its body. */
+export const PUBLISH_LIBRARY = [NOW_LUA, GENERATION_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA] as const
+
 /**
  * A script that calls publish.lua's publish_one: the libraries it needs before `body`, with the constants for
  * `budgets` written in; one per body and set of budgets, made once.
  */
 export function publishingScript<Reply>(body: string): (budgets: PublishBudgets) => RedisScript<Reply> {
   const made = new Map<string, RedisScript<Reply>>()
-  const parts = [NOW_LUA, GENERATION_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA, body]
+  const parts = [...PUBLISH_LIBRARY, body]
   return (budgets) => {
     const key = `${budgets.fanoutRetentionMs}/${budgets.fanoutMaxBytes}/${budgets.historyMaxBytes}`
     let script = made.get(key)
     if (!script) {
-      const constants = publishConstants(budgets)
-      const pattern = new RegExp(`\\b(${Object.keys(constants).join('|')})\\b`, 'g')
-      script = redisScript<Reply>('realtime publish', ...parts.map((part) => part.replace(pattern, (name) => constants[name]!)))
+      script = redisScript<Reply>('realtime publish', publishSource(parts, budgets))
       made.set(key, script)
     }
     return script

@@ -4,7 +4,7 @@
 -- now.lua, generation.lua, fan-budget.lua and history-budget.lua before it. Scripts call it with their KEYS and ARGV and
 -- where this channel's start in them (publish-one.lua: 0, 0; publish-request.lua: one slice per channel), never
 -- copies: a table and a C call fewer per channel. The budgets and overheads are written into the script's source, one
--- script per set of budgets, not sent with every publish: each argument costs Redis about 1 300 instructions.
+-- script per set of budgets, not sent with every publish: each argument costs Redis about 1 500 instructions.
 -- K[ko + ...]: 1 hist, 2 meta, 3 fan, 4 fan sequence, 5 product's fan-out budget (fanb), 6 product's history bytes
 --       (histb), 7 product's channel expiries (histx)
 -- A[ao + ...]: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
