@@ -87,6 +87,33 @@ const onServer = (counts: Record<string, number>, server: string) =>
 /** The product's events the standby has replayed. */
 const standbyCount = async () => Number((await standby.sql`select count(*)::int as n from tracked_events where product_id = ${owner.productId}`)[0]!.n)
 
+/**
+ * A read of a table of its own that sleeps on the standby (not on the primary) is cancelled there for a recovery
+ * conflict, by an exclusive lock taken on the primary and replayed: it must be read again on the primary, counted as a
+ * conflict, without sleeping out. `run` runs `query` (the sleeping read) in the transaction it is given.
+ */
+async function expectConflictReadOnPrimary(name: string, run: (tx: postgres.TransactionSql, query: string) => Promise<unknown>) {
+  const table = `analytics_replica_${name}_${process.pid}`
+  await sql.unsafe(`create table ${table} (n int); insert into ${table} values (1), (2)`)
+  const replica = postgres(standby.url, { max: 1, onnotice: () => {} })
+  const seen: string[] = []
+  try {
+    await eventually(async () => (await standby.sql`select to_regclass(${table}) is not null as there`)[0]!.there, 5000, 'the table on the standby')
+    const read = analyticsReads({ primary: analyticsSql, replica, primaryWal: sql, maxLagMs: 60_000, observe: (server, reason) => seen.push(`${server}/${reason}`) })
+    const reading = read((tx) => run(tx, `select (select sum(n)::int from ${table}) as total, pg_sleep(case when pg_is_in_recovery() then 10 else 0 end)::text`))
+    await eventually(async () => (await standby.sql`select count(*)::int as n from pg_stat_activity where query like '%pg_sleep(case%' and state = 'active' and pid <> pg_backend_pid()`)[0]!.n === 1, 5000, 'the read running on the standby')
+    const started = Date.now()
+    await sql.begin((tx) => tx.unsafe(`lock table ${table} in access exclusive mode`))
+    const answer = await reading
+    expect([answer.server, answer.reason, (answer.value as unknown as { total: number }[])[0]!.total]).toEqual(['primary', 'conflict', 3])
+    expect(seen).toEqual(['primary/conflict'])
+    expect(Date.now() - started).toBeLessThan(5000) // cancelled, not slept out
+  } finally {
+    await replica.end({ timeout: 1 })
+    await sql.unsafe(`drop table if exists ${table}`)
+  }
+}
+
 describe('analytics reads on a streaming replica', () => {
   test('a worker with ANALYTICS_DATABASE_URL at the standby answers metric queries and funnels from it', async () => {
     await capture([{ event: 'signup', users_id: 'u1' }, { event: 'signup', users_id: 'u2' }, { event: 'signup', users_id: 'u3' }])
@@ -138,62 +165,24 @@ describe('analytics reads on a streaming replica', () => {
   })
 
   test('a read the standby cancels for a recovery conflict (SQLSTATE 40001) is read again on the primary', async () => {
-    const table = `analytics_replica_probe_${process.pid}`
-    await sql.unsafe(`create table ${table} (n int); insert into ${table} values (1), (2)`)
-    const replica = postgres(standby.url, { max: 1, onnotice: () => {} })
-    const seen: string[] = []
-    try {
-      await eventually(async () => (await standby.sql`select to_regclass(${table}) is not null as there`)[0]!.there, 5000, 'the table on the standby')
-      const read = analyticsReads({ primary: analyticsSql, replica, primaryWal: sql, maxLagMs: 60_000, observe: (server, reason) => seen.push(`${server}/${reason}`) })
-      // On the standby the read sleeps holding its lock on the table; on the primary it does not sleep.
-      const reading = read((tx) => tx.unsafe(`select (select sum(n)::int from ${table}) as total, pg_sleep(case when pg_is_in_recovery() then 10 else 0 end)::text`))
-      await eventually(async () => (await standby.sql`select count(*)::int as n from pg_stat_activity where query like '%pg_sleep(case%' and state = 'active' and pid <> pg_backend_pid()`)[0]!.n === 1, 5000, 'the read running on the standby')
-      // An exclusive lock on the primary is replayed on the standby, which must take it from the read: it cancels it.
-      const started = Date.now()
-      await sql.begin((tx) => tx.unsafe(`lock table ${table} in access exclusive mode`))
-      const answer = await reading
-      expect([answer.server, answer.reason, (answer.value as unknown as { total: number }[])[0]!.total]).toEqual(['primary', 'conflict', 3])
-      expect(seen).toEqual(['primary/conflict'])
-      expect(Date.now() - started).toBeLessThan(5000) // cancelled, not slept out
-    } finally {
-      await replica.end({ timeout: 1 })
-      await sql.unsafe(`drop table if exists ${table}`)
-    }
+    await expectConflictReadOnPrimary('probe', (tx, query) => tx.unsafe(query))
   })
 
   test('a read whose session the standby ends after cancelling it, before its rollback is through, is read again on the primary', async () => {
-    const table = `analytics_replica_ended_${process.pid}`
-    await sql.unsafe(`create table ${table} (n int); insert into ${table} values (1), (2)`)
-    const replica = postgres(standby.url, { max: 1, onnotice: () => {} })
-    const seen: string[] = []
-    try {
-      await eventually(async () => (await standby.sql`select to_regclass(${table}) is not null as there`)[0]!.there, 5000, 'the table on the standby')
-      const read = analyticsReads({ primary: analyticsSql, replica, primaryWal: sql, maxLagMs: 60_000, observe: (server, reason) => seen.push(`${server}/${reason}`) })
-      const reading = read(async (tx) => {
-        const [session] = await tx`select pg_backend_pid() as pid, pg_is_in_recovery() as standby`
-        try {
-          return await tx.unsafe(`select (select sum(n)::int from ${table}) as total, pg_sleep(case when pg_is_in_recovery() then 10 else 0 end)::text`)
-        } catch (error) {
-          // Cancelled on the standby: its session ends before the rollback is sent, as when PostgreSQL escalates the
-          // cancel to a termination. The transaction then rejects with its closed connection, not the 40001.
-          if (session!.standby) {
-            await standby.sql`select pg_terminate_backend(${session!.pid})`
-            await eventually(async () => (await standby.sql`select count(*)::int as n from pg_stat_activity where pid = ${session!.pid}`)[0]!.n === 0, 5000, 'the session ended')
-          }
-          throw error
+    await expectConflictReadOnPrimary('ended', async (tx, query) => {
+      const [session] = await tx`select pg_backend_pid() as pid, pg_is_in_recovery() as standby`
+      try {
+        return await tx.unsafe(query)
+      } catch (error) {
+        // Cancelled on the standby: its session ends before the rollback is sent, as when PostgreSQL escalates the
+        // cancel to a termination. The transaction then rejects with its closed connection, not the 40001.
+        if (session!.standby) {
+          await standby.sql`select pg_terminate_backend(${session!.pid})`
+          await eventually(async () => (await standby.sql`select count(*)::int as n from pg_stat_activity where pid = ${session!.pid}`)[0]!.n === 0, 5000, 'the session ended')
         }
-      })
-      await eventually(async () => (await standby.sql`select count(*)::int as n from pg_stat_activity where query like '%pg_sleep(case%' and state = 'active' and pid <> pg_backend_pid()`)[0]!.n === 1, 5000, 'the read running on the standby')
-      const started = Date.now()
-      await sql.begin((tx) => tx.unsafe(`lock table ${table} in access exclusive mode`))
-      const answer = await reading
-      expect([answer.server, answer.reason, (answer.value as unknown as { total: number }[])[0]!.total]).toEqual(['primary', 'conflict', 3])
-      expect(seen).toEqual(['primary/conflict'])
-      expect(Date.now() - started).toBeLessThan(5000)
-    } finally {
-      await replica.end({ timeout: 1 })
-      await sql.unsafe(`drop table if exists ${table}`)
-    }
+        throw error
+      }
+    })
   })
 
   test('with the standby stopped, analytics answers from the primary, at once once the breaker is open', async () => {
