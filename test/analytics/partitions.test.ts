@@ -74,24 +74,30 @@ describe('partitions', () => {
   })
 })
 
+/** A scratch database as a deployment before partitions (migrated through 0014), with one organization's product. */
+async function beforePartitions(scratch: ReturnType<typeof scratchDatabase>) {
+  const db = await scratch.open()
+  await migrate(db, { through: '0014_webhook_indexes.sql' })
+  const [product] = await db`with o as (insert into organizations (name) values ('o') returning id)
+    insert into products (organization_id, name) select id, 'p' from o returning id`
+  return { db, product: product! }
+}
+
 describe('upgrading a deployment that has events', () => {
   const scratch = scratchDatabase('platform_upgrade')
   const raced = scratchDatabase('platform_upgrade_race')
 
   test('events stay readable exactly once while they move in batches, captures go on meanwhile, and the legacy table goes at the end', async () => {
-    const db = await scratch.open()
-    await migrate(db, { through: '0014_webhook_indexes.sql' })
-    const [product] = await db`with o as (insert into organizations (name) values ('o') returning id)
-      insert into products (organization_id, name) select id, 'p' from o returning id`
+    const { db, product } = await beforePartitions(scratch)
     // 1 000 events over three years, as a deployment before partitions stored them.
     await db`insert into tracked_events (product_id, event, ts, users_id)
-      select ${product!.id}, 'e' || (i % 3), timestamptz '2024-01-01' + i * interval '1 day 2 hours', 'u' || (i % 50)
+      select ${product.id}, 'e' || (i % 3), timestamptz '2024-01-01' + i * interval '1 day 2 hours', 'u' || (i % 50)
       from generate_series(1, 1000) i`
     const totals = async () => (await db`select count(*)::int as n, sum(id)::bigint as ids from tracked_events_all`)[0]!
     await migrate(db)
     expect(await totals()).toEqual({ n: 1000, ids: String(500500) })
     // Capture during the upgrade lands in the partitions with ids after the legacy ones.
-    await db`insert into tracked_events (product_id, event, ts, users_id) values (${product!.id}, 'new', now(), 'u')`
+    await db`insert into tracked_events (product_id, event, ts, users_id) values (${product.id}, 'new', now(), 'u')`
     const [fresh] = await db`select id from tracked_events where event = 'new'`
     expect(Number(fresh!.id)).toBe(1001)
     const now = new Date()
@@ -126,13 +132,10 @@ describe('upgrading a deployment that has events', () => {
   }, 60_000)
 
   test('a mover whose batch another mover took meanwhile moves no batch whose months it has not made', async () => {
-    const db = await raced.open()
-    await migrate(db, { through: '0014_webhook_indexes.sql' })
-    const [product] = await db`with o as (insert into organizations (name) values ('o') returning id)
-      insert into products (organization_id, name) select id, 'p' from o returning id`
+    const { db, product } = await beforePartitions(raced)
     // Two batches of ten, each in a month of its own that has no partition yet.
     await db`insert into tracked_events (product_id, event, ts, users_id)
-      select ${product!.id}, 'e', case when i <= 10 then timestamptz '2028-01-10' else timestamptz '2029-03-10' end, 'u'
+      select ${product.id}, 'e', case when i <= 10 then timestamptz '2028-01-10' else timestamptz '2029-03-10' end, 'u'
       from generate_series(1, 20) i`
     await migrate(db)
     const policy: PartitionPolicy = { ...POLICY, moveBatch: 10, lockTimeoutMs: 30_000 }
