@@ -130,14 +130,16 @@ export function productChannelIndex(productId: string, shard: number): ProductCh
 
 /**
  * The keys one publish writes, in publish.lua's KEYS order (hist, meta, fan, fan sequence, fanb, histb, histx), and
- * the channel's shard: channelKeys' names, without making the other fifteen on every publish.
+ * the channel's shard: the names channelKeys gives them, made here alone so a publish does not make the other fifteen.
  */
-export function publishKeys(productId: string, channel: string): { shard: number; keys: string[] } {
-  const shard = shardOf(productId, channel)
+export function publishKeys(productId: string, channel: string, shard = shardOf(productId, channel)): {
+  shard: number
+  keys: [hist: string, meta: string, fan: string, fanSeq: string, fanBudget: string, histBytes: string, histExpiry: string]
+} {
   const tag = shardTag(shard)
   return {
     shard,
-    keys: [`rt:${tag}:hist:${productId}:${channel}`, `rt:${tag}:meta:${productId}:${channel}`, `rt:${tag}:fan`, `rt:${tag}:fan:n`,
+    keys: [`rt:${tag}:hist:${productId}:${channel}`, `rt:${tag}:meta:${productId}:${channel}`, fanKey(shard), fanSeqKey(shard),
       `rt:${tag}:fanb2:${productId}`, `rt:${tag}:histb:${productId}`, `rt:${tag}:histx:${productId}`],
   }
 }
@@ -146,12 +148,13 @@ export function publishKeys(productId: string, channel: string): { shard: number
 export function channelKeys(productId: string, channel: string, shard = shardOf(productId, channel)): ChannelKeys {
   const tag = shardTag(shard)
   const name = `${productId}:${channel}`
+  const [hist, meta, fan, fanSeq, fanBudget, histBytes, histExpiry] = publishKeys(productId, channel, shard).keys
   return {
     shard,
-    fan: fanKey(shard),
-    fanSeq: fanSeqKey(shard),
-    hist: `rt:${tag}:hist:${name}`,
-    meta: `rt:${tag}:meta:${name}`,
+    fan,
+    fanSeq,
+    hist,
+    meta,
     pres: `rt:${tag}:presi:${name}`,
     presCount: `rt:${tag}:presn:${name}`,
     presExp: `rt:${tag}:presx:${name}`,
@@ -166,9 +169,9 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
     hookDropped: `rt:${tag}:hookd:${productId}`,
     hooks: hooksKey(shard),
     hooksDue: hooksDueKey(shard),
-    fanBudget: `rt:${tag}:fanb2:${productId}`,
-    histBytes: `rt:${tag}:histb:${productId}`,
-    histExpiry: `rt:${tag}:histx:${productId}`,
+    fanBudget,
+    histBytes,
+    histExpiry,
   }
 }
 

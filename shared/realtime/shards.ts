@@ -48,10 +48,10 @@ export function jumpHash(key: bigint, buckets: number): number {
 export function shardOf(productId: string, channel: string, shards: number = config.realtime.shards): number {
   if (!Number.isInteger(shards) || shards < 1) throw new Error(`shard count must be a positive integer, got ${shards}`)
   const name = `${productId}\0${channel}`
-  const known = shards === config.realtime.shards ? recent.get(name) : undefined
-  if (known !== undefined) return known
-  const shard = jumpHash(BigInt(fnv1a32(name)), shards)
-  if (shards === config.realtime.shards) {
+  if (shards !== config.realtime.shards) return jumpHash(BigInt(fnv1a32(name)), shards)
+  let shard = recent.get(name)
+  if (shard === undefined) {
+    shard = jumpHash(BigInt(fnv1a32(name)), shards)
     if (recent.size >= RECENT_MAX) recent.clear()
     recent.set(name, shard)
   }
