@@ -1,6 +1,7 @@
 // Fixed-window counters in Redis, shared by every worker: request rate limits and the publish quota.
 import { ApiError } from './errors'
 import { describeError, log } from './log'
+import FIXED_WINDOW_LUA from './fixed-window.lua' with { type: 'text' }
 import { redisScript } from './redis-script'
 
 export interface WindowCount {
@@ -56,12 +57,11 @@ export async function hitWindow(prefix: string, windowSeconds: number, what: str
 }
 
 /**
- * INCRBY, and EXPIRE at the window's first hit, as one command: atomic as a MULTI of the two, without its four
- * commands and the client's transaction machinery (a sixth of a public worker's CPU per token issue).
+ * INCRBY, and EXPIRE at the window's first hit, as one command (./fixed-window.lua, which the publish script counts
+ * with too): atomic as a MULTI of the two, without its four commands and the client's transaction machinery (a sixth
+ * of a public worker's CPU per token issue).
  */
-const hitScript = redisScript<number>('rate limits', `local n = redis.call('INCRBY', KEYS[1], ARGV[1])
-if n == tonumber(ARGV[1]) then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-return n`)
+const hitScript = redisScript<number>('rate limits', FIXED_WINDOW_LUA, 'return count_in(KEYS[1], ARGV[1] + 0, ARGV[2])')
 
 /** Where one hit of a fixed window is counted: for callers that count it in a script of their own (same keys, same expiry). */
 export interface Window {

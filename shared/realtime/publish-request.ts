@@ -12,6 +12,7 @@ import { orUnavailable } from '../redis-script'
 import { redis } from '../redis/client'
 import { defaultBudgets, IDEMPOTENCY_WINDOW_MS, publishCall, type PublishCall, publishingScript, publishResult, type PublishBudgets, type PublishInput, type PublishReply, type PublishResult } from './broker'
 import { idempotencyClaimKey, idempotencyMarkerKey } from './keys'
+import FIXED_WINDOW_LUA from '../fixed-window.lua' with { type: 'text' }
 import PUBLISH_REQUEST_LUA from './lua/publish-request.lua' with { type: 'text' }
 
 export { IDEMPOTENCY_WINDOW_MS }
@@ -63,7 +64,10 @@ export const replayedWhole = (outcomes: readonly ChannelOutcome[]) => {
 type ChannelReply = [1 | 2, string, number?, string?] | [-1, string, number] | [-5, number]
 type Reply = [-2, number] | [-3] | [0 | 1, ...ChannelReply[]]
 
-const requestScript = publishingScript<Reply>(PUBLISH_REQUEST_LUA)
+/** The request script's body: the window counters' library, then the script itself. */
+export const PUBLISH_REQUEST_BODY = `${FIXED_WINDOW_LUA}\n${PUBLISH_REQUEST_LUA}`
+
+const requestScript = publishingScript<Reply>(PUBLISH_REQUEST_BODY)
 
 /** Where the payload is among publish.lua's arguments (its A 8). */
 const PAYLOAD_ARG = 7

@@ -1,6 +1,6 @@
 -- One publish request, to one channel or a broadcast to several, in one atomic step (shared/realtime/publish-request.ts):
 -- the request's IP limit, its idempotency key's claim, then per channel the key's marker, the product's publish quota
--- and publish_one (publish.lua, which comes before it with its libraries).
+-- and publish_one (publish.lua, which comes before it with its libraries, as count_in does: shared/fixed-window.lua).
 -- KEYS: 1 the quota's window counter, 2 the idempotency claim, 3 the IP limit's window counter; then 8 per channel:
 --       hist, meta, fan, fan sequence, fanb, histb, histx (publish.lua's K), and the channel's idempotency marker.
 --       Keys a run does not use (no IP limit, no key) are given as any key of the same slot and never touched.
@@ -17,14 +17,9 @@
 -- request tries, refused or not, but a repeat answered from its marker. A claim made here is taken back when nothing
 -- was published, so an idempotency key costs memory only beside a publication.
 if redis.replicate_commands then redis.replicate_commands() end
-local function count_in(key, expiry)
-  local count = redis.call('INCR', key)
-  if count == 1 then redis.call('EXPIRE', key, expiry) end
-  return count
-end
 local channels = tonumber(ARGV[1])
 if tonumber(ARGV[2]) >= 0 then
-  local count = count_in(KEYS[3], ARGV[3])
+  local count = count_in(KEYS[3], 1, ARGV[3])
   if count > tonumber(ARGV[2]) then return {-2, count} end
 end
 local fingerprint = ARGV[6]
@@ -60,7 +55,7 @@ for c = 0, channels - 1 do
     out[#out + 1] = result
     published = true
   else
-    local count = quota >= 0 and count_in(KEYS[1], ARGV[5]) or 0
+    local count = quota >= 0 and count_in(KEYS[1], 1, ARGV[5]) or 0
     if quota >= 0 and count > quota then out[#out + 1] = {-5, count}
     else
       local offset, epoch, wait = publish_one(KEYS, ko, ARGV, ao, payload)
