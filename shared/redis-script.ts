@@ -1,7 +1,10 @@
 // Runs the platform's Lua scripts on the shared command connection, the one way every Redis script is called: EVALSHA by
 // the script's SHA-1, the source sent once more when Redis has lost it (NOSCRIPT: restarted, failed over, SCRIPT FLUSH),
 // and a Redis that cannot run it answered with the platform's 503. The scripts live in `.lua` files beside their users.
+// The hottest (the publish) runs as a Redis Function instead (redisFunction): its libraries are defined once per
+// Redis, not at every run.
 import { createHash } from 'node:crypto'
+import { Cluster } from 'ioredis'
 import { ApiError, logUnlessOutage, unavailable } from './errors'
 import { redis } from './redis/client'
 
@@ -40,6 +43,53 @@ export function redisScript<Reply>(service: string, ...parts: string[]): RedisSc
     runEach: (calls) => orUnavailable(service, () => Promise.all(calls.map(([keys, args]) => once(keys, args)))),
     runBare: once,
   }
+}
+
+/**
+ * A script run as a Redis Function (FUNCTION LOAD once, FCALL per run), for scripts whose libraries cost more to define
+ * than their work: EVAL defines every `local function` of a script at each run (about 20 000 instructions for the
+ * publish's), a function library once, when loaded. `parts` as for redisScript: the libraries first, loaded once; the
+ * last part is the body, run at each call with KEYS and ARGV as an EVAL script has them. A library's locals outlive a
+ * call, so the body must begin by emptying any cache a library keeps for one run (as now.lua's time).
+ * The library's name and its one function's are `platform_<SHA-1 of the parts>`: versions side by side never clash, and
+ * a Redis that lacks the library (never loaded, restarted without persistence, a new cluster master, FUNCTION FLUSH)
+ * gets it at the first call that finds it missing: on a cluster, on every master. Functions are part of the data set:
+ * replicas and persistence files carry them, so a promoted replica has them. Libraries of older versions stay until
+ * deleted by hand (docs/realtime-data-plane.md, "Scripts and functions").
+ * Redis runs a function only when its flags allow it, before it starts: a function that writes is refused whole (not
+ * half-run) on a read-only replica or past `maxmemory`.
+ */
+export function redisFunction<Reply>(service: string, ...parts: string[]): RedisScript<Reply> {
+  const body = parts.at(-1)!
+  const name = `platform_${createHash('sha1').update(parts.join('\n')).digest('hex')}`
+  const source = `#!lua name=${name}\n${parts.slice(0, -1).join('\n')}\n` +
+    `redis.register_function('${name}', function(KEYS, ARGV)\n${body}\nend)\n`
+  let loading: Promise<void> | null = null
+  const load = () => (loading ??= loadLibrary(source).finally(() => (loading = null)))
+  const once = async (keys: readonly string[], args: Args): Promise<Reply> => {
+    try {
+      return (await redis().call('FCALL', name, keys.length, ...keys, ...args)) as Reply
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.includes('Function not found')) throw error
+      await load()
+      return (await redis().call('FCALL', name, keys.length, ...keys, ...args)) as Reply
+    }
+  }
+  return {
+    run: (keys, args) => orUnavailable(service, () => once(keys, args)),
+    runEach: (calls) => orUnavailable(service, () => Promise.all(calls.map(([keys, args]) => once(keys, args)))),
+    runBare: once,
+  }
+}
+
+/** FUNCTION LOAD on the Redis, or on every master of a cluster (a command without keys goes to any one node). */
+async function loadLibrary(source: string): Promise<void> {
+  const client = redis()
+  const nodes = client instanceof Cluster ? client.nodes('master') : [client]
+  await Promise.all(nodes.map((node) => node.call('FUNCTION', 'LOAD', source).catch((error: unknown) => {
+    // Loaded meanwhile by another worker: the same source under the same name.
+    if (!(error instanceof Error) || !error.message.includes('already exists')) throw error
+  })))
 }
 
 /**

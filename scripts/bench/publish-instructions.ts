@@ -4,11 +4,14 @@
 // publish for each. Wall-clock CPU on two shared cores moves 10-20 % between runs; instruction counts move well under
 // 1 %, so a change to the publish scripts is measured here, its throughput in publish-centrifuge.ts.
 // Usage: bun run scripts/bench/publish-instructions.ts [--publishes 2000] [--concurrency 8] [--channels 1] [--functions N]
+//        [--keep DIR]
 // (--functions N: also the N Redis functions that cost most per publish, inclusive of what they call, from
-// callgrind_annotate: where the instructions go, e.g. Lua's interpreter, INFO, XADD, reading requests.)
+// callgrind_annotate: where the instructions go, e.g. Lua's interpreter, INFO, XADD, reading requests; --keep DIR: the
+// dumps are copied there, route.callgrind and centrifuge.callgrind, for callgrind_annotate. Debian's redis-server has no
+// symbols: a redis-server built from `apt-get source redis` first on PATH names Lua's functions too.)
 // Needs DATABASE_URL like the tests (REDIS_URL is ignored: the Redis measured is the benchmark's own); installs valgrind
 // and Go from Debian's packages. About a minute.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -19,6 +22,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '8' },
     channels: { type: 'string', default: '1' },
     functions: { type: 'string', default: '0' },
+    keep: { type: 'string' },
   },
 })
 const positive = (name: string, raw: string) => {
@@ -161,6 +165,10 @@ async function main() {
       .filter(([name, perPublish]) => perPublish >= 0.01 && name !== 'config').sort((a, b) => b[1] - a[1])
     console.log(`    per publish: ${calls.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(', ')}`)
     if (FUNCTIONS) await printFunctions(lastDump())
+    if (args.keep) {
+      mkdirSync(args.keep, { recursive: true })
+      copyFileSync(lastDump(), join(args.keep, `${subjects.indexOf(subject) === 0 ? 'route' : 'centrifuge'}.callgrind`))
+    }
   }
   console.log(`  ratio: ${(counted[0]! / counted[1]!).toFixed(2)}x Centrifuge's (the goal: at most 1.5x)`)
   await sql`delete from products where id = ${product.productId}`

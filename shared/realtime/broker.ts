@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { config } from '../config'
 import { ApiError, badRequest } from '../errors'
 import { redis } from '../redis/client'
-import { orUnavailable, type RedisScript, redisScript } from '../redis-script'
+import { orUnavailable, type RedisScript, redisFunction, redisScript } from '../redis-script'
 import { FAN_ENTRY_OVERHEAD_BYTES, fanoutBudgetExceeded } from './fan-budget'
 import { channelKeys, FAN_BUDGET_SLICES, publishKeys } from './keys'
 import FAN_BUDGET_LUA from './lua/fan-budget.lua' with { type: 'text' }
@@ -15,6 +15,7 @@ import NOW_LUA from './lua/now.lua' with { type: 'text' }
 import POSITION_LUA from './lua/position.lua' with { type: 'text' }
 import PUBLISH_LUA from './lua/publish.lua' with { type: 'text' }
 import PUBLISH_ONE_LUA from './lua/publish-one.lua' with { type: 'text' }
+import RUN_BEGINS_LUA from './lua/run-begins.lua' with { type: 'text' }
 
 /** A namespace's history policy. History is kept only when both are positive; 0/0 = no history. */
 export interface HistoryPolicy {
@@ -156,12 +157,16 @@ function publishConstants(budgets: PublishBudgets): Record<string, string> {
   }
 }
 
-/** `parts` joined as one script's source, each of publishConstants' names replaced by its value for `budgets`. */
-export function publishSource(parts: readonly string[], budgets: PublishBudgets): string {
+/** `parts`, each of publishConstants' names replaced by its value for `budgets`. */
+export function publishSource(parts: readonly string[], budgets: PublishBudgets): string[] {
   const constants = publishConstants(budgets)
   const pattern = new RegExp(`\\b(${Object.keys(constants).join('|')})\\b`, 'g')
-  return parts.map((part) => part.replace(pattern, (name) => constants[name]!)).join('\n')
+  return parts.map((part) => part.replace(pattern, (name) => constants[name]!))
 }
+
+/** A publishing function's parts (redisFunction's), before the constants are written in. */
+export const publishingParts = (body: string, libraries: readonly string[] = []) =>
+  [...PUBLISH_LIBRARY, ...libraries, `${RUN_BEGINS_LUA}\n${body}`]
 
 /** The names publishSource replaces (a test checks none is left, and that each is used). */
 export const PUBLISH_CONSTANTS = Object.keys(publishConstants({ fanoutRetentionMs: 0, fanoutMaxBytes: 0, historyMaxBytes: 0 }))
@@ -170,17 +175,18 @@ export const PUBLISH_CONSTANTS = Object.keys(publishConstants({ fanoutRetentionM
 export const PUBLISH_LIBRARY = [NOW_LUA, GENERATION_LUA, FAN_BUDGET_LUA, HISTORY_BUDGET_LUA, PUBLISH_LUA] as const
 
 /**
- * A script that calls publish.lua's publish_one: the libraries it needs before `body`, with the constants for
- * `budgets` written in; one per body and set of budgets, made once.
+ * A script that calls publish.lua's publish_one, run as a Redis Function (the publish is the hottest script: its
+ * libraries are defined once per Redis, not at each publish): the libraries it needs and `libraries` of its own, then
+ * `body`, with the constants for `budgets` written in; one per body and set of budgets, made once.
  */
-export function publishingScript<Reply>(body: string): (budgets: PublishBudgets) => RedisScript<Reply> {
+export function publishingScript<Reply>(body: string, libraries: readonly string[] = []): (budgets: PublishBudgets) => RedisScript<Reply> {
   const made = new Map<string, RedisScript<Reply>>()
-  const parts = [...PUBLISH_LIBRARY, body]
+  const parts = publishingParts(body, libraries)
   return (budgets) => {
     const key = `${budgets.fanoutRetentionMs}/${budgets.fanoutMaxBytes}/${budgets.historyMaxBytes}`
     let script = made.get(key)
     if (!script) {
-      script = redisScript<Reply>('realtime publish', publishSource(parts, budgets))
+      script = redisFunction<Reply>('realtime publish', ...publishSource(parts, budgets))
       made.set(key, script)
     }
     return script

@@ -61,13 +61,21 @@ export const replayedWhole = (outcomes: readonly ChannelOutcome[]) => {
   return published.length > 0 && published.every((o) => o.replayed)
 }
 
-type ChannelReply = [1 | 2, string, number?, string?] | [-1, string, number] | [-5, number]
-type Reply = [-2, number] | [-3] | [0 | 1, ...ChannelReply[]]
+/** One channel's four values in the script's flat reply (null where there is none). */
+type ChannelReply = [1 | 2, string, number | null, string | null] | [-1, string, number, null] | [-5, number, null, null]
+type Reply = [-2, number] | [-3] | [0, ...(ChannelReply[number])[]]
 
-/** The request script's body: the window counters' library, then the script itself. */
-export const PUBLISH_REQUEST_BODY = `${FIXED_WINDOW_LUA}\n${PUBLISH_REQUEST_LUA}`
+/** The flat reply's channels, four values each. */
+function channelReplies(reply: Reply): ChannelReply[] {
+  const out: ChannelReply[] = []
+  for (let i = 1; i < reply.length; i += 4) out.push(reply.slice(i, i + 4) as ChannelReply)
+  return out
+}
 
-const requestScript = publishingScript<Reply>(PUBLISH_REQUEST_BODY)
+/** The request script's parts (its body after the window counters' library): publishingParts. */
+export const PUBLISH_REQUEST_PARTS = [PUBLISH_REQUEST_LUA, [FIXED_WINDOW_LUA]] as const
+
+const requestScript = publishingScript<Reply>(...PUBLISH_REQUEST_PARTS)
 
 /** Where the payload is among publish.lua's arguments (its A 8). */
 const PAYLOAD_ARG = 7
@@ -103,8 +111,8 @@ function channelOutcome(reply: ChannelReply, input: PublishInput, budgets: Publi
       return { refused: error as ApiError }
     }
   }
-  const [, id, offset, epoch] = reply as [number, string, number?, string?]
-  return { published: offset === undefined ? { id } : { id, offset: Number(offset), epoch: String(epoch) }, replayed: kind === 2 }
+  const [, id, offset, epoch] = reply as [number, string, number | null, string | null]
+  return { published: offset === null ? { id } : { id, offset: Number(offset), epoch: String(epoch) }, replayed: kind === 2 }
 }
 
 /**
@@ -119,8 +127,7 @@ export async function publishInOneStep(inputs: readonly PublishInput[], options:
   const reply = await requestScript(budgets).run(keys, args)
   if (Number(reply[0]) === -2) return { ipRefused: Number(reply[1]) }
   if (Number(reply[0]) === -3) return { conflict: true }
-  const [, ...channels] = reply as [number, ...ChannelReply[]]
-  return { channels: channels.map((r, i) => channelOutcome(r, inputs[i]!, budgets)) }
+  return { channels: channelReplies(reply).map((r, i) => channelOutcome(r, inputs[i]!, budgets)) }
 }
 
 /**
@@ -135,7 +142,7 @@ export async function publishPerShard(inputs: readonly PublishInput[], keyed?: K
   const groups = [...byShard.values()]
   const replies = await requestScript(budgets).runEach(groups.map((group) => requestCall(group.map((i) => inputs[i]!), group.map((i) => calls[i]!), { keyed })))
   groups.forEach((group, g) => {
-    const [, ...channels] = replies[g] as [number, ...ChannelReply[]]
+    const channels = channelReplies(replies[g]!)
     group.forEach((i, k) => (outcomes[i] = channelOutcome(channels[k]!, inputs[i]!, budgets)))
   })
   return outcomes

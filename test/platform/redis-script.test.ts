@@ -1,15 +1,16 @@
-// The one runner of the platform's Lua scripts (shared/redis-script.ts) against a real Redis: a script Redis does not
-// hold (never loaded, or flushed) still runs, and a script Redis cannot run becomes the platform's 503.
+// The one runner of the platform's Lua scripts (shared/redis-script.ts) against a real Redis: a script or function
+// library Redis does not hold (never loaded, flushed, deleted) still runs, and one Redis cannot run becomes the
+// platform's 503.
 import { afterAll, expect, test } from 'bun:test'
 import { createHash, randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { windowOf } from '../../shared/fixed-window'
-import { channelTop, publish, readHistory } from '../../shared/realtime/broker'
+import { channelTop, defaultBudgets, publish, readHistory } from '../../shared/realtime/broker'
 import { channelKeys } from '../../shared/realtime/keys'
 import { publishInOneStep } from '../../shared/realtime/publish-request'
 import { enterPresence, listPresence } from '../../shared/realtime/presence'
 import { closeRedis, redis } from '../../shared/redis/client'
-import { redisScript } from '../../shared/redis-script'
+import { redisFunction, redisScript } from '../../shared/redis-script'
 
 afterAll(async () => {
   await closeRedis()
@@ -80,5 +81,60 @@ test('after SCRIPT FLUSH the public publish with its limits (publish-request) st
   const outcome = await publishInOneStep([input], { quota: { window, limit: 5 } })
   expect(outcome).toEqual({ channels: [{ published: { id: input.id, offset: 1, epoch: expect.any(String) }, replayed: false }] })
   expect(await redis().get(window.key)).toBe('1')
+  await redis().del(window.key)
+})
+
+/** The function libraries Redis holds whose code contains `text`, by name. */
+async function librariesWith(text: string): Promise<string[]> {
+  const list = (await redis().call('FUNCTION', 'LIST', 'WITHCODE')) as unknown[][]
+  return list.map((entry) => ({ name: String(entry[1]), code: String(entry[entry.indexOf('library_code') + 1]) }))
+    .filter((library) => library.code.includes(text)).map((library) => library.name)
+}
+
+test('a function library Redis lacks is loaded by its first call, by concurrent first calls once, and called by name after', async () => {
+  const marker = randomUUID()
+  const key = `test:redis-function:${randomUUID()}`
+  const incr = redisFunction<number>('test counter', `-- ${marker}\nlocal function add(k, n) return redis.call('INCRBY', k, n) end`,
+    `return add(KEYS[1], ARGV[1])`)
+  expect(await librariesWith(marker)).toEqual([])
+  // Twenty calls in flight find it missing together: one FUNCTION LOAD, and every call counted once.
+  const replies = await incr.runEach(Array.from({ length: 20 }, () => [[key], [1]] as const))
+  expect(replies.toSorted((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+  const [name] = await librariesWith(marker)
+  expect(name).toMatch(/^platform_[0-9a-f]{40}$/)
+  expect(await incr.run([key], [5])).toBe(25)
+  await redis().call('FUNCTION', 'DELETE', name!)
+  expect(await incr.run([key], [5])).toBe(30)
+  expect(await librariesWith(marker)).toEqual([name!])
+  await redis().call('FUNCTION', 'DELETE', name!)
+  await redis().del(key)
+})
+
+test('after FUNCTION DELETE of the publish library, publish and the public publish still run, each run on its own clock', async () => {
+  // Budgets of this test's own, so its libraries are no other test file's.
+  const budgets = { ...defaultBudgets(), historyMaxBytes: 67_000_000 + Math.floor(Math.random() * 1_000_000) }
+  const productId = randomUUID()
+  const channel = 'chat:deleted'
+  const policy = { historyTtlSeconds: 60, historySize: 10 }
+  expect((await publish({ productId, channel, policy, data: '1' }, budgets)).offset).toBe(1)
+  const loaded = await librariesWith(String(budgets.historyMaxBytes))
+  expect(loaded.length).toBe(1)
+  for (const name of loaded) await redis().call('FUNCTION', 'DELETE', name)
+  await Bun.sleep(5)
+  expect((await publish({ productId, channel, policy, data: '2' }, budgets)).offset).toBe(2)
+  await Bun.sleep(5)
+  expect((await publish({ productId, channel, policy, data: '3' }, budgets)).offset).toBe(3)
+  const window = windowOf(`test:redis-script:${randomUUID()}`, 60)
+  for (const data of ['4', '5']) {
+    const input = { productId, channel, policy, data, id: randomUUID() }
+    const outcome = await publishInOneStep([input], { quota: { window, limit: 5 } }, budgets)
+    expect(outcome).toEqual({ channels: [{ published: { id: input.id, offset: Number(data), epoch: expect.any(String) }, replayed: false }] })
+    await Bun.sleep(5)
+  }
+  // A library's locals outlive a call: the time each publish read is its own, not its library's first call's.
+  const history = await readHistory(productId, channel, policy, { last_n: 10 })
+  expect(history.entries.map((entry) => entry.data)).toEqual([1, 2, 3, 4, 5])
+  expect(new Set(history.entries.map((entry) => entry.publishedAt)).size).toBe(5)
+  for (const name of await librariesWith(String(budgets.historyMaxBytes))) await redis().call('FUNCTION', 'DELETE', name)
   await redis().del(window.key)
 })

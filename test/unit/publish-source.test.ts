@@ -1,25 +1,25 @@
 // The publish scripts' source as Redis gets it (shared/realtime/broker.ts publishSource): every constant written in
 // as a literal, none left as a name Lua would read as an undefined global (found only when that branch runs).
 import { expect, test } from 'bun:test'
-import { PUBLISH_CONSTANTS, PUBLISH_LIBRARY, publishSource } from '../../shared/realtime/broker'
+import { PUBLISH_CONSTANTS, PUBLISH_LIBRARY, publishingParts, publishSource } from '../../shared/realtime/broker'
 import PUBLISH_ONE_LUA from '../../shared/realtime/lua/publish-one.lua' with { type: 'text' }
-import { PUBLISH_REQUEST_BODY } from '../../shared/realtime/publish-request'
+import { PUBLISH_REQUEST_PARTS } from '../../shared/realtime/publish-request'
 
 const budgets = { fanoutRetentionMs: 60_000, fanoutMaxBytes: 8_388_608, historyMaxBytes: 67_108_864 }
 /** Lua without its comments (`--` to the end of the line; the scripts have no `--` inside strings). */
 const code = (source: string) => source.replace(/--.*$/gm, '')
 
 test('every constant a publish script reads is written in as a literal, and each is read somewhere', () => {
-  for (const body of [PUBLISH_ONE_LUA, PUBLISH_REQUEST_BODY]) {
-    const source = code(publishSource([...PUBLISH_LIBRARY, body], budgets))
+  for (const parts of [publishingParts(PUBLISH_ONE_LUA), publishingParts(...PUBLISH_REQUEST_PARTS)]) {
+    const source = code(publishSource(parts, budgets).join('\n'))
     for (const name of PUBLISH_CONSTANTS) expect(source).not.toMatch(new RegExp(`\\b${name}\\b`))
     // Nothing that looks like a constant is left either (a misspelt one), and no literal runs into `..`.
     expect(source.match(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g) ?? []).toEqual([])
     expect(source).not.toMatch(/\d\.\./)
   }
-  const raw = code([...PUBLISH_LIBRARY, PUBLISH_REQUEST_BODY].join('\n'))
+  const raw = code(publishingParts(...PUBLISH_REQUEST_PARTS).join('\n'))
   for (const name of PUBLISH_CONSTANTS) expect(raw).toMatch(new RegExp(`\\b${name}\\b`))
-  expect(code(publishSource([...PUBLISH_LIBRARY, PUBLISH_ONE_LUA], budgets))).toContain('8388608')
+  expect(code(publishSource(publishingParts(PUBLISH_ONE_LUA), budgets).join('\n'))).toContain('8388608')
 })
 
 test('a budget that is not a whole non-negative number is refused before it reaches a script', () => {

@@ -5,8 +5,8 @@
 -- A number handed to redis.call is printed with snprintf's %.17g, about 3 600 instructions; `int` (string.format's %d)
 -- about 2 100, once per value however many commands take it. So values written more than once, or often, go as
 -- strings made once.
-local fmt = string.format
-local function int(x) return fmt('%d', x) end
+-- string.format is looked up at each call: a function library's code cannot reach `string` while it loads.
+local function int(x) return string.format('%d', x) end
 local now_cached, now_text = nil, nil
 local function now_ms()
   if not now_cached then

@@ -9,14 +9,14 @@
 --       step), 8 the payload of every channel whose own (A 8) is '' (a broadcast sends it once), then 9 per channel
 --       (publish.lua's A). How long a key is remembered: IDEMPOTENCY_WINDOW (ms, a string), with the constants.
 -- Returns {-2, count} past the IP limit (nothing else counted or written); {-3} when the key's claim names another
--- request (nothing counted but the IP limit); otherwise {0, results...}, per channel: {1, id, offset, epoch} or {1, id}
--- published; {2, id, offset, epoch} or {2, id} published before by this request under this key (nothing done); {-1,
--- budget, ms} over a byte budget; {-5, count} past the quota. A marker is `fingerprint id offset epoch`: one another
--- request left (its claim expired first) is not this one's, and is replaced by this one's publish.
+-- request (nothing counted but the IP limit); otherwise {0, results...}, four values per channel (one flat reply: each
+-- nested table costs Redis about 2 000 instructions to write out), false where there is none: 1, id, offset, epoch
+-- (offset and epoch false without history) published; 2, id, offset, epoch published before by this request under
+-- this key (nothing done); -1, budget, ms, false over a byte budget; -5, count, false, false past the quota. A marker
+-- is `fingerprint id offset epoch`: one another request left (its claim expired first) is not this one's, and is replaced by this one's publish.
 -- Counters expire with their window's first hit (window + 5 s: hitWindow's rule). The quota counts every channel the
 -- request tries, refused or not, but a repeat answered from its marker. A claim made here is taken back when nothing
 -- was published, so an idempotency key costs memory only beside a publication.
-if redis.replicate_commands then redis.replicate_commands() end
 local channels = tonumber(ARGV[1])
 if tonumber(ARGV[2]) >= 0 then
   local count = count_in(KEYS[3], 1, ARGV[3])
@@ -34,35 +34,33 @@ if fingerprint ~= '' and ARGV[7] == '1' then
 end
 local quota = tonumber(ARGV[4])
 local published = false
-local out = {0}
+local out, n = {0}, 1
 for c = 0, channels - 1 do
   local ko, ao = 3 + 8 * c, 8 + 9 * c -- this channel's KEYS and ARGV start after these
   local id, marker_key = ARGV[ao + 6], KEYS[ko + 8]
   local payload = ARGV[ao + 8]
   if payload == '' then payload = ARGV[8] end
   local marker = fingerprint ~= '' and redis.call('GET', marker_key) or nil
-  local result = nil
+  local kind, r1, r2, r3 = nil, nil, false, false -- this channel's four values
   if marker then
     -- `fingerprint id offset epoch`, or `fingerprint id` for an ephemeral channel's
     local words = {}
     for word in string.gmatch(marker, '%S+') do words[#words + 1] = word end
     if words[1] == fingerprint then
-      result = {2, words[2]}
-      if words[3] then result[3], result[4] = tonumber(words[3]), words[4] end
+      kind, r1, r2, r3 = 2, words[2], words[3] and tonumber(words[3]) or false, words[4] or false
     end
   end
-  if result then
-    out[#out + 1] = result
+  if kind then
     published = true
   else
     local count = quota >= 0 and count_in(KEYS[1], 1, ARGV[5]) or 0
-    if quota >= 0 and count > quota then out[#out + 1] = {-5, count}
+    if quota >= 0 and count > quota then kind, r1 = -5, count
     else
       local offset, epoch, wait = publish_one(KEYS, ko, ARGV, ao, payload)
-      if offset == -1 then out[#out + 1] = {-1, epoch, wait}
+      if offset == -1 then kind, r1, r2 = -1, epoch, wait
       else
         published = true
-        out[#out + 1] = offset and {1, id, offset, epoch} or {1, id}
+        kind, r1, r2, r3 = 1, id, offset or false, epoch or false
         if fingerprint ~= '' then
           local marked = fingerprint .. ' ' .. id
           if offset then marked = marked .. ' ' .. offset .. ' ' .. epoch end
@@ -71,6 +69,8 @@ for c = 0, channels - 1 do
       end
     end
   end
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = kind, r1, r2, r3
+  n = n + 4
 end
 if claimed and not published then redis.call('DEL', KEYS[2]) end
 return out
