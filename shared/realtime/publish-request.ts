@@ -10,7 +10,7 @@ import { ApiError } from '../errors'
 import type { Window } from '../fixed-window'
 import { orUnavailable } from '../redis-script'
 import { redis } from '../redis/client'
-import { defaultBudgets, IDEMPOTENCY_WINDOW_MS, publishCall, type PublishCall, publishingScript, publishResult, type PublishBudgets, type PublishInput, type PublishReply, type PublishResult } from './broker'
+import { defaultBudgets, IDEMPOTENCY_WINDOW_MS, publishCall, type PublishCall, publishingScript, publishResult, type PublishBudgets, type PublishInput, type PublishResult } from './broker'
 import { idempotencyClaimKey, idempotencyMarkerKey } from './keys'
 import FIXED_WINDOW_LUA from '../fixed-window.lua' with { type: 'text' }
 import PUBLISH_REQUEST_LUA from './lua/publish-request.lua' with { type: 'text' }
@@ -106,7 +106,7 @@ function channelOutcome(reply: ChannelReply, input: PublishInput, budgets: Publi
   if (kind === -5) return { overQuota: Number(reply[1]) }
   if (kind === -1) {
     try {
-      publishResult(reply as PublishReply, input.id!, budgets)
+      publishResult([-1, String(reply[1]), Number(reply[2])], input.id!, budgets)
     } catch (error) {
       return { refused: error as ApiError }
     }
