@@ -17,10 +17,11 @@
 -- Counters expire with their window's first hit (window + 5 s: hitWindow's rule). The quota counts every channel the
 -- request tries, refused or not, but a repeat answered from its marker. A claim made here is taken back when nothing
 -- was published, so an idempotency key costs memory only beside a publication.
-local channels = tonumber(ARGV[1])
-if tonumber(ARGV[2]) >= 0 then
+-- Numbers read with `+ 0`, not tonumber: a call to a C function costs more than the conversion (now.lua).
+local channels, ip_limit = ARGV[1] + 0, ARGV[2] + 0
+if ip_limit >= 0 then
   local count = count_in(KEYS[3], 1, ARGV[3])
-  if count > tonumber(ARGV[2]) then return {-2, count} end
+  if count > ip_limit then return {-2, count} end
 end
 local fingerprint = ARGV[6]
 local claimed = false
@@ -32,7 +33,7 @@ if fingerprint ~= '' and ARGV[7] == '1' then
     claimed = true
   end
 end
-local quota = tonumber(ARGV[4])
+local quota = ARGV[4] + 0
 local published = false
 local out, n = {0}, 1
 for c = 0, channels - 1 do
