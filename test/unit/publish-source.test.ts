@@ -1,6 +1,8 @@
 // The publish scripts' source as Redis gets it (shared/realtime/broker.ts publishSource): every constant written in
 // as a literal, none left as a name Lua would read as an undefined global (found only when that branch runs).
 import { expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { PUBLISH_CONSTANTS, PUBLISH_LIBRARY, publishingParts, publishSource } from '../../shared/realtime/broker'
 import PUBLISH_ONE_LUA from '../../shared/realtime/lua/publish-one.lua' with { type: 'text' }
 import { PUBLISH_REQUEST_PARTS } from '../../shared/realtime/publish-request'
@@ -25,5 +27,19 @@ test('every constant a publish script reads is written in as a literal, and each
 test('a budget that is not a whole non-negative number is refused before it reaches a script', () => {
   for (const bad of [-1, 1.5, Number.NaN, 2 ** 60]) {
     expect(() => publishSource([...PUBLISH_LIBRARY], { ...budgets, historyMaxBytes: bad })).toThrow(/historyMaxBytes/)
+  }
+})
+
+test('the budget libraries\' one state per kind is set whole by each open: no field of a call before survives into the next', () => {
+  // A function library keeps fan_state and hist_state from call to call (shared/redis-script.ts redisFunction).
+  for (const [file, state, open] of [['fan-budget', 'fan_state', 'fan_open'], ['history-budget', 'hist_state', 'hist_open']] as const) {
+    const source = code(readFileSync(join(import.meta.dir, `../../shared/realtime/lua/${file}.lua`), 'utf8'))
+    const fields = [...(new RegExp(`local ${state} = \\{([^}]*)\\}`).exec(source)?.[1] ?? '').matchAll(/(\w+) =/g)].map((m) => m[1]!)
+    expect(fields.length).toBeGreaterThan(5)
+    const body = source.slice(source.indexOf(`local function ${open}(`), source.indexOf('\nend\n', source.indexOf(`local function ${open}(`)))
+    expect(body).toContain(`local s = ${state}`)
+    // Every field is written in the open function (alone, or in a multiple assignment), before it returns.
+    const written = new Set([...body.matchAll(/^\s*((?:s\.\w+,\s*)*s\.\w+)\s*=[^=]/gm)].flatMap((m) => m[1]!.split(',').map((f) => f.trim().slice(2))))
+    for (const field of fields) expect({ field, written: written.has(field) }).toEqual({ field, written: true })
   }
 })

@@ -1,8 +1,8 @@
 -- Library, no KEYS or ARGV of its own: the product's fan-out byte budget on a shard, over `rt:{sN}:fanb2:<productId>` (a
 -- hash: time slice number → bytes appended in it; `#` = the sum counted, `c` = the slice it was summed in, `o` = the
 -- oldest slice in it), for every script that appends to a shard's fan-out stream.
--- - fan_open(key, window, slices, now) → state `s`: s.used = bytes counted, s.wait = ms until the oldest counted slice
---   leaves the window
+-- - fan_open(key, window, slices, now) → state `s` (valid until the next fan_open): s.used = bytes counted, s.wait = ms
+--   until the oldest counted slice leaves the window
 -- - fan_add(s, bytes) counts bytes appended now (one HSET)
 -- - fan_used(key, window, slices, now) → used, wait; fan_charge(key, window, slices, now, bytes): the same, one call each
 -- The slices of the last window plus the current one are summed, so every entry still younger than the window (the only
@@ -15,12 +15,17 @@ local function fan_slice(window, slices)
   if slice % 1 ~= 0 then slice = slice - slice % 1 + 1 end
   return slice < 1 and 1 or slice
 end
+-- One state, every field set by each fan_open, not a table per call: a table of ten fields costs Redis about 5 000
+-- instructions to make and collect, and a function library (shared/redis-script.ts redisFunction) keeps this one from
+-- call to call. A caller holds one state at a time (publish.lua opens, checks, appends, adds; the others open and use).
+local fan_state = {key = false, window = 0, slice = 0, bucket = 0, field = false, mine = 0, used = 0, oldest = 0, fresh = false, wait = 0}
 local function fan_open(key, window, slices, now)
   local slice = fan_slice(window, slices)
   local bucket = (now - now % slice) / slice
   local field = int(bucket)
   local got = redis.call('HMGET', key, '#', 'c', 'o', field)
-  local s = {key = key, window = window, slice = slice, bucket = bucket, field = field, mine = (got[4] or 0) + 0}
+  local s = fan_state
+  s.key, s.window, s.slice, s.bucket, s.field, s.mine = key, window, slice, bucket, field, (got[4] or 0) + 0
   if got[2] == field then
     s.used, s.oldest, s.fresh = got[1] + 0, got[3] + 0, false
   else

@@ -1,7 +1,8 @@
 -- Library, no KEYS or ARGV of its own: the product's history bytes on a shard (docs/realtime-data-plane.md, "Budgets"):
 -- the per-channel copies and their sum (field `#`) in histb; histx says when each channel's keys expire, so channels that
 -- expired are taken off the sum and the sum cannot drift past the channels that still exist.
--- - hist_open(histb, histx, channel, now) → state `s`: s.other = the product's bytes on the shard without this channel's
+-- - hist_open(histb, histx, channel, now) → state `s` (valid until the next hist_open): s.other = the product's bytes on
+--   the shard without this channel's
 -- - hist_exact(s) takes channels that expired off s.other (at most 100 per call); the sum may hold expired channels
 --   for a second, so a caller calls it before it refuses anything
 -- - hist_commit(s, bytes, expires_at, ttl[, bytes_text]) stores the channel's bytes (nil: the channel has none) and when
@@ -24,10 +25,14 @@ local function hist_sweep(s)
   redis.call('ZREM', s.histx, unpack(gone))
   s.dirty = true
 end
+-- The one state, every field set by hist_open (see fan-budget.lua's fan_state for why one).
+local hist_state = {histb = false, histx = false, channel = false, now = 0, total = 0, mine = 0, next_sweep = 0,
+  expires = 0, swept = false, dirty = false, other = 0}
 local function hist_open(histb, histx, channel, now)
   local got = redis.call('HMGET', histb, '#', channel, '@', 'x')
-  local s = {histb = histb, histx = histx, channel = channel, now = now, total = (got[1] or 0) + 0,
-    mine = (got[2] or 0) + 0, next_sweep = (got[3] or 0) + 0, expires = (got[4] or 0) + 0, swept = false}
+  local s = hist_state
+  s.histb, s.histx, s.channel, s.now, s.total, s.mine, s.next_sweep, s.expires, s.swept, s.dirty =
+    histb, histx, channel, now, (got[1] or 0) + 0, (got[2] or 0) + 0, (got[3] or 0) + 0, (got[4] or 0) + 0, false, false
   if s.next_sweep <= now then hist_sweep(s) end
   s.other = s.total > s.mine and s.total - s.mine or 0
   return s
