@@ -2,7 +2,7 @@
 // each item once (checked with a Set, not TypeBox's hashing), and strings PostgreSQL cannot store.
 import { expect, test } from 'bun:test'
 import { Type } from 'typebox'
-import { ApiError } from '../../shared/errors'
+import type { ApiError } from '../../shared/errors'
 import { validateInput } from '../../shared/catalog/validate'
 import { BroadcastBody, TokenIssueBody } from '../../shared/realtime/request-schemas'
 
