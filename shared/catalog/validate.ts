@@ -56,13 +56,13 @@ function withoutStringUniqueness(schema: unknown, path: string[], paths: UniqueP
   let copy: Record<string, unknown> | undefined
   const set = (key: string, value: unknown) => {
     if (value === node[key]) return
-    copy ??= { ...node }
+    copy ??= copyOf(node)
     copy[key] = value
   }
   if (node.type === 'array' && node.items && typeof node.items === 'object') {
     const items = node.items as Record<string, unknown>
     if (node.uniqueItems === true && isStringSchema(items)) {
-      copy = { ...node }
+      copy = copyOf(node)
       delete copy.uniqueItems
       paths.push(path)
     }
@@ -79,6 +79,13 @@ function withoutStringUniqueness(schema: unknown, path: string[], paths: UniqueP
   }
   return copy ?? schema
 }
+
+/**
+ * A shallow copy of a schema node that keeps what a spread drops: TypeBox's non-enumerable properties (a refinement's
+ * `~refine`, which Check runs) and the prototype.
+ */
+const copyOf = (node: Record<string, unknown>): Record<string, unknown> =>
+  Object.create(Object.getPrototypeOf(node), Object.getOwnPropertyDescriptors(node))
 
 /** Whether every array at `path` under `value` (already checked against the schema) holds each string once. */
 function distinctAt(value: unknown, path: UniquePath, at: number): boolean {

@@ -35,6 +35,18 @@ test('uniqueness on arrays of other items stays TypeBox\'s own, and an optional 
     .toEqual({ fields: [{ path: '/body/tags', message: expect.stringMatching(/unique|duplicate/) }] })
 })
 
+test('a refinement on an array of unique strings, or on the object holding one, still refuses what it refuses', () => {
+  const refused = (path: string) => ({ fields: [{ path, message: 'Refine Error' }] }) // TypeBox's own message
+  const inner = Type.Object({ tags: Type.Refine(Type.Array(Type.String(), { uniqueItems: true }), (tags) => !tags.includes('admin')) })
+  expect(fieldsOf(() => validateInput({ body: inner }, { body: { tags: ['a', 'b'] } }))).toBe('valid')
+  expect(fieldsOf(() => validateInput({ body: inner }, { body: { tags: ['a', 'admin'] } }))).toEqual(refused('/body/tags'))
+  const outer = Type.Refine(Type.Object({ tags: Type.Array(Type.String(), { uniqueItems: true }) }), (body) => body.tags.length < 3)
+  expect(fieldsOf(() => validateInput({ body: outer }, { body: { tags: ['a', 'b'] } }))).toBe('valid')
+  expect(fieldsOf(() => validateInput({ body: outer }, { body: { tags: ['a', 'b', 'c'] } }))).toEqual(refused('/body'))
+  expect(fieldsOf(() => validateInput({ body: outer }, { body: { tags: ['a', 'a'] } })))
+    .toEqual({ fields: [{ path: '/body/tags', message: expect.stringMatching(/unique|duplicate/) }] })
+})
+
 test('a NUL, a lone surrogate, in a value or a field name, anywhere in the body, is still named', () => {
   const schema = Type.Object({ data: Type.Unknown() })
   expect(fieldsOf(() => validateInput({ body: schema }, { body: { data: { a: ['ok', { b: 'fine' }] } } }))).toBe('valid')
