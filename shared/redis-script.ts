@@ -64,15 +64,21 @@ export function redisFunction<Reply>(service: string, ...parts: string[]): Redis
   const name = `platform_${createHash('sha1').update(parts.join('\n')).digest('hex')}`
   const source = `#!lua name=${name}\n${parts.slice(0, -1).join('\n')}\n` +
     `redis.register_function('${name}', function(KEYS, ARGV)\n${body}\nend)\n`
-  let loading: Promise<void> | null = null
+  let loading: Promise<unknown> | null = null
   const load = () => (loading ??= loadLibrary(source).finally(() => (loading = null)))
+  const missing = (error: unknown) => error instanceof Error && error.message.includes('Function not found')
   const once = async (keys: readonly string[], args: Args): Promise<Reply> => {
     try {
       return (await redis().call('FCALL', name, keys.length, ...keys, ...args)) as Reply
     } catch (error) {
-      if (!(error instanceof Error) || !error.message.includes('Function not found')) throw error
-      await load()
-      return (await redis().call('FCALL', name, keys.length, ...keys, ...args)) as Reply
+      if (!missing(error)) throw error
+      const failure = await load()
+      try {
+        return (await redis().call('FCALL', name, keys.length, ...keys, ...args)) as Reply
+      } catch (again) {
+        // Still missing where the keys are: the load failed there, and its failure says why.
+        throw failure !== undefined && missing(again) ? failure : again
+      }
     }
   }
   return {
@@ -82,14 +88,19 @@ export function redisFunction<Reply>(service: string, ...parts: string[]): Redis
   }
 }
 
-/** FUNCTION LOAD on the Redis, or on every master of a cluster (a command without keys goes to any one node). */
-async function loadLibrary(source: string): Promise<void> {
+/**
+ * FUNCTION LOAD on the Redis, or on every master of a cluster (a command without keys goes to any one node); resolves
+ * to the first failure, if any. A master that is down or hung must not cost the others' slots their publishes: each
+ * call tries again where its keys are and fails only where the library is still missing.
+ */
+async function loadLibrary(source: string): Promise<unknown> {
   const client = redis()
   const nodes = client instanceof Cluster ? client.nodes('master') : [client]
-  await Promise.all(nodes.map((node) => node.call('FUNCTION', 'LOAD', source).catch((error: unknown) => {
+  const loads = await Promise.allSettled(nodes.map((node) => node.call('FUNCTION', 'LOAD', source).catch((error: unknown) => {
     // Loaded meanwhile by another worker: the same source under the same name.
     if (!(error instanceof Error) || !error.message.includes('already exists')) throw error
   })))
+  return loads.find((load) => load.status === 'rejected')?.reason
 }
 
 /**

@@ -110,6 +110,13 @@ test('a function library Redis lacks is loaded by its first call, by concurrent 
   await redis().del(key)
 })
 
+test('a library Redis refuses to load is answered 503, its cause the load\'s error, not "Function not found"', async () => {
+  const broken = redisFunction<number>('test counter', `-- ${randomUUID()}\nlocal function add(`, `return 1`)
+  const error = await broken.run([`test:redis-function:${randomUUID()}`], []).catch((e: unknown) => e)
+  expect((error as ApiError).status).toBe(503)
+  expect(String(((error as ApiError).cause as Error).message)).toMatch(/^ERR Error compiling function/)
+})
+
 test('after FUNCTION DELETE of the publish library, publish and the public publish still run, each run on its own clock', async () => {
   // Budgets of this test's own, so its libraries are no other test file's.
   const budgets = { ...defaultBudgets(), historyMaxBytes: 67_000_000 + Math.floor(Math.random() * 1_000_000) }
