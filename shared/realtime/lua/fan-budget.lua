@@ -19,10 +19,13 @@ end
 -- instructions to make and collect, and a function library (shared/redis-script.ts redisFunction) keeps this one from
 -- call to call. A caller holds one state at a time (publish.lua opens, checks, appends, adds; the others open and use).
 local fan_state = {key = false, window = 0, slice = 0, bucket = 0, field = false, mine = 0, used = 0, oldest = 0, fresh = false, wait = 0}
+-- The last slice's field name: made by string.format once per slice, not per call (a function library keeps it).
+local fan_last_bucket, fan_last_field = nil, nil
 local function fan_open(key, window, slices, now)
   local slice = fan_slice(window, slices)
   local bucket = (now - now % slice) / slice
-  local field = int(bucket)
+  if bucket ~= fan_last_bucket then fan_last_bucket, fan_last_field = bucket, int(bucket) end
+  local field = fan_last_field
   local got = redis.call('HMGET', key, '#', 'c', 'o', field)
   local s = fan_state
   s.key, s.window, s.slice, s.bucket, s.field, s.mine = key, window, slice, bucket, field, (got[4] or 0) + 0
