@@ -1,5 +1,5 @@
 // A redis-server of a test file's own, without persistence: stopping it (SIGKILL, as in a crash) and starting it again
-// empties it. With `--replicaof` among its arguments it is a replica; `command` speaks to it through redis-cli. With a
+// empties it, unless it is started again from the dump an explicit SAVE left (a restart from an older RDB file). With `--replicaof` among its arguments it is a replica; `command` speaks to it through redis-cli. With a
 // password it requires it of its clients and gives it to its master (a replica's link).
 import { mkdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -19,10 +19,13 @@ export class OwnRedis {
     return `redis://127.0.0.1:${this.port}`
   }
 
-  async start(): Promise<void> {
+  /** Starts it empty, or (`fromDump`) from the dump.rdb a SAVE left in its directory, as a restarted server would. */
+  async start(fromDump = false): Promise<void> {
     const auth = this.password === undefined ? [] : ['--requirepass', this.password, '--masterauth', this.password]
-    rmSync(this.dir, { recursive: true, force: true })
-    mkdirSync(this.dir)
+    if (!fromDump) {
+      rmSync(this.dir, { recursive: true, force: true })
+      mkdirSync(this.dir)
+    }
     this.proc = Bun.spawn(['redis-server', '--bind', '127.0.0.1', '--port', String(this.port), '--save', '', '--appendonly', 'no',
       '--daemonize', 'no', '--dir', this.dir, ...auth, ...this.args], { stdout: 'ignore', stderr: 'inherit' })
     for (const deadline = Date.now() + 10_000; ; await Bun.sleep(50)) {
@@ -37,6 +40,13 @@ export class OwnRedis {
     await this.proc?.exited
     this.proc = undefined
     rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  /** Killed as in a crash (SIGKILL), its directory (and a dump a SAVE left there) kept for start(true). */
+  async crash(): Promise<void> {
+    this.proc?.kill('SIGKILL')
+    await this.proc?.exited
+    this.proc = undefined
   }
 
   /** Keys held now (DBSIZE of database 0). */

@@ -6,7 +6,7 @@
 -- copies: a table and a C call fewer per channel. The budgets and overheads are written into the script's source, one
 -- script per set of budgets, not sent with every publish: each argument costs Redis about 1 500 instructions.
 -- K[ko + ...]: 1 hist, 2 meta, 3 fan, 4 fan sequence, 5 product's fan-out budget (fanb), 6 product's history bytes
---       (histb), 7 product's channel expiries (histx)
+--       (histb), 7 product's channel expiries (histx), 8 the shard's generation (generation.lua)
 -- A[ao + ...]: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
 --       7 payload field ('d' or 'r'), 8 payload (unread: given as `payload`, which a broadcast sends once), 9 sender
 --       connection id ('' = none)
@@ -38,8 +38,8 @@ local function bytes_through(hist, below, overhead)
 end
 
 local function publish_one(K, ko, A, ao, payload)
-  local hist_key, meta_key, fan_key, seq_key, fanb_key, histb_key, histx_key =
-    K[ko + 1], K[ko + 2], K[ko + 3], K[ko + 4], K[ko + 5], K[ko + 6], K[ko + 7]
+  local hist_key, meta_key, fan_key, seq_key, fanb_key, histb_key, histx_key, gen_key =
+    K[ko + 1], K[ko + 2], K[ko + 3], K[ko + 4], K[ko + 5], K[ko + 6], K[ko + 7], K[ko + 8]
   local size, ttl, product, channel, id, field, sender =
     A[ao + 1] + 0, A[ao + 2] + 0, A[ao + 4], A[ao + 5], A[ao + 6], A[ao + 7], A[ao + 9]
   local now = now_ms()
@@ -53,7 +53,7 @@ local function publish_one(K, ko, A, ao, payload)
     -- from the start of its epoch the channel's own cost; the product's total in histb.
     local budget = hist_open(histb_key, histx_key, channel, now)
     local meta = redis.call('HMGET', meta_key, 'e', 'g', 'o', 'b', 'h', 'x')
-    local gen = generation()
+    local gen = generation(gen_key, true)
     epoch = meta[1]
     -- An epoch numbered by another master (a failover, a restart, a moved slot) is not continued: a new one starts.
     if epoch and not same_generation(meta[2], gen) then epoch = nil end
