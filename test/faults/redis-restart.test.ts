@@ -1,5 +1,5 @@
-// A Redis restarted from an older RDB file never numbers lost offsets again under the old epoch (docs/realtime-data-plane.md,
-// "Failover"). The shard's generation key (generation.lua) is in the RDB file with the rest: a publish trusts it only
+// A Redis restarted from an older RDB file, or a writable replica promoted, never numbers lost offsets again under the
+// old epoch (docs/realtime-data-plane.md, "Failover"). The shard's generation key (generation.lua) is in the RDB file with the rest: a publish trusts it only
 // when its run_id is the node's own, and a restarted process has a new one. Black-box: a Redis of this file's own, a
 // public worker publishing over HTTP; three publications saved (SAVE), two more acknowledged and lost in a crash, the
 // server started again from its dump. Trusting the key as it is, the next publication was numbered 4 under the epoch
@@ -12,32 +12,40 @@ import { OwnRedis } from './own-redis'
 let redis: OwnRedis
 let publicWorker: Worker
 let product: RealtimeProduct
+/** A replica of `redis` that takes writes (replica-read-only no), and a worker publishing on it. */
+let replica: OwnRedis
+let replicaWorker: Worker
 
 beforeAll(async () => {
   redis = new OwnRedis(await freePort())
   await redis.start()
-  ;[publicWorker, product] = await Promise.all([
+  replica = new OwnRedis(await freePort(), ['--replicaof', '127.0.0.1', String(redis.port), '--replica-read-only', 'no'])
+  await replica.start()
+  ;[publicWorker, replicaWorker, product] = await Promise.all([
     startProcess('public', { REDIS_URL: redis.url, REDIS_COMMAND_TIMEOUT_MS: '500' }),
+    startProcess('public', { REDIS_URL: replica.url, REDIS_COMMAND_TIMEOUT_MS: '500' }),
     realtimeProduct([{ name: 'chat', history: { ttlSeconds: 300, size: 100 } }]),
   ])
 }, 60_000)
 
 afterAll(async () => {
-  await publicWorker?.stop()
-  await redis?.stop()
+  await Promise.all([publicWorker?.stop(), replicaWorker?.stop()])
+  await Promise.all([redis?.stop(), replica?.stop()])
 })
+
+/** Publishes `n` to `channel` through `worker`; a publish refused 503 (the worker reconnecting) is sent again. */
+async function publishVia(worker: Worker, channel: string, n: number): Promise<{ offset: number; epoch: string }> {
+  for (const deadline = Date.now() + 15_000; ; await Bun.sleep(100)) {
+    const result = await pub(worker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { n } } })
+    if (result.status === 200) return { offset: result.body.offset as number, epoch: result.body.epoch as string }
+    expect(result.status).toBe(503)
+    if (Date.now() > deadline) throw new Error(`publish ${n} refused until the deadline`)
+  }
+}
 
 test('a restart from an RDB file older than the last acknowledged publications: the next one starts a new epoch at offset 1, and history serves only it', async () => {
   const channel = 'chat:restarted'
-  /** Publishes `n`; while the worker reconnects a publish may be refused 503, and is sent again. */
-  const publish = async (n: number) => {
-    for (const deadline = Date.now() + 15_000; ; await Bun.sleep(100)) {
-      const result = await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { n } } })
-      if (result.status === 200) return { offset: result.body.offset as number, epoch: result.body.epoch as string }
-      expect(result.status).toBe(503)
-      if (Date.now() > deadline) throw new Error(`publish ${n} refused until the deadline`)
-    }
-  }
+  const publish = (n: number) => publishVia(publicWorker, channel, n)
   const before = [await publish(1), await publish(2), await publish(3)]
   const epoch = before[0]!.epoch
   expect(before).toEqual([1, 2, 3].map((offset) => ({ offset, epoch })))
@@ -53,4 +61,21 @@ test('a restart from an RDB file older than the last acknowledged publications: 
   const history = await pub(publicWorker, 'GET', `/${product.productId}/realtime/channels/${channel}/history?last_n=10`, { key: product.key })
   expect(history.status).toBe(200)
   expect({ epoch: history.body.epoch, data: history.body.entries.map((e: { data: { n: number } }) => e.data.n) }).toEqual({ epoch: after.epoch, data: [6] })
+}, 60_000)
+
+test('a replica that took a publish while it was one (replica-read-only no), then promoted: its next publish starts a new epoch', async () => {
+  const channel = 'chat:promoted'
+  // The master restarted in the test before: the replica's link comes back (and resyncs) by itself.
+  for (const deadline = Date.now() + 20_000; !(await replica.command('INFO', 'replication')).includes('master_link_status:up'); await Bun.sleep(50)) {
+    if (Date.now() > deadline) throw new Error('the replica did not sync with its master')
+  }
+  const first = await publishVia(publicWorker, channel, 1)
+  expect((await redis.command('WAIT', 1, 10000)).trim()).toBe('1')
+  // On the replica (its master's replication id): a write of its own, as a writable replica takes one.
+  const onReplica = await publishVia(replicaWorker, channel, 2)
+  expect(onReplica).toEqual({ offset: 2, epoch: first.epoch })
+  expect((await replica.command('REPLICAOF', 'NO', 'ONE')).trim()).toBe('OK')
+  const promoted = await publishVia(replicaWorker, channel, 3)
+  expect(promoted.epoch).not.toBe(first.epoch)
+  expect(promoted.offset).toBe(1)
 }, 60_000)

@@ -33,14 +33,19 @@ local function generation(key, numbering)
     end
     if value and string.sub(value, 1, 40) == node_run_id then gen = string.sub(value, 41)
     else
-      -- None, or another node's: this node's now.
+      -- None, or another node's: this node's now. Only a master's: a replica made writable (replica-read-only no)
+      -- shares its master's replication id, and a key it kept would outlive its promotion, which changes that id.
       local info = redis.call('INFO', 'replication')
       local at = string.find(info, 'master_replid:', 1, true)
       gen = string.sub(info, at + 14, at + 53)
-      value = node_run_id .. gen
-      redis.set_repl(redis.REPL_NONE)
-      redis.call('SET', key, value)
-      redis.set_repl(redis.REPL_ALL)
+      if string.find(info, 'role:master', 1, true) then
+        value = node_run_id .. gen
+        redis.set_repl(redis.REPL_NONE)
+        redis.call('SET', key, value)
+        redis.set_repl(redis.REPL_ALL)
+      else
+        value = nil
+      end
     end
     trusted_value, trusted_gen = value, gen
   end
