@@ -9,12 +9,12 @@
 // Needs DATABASE_URL, REDIS_URL and PLATFORM_SECRET_KEY as scripts/bench/publish.ts does. About half a minute.
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { sql } from '../../shared/db/client'
 import { signToken } from '../../shared/realtime/tokens'
-import { closeRedis, redis } from '../../shared/redis/client'
+import { redis } from '../../shared/redis/client'
 import { freePort, startWorker } from '../../test/helpers'
 import { realtimeProduct } from '../../test/realtime/public-helpers'
 import { processCpuSeconds, redisCpuSeconds } from './cpu'
+import { type Children, dropProduct, runBench } from './run'
 
 const { values: args } = parseArgs({ options: { connections: { type: 'string', default: '2000' }, rounds: { type: 'string', default: '3' } } })
 const positive = (name: string, raw: string) => {
@@ -26,7 +26,7 @@ const CONNECTIONS = positive('connections', args.connections!)
 const ROUNDS = positive('rounds', args.rounds!)
 const BURST = 10
 const CHANNELS = 16
-const children: ReturnType<typeof Bun.spawn>[] = []
+const children: Children = []
 
 interface Client {
   ws: WebSocket
@@ -128,15 +128,7 @@ async function main() {
     `${(subject.serverCpu / bare.serverCpu).toFixed(2)}× its server CPU and ${(subject.redisCpu / bare.redisCpu).toFixed(2)}× its Redis CPU per event`)
   if (subject.refused + bare.refused > 0) throw new Error(`${subject.refused + bare.refused} client events were refused: the figures are not comparable`)
   for (const list of clients) for (const client of list) client.ws.close()
-  await sql`delete from products where id = ${product.productId}`
-  await closeRedis()
-  await sql.end()
+  await dropProduct(product.productId)
 }
 
-try {
-  await main()
-} finally {
-  for (const child of children) child.kill()
-  await Promise.all(children.map((c) => c.exited))
-}
-process.exit(0)
+await runBench(main, children)

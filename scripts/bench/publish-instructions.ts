@@ -15,6 +15,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { type Children, dropProduct, runBench } from './run'
 
 const { values: args } = parseArgs({
   options: {
@@ -38,7 +39,7 @@ const WARMUP = 300
 const HISTORY = { ttlSeconds: 300, size: 1000 }
 const ROOT = join(import.meta.dir, '..', '..')
 const scratch = mkdtempSync(join(tmpdir(), 'bench-instructions-'))
-const children: ReturnType<typeof Bun.spawn>[] = []
+const children: Children = []
 
 /** Runs a shell line with the project's helpers (installs, builds); its stdout's last line. */
 async function shell(line: string): Promise<string> {
@@ -121,8 +122,6 @@ async function main() {
   // Everything this process and its workers touch goes to the Redis under measurement.
   process.env.REDIS_URL = redisUrl
   const { realtimeProduct } = await import('../../test/realtime/public-helpers')
-  const { sql } = await import('../../shared/db/client')
-  const { closeRedis } = await import('../../shared/redis/client')
 
   const product = await realtimeProduct([{ name: 'bench', history: HISTORY }])
   const channels = Array.from({ length: CHANNELS }, (_, k) => `bench:room-${k}`)
@@ -171,16 +170,7 @@ async function main() {
     }
   }
   console.log(`  ratio: ${(counted[0]! / counted[1]!).toFixed(2)}x Centrifuge's (the goal: at most 1.5x)`)
-  await sql`delete from products where id = ${product.productId}`
-  await closeRedis()
-  await sql.end()
+  await dropProduct(product.productId)
 }
 
-try {
-  await main()
-} finally {
-  for (const child of children) child.kill()
-  await Promise.all(children.map((c) => c.exited))
-  rmSync(scratch, { recursive: true, force: true })
-}
-process.exit(0)
+await runBench(main, children, () => rmSync(scratch, { recursive: true, force: true }))
