@@ -327,7 +327,7 @@ export async function readHistory(
   if (!keepsHistory(policy)) return { entries: [], offset: 0, epoch: '', recovered: true }
   const keys = channelKeys(productId, channel)
   const [epoch, top, recovered, rows, truncated] = await historyScript.run(
-    [keys.hist, keys.meta, keys.gen],
+    [keys.hist, keys.meta],
     [mode, value, policy.historyTtlSeconds * 1000, cursorEpoch, maxReplyBytes, HISTORY_ENTRY_FRAMING_BYTES + channel.length, policy.historySize],
   )
   const entries = rows.map((row) => toEntry(row, String(epoch)))
@@ -348,7 +348,7 @@ export async function subscriptionPosition(
 ): Promise<{ offset: number; epoch: string }> {
   const keys = channelKeys(productId, channel)
   const [epoch, offset] = await positionScript.run(
-    [keys.hist, keys.meta, keys.histBytes, keys.histExpiry, keys.gen],
+    [keys.hist, keys.meta, keys.histBytes, keys.histExpiry],
     [epochCandidate(), policy.historyTtlSeconds * 1000, channel, historyMaxBytes, historyChannelBytes(channel)],
   )
   return { offset: Number(offset), epoch: String(epoch) }

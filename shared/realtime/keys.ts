@@ -59,12 +59,6 @@ export const fanKey = (shard: number) => `rt:${shardTag(shard)}:fan`
  */
 export const fanSeqKey = (shard: number) => `rt:${shardTag(shard)}:fan:n`
 
-/**
- * The shard's generation on the node holding it (shared/realtime/lua/generation.lua): this node's run_id, then the
- * replication id its offsets are numbered under. Written never replicated (REPL_NONE).
- */
-export const generationKey = (shard: number) => `rt:${shardTag(shard)}:gen`
-
 /** The highest fan-out sequence number delivered to the archiver's consumer group on a shard (services/archiver). */
 export const fanArchivedKey = (shard: number) => `rt:${shardTag(shard)}:fan:archived`
 /** The archiver's dead letters of the shard: JSON `{streamId, fields, error, at}`, newest first, at most ARCHIVE_DEAD_LETTERS_MAX. */
@@ -85,8 +79,6 @@ export interface ChannelKeys {
   fanSeq: string
   hist: string
   meta: string
-  /** The shard's generation (generationKey). */
-  gen: string
   pres: string
   presCount: string
   presExp: string
@@ -137,19 +129,18 @@ export function productChannelIndex(productId: string, shard: number): ProductCh
 }
 
 /**
- * The keys one publish uses, in publish.lua's KEYS order (hist, meta, fan, fan sequence, fanb, histb, histx, the
- * shard's generation), and the channel's shard: the names channelKeys gives them, made here alone so a publish does
- * not make the other fifteen.
+ * The keys one publish writes, in publish.lua's KEYS order (hist, meta, fan, fan sequence, fanb, histb, histx), and
+ * the channel's shard: the names channelKeys gives them, made here alone so a publish does not make the other fifteen.
  */
 export function publishKeys(productId: string, channel: string, shard = shardOf(productId, channel)): {
   shard: number
-  keys: [hist: string, meta: string, fan: string, fanSeq: string, fanBudget: string, histBytes: string, histExpiry: string, gen: string]
+  keys: [hist: string, meta: string, fan: string, fanSeq: string, fanBudget: string, histBytes: string, histExpiry: string]
 } {
   const tag = shardTag(shard)
   return {
     shard,
     keys: [`rt:${tag}:hist:${productId}:${channel}`, `rt:${tag}:meta:${productId}:${channel}`, fanKey(shard), fanSeqKey(shard),
-      `rt:${tag}:fanb2:${productId}`, `rt:${tag}:histb:${productId}`, `rt:${tag}:histx:${productId}`, generationKey(shard)],
+      `rt:${tag}:fanb2:${productId}`, `rt:${tag}:histb:${productId}`, `rt:${tag}:histx:${productId}`],
   }
 }
 
@@ -157,14 +148,13 @@ export function publishKeys(productId: string, channel: string, shard = shardOf(
 export function channelKeys(productId: string, channel: string, shard = shardOf(productId, channel)): ChannelKeys {
   const tag = shardTag(shard)
   const name = `${productId}:${channel}`
-  const [hist, meta, fan, fanSeq, fanBudget, histBytes, histExpiry, gen] = publishKeys(productId, channel, shard).keys
+  const [hist, meta, fan, fanSeq, fanBudget, histBytes, histExpiry] = publishKeys(productId, channel, shard).keys
   return {
     shard,
     fan,
     fanSeq,
     hist,
     meta,
-    gen,
     pres: `rt:${tag}:presi:${name}`,
     presCount: `rt:${tag}:presn:${name}`,
     presExp: `rt:${tag}:presx:${name}`,

@@ -1,9 +1,8 @@
 // A Redis restarted from an older RDB file, or a writable replica promoted, never numbers lost offsets again under the
-// old epoch (docs/realtime-data-plane.md, "Failover"). The shard's generation key (generation.lua) is in the RDB file with the rest: a publish trusts it only
-// when its run_id is the node's own, and a restarted process has a new one. Black-box: a Redis of this file's own, a
-// public worker publishing over HTTP; three publications saved (SAVE), two more acknowledged and lost in a crash, the
-// server started again from its dump. Trusting the key as it is, the next publication was numbered 4 under the epoch
-// that had numbered 4 and 5 already.
+// old epoch (docs/realtime-data-plane.md, "Failover"). The publish function keeps the replication id it read for a
+// second (generation.lua): a restart must load it anew, and a replica must never keep one. Black-box: a Redis of this
+// file's own and a public worker publishing over HTTP; three publications saved (SAVE), two more acknowledged and lost
+// in a crash, the server started again from its dump; then a writable replica of it that took a publish, promoted.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { freePort, startProcess, type Worker } from '../helpers'
 import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
@@ -53,7 +52,7 @@ test('a restart from an RDB file older than the last acknowledged publications: 
   expect([await publish(4), await publish(5)]).toEqual([4, 5].map((offset) => ({ offset, epoch })))
   await redis.crash()
   await redis.start(true)
-  expect(await redis.size()).toBeGreaterThan(0) // the dump was loaded: offsets 1-3 and the generation key are back
+  expect(await redis.size()).toBeGreaterThan(0) // the dump was loaded: offsets 1-3 are back
 
   const after = await publish(6)
   expect(after.epoch).not.toBe(epoch)

@@ -39,7 +39,7 @@ test("a publish's keys are the channel's own names, in publish.lua's order", () 
   for (const channel of ['chat:room-1', 'chat:日本']) {
     const all = channelKeys(product, channel)
     expect(publishKeys(product, channel)).toEqual({
-      shard: all.shard, keys: [all.hist, all.meta, all.fan, all.fanSeq, all.fanBudget, all.histBytes, all.histExpiry, all.gen],
+      shard: all.shard, keys: [all.hist, all.meta, all.fan, all.fanSeq, all.fanBudget, all.histBytes, all.histExpiry],
     })
   }
 })

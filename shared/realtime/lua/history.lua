@@ -1,6 +1,6 @@
 -- Reads a channel's history (shared/realtime/broker.ts readHistory). Needs now.lua and generation.lua before it.
 -- Writes nothing.
--- KEYS: 1 hist, 2 meta, 3 the shard's generation (generation.lua: read, never written here)
+-- KEYS: 1 hist, 2 meta
 -- ARGV: 1 mode ('n' last_n, 'ms' last_ms, 'c' cursor), 2 n | ms | cursor offset, 3 retention ms, 4 cursor epoch,
 --       5 reply budget (bytes), 6 what each entry adds to a reply beyond its stored field values (keys, quotes, offset,
 --       epoch, channel: see HISTORY_ENTRY_FRAMING_BYTES), 7 history size (entries served: the newest this many; the
@@ -20,7 +20,7 @@ end
 local now = now_ms()
 local meta = redis.call('HMGET', KEYS[2], 'e', 'o', 'g')
 -- An epoch of another generation (generation.lua) is as none: nothing recovers through it, nothing is read from it.
-local live = meta[1] and same_generation(meta[3], generation(KEYS[3], false))
+local live = meta[1] and same_generation(meta[3], generation())
 local epoch = live and meta[1] or ''
 local top = live and tonumber(meta[2]) or 0
 local cutoff = now - tonumber(ARGV[3])

@@ -1,6 +1,6 @@
 -- Where a new subscription starts (shared/realtime/broker.ts subscriptionPosition). Needs now.lua, generation.lua and
 -- history-budget.lua.
--- KEYS: 1 hist, 2 meta, 3 histb, 4 histx, 5 the shard's generation (generation.lua: read as it is, never written here)
+-- KEYS: 1 hist, 2 meta, 3 histb, 4 histx
 -- ARGV: 1 epoch candidate, 2 retention ms, 3 channel, 4 history budget bytes, 5 the channel's own history cost
 --       (historyChannelBytes)
 -- Returns {epoch, top offset}, starting an epoch at offset 0 when the channel has none (as a publish would, leftover
@@ -8,7 +8,7 @@
 -- cost does not fit, {'', 0} and nothing is created (the subscriber's cursor then names no epoch: after the first
 -- publish it does not recover, a visible resync, never a silent gap).
 local meta = redis.call('HMGET', KEYS[2], 'e', 'o', 'g')
-local gen = generation(KEYS[5], false)
+local gen = generation()
 if meta[1] and same_generation(meta[3], gen) then return {meta[1], tonumber(meta[2]) or 0} end
 local now = now_ms()
 local ttl = tonumber(ARGV[2])

@@ -1,8 +1,8 @@
 -- One publish request, to one channel or a broadcast to several, in one atomic step (shared/realtime/publish-request.ts):
 -- the request's IP limit, its idempotency key's claim, then per channel the key's marker, the product's publish quota
 -- and publish_one (publish.lua, which comes before it with its libraries, as count_in does: shared/fixed-window.lua).
--- KEYS: 1 the quota's window counter, 2 the IP limit's window counter, then 8 per channel (publish.lua's K: hist, meta,
---       fan, fan sequence, fanb, histb, histx, generation); with an Idempotency-Key only (each key costs Redis about 1 500
+-- KEYS: 1 the quota's window counter, 2 the IP limit's window counter, then 7 per channel (publish.lua's K: hist, meta,
+--       fan, fan sequence, fanb, histb, histx); with an Idempotency-Key only (each key costs Redis about 1 500
 --       instructions), after them the claim and one marker per channel. Keys a run does not use (no IP limit, a claim
 --       made before) are given as any key of the same slot and never touched. The channels are counted from KEYS.
 -- ARGV: 1 IP limit (-1: not counted here), 2 its expiry (s), 3 quota limit (-1: not counted here), 4 its expiry (s),
@@ -21,8 +21,8 @@
 -- was published, so an idempotency key costs memory only beside a publication.
 -- Numbers read with `+ 0`, not tonumber: a call to a C function costs more than the conversion (now.lua).
 local ip_limit, fingerprint = ARGV[1] + 0, ARGV[5]
-local channels = fingerprint ~= '' and (#KEYS - 3) / 9 or (#KEYS - 2) / 8
-local claim_key = KEYS[3 + 8 * channels] -- with a key: then the markers
+local channels = fingerprint ~= '' and (#KEYS - 3) / 8 or (#KEYS - 2) / 7
+local claim_key = KEYS[3 + 7 * channels] -- with a key: then the markers
 if ip_limit >= 0 then
   local count = count_in(KEYS[2], 1, ARGV[2])
   if count > ip_limit then return {-2, count} end
@@ -40,8 +40,8 @@ local quota = ARGV[3] + 0
 local published = false
 local out, n = {0}, 1
 for c = 0, channels - 1 do
-  local ko, ao = 2 + 8 * c, 7 + 9 * c -- this channel's KEYS and ARGV start after these
-  local id, marker_key = ARGV[ao + 6], KEYS[4 + 8 * channels + c]
+  local ko, ao = 2 + 7 * c, 7 + 9 * c -- this channel's KEYS and ARGV start after these
+  local id, marker_key = ARGV[ao + 6], KEYS[4 + 7 * channels + c]
   local payload = ARGV[ao + 8]
   if payload == '' then payload = ARGV[7] end
   local marker = fingerprint ~= '' and redis.call('GET', marker_key) or nil

@@ -6,7 +6,7 @@
 -- copies: a table and a C call fewer per channel. The budgets and overheads are written into the script's source, one
 -- script per set of budgets, not sent with every publish: each argument costs Redis about 1 500 instructions.
 -- K[ko + ...]: 1 hist, 2 meta, 3 fan, 4 fan sequence, 5 product's fan-out budget (fanb), 6 product's history bytes
---       (histb), 7 product's channel expiries (histx), 8 the shard's generation (generation.lua)
+--       (histb), 7 product's channel expiries (histx)
 -- A[ao + ...]: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
 --       7 payload field ('d' or 'r'), 8 payload (unread: given as `payload`, which a broadcast sends once), 9 sender
 --       connection id ('' = none)
@@ -14,8 +14,8 @@
 -- fit when over a budget (then nothing was written but bookkeeping: expired history trimmed and accounted).
 -- Budgets (docs/realtime-data-plane.md, "Budgets"): both are checked before anything is appended, so a refused publish
 -- leaves the streams as they were; the fan-out stream is trimmed by age only, never by length.
--- Work per publish (docs/performance.md, "Publish"): a stored publish runs eleven commands most of the time (one HMGET
--- and one HSET per hash, two XADDs, INCR, TIME, INFO), writes only the fields that changed (o and b of the meta hash,
+-- Work per publish (docs/performance.md, "Publish"): a stored publish runs ten commands most of the time (one HMGET
+-- and one HSET per hash, two XADDs, INCR, TIME; INFO once a second: generation.lua), writes only the fields that changed (o and b of the meta hash,
 -- the channel's bytes and the sum in histb), and three commands more when the keys' expiry is moved (two PEXPIREATs, a
 -- ZADD: once per eighth of the retention window); trims read entries once per batch, not once per publish: the history
 -- stream keeps up to historySize + historySize/8 entries and reads serve the newest historySize (history.lua), so
@@ -38,8 +38,8 @@ local function bytes_through(hist, below, overhead)
 end
 
 local function publish_one(K, ko, A, ao, payload)
-  local hist_key, meta_key, fan_key, seq_key, fanb_key, histb_key, histx_key, gen_key =
-    K[ko + 1], K[ko + 2], K[ko + 3], K[ko + 4], K[ko + 5], K[ko + 6], K[ko + 7], K[ko + 8]
+  local hist_key, meta_key, fan_key, seq_key, fanb_key, histb_key, histx_key =
+    K[ko + 1], K[ko + 2], K[ko + 3], K[ko + 4], K[ko + 5], K[ko + 6], K[ko + 7]
   local size, ttl, product, channel, id, field, sender =
     A[ao + 1] + 0, A[ao + 2] + 0, A[ao + 4], A[ao + 5], A[ao + 6], A[ao + 7], A[ao + 9]
   local now = now_ms()
@@ -53,7 +53,7 @@ local function publish_one(K, ko, A, ao, payload)
     -- from the start of its epoch the channel's own cost; the product's total in histb.
     local budget = hist_open(histb_key, histx_key, channel, now)
     local meta = redis.call('HMGET', meta_key, 'e', 'g', 'o', 'b', 'h', 'x')
-    local gen = generation(gen_key, true)
+    local gen = generation()
     epoch = meta[1]
     -- An epoch numbered by another master (a failover, a restart, a moved slot) is not continued: a new one starts.
     if epoch and not same_generation(meta[2], gen) then epoch = nil end
