@@ -38,6 +38,11 @@ export function redisScript<Reply>(service: string, ...parts: string[]): RedisSc
       return (await redis().eval(source, keys.length, ...keys, ...args)) as Reply
     }
   }
+  return runner(service, once)
+}
+
+/** A script's three ways to run, from the one that runs it once with failures as Redis gave them. */
+function runner<Reply>(service: string, once: (keys: readonly string[], args: Args) => Promise<Reply>): RedisScript<Reply> {
   return {
     run: (keys, args) => orUnavailable(service, () => once(keys, args)),
     runEach: (calls) => orUnavailable(service, () => Promise.all(calls.map(([keys, args]) => once(keys, args)))),
@@ -81,11 +86,7 @@ export function redisFunction<Reply>(service: string, ...parts: string[]): Redis
       }
     }
   }
-  return {
-    run: (keys, args) => orUnavailable(service, () => once(keys, args)),
-    runEach: (calls) => orUnavailable(service, () => Promise.all(calls.map(([keys, args]) => once(keys, args)))),
-    runBare: once,
-  }
+  return runner(service, once)
 }
 
 /**
