@@ -99,8 +99,8 @@ export const LAST_N_MAX = 1000
 export const HISTORY_CHANNEL_OVERHEAD_BYTES = 512
 
 /**
- * What a channel with history costs the product's history budget before its first entry. position.lua takes it as
- * ARGV; publish.lua computes the same from HIST_CHANNEL_OVERHEAD (`4 * #channel`: Lua's length is the UTF-8 bytes).
+ * What a channel with history costs the product's history budget before its first entry: the scripts' channel_cost
+ * (history-budget.lua, from HIST_CHANNEL_OVERHEAD), stated here for callers that account bytes (the tests).
  */
 export const historyChannelBytes = (channel: string) => 4 * Buffer.byteLength(channel, 'utf8') + HISTORY_CHANNEL_OVERHEAD_BYTES
 
@@ -149,20 +149,31 @@ function publishConstants(budgets: PublishBudgets): Record<string, string> {
     FAN_WINDOW: whole('fanoutRetentionMs', budgets.fanoutRetentionMs),
     FAN_MAX: whole('fanoutMaxBytes', budgets.fanoutMaxBytes),
     HIST_MAX: whole('historyMaxBytes', budgets.historyMaxBytes),
-    FAN_SLICES: String(FAN_BUDGET_SLICES),
-    FAN_ENTRY_OVERHEAD: String(FAN_ENTRY_OVERHEAD_BYTES),
-    HIST_ENTRY_OVERHEAD: String(HISTORY_ENTRY_OVERHEAD_BYTES),
-    HIST_CHANNEL_OVERHEAD: String(HISTORY_CHANNEL_OVERHEAD_BYTES),
-    IDEMPOTENCY_WINDOW: `'${IDEMPOTENCY_WINDOW_MS}'`, // a string: it is only handed to SET PX
+    ...FIXED_CONSTANTS,
   }
 }
 
-/** `parts`, each of publishConstants' names replaced by its value for `budgets`. */
-export function publishSource(parts: readonly string[], budgets: PublishBudgets): string[] {
-  const constants = publishConstants(budgets)
+/** The constants that are the same whatever the budgets (the position script needs them too). */
+const FIXED_CONSTANTS: Record<string, string> = {
+  FAN_SLICES: String(FAN_BUDGET_SLICES),
+  FAN_ENTRY_OVERHEAD: String(FAN_ENTRY_OVERHEAD_BYTES),
+  HIST_ENTRY_OVERHEAD: String(HISTORY_ENTRY_OVERHEAD_BYTES),
+  HIST_CHANNEL_OVERHEAD: String(HISTORY_CHANNEL_OVERHEAD_BYTES),
+  IDEMPOTENCY_WINDOW: `'${IDEMPOTENCY_WINDOW_MS}'`, // a string: it is only handed to SET PX
+}
+
+/** `parts`, each of the names in `constants` replaced by its value. */
+function writeConstants(parts: readonly string[], constants: Record<string, string>): string[] {
   const pattern = new RegExp(`\\b(${Object.keys(constants).join('|')})\\b`, 'g')
   return parts.map((part) => part.replace(pattern, (name) => constants[name]!))
 }
+
+/** `parts`, each of publishConstants' names replaced by its value for `budgets`. */
+export const publishSource = (parts: readonly string[], budgets: PublishBudgets): string[] =>
+  writeConstants(parts, publishConstants(budgets))
+
+/** The position script's parts, the fixed constants written in (a test checks none is left). */
+export const POSITION_PARTS = writeConstants([NOW_LUA, GENERATION_LUA, HISTORY_BUDGET_LUA, POSITION_LUA], FIXED_CONSTANTS)
 
 /** A publishing function's parts (redisFunction's), before the constants are written in. */
 export const publishingParts = (body: string, libraries: readonly string[] = []) =>
@@ -195,7 +206,7 @@ export function publishingScript<Reply>(body: string, libraries: readonly string
 
 const publishScript = publishingScript<PublishReply>(PUBLISH_ONE_LUA)
 const historyScript = redisScript<HistoryReply>('realtime history', NOW_LUA, GENERATION_LUA, HISTORY_LUA)
-const positionScript = redisScript<[string, number]>('realtime history', NOW_LUA, GENERATION_LUA, HISTORY_BUDGET_LUA, POSITION_LUA)
+const positionScript = redisScript<[string, number]>('realtime history', ...POSITION_PARTS)
 
 /** 16 random hex characters: the epoch a script takes when the channel has none. */
 const epochCandidate = () => randomUUID().replaceAll('-', '').slice(0, 16)
@@ -340,7 +351,7 @@ export async function readHistory(
  * one here, at offset 0, living as long as the retention window (each publish keeps it a window, up to an eighth more, past itself). So the cursor a
  * subscriber keeps is a real one: the first publications of the epoch are recovered after a reconnect, and an epoch
  * that expires before its first publish gives `recovered: false`, never a silent gap. The new epoch's meta hash costs
- * the product's history budget what a channel costs (historyChannelBytes); when that does not fit, nothing is created
+ * the product's history budget what a channel costs (channel_cost, historyChannelBytes); when that does not fit, nothing is created
  * and the answer is `{offset: 0, epoch: ''}` (a cursor to it recovers nothing once the channel has an epoch: resync).
  */
 export async function subscriptionPosition(
@@ -349,7 +360,7 @@ export async function subscriptionPosition(
   const keys = channelKeys(productId, channel)
   const [epoch, offset] = await positionScript.run(
     [keys.hist, keys.meta, keys.histBytes, keys.histExpiry],
-    [epochCandidate(), policy.historyTtlSeconds * 1000, channel, historyMaxBytes, historyChannelBytes(channel)],
+    [epochCandidate(), policy.historyTtlSeconds * 1000, channel, historyMaxBytes],
   )
   return { offset: Number(offset), epoch: String(epoch) }
 }

@@ -3,7 +3,7 @@
 import { expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { PUBLISH_CONSTANTS, PUBLISH_LIBRARY, publishingParts, publishSource } from '../../shared/realtime/broker'
+import { HISTORY_CHANNEL_OVERHEAD_BYTES, POSITION_PARTS, PUBLISH_CONSTANTS, PUBLISH_LIBRARY, publishingParts, publishSource } from '../../shared/realtime/broker'
 import PUBLISH_ONE_LUA from '../../shared/realtime/lua/publish-one.lua' with { type: 'text' }
 import { PUBLISH_REQUEST_PARTS } from '../../shared/realtime/publish-request'
 
@@ -22,6 +22,13 @@ test('every constant a publish script reads is written in as a literal, and each
   const raw = code(publishingParts(...PUBLISH_REQUEST_PARTS).join('\n'))
   for (const name of PUBLISH_CONSTANTS) expect(raw).toMatch(new RegExp(`\\b${name}\\b`))
   expect(code(publishSource(publishingParts(PUBLISH_ONE_LUA), budgets).join('\n'))).toContain('8388608')
+})
+
+test('the position script has the fixed constants written in too: a channel costs it what it costs a publish', () => {
+  const source = code(POSITION_PARTS.join('\n'))
+  expect(source.match(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g) ?? []).toEqual([])
+  expect(source).toContain(`return 4 * #channel + ${HISTORY_CHANNEL_OVERHEAD_BYTES} end`)
+  expect(source).toContain('channel_cost(ARGV[3])')
 })
 
 test('a budget that is not a whole non-negative number is refused before it reaches a script', () => {

@@ -7,8 +7,11 @@
 --   for a second, so a caller calls it before it refuses anything
 -- - hist_commit(s, bytes, expires_at, ttl[, bytes_text]) stores the channel's bytes (nil: the channel has none) and when
 --   its keys expire (nil: unchanged)
+-- - channel_cost(channel) → what a channel costs beyond its entries from the start of its epoch (broker.ts
+--   HISTORY_CHANNEL_OVERHEAD_BYTES: its name is in four keys and members; `#` is the UTF-8 bytes)
 -- Per call: one HMGET, one HSET, one ZADD. Expired channels are looked for at most once a second (field `@`: when next;
 -- 0 while more are waiting), and the index's own expiry (field `x`) is moved only when it would come too soon.
+local function channel_cost(channel) return 4 * #channel + HIST_CHANNEL_OVERHEAD end
 local function hist_sweep(s)
   local gone = redis.call('ZRANGEBYSCORE', s.histx, '-inf', '(' .. s.now, 'LIMIT', 0, 100)
   s.swept = true

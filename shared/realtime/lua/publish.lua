@@ -94,8 +94,8 @@ local function publish_one(K, ko, A, ao, payload)
       end
     end
     local hist_cost = #id + #payload + HIST_ENTRY_OVERHEAD
-    -- What the channel costs after this publish: a new epoch starts with the channel's own cost (historyChannelBytes).
-    local charged = (epoch and (bytes > freed and bytes - freed or 0) or 4 * #channel + HIST_CHANNEL_OVERHEAD) + hist_cost
+    -- What the channel costs after this publish: a new epoch starts with the channel's own cost.
+    local charged = (epoch and (bytes > freed and bytes - freed or 0) or channel_cost(channel)) + hist_cost
     local fits = budget.other + charged <= HIST_MAX or hist_exact(budget) + charged <= HIST_MAX
     -- Also trim by size whenever the publish would not fit without it: a channel at a full budget must never wait for
     -- a batch its refused publishes cannot reach (the offset only moves when one is accepted).
