@@ -49,6 +49,11 @@ export class OwnRedis {
     this.proc = undefined
   }
 
+  /** Whether its link to its master is up (a replica's; INFO replication). */
+  async linkUp(): Promise<boolean> {
+    return (await this.command('INFO', 'replication')).includes('master_link_status:up')
+  }
+
   /** Keys held now (DBSIZE of database 0). */
   async size(): Promise<number> {
     return Number((await this.command('DBSIZE')).trim())

@@ -7,7 +7,7 @@
 // Black-box: a master and a replica of this file's own, a public worker reaching Redis through a proxy moved as a
 // virtual IP would be.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { freePort, startProcess, type Worker } from '../helpers'
+import { eventually, freePort, startProcess, type Worker } from '../helpers'
 import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { OwnRedis } from './own-redis'
 import { startFaultProxy, type FaultProxy } from './proxy'
@@ -21,12 +21,6 @@ let front: FaultProxy
 let publicWorker: Worker
 let product: RealtimeProduct
 
-const linkUp = async (redis: OwnRedis) => (await redis.command('INFO', 'replication')).includes('master_link_status:up')
-const until = async (what: string, ok: () => Promise<boolean>) => {
-  for (const deadline = Date.now() + 10_000; !(await ok()); await Bun.sleep(50)) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`)
-  }
-}
 
 beforeAll(async () => {
   first = new OwnRedis(await freePort())
@@ -77,11 +71,11 @@ test('failed over to a replica and back after a full resync: the next publicatio
   // new epoch. 3-8 are numbered in one.)
   const acked = [await publish(1)]
   expect((await second.command('REPLICAOF', '127.0.0.1', replication.port)).trim()).toBe('OK')
-  await until('the second syncs', () => linkUp(second))
+  await eventually(() => second.linkUp(), 10_000, 'the second syncs')
   for (let n = 2; n <= 5; n++) acked.push(await publish(n))
   expect((await first.command('WAIT', 1, 5000)).trim()).toBe('1') // the second holds 1-5
   replication.cut() // and nothing after
-  await until('the second loses its link', async () => !(await linkUp(second)))
+  await eventually(async () => !(await second.linkUp()), 10_000, 'the second loses its link')
   for (let n = 6; n <= 8; n++) acked.push(await publish(n))
   const { epoch, offset: at3 } = acked[2]!
   expect(acked.slice(2)).toEqual(acked.slice(2).map((a, i) => ({ n: a.n, offset: at3 + i, epoch })))
@@ -96,7 +90,7 @@ test('failed over to a replica and back after a full resync: the next publicatio
   const fullSyncs = async () => Number(/sync_full:(\d+)/.exec(await second.command('INFO', 'stats'))![1])
   const fullBefore = await fullSyncs()
   expect((await first.command('REPLICAOF', '127.0.0.1', second.port)).trim()).toBe('OK')
-  await until('the first syncs with the second', () => linkUp(first))
+  await eventually(() => first.linkUp(), 10_000, 'the first syncs with the second')
   expect(await fullSyncs()).toBe(fullBefore + 1)
   // And back: the first is promoted again, by the same process.
   expect((await first.command('REPLICAOF', 'NO', 'ONE')).trim()).toBe('OK')

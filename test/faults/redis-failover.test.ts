@@ -23,7 +23,6 @@ let publicWorker: Worker
 let gateway: GatewayProcess
 let product: RealtimeProduct
 
-const linkUp = async (redis: OwnRedis) => (await redis.command('INFO', 'replication')).includes('master_link_status:up')
 
 beforeAll(async () => {
   master = new OwnRedis(await freePort())
@@ -31,7 +30,7 @@ beforeAll(async () => {
   replication = await startFaultProxy({ host: '127.0.0.1', port: master.port })
   replica = new OwnRedis(await freePort(), ['--replicaof', '127.0.0.1', String(replication.port)])
   await replica.start()
-  for (const deadline = Date.now() + 10_000; !(await linkUp(replica)); await Bun.sleep(50)) {
+  for (const deadline = Date.now() + 10_000; !(await replica.linkUp()); await Bun.sleep(50)) {
     if (Date.now() > deadline) throw new Error('the replica did not sync with its master')
   }
   front = await startFaultProxy({ host: '127.0.0.1', port: master.port })
@@ -71,7 +70,7 @@ test('a replica promoted without the last acknowledged publications: the next on
   for (let n = 1; n <= 5; n++) acked.push(await publish(n))
   expect((await master.command('WAIT', 1, 5000)).trim()).toBe('1') // the replica holds 1-5
   replication.cut() // and nothing after
-  for (const deadline = Date.now() + 5000; await linkUp(replica); await Bun.sleep(20)) {
+  for (const deadline = Date.now() + 5000; await replica.linkUp(); await Bun.sleep(20)) {
     if (Date.now() > deadline) throw new Error('the replica kept its link')
   }
   for (let n = 6; n <= 10; n++) acked.push(await publish(n))

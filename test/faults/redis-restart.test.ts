@@ -4,7 +4,7 @@
 // file's own and a public worker publishing over HTTP; three publications saved (SAVE), two more acknowledged and lost
 // in a crash, the server started again from its dump; then a writable replica of it that took a publish, promoted.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { freePort, startProcess, type Worker } from '../helpers'
+import { eventually, freePort, startProcess, type Worker } from '../helpers'
 import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { OwnRedis } from './own-redis'
 
@@ -65,9 +65,7 @@ test('a restart from an RDB file older than the last acknowledged publications: 
 test('a replica that took a publish while it was one (replica-read-only no), then promoted: its next publish starts a new epoch', async () => {
   const channel = 'chat:promoted'
   // The master restarted in the test before: the replica's link comes back (and resyncs) by itself.
-  for (const deadline = Date.now() + 20_000; !(await replica.command('INFO', 'replication')).includes('master_link_status:up'); await Bun.sleep(50)) {
-    if (Date.now() > deadline) throw new Error('the replica did not sync with its master')
-  }
+  await eventually(() => replica.linkUp(), 20_000, 'the replica syncing with its master')
   const first = await publishVia(publicWorker, channel, 1)
   expect((await redis.command('WAIT', 1, 10000)).trim()).toBe('1')
   // On the replica (its master's replication id): a write of its own, as a writable replica takes one.

@@ -48,7 +48,6 @@ function loopbackPorts(count: number): number[] {
 }
 
 const replication = (redis: OwnRedis) => redis.command('INFO', 'replication')
-const linkUp = async (redis: OwnRedis) => (await replication(redis)).includes('master_link_status:up')
 
 beforeAll(async () => {
   const [masterPort, laggingPort, sparePort, sentinelPort] = loopbackPorts(4)
@@ -61,7 +60,7 @@ beforeAll(async () => {
   lagging = new OwnRedis(laggingPort!, [...replicaOf, '--replica-priority', '10'], PASSWORD)
   spare = new OwnRedis(sparePort!, [...replicaOf, '--replica-priority', '100'], PASSWORD)
   await Promise.all([lagging.start(), spare.start()])
-  await eventually(async () => (await linkUp(lagging)) && (await linkUp(spare)), 10_000, 'both replicas synced')
+  await eventually(async () => (await lagging.linkUp()) && (await spare.linkUp()), 10_000, 'both replicas synced')
   // Started once both replicas are connected: its first look at the master lists them.
   sentinel = new OwnSentinel({ port: sentinelPort!, name: MASTER_NAME, masterPort: masterPort!, password: PASSWORD })
   await sentinel.start()
@@ -175,7 +174,7 @@ test('Sentinel promotes a replica that missed acknowledged publications: the pro
   // misses everything after 5. The spare reconnects and keeps up.
   await lagging.command('CONFIG', 'SET', 'masterauth', 'not-the-password')
   await master.command('CLIENT', 'KILL', 'TYPE', 'replica')
-  await eventually(async () => !(await linkUp(lagging)), 5000, 'the lagging replica unlinked')
+  await eventually(async () => !(await lagging.linkUp()), 5000, 'the lagging replica unlinked')
   for (let n = 6; n <= 10; n++) acked.push(await publish(channel, n))
   const epoch = acked[0]!.epoch
   expect(acked).toEqual(acked.map((_, i) => ({ n: i + 1, offset: i + 1, epoch })))
@@ -204,7 +203,7 @@ test('Sentinel promotes a replica that missed acknowledged publications: the pro
 test('Sentinel fails over from a master that is still up: at the switch every process leaves it for the promoted replica, whose publications start a new epoch', async () => {
   const channel = 'chat:sentinel-planned'
   // Failover 1 made the spare a replica of the new master (the lagging one); Sentinel needs it healthy to promote it.
-  await eventually(async () => (await replication(spare)).includes(`master_port:${lagging.port}`) && (await linkUp(spare)), 15_000, 'the spare following the new master')
+  await eventually(async () => (await replication(spare)).includes(`master_port:${lagging.port}`) && (await spare.linkUp()), 15_000, 'the spare following the new master')
   const client = await subscriber(channel)
   const acked: Acked[] = []
   for (let n = 1; n <= 5; n++) acked.push(await publish(channel, n))
