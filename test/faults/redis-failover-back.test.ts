@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { eventually, freePort, startProcess, type Worker } from '../helpers'
 import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { OwnRedis } from './own-redis'
+import { publishRetrying } from './publish-retrying'
 import { startFaultProxy, type FaultProxy } from './proxy'
 
 let first: OwnRedis
@@ -50,14 +51,7 @@ const moveTo = async (to: OwnRedis) => {
 
 test('failed over to a replica and back after a full resync: the next publication starts a new epoch, and no cursor into the old one recovers', async () => {
   const channel = 'chat:back'
-  const publish = async (n: number) => {
-    for (const deadline = Date.now() + 15_000; ; await Bun.sleep(100)) {
-      const result = await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { n } } })
-      if (result.status === 200) return { n, offset: result.body.offset as number, epoch: result.body.epoch as string }
-      expect(result.status).toBe(503)
-      if (Date.now() > deadline) throw new Error(`publish ${n} refused until the deadline`)
-    }
-  }
+  const publish = (n: number) => publishRetrying(publicWorker, product, channel, n)
   const history = async (query: string) => {
     for (const deadline = Date.now() + 15_000; ; await Bun.sleep(100)) {
       const result = await pub(publicWorker, 'GET', `/${product.productId}/realtime/channels/${channel}/history?${query}`, { key: product.key })

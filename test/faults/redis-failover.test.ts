@@ -11,6 +11,7 @@ import { freePort, startProcess, type Worker } from '../helpers'
 import { startGateway, type GatewayProcess, WsClient, replied } from '../gateway/ws-helpers'
 import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { OwnRedis } from './own-redis'
+import { type Acked, publishRetrying } from './publish-retrying'
 import { startFaultProxy, type FaultProxy } from './proxy'
 
 let master: OwnRedis
@@ -48,19 +49,11 @@ afterAll(async () => {
   await Promise.all([master?.stop(), replica?.stop()])
 })
 
-interface Acked { n: number; offset: number; epoch: string }
 
 test('a replica promoted without the last acknowledged publications: the next ones start a new epoch, a cursor into the lost ones is told `recovered: false`, and no (epoch, offset) names two publications', async () => {
   const channel = 'chat:failover'
   /** Publishes `n`; while the processes find the promoted replica a publish may be refused 503, and is sent again. */
-  const publish = async (n: number): Promise<Acked> => {
-    for (const deadline = Date.now() + 15_000; ; await Bun.sleep(100)) {
-      const result = await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { n } } })
-      if (result.status === 200) return { n, offset: result.body.offset, epoch: result.body.epoch }
-      expect(result.status).toBe(503)
-      if (Date.now() > deadline) throw new Error(`publish ${n} refused until the deadline`)
-    }
-  }
+  const publish = (n: number) => publishRetrying(publicWorker, product, channel, n)
   const token = (await signToken({ productId: product.productId, apiKeyId: product.keyId, subject: 'watcher', channels: [{ name: channel, ops: ['subscribe'] }] })).token
   const client = await WsClient.open(gateway.wsUrl)
   replied(await client.request({ type: 'connect', token }), 'connect')

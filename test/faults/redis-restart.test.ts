@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { eventually, freePort, startProcess, type Worker } from '../helpers'
 import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { OwnRedis } from './own-redis'
+import { publishRetrying } from './publish-retrying'
 
 let redis: OwnRedis
 let publicWorker: Worker
@@ -32,24 +33,17 @@ afterAll(async () => {
   await Promise.all([redis?.stop(), replica?.stop()])
 })
 
-/** Publishes `n` to `channel` through `worker`; a publish refused 503 (the worker reconnecting) is sent again. */
-async function publishVia(worker: Worker, channel: string, n: number): Promise<{ offset: number; epoch: string }> {
-  for (const deadline = Date.now() + 15_000; ; await Bun.sleep(100)) {
-    const result = await pub(worker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { n } } })
-    if (result.status === 200) return { offset: result.body.offset as number, epoch: result.body.epoch as string }
-    expect(result.status).toBe(503)
-    if (Date.now() > deadline) throw new Error(`publish ${n} refused until the deadline`)
-  }
-}
+/** Publishes `n` to `channel` through `worker`, sent again while the worker reconnects (publishRetrying). */
+const publishVia = (worker: Worker, channel: string, n: number) => publishRetrying(worker, product, channel, n)
 
 test('a restart from an RDB file older than the last acknowledged publications: the next one starts a new epoch at offset 1, and history serves only it', async () => {
   const channel = 'chat:restarted'
   const publish = (n: number) => publishVia(publicWorker, channel, n)
   const before = [await publish(1), await publish(2), await publish(3)]
   const epoch = before[0]!.epoch
-  expect(before).toEqual([1, 2, 3].map((offset) => ({ offset, epoch })))
+  expect(before).toEqual([1, 2, 3].map((offset) => ({ n: offset, offset, epoch })))
   expect((await redis.command('SAVE')).trim()).toBe('OK')
-  expect([await publish(4), await publish(5)]).toEqual([4, 5].map((offset) => ({ offset, epoch })))
+  expect([await publish(4), await publish(5)]).toEqual([4, 5].map((offset) => ({ n: offset, offset, epoch })))
   await redis.crash()
   await redis.start(true)
   expect(await redis.size()).toBeGreaterThan(0) // the dump was loaded: offsets 1-3 are back
@@ -70,7 +64,7 @@ test('a replica that took a publish while it was one (replica-read-only no), the
   expect((await redis.command('WAIT', 1, 10000)).trim()).toBe('1')
   // On the replica (its master's replication id): a write of its own, as a writable replica takes one.
   const onReplica = await publishVia(replicaWorker, channel, 2)
-  expect(onReplica).toEqual({ offset: 2, epoch: first.epoch })
+  expect(onReplica).toEqual({ n: 2, offset: 2, epoch: first.epoch })
   expect((await replica.command('REPLICAOF', 'NO', 'ONE')).trim()).toBe('OK')
   const promoted = await publishVia(replicaWorker, channel, 3)
   expect(promoted.epoch).not.toBe(first.epoch)

@@ -18,6 +18,7 @@ import { eventually, startProcess, type Worker } from '../helpers'
 import { type Frame, startGateway, type GatewayProcess, WsClient, replied } from '../gateway/ws-helpers'
 import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { OwnRedis } from './own-redis'
+import { type Acked, publishRetrying } from './publish-retrying'
 import { OwnSentinel } from './own-sentinel'
 
 /** Characters a URL must percent-encode, so the password's way from REDIS_URL to AUTH is tested too. */
@@ -85,20 +86,8 @@ afterAll(async () => {
   await Promise.all([master?.stop(), lagging?.stop(), spare?.stop()])
 })
 
-interface Acked { n: number; offset: number; epoch: string }
-
-/**
- * Publishes `n` on `channel`. While the processes find the new master a publish may be refused 503 (and is sent
- * again); any other refusal fails the test, and so does a refusal that lasts past the deadline.
- */
-async function publish(channel: string, n: number): Promise<Acked> {
-  for (const deadline = Date.now() + 20_000; ; await Bun.sleep(100)) {
-    const result = await pub(publicWorker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { n } } })
-    if (result.status === 200) return { n, offset: result.body.offset, epoch: result.body.epoch }
-    expect({ n, status: result.status, body: result.body }).toMatchObject({ status: 503, body: { error: 'unavailable' } })
-    if (Date.now() > deadline) throw new Error(`publish ${n} refused until the deadline`)
-  }
-}
+/** Publishes `n` on `channel`, sent again while the processes find the new master (publishRetrying). */
+const publish = (channel: string, n: number) => publishRetrying(publicWorker, product, channel, n, 20_000)
 
 /**
  * A history read on the public worker, sent again while it answers 503: at Sentinel's switch every process drops its

@@ -1,0 +1,20 @@
+// A publication sent through a public worker while Redis changes under it (a failover, a restart, Sentinel's switch):
+// the fault tests' one way to publish and be sure it was acknowledged.
+import { expect } from 'bun:test'
+import { pub } from '../realtime/public-helpers'
+
+/** What a publication was acknowledged as: its number in the test, its offset and epoch. */
+export interface Acked { n: number; offset: number; epoch: string }
+
+/**
+ * Publishes `{n}` on `channel`. While the worker finds Redis again a publish may be refused 503 `unavailable` (and is
+ * sent again); any other refusal fails the test, and so does a refusal that lasts past `ms`.
+ */
+export async function publishRetrying(worker: { url: string }, product: { productId: string; key: string }, channel: string, n: number, ms = 15_000): Promise<Acked> {
+  for (const deadline = Date.now() + ms; ; await Bun.sleep(100)) {
+    const result = await pub(worker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { n } } })
+    if (result.status === 200) return { n, offset: result.body.offset, epoch: result.body.epoch }
+    expect({ n, status: result.status, body: result.body }).toMatchObject({ status: 503, body: { error: 'unavailable' } })
+    if (Date.now() > deadline) throw new Error(`publish ${n} refused until the deadline`)
+  }
+}
