@@ -14,14 +14,9 @@ import { redis } from '../../shared/redis/client'
 import { freePort, startWorker } from '../../test/helpers'
 import { realtimeProduct } from '../../test/realtime/public-helpers'
 import { processCpuSeconds, redisCpuSeconds } from './cpu'
-import { type Children, dropProduct, runBench } from './run'
+import { type Children, dropProduct, positive, runBench } from './run'
 
 const { values: args } = parseArgs({ options: { connections: { type: 'string', default: '2000' }, rounds: { type: 'string', default: '3' } } })
-const positive = (name: string, raw: string) => {
-  const value = Number(raw)
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got "${raw}"`)
-  return value
-}
 const CONNECTIONS = positive('connections', args.connections!)
 const ROUNDS = positive('rounds', args.rounds!)
 const BURST = 10

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { positive } from './run'
 import { sql } from '../../shared/db/client'
 import { closeRedis, redis } from '../../shared/redis/client'
 import { onCluster } from '../../shared/redis/cluster'
@@ -24,11 +25,6 @@ const { values: args } = parseArgs({
     channels: { type: 'string', default: '1' },
   },
 })
-const positive = (name: string, raw: string) => {
-  const value = Number(raw)
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got "${raw}"`)
-  return value
-}
 const SECONDS = positive('seconds', args.seconds!)
 const ROUNDS = positive('rounds', args.rounds!)
 const CONNECTIONS = positive('connections', args.connections!)

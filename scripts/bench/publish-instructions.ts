@@ -15,7 +15,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { type Children, dropProduct, runBench } from './run'
+import { type Children, dropProduct, positive, runBench } from './run'
 
 const { values: args } = parseArgs({
   options: {
@@ -26,11 +26,6 @@ const { values: args } = parseArgs({
     keep: { type: 'string' },
   },
 })
-const positive = (name: string, raw: string) => {
-  const value = Number(raw)
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got "${raw}"`)
-  return value
-}
 const PUBLISHES = positive('publishes', args.publishes!)
 const CONCURRENCY = positive('concurrency', args.concurrency!)
 const CHANNELS = positive('channels', args.channels!)

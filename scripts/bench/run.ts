@@ -1,5 +1,13 @@
-// What every benchmark that starts processes and makes a product does at its end: the product deleted (what hangs off
-// it goes with it), the shared connections closed, every process it started stopped whatever happened.
+// What the benchmarks share: their options read as positive integers, and what every one that starts processes and
+// makes a product does at its end: the product deleted (what hangs off it goes with it), the shared connections closed,
+// every process it started stopped whatever happened.
+
+/** A `--name` option's value as a positive integer; anything else stops the benchmark naming the option. */
+export function positive(name: string, raw: string): number {
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got "${raw}"`)
+  return value
+}
 
 /** The processes a benchmark started: each is killed and awaited by runBench. */
 export type Children = ReturnType<typeof Bun.spawn>[]
