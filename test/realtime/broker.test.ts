@@ -545,4 +545,29 @@ describe('history budget: what a channel costs beyond its entries', () => {
     // While the channel has no epoch, the cursor to that position is at its top; once one starts it does not recover (resync).
     expect(await readHistory(productId, c3!, KEEP, { offset: 0, epoch: '' })).toEqual({ entries: [], offset: 0, epoch: '', recovered: true })
   })
+
+  test('a channel is counted once in the product\'s sum whether its bytes come from its meta hash or, that hash lost, from the sum\'s own copy', async () => {
+    // A publish reads the channel's bytes from its meta hash (b) and not from histb, which holds the same value; when
+    // the meta hash is gone (evicted, expired early) the new epoch must take histb's copy off, not count it twice.
+    const productId = randomUUID()
+    const [c1, c2] = onOneShard(productId, 2)
+    const keys = channelKeys(productId, c1!)
+    const entry = (id: string, data: string) => id.length + data.length + HISTORY_ENTRY_OVERHEAD_BYTES
+    await publish({ productId, channel: c1!, policy: KEEP, data: 'aa', id: 'i1' })
+    await publish({ productId, channel: c1!, policy: KEEP, data: 'bbb', id: 'i2' })
+    await publish({ productId, channel: c2!, policy: KEEP, data: 'c', id: 'i3' })
+    const one = historyChannelBytes(c1!) + entry('i1', 'aa') + entry('i2', 'bbb')
+    const two = historyChannelBytes(c2!) + entry('i3', 'c')
+    expect(await redis().hget(keys.histBytes, c1!)).toBe(String(one))
+    expect(await redis().hget(keys.histBytes, '#')).toBe(String(one + two))
+    await redis().del(keys.meta)
+    const again = await publish({ productId, channel: c1!, policy: KEEP, data: 'd', id: 'i4' })
+    expect(again.offset).toBe(1) // a new epoch
+    const fresh = historyChannelBytes(c1!) + entry('i4', 'd')
+    expect(await redis().hget(keys.meta, 'b')).toBe(String(fresh))
+    expect(await redis().hget(keys.histBytes, c1!)).toBe(String(fresh))
+    expect(await redis().hget(keys.histBytes, '#')).toBe(String(fresh + two))
+    await publish({ productId, channel: c1!, policy: KEEP, data: 'e', id: 'i5' })
+    expect(await redis().hget(keys.histBytes, '#')).toBe(String(fresh + entry('i5', 'e') + two))
+  })
 })

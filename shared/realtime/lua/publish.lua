@@ -46,17 +46,18 @@ local function publish_one(K, ko, A, ao, payload)
   local stored = size > 0 and ttl > 0
   local fan_cost = #product + #channel + #id + #payload + #sender + FAN_ENTRY_OVERHEAD
   local fan_budget = fan_open(fanb_key, FAN_WINDOW, FAN_SLICES, now)
-  if fan_budget.used + fan_cost > FAN_MAX then return -1, 'fanout', fan_budget.wait end
+  if fan_budget.used + fan_cost > FAN_MAX then return -1, 'fanout', fan_wait(fan_budget) end
   local offset, epoch, offset_text = nil, nil, nil
   if stored then
     -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream): its entries, and
     -- from the start of its epoch the channel's own cost; the product's total in histb.
-    local budget = hist_open(histb_key, histx_key, channel, now)
     local meta = redis.call('HMGET', meta_key, 'e', 'g', 'o', 'b', 'h', 'x')
     local gen = generation()
     epoch = meta[1]
     -- An epoch numbered by another master (a failover, a restart, a moved slot) is not continued: a new one starts.
     if epoch and not same_generation(meta[2], gen) then epoch = nil end
+    -- The channel's bytes in histb are its meta's b (both written by every publish); read there when it has none.
+    local budget = hist_open(histb_key, histx_key, channel, now, epoch and meta[4] and meta[4] + 0)
     -- Fields written only when they change (a new epoch, a hash of before without g): e and g, with h and x.
     local stamped = epoch and meta[2]
     local bytes, head, freed, below, expires = 0, now, 0, nil, 0
