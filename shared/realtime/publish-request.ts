@@ -94,12 +94,13 @@ function requestCall(inputs: readonly PublishInput[], calls: readonly PublishCal
   const keys = [quota?.window.key ?? spare, ip?.window.key ?? spare]
   const args: (string | number)[] = [
     ip?.limit ?? -1, ip?.window.expireSeconds ?? 0, quota?.limit ?? -1, quota?.window.expireSeconds ?? 0,
-    keyed?.fingerprint ?? '', keyed && options.claim ? 1 : 0, shared,
+    keyed ? `${options.claim ? '+' : '='}${keyed.fingerprint}` : '',
   ]
   for (const call of calls) {
     keys.push(...call.keys)
     args.push(...(shared === '' ? call.args : call.args.map((arg, k) => (k === PAYLOAD_ARG ? '' : arg))))
   }
+  if (shared !== '') args.push(shared)
   if (keyed) {
     keys.push(options.claim ? idempotencyClaimKey(inputs[0]!.productId, keyed.keyHash) : spare)
     for (const input of inputs) keys.push(idempotencyMarkerKey(input.productId, input.channel, keyed.keyHash))

@@ -6,9 +6,11 @@
 --       instructions), after them the claim and one marker per channel. Keys a run does not use (no IP limit, a claim
 --       made before) are given as any key of the same slot and never touched. The channels are counted from KEYS.
 -- ARGV: 1 IP limit (-1: not counted here), 2 its expiry (s), 3 quota limit (-1: not counted here), 4 its expiry (s),
---       5 the request's fingerprint ('': no key), 6 1 to claim the key here (0: claimed before, a cluster's step), 7 the
---       payload of every channel whose own (A 8) is '' (a broadcast sends it once), then 9 per channel (publish.lua's
---       A). How long a key is remembered: IDEMPOTENCY_WINDOW (ms, a string), with the constants.
+--       5 the Idempotency-Key: '' without one, else `+` (claim the key here) or `=` (claimed before, a cluster's step)
+--       then the request's fingerprint, then 9 per channel (publish.lua's A), then only for a broadcast the payload of
+--       every channel whose own (A 8) is '' (sent once). Each argument costs Redis about 1 250 instructions, so a
+--       publish without a key or a broadcast sends neither. How long a key is remembered: IDEMPOTENCY_WINDOW (ms, a
+--       string), with the constants.
 -- Returns {-2, count} past the IP limit (nothing else counted or written); {-3} when the key's claim names another
 -- request (nothing counted but the IP limit); otherwise {0, results...}, four values per channel (one flat reply: each
 -- nested table costs Redis about 2 000 instructions to write out), false where there is none: 1, id, offset, epoch
@@ -20,15 +22,17 @@
 -- request tries, refused or not, but a repeat answered from its marker. A claim made here is taken back when nothing
 -- was published, so an idempotency key costs memory only beside a publication.
 -- Numbers read with `+ 0`, not tonumber: a call to a C function costs more than the conversion (now.lua).
-local ip_limit, fingerprint = ARGV[1] + 0, ARGV[5]
+local ip_limit, keyed = ARGV[1] + 0, ARGV[5]
+local fingerprint = keyed ~= '' and string.sub(keyed, 2) or ''
 local channels = fingerprint ~= '' and (#KEYS - 3) / 8 or (#KEYS - 2) / 7
 local claim_key = KEYS[3 + 7 * channels] -- with a key: then the markers
+local shared_payload = ARGV[6 + 9 * channels] -- a broadcast's only
 if ip_limit >= 0 then
   local count = count_in(KEYS[2], 1, ARGV[2])
   if count > ip_limit then return {-2, count} end
 end
 local claimed = false
-if fingerprint ~= '' and ARGV[6] == '1' then
+if fingerprint ~= '' and string.byte(keyed) == 43 then -- '+'
   local claim = redis.call('GET', claim_key)
   if claim and claim ~= fingerprint then return {-3} end
   if not claim then
@@ -40,10 +44,10 @@ local quota = ARGV[3] + 0
 local published = false
 local out, n = {0}, 1
 for c = 0, channels - 1 do
-  local ko, ao = 2 + 7 * c, 7 + 9 * c -- this channel's KEYS and ARGV start after these
+  local ko, ao = 2 + 7 * c, 5 + 9 * c -- this channel's KEYS and ARGV start after these
   local id, marker_key = ARGV[ao + 6], KEYS[4 + 7 * channels + c]
   local payload = ARGV[ao + 8]
-  if payload == '' then payload = ARGV[7] end
+  if payload == '' then payload = shared_payload end
   local marker = fingerprint ~= '' and redis.call('GET', marker_key) or nil
   local kind, r1, r2, r3 = nil, nil, false, false -- this channel's four values
   if marker then
