@@ -61,15 +61,24 @@ export const replayedWhole = (outcomes: readonly ChannelOutcome[]) => {
   return published.length > 0 && published.every((o) => o.replayed)
 }
 
-/** One channel's four values in the script's flat reply (null where there is none). */
-type ChannelReply = [1 | 2, string, number | null, string | null] | [-1, string, number, null] | [-5, number, null, null]
-type Reply = [-2, number] | [-3] | [0, ...(ChannelReply[number])[]]
+/**
+ * One channel's three values in the script's flat reply (null where there is none): published (offset and epoch, the
+ * id the caller gave), published before under the key (its marker), refused by a byte budget, past the quota.
+ */
+type ChannelReply = [1, number | null, string | null] | [2, string, null] | [-1, string, number] | [-5, number, null]
+type Reply = [-2, number] | [-3] | (ChannelReply[number])[]
 
-/** The flat reply's channels, four values each. */
+/** The flat reply's channels, three values each. */
 function channelReplies(reply: Reply): ChannelReply[] {
   const out: ChannelReply[] = []
-  for (let i = 1; i < reply.length; i += 4) out.push(reply.slice(i, i + 4) as ChannelReply)
+  for (let i = 0; i < reply.length; i += 3) out.push(reply.slice(i, i + 3) as ChannelReply)
   return out
+}
+
+/** What a marker (`fingerprint id offset epoch`, or `fingerprint id` without history) says was published. */
+function markerResult(marker: string): { fingerprint: string; result: PublishResult } {
+  const [fingerprint, id, offset, epoch] = marker.split(' ')
+  return { fingerprint: fingerprint!, result: offset === undefined ? { id: id! } : { id: id!, offset: Number(offset), epoch: epoch! } }
 }
 
 /** The request script's parts (its body after the window counters' library): publishingParts. */
@@ -118,8 +127,9 @@ function channelOutcome(reply: ChannelReply, input: PublishInput, budgets: Publi
       return { refused: error as ApiError }
     }
   }
-  const [, id, offset, epoch] = reply as [number, string, number | null, string | null]
-  return { published: offset === null ? { id } : { id, offset: Number(offset), epoch: String(epoch) }, replayed: kind === 2 }
+  if (kind === 2) return { published: markerResult(String(reply[1])).result, replayed: true }
+  const [, offset, epoch] = reply as [1, number | null, string | null]
+  return { published: offset === null ? { id: input.id! } : { id: input.id!, offset: Number(offset), epoch: String(epoch) }, replayed: false }
 }
 
 /**
@@ -177,7 +187,7 @@ export async function releaseIdempotencyKey(productId: string, keyed: KeyedReque
 export async function publishedUnderKey(productId: string, channel: string, keyed: KeyedRequest): Promise<PublishResult | null> {
   const marker = await orUnavailable('realtime publish', () => redis().get(idempotencyMarkerKey(productId, channel, keyed.keyHash)))
   if (marker === null) return null
-  const [fingerprint, id, offset, epoch] = marker.split(' ')
+  const { fingerprint, result } = markerResult(marker)
   if (fingerprint !== keyed.fingerprint) return null // another request's, left after its claim expired
-  return offset === undefined ? { id: id! } : { id: id!, offset: Number(offset), epoch: epoch! }
+  return result
 }

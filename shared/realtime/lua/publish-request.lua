@@ -12,12 +12,13 @@
 --       publish without a key or a broadcast sends neither. How long a key is remembered: IDEMPOTENCY_WINDOW (ms, a
 --       string), with the constants.
 -- Returns {-2, count} past the IP limit (nothing else counted or written); {-3} when the key's claim names another
--- request (nothing counted but the IP limit); otherwise {0, results...}, four values per channel (one flat reply: each
--- nested table costs Redis about 2 000 instructions to write out), false where there is none: 1, id, offset, epoch
--- (offset and epoch false without history) published; 2, id, offset, epoch published before by this request under
--- this key (nothing done); -1, budget, ms, false over a byte budget; -5, count, false, false past the quota. A marker
--- is `fingerprint id offset epoch`: one another request left (its claim expired first) is not this one's, and is
--- replaced by this one's publish.
+-- request (nothing counted but the IP limit); otherwise three values per channel (one flat reply: each nested table
+-- costs Redis about 2 000 instructions to write out, and each value about 1 500 to write and the worker to read),
+-- false where there is none: 1, offset, epoch (both false without history) published with the id the caller gave;
+-- 2, marker, false published before by this request under this key (nothing done); -1, budget, ms over a byte
+-- budget; -5, count, false past the quota. A marker is `fingerprint id offset epoch` (`fingerprint id` for a channel
+-- without history): one another request left (its claim expired first) is not this one's, and is replaced by this
+-- one's publish.
 -- Counters expire with their window's first hit (window + 5 s: hitWindow's rule). The quota counts every channel the
 -- request tries, refused or not, but a repeat answered from its marker. A claim made here is taken back when nothing
 -- was published, so an idempotency key costs memory only beside a publication.
@@ -42,22 +43,16 @@ if fingerprint ~= '' and string.byte(keyed) == 43 then -- '+'
 end
 local quota = ARGV[3] + 0
 local published = false
-local out, n = {0}, 1
+local out, n = {}, 0
 for c = 0, channels - 1 do
   local ko, ao = 2 + 7 * c, 5 + 9 * c -- this channel's KEYS and ARGV start after these
   local id, marker_key = ARGV[ao + 6], KEYS[4 + 7 * channels + c]
   local payload = ARGV[ao + 8]
   if payload == '' then payload = shared_payload end
   local marker = fingerprint ~= '' and redis.call('GET', marker_key) or nil
-  local kind, r1, r2, r3 = nil, nil, false, false -- this channel's four values
-  if marker then
-    -- `fingerprint id offset epoch`, or `fingerprint id` for an ephemeral channel's
-    local words = {}
-    for word in string.gmatch(marker, '%S+') do words[#words + 1] = word end
-    if words[1] == fingerprint then
-      kind, r1, r2, r3 = 2, words[2], words[3] and tonumber(words[3]) or false, words[4] or false
-    end
-  end
+  local kind, r1, r2 = nil, nil, false -- this channel's three values
+  -- This request's marker: its fingerprint and a space first.
+  if marker and string.sub(marker, 1, #fingerprint + 1) == fingerprint .. ' ' then kind, r1 = 2, marker end
   if kind then
     published = true
   else
@@ -68,7 +63,7 @@ for c = 0, channels - 1 do
       if offset == -1 then kind, r1, r2 = -1, epoch, wait
       else
         published = true
-        kind, r1, r2, r3 = 1, id, offset or false, epoch or false
+        kind, r1, r2 = 1, offset or false, epoch or false
         if fingerprint ~= '' then
           local marked = fingerprint .. ' ' .. id
           if offset then marked = marked .. ' ' .. offset .. ' ' .. epoch end
@@ -77,8 +72,8 @@ for c = 0, channels - 1 do
       end
     end
   end
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = kind, r1, r2, r3
-  n = n + 4
+  out[n + 1], out[n + 2], out[n + 3] = kind, r1, r2
+  n = n + 3
 end
 if claimed and not published then redis.call('DEL', claim_key) end
 return out
