@@ -16,11 +16,12 @@ import { config } from '../config'
 import { log } from '../log'
 import { guardClusterNodes, queueOnlyForNodesNotYetUp } from './cluster-guard'
 import { guardCommands } from './guard'
-import { coalesceWrites, retarget, setOfflineQueue, traceOnlyWhenSubscribed } from './ioredis-internals'
+import { coalesceWrites, rememberCommandFlags, retarget, setOfflineQueue, traceOnlyWhenSubscribed } from './ioredis-internals'
 import { trackConnection } from './usage'
 import { clusterNodesOf, sentinelOf, type SentinelTarget } from './url'
 
 traceOnlyWhenSubscribed()
+rememberCommandFlags()
 
 /**
  * A connection to one Redis (REDIS_URL `redis://`, or `redis+sentinel://` for the master Sentinel names now), or to a

@@ -14,9 +14,11 @@
 // - the private `offlineQueue` holds the commands waiting for a connection (its `length` is read, never changed);
 // - after 'connect' a connection's socket is its `stream`, and commands are written to it with `stream.write`;
 // - every command and batch is traced through the `diagnostics_channel` tracing channels `ioredis:command` and
-//   `ioredis:batch` unless the channel's `hasSubscribers` is `false` (`undefined` counts as subscribed).
+//   `ioredis:batch` unless the channel's `hasSubscribers` is `false` (`undefined` counts as subscribed);
+// - `Command.checkFlag(flag, name)` answers from the fixed `Command.FLAGS` lists, the same for the same arguments, and
+//   is looked up on `Command` at each call.
 import diagnostics from 'node:diagnostics_channel'
-import type { Cluster, Redis } from 'ioredis'
+import { Command, type Cluster, type Redis } from 'ioredis'
 
 /** A command on its way, as ioredis' Command shows it: only the members relied on. */
 export interface PendingCommand {
@@ -138,4 +140,33 @@ export function traceOnlyWhenSubscribed(): void {
         || this.asyncEnd.hasSubscribers || this.error.hasSubscribers
     },
   })
+}
+
+/**
+ * ioredis asks `Command.checkFlag` six to eight times per command (timeouts, blocking, subscriber mode, disconnect),
+ * each lower-casing the name and looking it up in a map: about 2 % of a public worker's CPU under publish load. The
+ * answer depends only on the flag and the name, so it is remembered (the names are the platform's own commands, a few
+ * dozen; past 1 000 distinct pairs nothing more is kept).
+ */
+export function rememberCommandFlags(): void {
+  type CheckFlag = (flag: string, name: string) => boolean
+  const commands = Command as unknown as { checkFlag: CheckFlag & { remembered?: true } }
+  if (commands.checkFlag.remembered) return
+  const check = commands.checkFlag.bind(Command)
+  const known = new Map<string, Map<string, boolean>>() // flag → name → answer
+  let pairs = 0
+  const remembered = (flag: string, name: string) => {
+    let names = known.get(flag)
+    if (!names) known.set(flag, (names = new Map()))
+    let has = names.get(name)
+    if (has === undefined) {
+      has = check(flag, name)
+      if (pairs < 1000) {
+        names.set(name, has)
+        pairs++
+      }
+    }
+    return has
+  }
+  commands.checkFlag = Object.assign(remembered, { remembered: true as const })
 }

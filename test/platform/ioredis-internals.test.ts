@@ -3,11 +3,11 @@
 // fast). On plain ioredis clients: a real Redis (REDIS_URL), and a port where nothing listens. What only a real cluster shows (a pipeline's node argument, ASKING) is test/cluster/node-guard.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import diagnostics from 'node:diagnostics_channel'
-import Redis, { Cluster } from 'ioredis'
+import Redis, { Cluster, Command } from 'ioredis'
 import { config } from '../../shared/config'
 import {
-  coalesceWrites, interceptCommands, offlineQueueLength, offlineQueueWhile, type PendingCommand, replaceSettlers, retarget, setOfflineQueue,
-  traceOnlyWhenSubscribed,
+  coalesceWrites, interceptCommands, offlineQueueLength, offlineQueueWhile, type PendingCommand, rememberCommandFlags, replaceSettlers, retarget,
+  setOfflineQueue, traceOnlyWhenSubscribed,
 } from '../../shared/redis/ioredis-internals'
 import { freePort, needsOneRedis } from '../helpers'
 
@@ -226,4 +226,38 @@ test("a cluster client's enableOfflineQueue getter is asked at every command", a
   expect(offlineQueueLength(cluster)).toBe(1)
   cluster.disconnect()
   expect(await waiting).toBe('ended')
+})
+
+test.skipIf(needsOneRedis)("Command.checkFlag is looked up at each call and answers the same for the same flag and name, so remembering its answers changes nothing a client does", async () => {
+  const checks: string[] = []
+  const commands = Command as unknown as { checkFlag(flag: string, name: string): boolean }
+  const original = commands.checkFlag
+  const asked = (flag: string, name: string) => {
+    checks.push(`${flag} ${name}`)
+    return original.call(Command, flag, name)
+  }
+  commands.checkFlag = asked
+  try {
+    const redis = client(new Redis(config.redisUrl))
+    await redis.get('k')
+    expect(checks).toContain('BLOCKING_COMMANDS get') // asked per command, through the static looked up then
+    const answers = (name: string) => ['BLOCKING_COMMANDS', 'ENTER_SUBSCRIBER_MODE', 'WILL_DISCONNECT'].map((flag) => asked(flag, name))
+    expect([answers('blpop'), answers('subscribe'), answers('quit'), answers('fcall')]).toEqual([
+      [true, false, false], [false, true, false], [false, false, true], [false, false, false],
+    ])
+    expect(answers('fcall')).toEqual(answers('fcall'))
+  } finally {
+    commands.checkFlag = original
+  }
+  // Remembered: the same answers, and a client still enters and leaves subscriber mode and blocks.
+  rememberCommandFlags()
+  expect((Command as unknown as { checkFlag(flag: string, name: string): boolean }).checkFlag('BLOCKING_COMMANDS', 'blpop')).toBe(true)
+  const subscriber = client(new Redis(config.redisUrl))
+  const publisher = client(new Redis(config.redisUrl))
+  const heard = new Promise((resolve) => subscriber.on('message', (_channel, message) => resolve(message)))
+  await subscriber.subscribe('ioredis-internals-flags')
+  await publisher.publish('ioredis-internals-flags', 'hello')
+  expect(await heard).toBe('hello')
+  await subscriber.unsubscribe('ioredis-internals-flags')
+  expect(await subscriber.get('k')).toBeNull()
 })
