@@ -570,4 +570,22 @@ describe('history budget: what a channel costs beyond its entries', () => {
     await publish({ productId, channel: c1!, policy: KEEP, data: 'e', id: 'i5' })
     expect(await redis().hget(keys.histBytes, '#')).toBe(String(fresh + entry('i5', 'e') + two))
   })
+
+  test('the product\'s sum lost (evicted) while its channels\' meta hashes stay counts each channel once it publishes again, never less than the copies it holds', async () => {
+    // Every publish rewrites the channel's copy in histb and adjusts the sum by the difference from the copy before:
+    // a channel whose copy went with the hash had none, so the sum must not take its meta's b off (it would then stay
+    // short by that much for as long as the product keeps history on the shard, past its budget).
+    const productId = randomUUID()
+    const [c1, c2] = onOneShard(productId, 2)
+    const keys = channelKeys(productId, c1!)
+    await publish({ productId, channel: c1!, policy: KEEP, data: 'a'.repeat(2000), id: 'i1' })
+    await publish({ productId, channel: c2!, policy: KEEP, data: 'b'.repeat(1000), id: 'i2' })
+    await redis().del(keys.histBytes)
+    await publish({ productId, channel: c1!, policy: KEEP, data: 'c', id: 'i3' })
+    await publish({ productId, channel: c2!, policy: KEEP, data: 'd', id: 'i4' })
+    const [one, two] = await Promise.all([c1!, c2!].map((c) => redis().hget(channelKeys(productId, c).meta, 'b')))
+    expect(await redis().hget(keys.histBytes, c1!)).toBe(one!)
+    expect(await redis().hget(keys.histBytes, c2!)).toBe(two!)
+    expect(await redis().hget(keys.histBytes, '#')).toBe(String(Number(one) + Number(two)))
+  })
 })

@@ -1,10 +1,11 @@
 -- Library, no KEYS or ARGV of its own: the product's history bytes on a shard (docs/realtime-data-plane.md, "Budgets"):
 -- the per-channel copies and their sum (field `#`) in histb; histx says when each channel's keys expire, so channels that
 -- expired are taken off the sum and the sum cannot drift past the channels that still exist.
--- - hist_open(histb, histx, channel, now[, mine]) → state `s` (valid until the next hist_open): s.other = the product's
---   bytes on the shard without this channel's. `mine`: the channel's bytes when the caller knows them (its meta hash's
---   `b`, which every writer sets to the same value as the channel's field here), so that field is not read: each field
---   a script reads costs Redis about 2 300 instructions. Likewise `x` is read only when needed.
+-- - hist_open(histb, histx, channel, now) → state `s` (valid until the next hist_open): s.other = the product's bytes on
+--   the shard without this channel's copy. The copy is read here, not taken from the channel's meta hash (`b`, the same
+--   value while both keys live): histb lost (evicted) while meta hashes stay, a channel has no copy, and taking its `b`
+--   off the sum would leave the sum short by that much for as long as histb lives. `x` is read only when needed (each
+--   field a script reads costs Redis about 2 300 instructions).
 -- - hist_exact(s) takes channels that expired off s.other (at most 100 per call); the sum may hold expired channels
 --   for a second, so a caller calls it before it refuses anything
 -- - hist_commit(s, bytes, expires_at, ttl[, bytes_text]) stores the channel's bytes (nil: the channel has none) and when
@@ -33,11 +34,11 @@ end
 -- The one state, every field set by hist_open (see fan-budget.lua's fan_state for why one).
 local hist_state = {histb = false, histx = false, channel = false, now = 0, total = 0, mine = 0, next_sweep = 0,
   expires = false, swept = false, dirty = false, other = 0}
-local function hist_open(histb, histx, channel, now, mine)
-  local got = mine and redis.call('HMGET', histb, '#', '@') or redis.call('HMGET', histb, '#', '@', channel)
+local function hist_open(histb, histx, channel, now)
+  local got = redis.call('HMGET', histb, '#', '@', channel)
   local s = hist_state
   s.histb, s.histx, s.channel, s.now, s.total, s.mine, s.next_sweep, s.expires, s.swept, s.dirty =
-    histb, histx, channel, now, (got[1] or 0) + 0, mine or (got[3] or 0) + 0, (got[2] or 0) + 0, false, false, false
+    histb, histx, channel, now, (got[1] or 0) + 0, (got[3] or 0) + 0, (got[2] or 0) + 0, false, false, false
   if s.next_sweep <= now then hist_sweep(s) end
   s.other = s.total > s.mine and s.total - s.mine or 0
   return s

@@ -51,13 +51,12 @@ local function publish_one(K, ko, A, ao, payload)
   if stored then
     -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream): its entries, and
     -- from the start of its epoch the channel's own cost; the product's total in histb.
+    local budget = hist_open(histb_key, histx_key, channel, now)
     local meta = redis.call('HMGET', meta_key, 'e', 'g', 'o', 'b', 'h', 'x')
     local gen = generation()
     epoch = meta[1]
     -- An epoch numbered by another master (a failover, a restart, a moved slot) is not continued: a new one starts.
     if epoch and not same_generation(meta[2], gen) then epoch = nil end
-    -- The channel's bytes in histb are its meta's b (both written by every publish); read there when it has none.
-    local budget = hist_open(histb_key, histx_key, channel, now, epoch and meta[4] and meta[4] + 0)
     -- Fields written only when they change (a new epoch, a hash of before without g): e and g, with h and x.
     local stamped = epoch and meta[2]
     local bytes, head, freed, below, expires = 0, now, 0, nil, 0
