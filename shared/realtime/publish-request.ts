@@ -117,19 +117,20 @@ function requestCall(inputs: readonly PublishInput[], calls: readonly PublishCal
   return [keys, args]
 }
 
-function channelOutcome(reply: ChannelReply, input: PublishInput, budgets: PublishBudgets): ChannelOutcome {
+/** One channel's outcome; `id`: the id its publish was given (publishCall's, made when the input had none). */
+function channelOutcome(reply: ChannelReply, id: string, budgets: PublishBudgets): ChannelOutcome {
   const kind = Number(reply[0])
   if (kind === -5) return { overQuota: Number(reply[1]) }
   if (kind === -1) {
     try {
-      publishResult([-1, String(reply[1]), Number(reply[2])], input.id!, budgets)
+      publishResult([-1, String(reply[1]), Number(reply[2])], id, budgets)
     } catch (error) {
       return { refused: error as ApiError }
     }
   }
   if (kind === 2) return { published: markerResult(String(reply[1])).result, replayed: true }
   const [, offset, epoch] = reply as [1, number | null, string | null]
-  return { published: offset === null ? { id: input.id! } : { id: input.id!, offset: Number(offset), epoch: String(epoch) }, replayed: false }
+  return { published: offset === null ? { id } : { id, offset: Number(offset), epoch: String(epoch) }, replayed: false }
 }
 
 /**
@@ -140,11 +141,12 @@ function channelOutcome(reply: ChannelReply, input: PublishInput, budgets: Publi
 export async function publishInOneStep(inputs: readonly PublishInput[], options: {
   ip?: WindowLimit; quota: WindowLimit; keyed?: KeyedRequest
 }, budgets: PublishBudgets = defaultBudgets()): Promise<RequestOutcome> {
-  const [keys, args] = requestCall(inputs, inputs.map((input) => publishCall(input)), { ...options, claim: true })
+  const calls = inputs.map((input) => publishCall(input))
+  const [keys, args] = requestCall(inputs, calls, { ...options, claim: true })
   const reply = await requestScript(budgets).run(keys, args)
   if (Number(reply[0]) === -2) return { ipRefused: Number(reply[1]) }
   if (Number(reply[0]) === -3) return { conflict: true }
-  return { channels: channelReplies(reply).map((r, i) => channelOutcome(r, inputs[i]!, budgets)) }
+  return { channels: channelReplies(reply).map((r, i) => channelOutcome(r, calls[i]!.id, budgets)) }
 }
 
 /**
@@ -160,7 +162,7 @@ export async function publishPerShard(inputs: readonly PublishInput[], keyed?: K
   const replies = await requestScript(budgets).runEach(groups.map((group) => requestCall(group.map((i) => inputs[i]!), group.map((i) => calls[i]!), { keyed })))
   groups.forEach((group, g) => {
     const channels = channelReplies(replies[g]!)
-    group.forEach((i, k) => (outcomes[i] = channelOutcome(channels[k]!, inputs[i]!, budgets)))
+    group.forEach((i, k) => (outcomes[i] = channelOutcome(channels[k]!, calls[i]!.id, budgets)))
   })
   return outcomes
 }

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { config } from '../../shared/config'
 import { windowOf } from '../../shared/fixed-window'
-import { channelTop } from '../../shared/realtime/broker'
+import { channelTop, readHistory } from '../../shared/realtime/broker'
 import { publishInOneStep } from '../../shared/realtime/publish-request'
 import { redis } from '../../shared/redis/client'
 import { DEFAULT_LIMITS, quotaKey } from '../../shared/realtime/publish-quota'
@@ -152,6 +152,20 @@ describe.skipIf(needsOneRedis)('publishInOneStep', () => {
     const quota = windowOf(`test:limits:${randomUUID()}`, 60)
     expect(await publishInOneStep([input(randomUUID(), 'chat:b')], { quota: { window: quota, limit: 5 } })).toEqual(published(1))
     expect(await counter(quota.key)).toBe(1)
+    await redis().del(quota.key)
+  })
+
+  test('an input without an id is answered with the id its publish was given; an empty payload is published as it is', async () => {
+    // The script answers a publish without its id (the worker gave it); a broadcast's shared payload is sent only with
+    // a broadcast, so an empty payload of one channel must not be taken for "the shared one".
+    const quota = windowOf(`test:limits:${randomUUID()}`, 60)
+    const productId = randomUUID()
+    const { id: _, ...anonymous } = { ...input(productId, 'chat:c'), data: '' }
+    const outcome = await publishInOneStep([anonymous], { quota: { window: quota, limit: 5 } })
+    expect(outcome).toEqual(published(1))
+    const [entry] = (await readHistory(productId, 'chat:c', anonymous.policy, { last_n: 1 })).entries
+    expect(entry).toMatchObject({ offset: 1, data: '' })
+    expect(entry!.id).toBe((outcome as { channels: [{ published: { id: string } }] }).channels[0].published.id)
     await redis().del(quota.key)
   })
 })

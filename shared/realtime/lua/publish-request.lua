@@ -48,7 +48,7 @@ for c = 0, channels - 1 do
   local ko, ao = 2 + 7 * c, 5 + 9 * c -- this channel's KEYS and ARGV start after these
   local id, marker_key = ARGV[ao + 6], KEYS[4 + 7 * channels + c]
   local payload = ARGV[ao + 8]
-  if payload == '' then payload = shared_payload end
+  if payload == '' then payload = shared_payload or '' end
   local marker = fingerprint ~= '' and redis.call('GET', marker_key) or nil
   local kind, r1, r2 = nil, nil, false -- this channel's three values
   -- This request's marker: its fingerprint and a space first.
