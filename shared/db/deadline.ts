@@ -104,15 +104,17 @@ class PoolState {
   }
 
   /**
-   * A connection failure of work begun at `since`: open the breaker and answer every query still waiting for a
-   * connection now, not one by one. Unless it is late news of an outage the breaker has already been told of and the
-   * pool has come back from since: the work began before that outage's failures, and the pool succeeded after them
-   * (after a failover, a backend of the old primary ending seconds late, once the new primary serves). Opening the
+   * A connection failure of work begun at `since` (`probe`: let through while the breaker was open): open the breaker
+   * and answer every query still waiting for a connection now, not one by one. Unless it is late news of an outage the
+   * breaker has already been told of and the pool has come back from since: the work began before that outage's
+   * failures, and the pool succeeded after them (after a failover, a backend of the old primary ending seconds late,
+   * once the new primary serves); or it was a probe of that outage, and the pool succeeded after it began (a probe
+   * that met the standby before its promotion, answered after a later probe reached the promoted one). Opening the
    * breaker then would refuse work the server that serves now takes. A first failure always counts, however recent the
    * last success: at a crash, the statements in flight began before it.
    */
-  connectionFailed(since: number): void {
-    if (since < this.lastFailureAt && this.lastFailureAt < this.lastSuccessAt) return
+  connectionFailed(since: number, probe: boolean): void {
+    if (since < this.lastSuccessAt && (probe || (since < this.lastFailureAt && this.lastFailureAt < this.lastSuccessAt))) return
     this.lastFailureAt = performance.now()
     this.breaker.failed()
     for (const query of this.waiting) {
@@ -154,6 +156,7 @@ function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () =>
 function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool: PoolState): void {
   pool.waiting.add(query)
   const begun = performance.now()
+  const probe = pool.breaker.isOpen
   let timedOut = false
   const timer = setTimeout(() => {
     // Not a verdict on the server: a busy pool queues statements too. Only connection errors open the breaker.
@@ -179,7 +182,7 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
       // One count per statement: a late failure of one already answered at its deadline is not counted again.
       const kind = connection ? 'unavailable' : postgresErrorKind(error)
       if (kind && !timedOut) countBackendError('postgres', kind)
-      if (connection) pool.connectionFailed(begun)
+      if (connection) pool.connectionFailed(begun, probe)
     },
   )
 }
@@ -220,6 +223,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
    */
   const begin = (...args: unknown[]) => {
     if (!breaker.tryPass()) return Promise.reject(databaseUnavailable('recent connection failure', breaker.retryAfter))
+    const probe = breaker.isOpen
     const fn = args.pop() as (tx: Sql) => unknown
     let expired = false
     const started = Date.now()
@@ -243,7 +247,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
         },
         (error) => {
           clearTimeout(timer)
-          if (isConnectionFailure(error)) state.connectionFailed(begun)
+          if (isConnectionFailure(error)) state.connectionFailed(begun, probe)
           reject(asUnavailable(error))
         },
       )

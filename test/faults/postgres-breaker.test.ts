@@ -77,3 +77,20 @@ test('a failure of work begun after the pool came back is news of a new outage: 
   expect(await second.ended()).toContain(CANNOT_CONNECT)
   expect(await failure(pool`select 1`)).toContain(REFUSED)
 })
+
+test('late news of a probe: one let through during the outage fails after a later probe found the server back, and new work is still taken', async () => {
+  // The failover's race (test/faults/postgres-failover.test.ts): a probe meets the standby before its promotion and is
+  // answered only after another probe, a cool-down later, reached the promoted one.
+  const { pool, longStatement } = newPool()
+  const outage = await longStatement('outage')
+  expect(await outage.ended()).toContain(CANNOT_CONNECT)
+  expect(await failure(pool`select 1`)).toContain(REFUSED)
+  await Bun.sleep(COOL_DOWN_MS + 50)
+  const probe = await longStatement('probe') // let through as the probe, and held
+  expect(await failure(pool`select 1`)).toContain(REFUSED) // no second probe while it may still answer
+  await Bun.sleep(COOL_DOWN_MS + 50)
+  expect(await failure(pool`select 1`)).toBe('answered') // the next probe: the pool serves again
+  expect(await probe.ended()).toContain(CANNOT_CONNECT)
+  expect(await failure(pool`select 1`)).toBe('answered')
+  expect(await failure(pool.begin((tx) => tx`select 1`))).toBe('answered')
+})
