@@ -2,7 +2,8 @@
 // is declared under, and what a webhook attempt counts as; docs and code agree; a gateway's fan-out gaps (which no real
 // process can be made to have without disturbing the others sharing Redis) counted on in-memory edges.
 import { describe, expect, test } from 'bun:test'
-import { counter, histogram } from '../../shared/metrics/registry'
+import { Histogram, Registry } from 'prom-client'
+import { counter, DURATION_BUCKETS, histogram, keyedHistogram, registry as platformRegistry } from '../../shared/metrics/registry'
 import { cached } from '../../shared/metrics/cached'
 import { bearerMatches, checkMetricsSettings, isLoopback, metricsPort } from '../../shared/metrics/serve'
 import { outcomeOf } from '../../services/webhooks/metrics'
@@ -366,5 +367,26 @@ describe('gateway gaps', () => {
     expect(await value('platform_gateway_fanout_gaps_total') - before.gaps).toBe(2)
     expect(await value('platform_gateway_subscriptions_ended_total', { reason: 'gap' }) - before.ended).toBe(2)
     for (const { connection } of clients) connection.cleanup()
+  })
+})
+
+describe('keyedHistogram', () => {
+  test('scrapes exactly as a prom-client Histogram of the same observations: buckets, +Inf, sum, count', async () => {
+    const keyed = keyedHistogram<'route' | 'status'>('test_keyed_duration_seconds', 'Keyed, for the comparison')
+    const other = new Registry()
+    const reference = new Histogram({ name: 'platform_test_keyed_duration_seconds', help: 'Keyed, for the comparison', labelNames: ['route', 'status'], buckets: DURATION_BUCKETS, registers: [other] })
+    // On a bound, between bounds, past the last one, zero; two label sets.
+    const observations: [string, string, number][] = [['a', '200', 0.005], ['a', '200', 0.007], ['b', '503', 31], ['a', '200', 0], ['b', '503', 1], ['a', '200', 30]]
+    for (const [route, status, seconds] of observations) {
+      keyed.observe(`${route} ${status}`, { route, status }, seconds)
+      reference.observe({ route, status }, seconds)
+    }
+    expect(await platformRegistry.getSingleMetricAsString('platform_test_keyed_duration_seconds')).toBe(await other.getSingleMetricAsString('platform_test_keyed_duration_seconds'))
+    // JSON (getMetricsAsJSON; /metrics serves the text): the same values and labels (prom-client adds empty exemplars).
+    const values = async (metric: { get(): Promise<{ values: { labels: object; value: number; metricName?: string }[] }> }) =>
+      (await metric.get()).values.map(({ labels, value, metricName }) => ({ labels, value, metricName }))
+    expect(await values(platformRegistry.getSingleMetric('platform_test_keyed_duration_seconds') as never)).toEqual(await values(reference as never))
+    expect([...keyed.series()].map((s) => [s.labels, s.count])).toEqual([[{ route: 'a', status: '200' }, 4], [{ route: 'b', status: '503' }, 2]])
+    platformRegistry.removeSingleMetric('platform_test_keyed_duration_seconds')
   })
 })
