@@ -9,6 +9,7 @@ import type postgres from 'postgres'
 import { type ApiError, isConnectionFailure, isReadOnlyServer, unavailable } from '../errors'
 import { countBackendError, postgresErrorKind } from '../backend-errors'
 import { Breaker } from '../breaker'
+import { SQLSTATE } from './error-codes'
 
 type Sql = postgres.Sql
 
@@ -84,6 +85,26 @@ function defuse(query: PendingQuery): void {
 const isQuery = (value: unknown): value is PendingQuery =>
   value instanceof Promise && 'executed' in value && 'strings' in value
 
+/**
+ * A backend that found its own server's postmaster gone while it waited for its client (`terminating connection due
+ * to unexpected postmaster exit`: SQLSTATE 57P01 raised by secure_read/secure_write in be-secure.c, whatever the
+ * server's language). An idle pooled connection to a server that died reports it at its next use, before reading what
+ * was sent: after a failover, each of the old primary's idle connections does, once the new primary serves. So it is
+ * news about that connection, not about the server the pool reaches now (a new connection says whether that is down),
+ * and what was sent never ran.
+ */
+export function leftByItsServer(error: unknown): boolean {
+  const e = error as { code?: unknown; routine?: unknown } | null
+  return e?.code === SQLSTATE.adminShutdown && (e.routine === 'secure_read' || e.routine === 'secure_write')
+}
+
+/**
+ * The failure of an attempt to get a new connection (refused, timed out, no host of the list the primary), as opposed
+ * to an established connection failing under a statement.
+ */
+const CONNECT_ATTEMPT_CODES = new Set(['ECONNREFUSED', 'CONNECT_TIMEOUT', 'CONNECTION_DESTROYED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', SQLSTATE.cannotConnectNow])
+const isConnectAttemptFailure = (error: unknown) => CONNECT_ATTEMPT_CODES.has((error as { code?: string } | null)?.code ?? '')
+
 /** What the queries of one pool share: its breaker, and the queries handed to it that are not answered yet. */
 class PoolState {
   readonly waiting = new Set<PendingQuery>()
@@ -104,17 +125,20 @@ class PoolState {
   }
 
   /**
-   * A connection failure of work begun at `since` (`probe`: let through while the breaker was open): open the breaker
-   * and answer every query still waiting for a connection now, not one by one. Unless it is late news of an outage the
-   * breaker has already been told of and the pool has come back from since: the work began before that outage's
-   * failures, and the pool succeeded after them (after a failover, a backend of the old primary ending seconds late,
-   * once the new primary serves); or it was a probe of that outage, and the pool succeeded after it began (a probe
-   * that met the standby before its promotion, answered after a later probe reached the promoted one). Opening the
-   * breaker then would refuse work the server that serves now takes. A first failure always counts, however recent the
-   * last success: at a crash, the statements in flight began before it.
+   * A connection failure of work begun at `since` (`probe`: let through while the breaker was open; `connecting`: it
+   * failed to get a connection, `error` of a new connection's attempt): open the breaker and answer every query still
+   * waiting for a connection now, not one by one. Unless it is late news of an outage the breaker has been told of and
+   * the pool has come back from since: the work began before that outage's failures (after a failover, a backend of
+   * the old primary ending seconds late); or it began before the pool's latest success and was a probe of that outage
+   * (one that met the standby before its promotion, answered after a later probe reached the promoted one) or an
+   * attempt to connect (a host list's dead primary refusing it): the server that serves answered after it began.
+   * Opening the breaker then would refuse work the server that serves now takes. A first outage's failures always
+   * count, however recent the last success (at a crash, the statements in flight began before it), and so does the
+   * failure of a statement that had its connection, whenever it began (a cut after a recovery).
    */
-  connectionFailed(since: number, probe: boolean): void {
-    if (since < this.lastSuccessAt && (probe || (since < this.lastFailureAt && this.lastFailureAt < this.lastSuccessAt))) return
+  connectionFailed(since: number, probe: boolean, connecting: boolean): void {
+    const recovered = this.lastFailureAt !== Number.NEGATIVE_INFINITY && this.lastFailureAt < this.lastSuccessAt
+    if (recovered && (since < this.lastFailureAt || (since < this.lastSuccessAt && (probe || connecting)))) return
     this.lastFailureAt = performance.now()
     this.breaker.failed()
     for (const query of this.waiting) {
@@ -130,11 +154,14 @@ class PoolState {
  * Arms a postgres.js query when it is first awaited (fragments interpolated into other queries are never awaited, so
  * they stay untouched): refuse it while `refuse()` says so, else reject it at the deadline. A query still waiting for
  * a connection at the deadline is defused, so a 503 never turns into a late write; one already sent finishes in the
- * background (its outcome is unknown to the caller, as with any timeout).
+ * background (its outcome is unknown to the caller, as with any timeout). `remake` (a statement on the pool, not in a
+ * transaction) makes the same statement again: one that met a connection its server left (leftByItsServer: nothing
+ * ran) is sent once more, on another connection, armed the same way.
  */
-function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () => number, pool: PoolState): void {
+function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () => number, pool: PoolState, remake?: () => unknown): void {
   const then = query.then
   let armed = false
+  let outcome: Promise<unknown> | undefined // with remake: the query's, or its second sending's
   // biome-ignore lint/suspicious/noThenProperty: arming the deadline when the query is awaited is this function's job
   query.then = function (this: PendingQuery, ...args: Parameters<Promise<unknown>['then']>) {
     if (!armed) {
@@ -148,7 +175,16 @@ function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () =>
       }
     }
     const [onFulfilled, onRejected] = args
-    return then.call(this, onFulfilled, onRejected && ((error: unknown) => onRejected(asUnavailable(error)))) as never
+    const translated = onRejected && ((error: unknown) => onRejected(asUnavailable(error)))
+    if (!remake) return then.call(this, onFulfilled, translated) as never
+    outcome ??= then.call(this, undefined, (error: unknown) => {
+      if (!leftByItsServer(error)) throw error
+      const again = remake()
+      if (!isQuery(again)) throw error
+      arm(again, refuse, deadline, pool)
+      return again
+    }) as Promise<unknown>
+    return outcome.then(onFulfilled, translated) as never
   } as never
 }
 
@@ -182,7 +218,7 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
       // One count per statement: a late failure of one already answered at its deadline is not counted again.
       const kind = connection ? 'unavailable' : postgresErrorKind(error)
       if (kind && !timedOut) countBackendError('postgres', kind)
-      if (connection) pool.connectionFailed(begun, probe)
+      if (connection && !leftByItsServer(error)) pool.connectionFailed(begun, probe, isConnectAttemptFailure(error))
     },
   )
 }
@@ -199,7 +235,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
     new Proxy(target, {
       apply(fn, self, args) {
         const result = Reflect.apply(fn as never, self, args)
-        if (isQuery(result)) arm(result, refuse, deadline, state)
+        if (isQuery(result)) arm(result, refuse, deadline, state, target === pool ? () => Reflect.apply(fn as never, self, args) : undefined)
         return result
       },
       get(fn, property, receiver) {
@@ -207,7 +243,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
         if (property === 'unsafe' && typeof value === 'function') {
           return (...args: unknown[]) => {
             const result = value.apply(fn, args)
-            if (isQuery(result)) arm(result, refuse, deadline, state)
+            if (isQuery(result)) arm(result, refuse, deadline, state, target === pool ? () => value.apply(fn, args) : undefined)
             return result
           }
         }
@@ -230,16 +266,24 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
     const begun = performance.now()
     const remaining = () => Math.max(1, options.timeoutMs - (Date.now() - started))
     const refuseExpired = () => (expired ? databaseUnavailable('transaction outlived its deadline') : null)
-    const run = (pool.begin as (...a: unknown[]) => Promise<unknown>)(...args, (tx: Sql) => {
+    let entered = false
+    const run = () => (pool.begin as (...a: unknown[]) => Promise<unknown>)(...args, (tx: Sql) => {
       if (expired) throw databaseUnavailable('transaction started after its deadline')
+      entered = true
       return fn(guardQueries(tx, refuseExpired, remaining))
+    })
+    // A connection its server left (leftByItsServer) fails the BEGIN before the callback runs: nothing ran, so the
+    // transaction is begun once more, on another connection, within the same deadline.
+    const attempt = () => run().catch((error) => {
+      if (entered || expired || !leftByItsServer(error)) throw error
+      return run()
     })
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         expired = true
         reject(databaseUnavailable('transaction did not finish within the deadline'))
       }, options.timeoutMs)
-      run.then(
+      attempt().then(
         (value) => {
           clearTimeout(timer)
           state.succeeded()
@@ -247,7 +291,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
         },
         (error) => {
           clearTimeout(timer)
-          if (isConnectionFailure(error)) state.connectionFailed(begun, probe)
+          if (isConnectionFailure(error) && !leftByItsServer(error)) state.connectionFailed(begun, probe, isConnectAttemptFailure(error))
           reject(asUnavailable(error))
         },
       )
