@@ -86,19 +86,6 @@ const isQuery = (value: unknown): value is PendingQuery =>
   value instanceof Promise && 'executed' in value && 'strings' in value
 
 /**
- * A backend that found its own server's postmaster gone while it waited for its client (`terminating connection due
- * to unexpected postmaster exit`: SQLSTATE 57P01 raised by secure_read/secure_write in be-secure.c, whatever the
- * server's language). An idle pooled connection to a server that died reports it at its next use, before reading what
- * was sent: after a failover, each of the old primary's idle connections does, once the new primary serves. So it is
- * news about that connection, not about the server the pool reaches now (a new connection says whether that is down),
- * and what was sent never ran.
- */
-export function leftByItsServer(error: unknown): boolean {
-  const e = error as { code?: unknown; routine?: unknown } | null
-  return e?.code === SQLSTATE.adminShutdown && (e.routine === 'secure_read' || e.routine === 'secure_write')
-}
-
-/**
  * The failure of an attempt to get a new connection (refused, timed out, no host of the list the primary), as opposed
  * to an established connection failing under a statement.
  */
@@ -154,14 +141,11 @@ class PoolState {
  * Arms a postgres.js query when it is first awaited (fragments interpolated into other queries are never awaited, so
  * they stay untouched): refuse it while `refuse()` says so, else reject it at the deadline. A query still waiting for
  * a connection at the deadline is defused, so a 503 never turns into a late write; one already sent finishes in the
- * background (its outcome is unknown to the caller, as with any timeout). `remake` (a statement on the pool, not in a
- * transaction) makes the same statement again: one that met a connection its server left (leftByItsServer: nothing
- * ran) is sent once more, on another connection, armed the same way.
+ * background (its outcome is unknown to the caller, as with any timeout).
  */
-function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () => number, pool: PoolState, remake?: () => unknown): void {
+function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () => number, pool: PoolState): void {
   const then = query.then
   let armed = false
-  let outcome: Promise<unknown> | undefined // with remake: the query's, or its second sending's
   // biome-ignore lint/suspicious/noThenProperty: arming the deadline when the query is awaited is this function's job
   query.then = function (this: PendingQuery, ...args: Parameters<Promise<unknown>['then']>) {
     if (!armed) {
@@ -175,16 +159,7 @@ function arm(query: PendingQuery, refuse: () => ApiError | null, deadline: () =>
       }
     }
     const [onFulfilled, onRejected] = args
-    const translated = onRejected && ((error: unknown) => onRejected(asUnavailable(error)))
-    if (!remake) return then.call(this, onFulfilled, translated) as never
-    outcome ??= then.call(this, undefined, (error: unknown) => {
-      if (!leftByItsServer(error)) throw error
-      const again = remake()
-      if (!isQuery(again)) throw error
-      arm(again, refuse, deadline, pool)
-      return again
-    }) as Promise<unknown>
-    return outcome.then(onFulfilled, translated) as never
+    return then.call(this, onFulfilled, onRejected && ((error: unknown) => onRejected(asUnavailable(error)))) as never
   } as never
 }
 
@@ -218,7 +193,7 @@ function watch(query: PendingQuery, then: PendingQuery['then'], ms: number, pool
       // One count per statement: a late failure of one already answered at its deadline is not counted again.
       const kind = connection ? 'unavailable' : postgresErrorKind(error)
       if (kind && !timedOut) countBackendError('postgres', kind)
-      if (connection && !leftByItsServer(error)) pool.connectionFailed(begun, probe, isConnectAttemptFailure(error))
+      if (connection) pool.connectionFailed(begun, probe, isConnectAttemptFailure(error))
     },
   )
 }
@@ -235,7 +210,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
     new Proxy(target, {
       apply(fn, self, args) {
         const result = Reflect.apply(fn as never, self, args)
-        if (isQuery(result)) arm(result, refuse, deadline, state, target === pool ? () => Reflect.apply(fn as never, self, args) : undefined)
+        if (isQuery(result)) arm(result, refuse, deadline, state)
         return result
       },
       get(fn, property, receiver) {
@@ -243,7 +218,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
         if (property === 'unsafe' && typeof value === 'function') {
           return (...args: unknown[]) => {
             const result = value.apply(fn, args)
-            if (isQuery(result)) arm(result, refuse, deadline, state, target === pool ? () => value.apply(fn, args) : undefined)
+            if (isQuery(result)) arm(result, refuse, deadline, state)
             return result
           }
         }
@@ -266,24 +241,16 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
     const begun = performance.now()
     const remaining = () => Math.max(1, options.timeoutMs - (Date.now() - started))
     const refuseExpired = () => (expired ? databaseUnavailable('transaction outlived its deadline') : null)
-    let entered = false
-    const run = () => (pool.begin as (...a: unknown[]) => Promise<unknown>)(...args, (tx: Sql) => {
+    const run = (pool.begin as (...a: unknown[]) => Promise<unknown>)(...args, (tx: Sql) => {
       if (expired) throw databaseUnavailable('transaction started after its deadline')
-      entered = true
       return fn(guardQueries(tx, refuseExpired, remaining))
-    })
-    // A connection its server left (leftByItsServer) fails the BEGIN before the callback runs: nothing ran, so the
-    // transaction is begun once more, on another connection, within the same deadline.
-    const attempt = () => run().catch((error) => {
-      if (entered || expired || !leftByItsServer(error)) throw error
-      return run()
     })
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         expired = true
         reject(databaseUnavailable('transaction did not finish within the deadline'))
       }, options.timeoutMs)
-      attempt().then(
+      run.then(
         (value) => {
           clearTimeout(timer)
           state.succeeded()
@@ -291,7 +258,7 @@ export function withDeadlines(pool: Sql, options: DeadlineOptions, breaker = new
         },
         (error) => {
           clearTimeout(timer)
-          if (isConnectionFailure(error) && !leftByItsServer(error)) state.connectionFailed(begun, probe, isConnectAttemptFailure(error))
+          if (isConnectionFailure(error)) state.connectionFailed(begun, probe, isConnectAttemptFailure(error))
           reject(asUnavailable(error))
         },
       )

@@ -20,10 +20,10 @@ afterAll(async () => {
 })
 
 /** A pool of its own (its backends named, so a test ends only its own), its breaker cooling down for COOL_DOWN_MS. */
-function newPool() {
+function newPool(max = 3) {
   const application = `breaker-${randomUUID().slice(0, 8)}`
   const pool = withDeadlines(
-    postgres(config.databaseUrl, { max: 3, onnotice: () => {}, connection: { application_name: application } }),
+    postgres(config.databaseUrl, { max, onnotice: () => {}, connection: { application_name: application } }),
     { timeoutMs: 20_000, coolDownMs: COOL_DOWN_MS },
   )
   pools.push(pool)
@@ -93,4 +93,16 @@ test('late news of a probe: one let through during the outage fails after a late
   expect(await probe.ended()).toContain(CANNOT_CONNECT)
   expect(await failure(pool`select 1`)).toBe('answered')
   expect(await failure(pool.begin((tx) => tx`select 1`))).toBe('answered')
+})
+
+test('the error a backend sent as it ended is its own connection\'s: the next statement, on a new connection, is not answered with it', async () => {
+  // postgres.js kept a connection's last error across the reconnect and answered the next connection's first statement
+  // with it, unsent (scripts/patches/postgres@3.4.9.patch): after a failover, each of the old primary's idle
+  // connections failed one more request once the new primary served.
+  const { pool, longStatement } = newPool(1)
+  const ended = await longStatement('ended')
+  expect(await ended.ended()).toContain(CANNOT_CONNECT)
+  await Bun.sleep(COOL_DOWN_MS + 50)
+  expect(await failure(pool`select 1`)).toBe('answered')
+  expect(await failure(pool`select 1`)).toBe('answered')
 })
