@@ -112,8 +112,8 @@ class PoolState {
   }
 
   /**
-   * A connection failure of work begun at `since` (`probe`: let through while the breaker was open; `connecting`: it
-   * failed to get a connection, `error` of a new connection's attempt): open the breaker and answer every query still
+   * A connection failure of work begun at `since` (`probe`: let through while the breaker was open; `connecting`: the
+   * failure of an attempt to get a new connection, isConnectAttemptFailure): open the breaker and answer every query still
    * waiting for a connection now, not one by one. Unless it is late news of an outage the breaker has been told of and
    * the pool has come back from since: the work began before that outage's failures (after a failover, a backend of
    * the old primary ending seconds late); or it began before the pool's latest success and was a probe of that outage

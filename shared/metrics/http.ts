@@ -22,15 +22,15 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 
 let metrics: ReturnType<typeof define> | undefined
 
-type Label = 'method' | 'route' | 'status'
+const LABELS = ['method', 'route', 'status'] as const
+type Label = (typeof LABELS)[number]
 
 function define() {
-  const labels = ['method', 'route', 'status'] as const
   // Observed by a string key per label set (keyedHistogram); the requests are the histogram's counts, handed to the
   // counter when it is scraped: prom-client hashes the labels of every `inc` and `observe`.
   const duration = keyedHistogram<Label>('http_request_duration_seconds', 'Time from a request\'s arrival to its response, by method, route and status code')
   return {
-    requests: counter('http_requests_total', 'HTTP requests answered, by method, route (operation id or route template) and status code', labels, function () {
+    requests: counter('http_requests_total', 'HTTP requests answered, by method, route (operation id or route template) and status code', LABELS, function () {
       this.reset()
       for (const { labels, count } of duration.series()) this.inc(labels, count)
     }),
