@@ -1,6 +1,6 @@
 // Cross-process cache invalidation over Redis pub/sub. A worker caches API keys and namespace policies for at most
 // config.cache.ttlMs; a change published here drops the entry on every worker at once.
-import { Cluster } from 'ioredis'
+import { Cluster, type Redis } from 'ioredis'
 import { randomUUID } from 'node:crypto'
 import { config } from '../config'
 import { describeError, log } from '../log'
@@ -47,21 +47,33 @@ export async function publishInvalidation(message: Invalidation): Promise<void> 
   const text = JSON.stringify({ ...canonical, [ANNOUNCEMENT_ID]: randomUUID() })
   const client = redis()
   if (client instanceof Cluster) {
-    // A node writes a message to its own subscribers before it answers, but relays it to the others over the cluster
-    // bus only after: one PUBLISH returning says nothing of workers subscribed elsewhere, and the next request could
-    // beat the message there. So every ready node is told, replicas too (a subscriber's seed node may be one; they
-    // accept PUBLISH), and a subscriber acts on each announcement once (onInvalidation). Every node's answer is waited
-    // for, since that is what makes the change seen at once everywhere: a node that hangs costs the caller at most the
-    // command timeout. The change counts as announced once any node has it.
+    // A node relays a message to the others over the cluster bus only after it answers: one PUBLISH returning says
+    // nothing of workers subscribed elsewhere, and the next request could beat the message there. So every ready node
+    // is told, replicas too (a subscriber's seed node may be one; they accept PUBLISH), and a subscriber acts on each
+    // announcement once (onInvalidation). Every node's fence (publishFenced) is waited for, since that is what makes
+    // the change seen at once everywhere: a node that hangs costs the caller at most the command timeout. The change
+    // counts as announced once any node has it.
     const nodes = client.nodes('all').filter((node) => node.status === 'ready')
-    const told = await Promise.allSettled(nodes.map((node) => node.publish(INVALIDATION_CHANNEL, text)))
+    const told = await Promise.allSettled(nodes.map((node) => publishFenced(node, text)))
     if (told.some((result) => result.status === 'fulfilled')) return
   }
   try {
-    await client.publish(INVALIDATION_CHANNEL, text)
+    await publishFenced(client, text)
   } catch (error) {
     log('warn', 'invalidation not published', { kind: message.kind, ...describeError(error) })
   }
+}
+
+/**
+ * PUBLISH, then a PING on the same connection once it has answered. Redis queues the subscribers' copies and the
+ * publisher's reply in one pass and writes the most recently queued client first: the reply can leave before the
+ * copies, and a loaded host can pause Redis between those writes long enough for the caller's next request to reach a
+ * worker that has not heard. The PING is read in a later pass than the one that wrote every copy, so its answer means
+ * each subscriber's copy is in its socket (a worker's event loop then reads it before a request sent after it).
+ */
+async function publishFenced(node: Pick<Redis, 'publish' | 'ping'>, text: string): Promise<void> {
+  await node.publish(INVALIDATION_CHANNEL, text)
+  await node.ping()
 }
 
 /**

@@ -54,20 +54,33 @@ export function useBrowser(apiUrl: () => string) {
   }
 }
 
+/** Within the runner's 20 s per test, so a step that never happens fails with the page's state, not a bare timeout. */
+const STEP_MS = 8000
+
 /** Signs in through the form, as a person would, and waits for the product list. */
 export async function signIn(page: Page, email: string, password: string): Promise<void> {
   await page.fill('[data-testid=signin] input[name=email]', email)
   await page.fill('[data-testid=signin] input[name=password]', password)
   await page.click('[data-testid=signin] button[type=submit]')
-  await page.waitForSelector('[data-testid=products]')
+  await page.waitForSelector('[data-testid=products]', { timeout: STEP_MS })
 }
 
 /** Signs in and opens one product's area. */
 export async function openArea(page: Page, user: { email: string; password: string }, productId: string, area: string): Promise<void> {
-  await signIn(page, user.email, user.password)
-  await page.click(`[data-product-id="${productId}"]`)
-  if (area !== 'analytics') await page.click(`.topbar nav a[href$="/${area}"]`)
-  await page.waitForSelector(`.content[data-area="${area}"]`)
+  try {
+    await signIn(page, user.email, user.password)
+    await page.click(`[data-product-id="${productId}"]`, { timeout: STEP_MS })
+    if (area !== 'analytics') await page.click(`.topbar nav a[href$="/${area}"]`, { timeout: STEP_MS })
+    await page.waitForSelector(`.content[data-area="${area}"]`, { timeout: STEP_MS })
+  } catch (error) {
+    throw new Error(`opening the ${area} area: ${(error as Error).message.split('\n')[0]}; the page ${await pageState(page)}`)
+  }
+}
+
+/** Where the page is and what it shows, for a failure's message. */
+async function pageState(page: Page): Promise<string> {
+  const state = await page.evaluate(() => ({ hash: location.hash, text: (document.body.textContent ?? '').slice(0, 400) })).catch((error) => ({ hash: '?', text: String(error) }))
+  return `is at ${JSON.stringify(state.hash)} showing ${JSON.stringify(state.text)}`
 }
 
 /** The README's picture of a view, written by the test that checks the view (docs/console.md, "Screenshots"). */
