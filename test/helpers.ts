@@ -5,7 +5,7 @@ import postgres from 'postgres'
 import { config } from '../shared/config'
 import { onInvalidation, type Invalidation } from '../shared/cache/invalidation'
 import { buildApiApp } from '../services/api/app'
-import { sql as mainSql, unboundedSql } from '../shared/db/client'
+import { unboundedSql } from '../shared/db/client'
 import { migrate } from '../shared/db/migrate'
 import { sealPlainSecrets } from '../shared/db/seal-secrets'
 import { Cluster } from 'ioredis'
@@ -175,14 +175,19 @@ export async function startWorker(
   const output = options.logs ? collect(proc.stdout as ReadableStream<Uint8Array>) : () => ''
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 15_000
+  let last = 'no answer' // what the process said last: its readiness body names what it still waits for
   for (;;) {
     try {
       const r = await fetch(`${url}${waitFor}`)
       if (r.ok) break
-    } catch {}
+      last = `${r.status} ${await r.text()}`
+    } catch (error) {
+      last = String(error)
+    }
     if (Date.now() > deadline || proc.exitCode !== null) {
       proc.kill()
-      throw new Error(`${script} did not answer ${waitFor} on port ${port}`)
+      const exited = proc.exitCode !== null ? `, exited ${proc.exitCode}` : ''
+      throw new Error(`${script} did not answer ${waitFor} on port ${port} (last: ${last.slice(0, 300)}${exited})`)
     }
     await Bun.sleep(50)
   }
@@ -259,13 +264,19 @@ export function scratchDatabase(prefix: string): { open(): Promise<postgres.Sql>
   const name = `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 12)}`
   const url = withDatabase(config.databaseUrl, name)
   let db: postgres.Sql | undefined
+  // Without the statement deadline: CREATE and DROP DATABASE wait for a checkpoint, which on a loaded machine outlasts
+  // the 2 s a request gets (a 503 from a test's setup or teardown, not from what it tests).
+  let admin: postgres.Sql | undefined
   afterAll(async () => {
     await db?.end()
-    await mainSql.unsafe(`drop database if exists ${name}`)
+    if (!admin) return
+    await admin.unsafe(`drop database if exists ${name}`)
+    await admin.end()
   })
   return {
     async open() {
-      await mainSql.unsafe(`create database ${name}`)
+      admin = unboundedSql()
+      await admin.unsafe(`create database ${name}`)
       db = postgres(url, { max: 4, onnotice: () => {} })
       return db
     },

@@ -1,7 +1,7 @@
 // Over-cap payloads: one S3 object per message above INLINE_CAP_BYTES, named `<productId>/<channel>/<messageId>`.
 // The `minio` client talks to any S3 server; locally that is s3rver, which does not check SigV4 signatures (only MinIO or
 // AWS exercise them) and has no multipart listing, so objects stay below the client's part size (64 MiB).
-import * as Minio from 'minio'
+import type * as Minio from 'minio'
 import { config } from '../config'
 import { KiB } from '../units'
 import { ApiError, badRequest, notFound, unavailable } from '../errors'
@@ -16,23 +16,36 @@ import type { PayloadRef } from './broker'
  */
 export const INLINE_CAP_BYTES = 256 * KiB
 
-let client: Minio.Client | undefined
+let client: Promise<{ client: Minio.Client; module: typeof Minio }> | undefined
 
-/** Builds the client from config.s3Url: http(s)://ACCESS:SECRET@host:port (path-style requests, config.s3Region). */
-export function s3(): Minio.Client {
-  if (client) return client
-  const url = new URL(config.s3Url)
-  const useSSL = url.protocol === 'https:'
-  client = new Minio.Client({
-    endPoint: url.hostname,
-    port: url.port ? Number(url.port) : useSSL ? 443 : 80,
-    useSSL,
-    accessKey: decodeURIComponent(url.username),
-    secretKey: decodeURIComponent(url.password),
-    region: config.s3Region,
-    pathStyle: true,
+/**
+ * Builds the client from config.s3Url: http(s)://ACCESS:SECRET@host:port (path-style requests, config.s3Region).
+ * `minio` is loaded on first use, not at start: it and what it imports are about a tenth of a worker's start-up CPU,
+ * and most workers never store a payload.
+ */
+function connect(): Promise<{ client: Minio.Client; module: typeof Minio }> {
+  client ??= import('minio').then((module) => {
+    const url = new URL(config.s3Url)
+    const useSSL = url.protocol === 'https:'
+    return {
+      module,
+      client: new module.Client({
+        endPoint: url.hostname,
+        port: url.port ? Number(url.port) : useSSL ? 443 : 80,
+        useSSL,
+        accessKey: decodeURIComponent(url.username),
+        secretKey: decodeURIComponent(url.password),
+        region: config.s3Region,
+        pathStyle: true,
+      }),
+    }
   })
   return client
+}
+
+/** The S3 client (config.s3Url). */
+export async function s3(): Promise<Minio.Client> {
+  return (await connect()).client
 }
 
 /** The object key of a message's payload. */
@@ -49,11 +62,14 @@ function storageError(what: string, error: unknown): ApiError {
 
 /** Creates the bucket when missing. Idempotent, also when two processes race to create it. */
 export async function ensureBucket(bucket: string): Promise<void> {
+  let minio: typeof Minio | undefined
   try {
-    if (await s3().bucketExists(bucket)) return
-    await s3().makeBucket(bucket, config.s3Region)
+    const { client, module } = await connect()
+    minio = module
+    if (await client.bucketExists(bucket)) return
+    await client.makeBucket(bucket, config.s3Region)
   } catch (error) {
-    if (error instanceof Minio.InvalidBucketNameError) throw badRequest(`Invalid bucket name "${bucket}"`, [{ path: '/bucket', message: 'not a valid S3 bucket name' }])
+    if (minio && error instanceof minio.InvalidBucketNameError) throw badRequest(`Invalid bucket name "${bucket}"`, [{ path: '/bucket', message: 'not a valid S3 bucket name' }])
     if (codeOf(error) === 'BucketAlreadyOwnedByYou' || codeOf(error) === 'BucketAlreadyExists') return
     throw storageError('bucket creation', error)
   }
@@ -74,7 +90,7 @@ export async function storePayload(input: {
   const key = payloadKey(input.productId, input.channel, input.messageId)
   const body = Buffer.from(input.body.buffer, input.body.byteOffset, input.body.byteLength)
   try {
-    await s3().putObject(input.bucket, key, body, body.byteLength, input.contentType ? { 'Content-Type': input.contentType } : {})
+    await (await s3()).putObject(input.bucket, key, body, body.byteLength, input.contentType ? { 'Content-Type': input.contentType } : {})
   } catch (error) {
     throw storageError('store', error)
   }
@@ -84,7 +100,7 @@ export async function storePayload(input: {
 /** The stored bytes of a payload; 404 when the object does not exist. */
 export async function readPayload(bucket: string, key: string): Promise<Uint8Array> {
   try {
-    const stream = await s3().getObject(bucket, key)
+    const stream = await (await s3()).getObject(bucket, key)
     const chunks: Buffer[] = []
     for await (const chunk of stream) chunks.push(chunk as Buffer)
     return new Uint8Array(Buffer.concat(chunks))
@@ -97,7 +113,7 @@ export async function readPayload(bucket: string, key: string): Promise<Uint8Arr
 /** A time-limited GET URL for a payload (default 1 hour), for clients that fetch a `ref` themselves. */
 export async function payloadUrl(bucket: string, key: string, expirySeconds = 3600): Promise<string> {
   try {
-    return await s3().presignedGetObject(bucket, key, expirySeconds)
+    return await (await s3()).presignedGetObject(bucket, key, expirySeconds)
   } catch (error) {
     throw storageError('presign', error)
   }

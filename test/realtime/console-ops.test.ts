@@ -382,7 +382,7 @@ describe('publish and reads', () => {
     const name = channel()
     const stored = ok(await as(other, 'POST', '/realtime/messages', { channel: name, data: overCap }), 'over-cap publish').body
     expect(stored.ref).toEqual({ bucket_key: `${other.productId}/${name}/${stored.id}`, size: INLINE_CAP_BYTES + 2, content_type: 'application/json' })
-    expect((await s3().statObject(storage.bucket, stored.ref.bucket_key)).size).toBe(INLINE_CAP_BYTES + 2)
+    expect((await (await s3()).statObject(storage.bucket, stored.ref.bucket_key)).size).toBe(INLINE_CAP_BYTES + 2)
     const quiet = await as(owner, 'GET', '/realtime/channels/quiet:x/presence')
     expect([quiet.status, quiet.body.error]).toEqual([403, 'presence_disabled'])
   })

@@ -12,13 +12,13 @@ beforeAll(async () => {
 describe('payload storage', () => {
   test('ensureBucket creates a missing bucket and is idempotent, also when raced', async () => {
     const bucket = `rt-test-${randomUUID().slice(0, 8)}`
-    expect(await s3().bucketExists(bucket)).toBe(false)
+    expect(await (await s3()).bucketExists(bucket)).toBe(false)
     await ensureBucket(bucket)
-    expect(await s3().bucketExists(bucket)).toBe(true)
+    expect(await (await s3()).bucketExists(bucket)).toBe(true)
     await ensureBucket(bucket)
     await Promise.all([ensureBucket(bucket), ensureBucket(bucket), ensureBucket(bucket)])
-    expect(await s3().bucketExists(bucket)).toBe(true)
-    await s3().removeBucket(bucket)
+    expect(await (await s3()).bucketExists(bucket)).toBe(true)
+    await (await s3()).removeBucket(bucket)
   })
 
   test('an invalid bucket name is a 400', async () => {
@@ -37,7 +37,7 @@ describe('payload storage', () => {
     expect(ref).toEqual({ bucket_key: `${productId}/${channel}/${messageId}`, size: body.byteLength, content_type: 'application/json' })
     expect(ref.bucket_key).toBe(payloadKey(productId, channel, messageId))
 
-    const stat = await s3().statObject(BUCKET, ref.bucket_key)
+    const stat = await (await s3()).statObject(BUCKET, ref.bucket_key)
     expect(stat.size).toBe(body.byteLength)
     expect(stat.metaData['content-type']).toBe('application/json')
     const read = await readPayload(BUCKET, ref.bucket_key)

@@ -133,7 +133,7 @@ describe('POST /messages', () => {
       id: expect.any(String), channel, offset: 1, epoch: expect.any(String),
       ref: { bucket_key: `${q.productId}/${channel}/${result.body.id}`, size, content_type: 'application/json' },
     })
-    const stat = await s3().statObject(storage.bucket, result.body.ref.bucket_key)
+    const stat = await (await s3()).statObject(storage.bucket, result.body.ref.bucket_key)
     expect(stat.size).toBe(size)
     const history = await pub(pair.b, 'GET', `/${q.productId}/realtime/channels/${channel}/history?last_n=1`, { key: q.key })
     expect(history.body.entries).toEqual([{ id: result.body.id, offset: 1, epoch: result.body.epoch, publishedAt: expect.any(String), ref: result.body.ref }])
@@ -156,7 +156,7 @@ describe('POST /messages', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true')
     expect(again.body).toEqual(first.body)
     const objects: string[] = []
-    for await (const object of s3().listObjectsV2(storage.bucket, `${q.productId}/${channel}/`, true)) objects.push(object.name)
+    for await (const object of (await s3()).listObjectsV2(storage.bucket, `${q.productId}/${channel}/`, true)) objects.push(object.name)
     expect(objects).toEqual([first.body.ref.bucket_key])
   })
 
