@@ -270,8 +270,11 @@ export function scratchDatabase(prefix: string): { open(): Promise<postgres.Sql>
   afterAll(async () => {
     await db?.end()
     if (!admin) return
-    await admin.unsafe(`drop database if exists ${name}`)
-    await admin.end()
+    try {
+      await admin.unsafe(`drop database if exists ${name} with (force)`)
+    } finally {
+      await admin.end()
+    }
   })
   return {
     async open() {

@@ -51,11 +51,12 @@ export async function publishInvalidation(message: Invalidation): Promise<void> 
     // nothing of workers subscribed elsewhere, and the next request could beat the message there. So every ready node
     // is told, replicas too (a subscriber's seed node may be one; they accept PUBLISH), and a subscriber acts on each
     // announcement once (onInvalidation). Every node's fence (publishFenced) is waited for, since that is what makes
-    // the change seen at once everywhere: a node that hangs costs the caller at most the command timeout. The change
-    // counts as announced once any node has it.
+    // the change seen at once everywhere: a node that hangs costs the caller at most twice the command timeout. The
+    // change counts as announced once any node has taken the PUBLISH.
     const nodes = client.nodes('all').filter((node) => node.status === 'ready')
-    const told = await Promise.allSettled(nodes.map((node) => publishFenced(node, text)))
-    if (told.some((result) => result.status === 'fulfilled')) return
+    let announced = false
+    await Promise.allSettled(nodes.map((node) => publishFenced(node, text, () => (announced = true))))
+    if (announced) return // a fence that failed only waited less; publishing again would only repeat it
   }
   try {
     await publishFenced(client, text)
@@ -65,14 +66,17 @@ export async function publishInvalidation(message: Invalidation): Promise<void> 
 }
 
 /**
- * PUBLISH, then a PING on the same connection once it has answered. Redis queues the subscribers' copies and the
- * publisher's reply in one pass and writes the most recently queued client first: the reply can leave before the
- * copies, and a loaded host can pause Redis between those writes long enough for the caller's next request to reach a
- * worker that has not heard. The PING is read in a later pass than the one that wrote every copy, so its answer means
- * each subscriber's copy is in its socket (a worker's event loop then reads it before a request sent after it).
+ * PUBLISH, then a PING on the same connection once it has answered (`published` is called in between). Redis queues
+ * the subscribers' copies and the publisher's reply in one pass and writes the most recently queued client first: the
+ * reply can leave before the copies, and a loaded host can pause Redis between those writes long enough for the
+ * caller's next request to reach a worker that has not heard. The PING is read in a later pass than the one that wrote
+ * the copies, so its answer means each copy has been written to its subscriber's socket, unless that subscriber's link
+ * was backed up (replies still unsent: the copy waits for the socket), which a link carrying only these rare messages
+ * is not. It narrows the window to the network between Redis and the worker; it does not close it.
  */
-async function publishFenced(node: Pick<Redis, 'publish' | 'ping'>, text: string): Promise<void> {
+async function publishFenced(node: Pick<Redis, 'publish' | 'ping'>, text: string, published: () => void = () => {}): Promise<void> {
   await node.publish(INVALIDATION_CHANNEL, text)
+  published()
   await node.ping()
 }
 

@@ -39,6 +39,9 @@ function connect(): Promise<{ client: Minio.Client; module: typeof Minio }> {
         pathStyle: true,
       }),
     }
+  }).catch((error) => {
+    client = undefined // the next use tries again
+    throw error
   })
   return client
 }

@@ -79,7 +79,9 @@ export async function openArea(page: Page, user: { email: string; password: stri
 
 /** Where the page is and what it shows, for a failure's message. */
 async function pageState(page: Page): Promise<string> {
-  const state = await page.evaluate(() => ({ hash: location.hash, text: (document.body.textContent ?? '').slice(0, 400) })).catch((error) => ({ hash: '?', text: String(error) }))
+  const read = page.evaluate(() => ({ hash: location.hash, text: (document.body.textContent ?? '').slice(0, 400) }))
+  const state = await Promise.race([read, Bun.sleep(2000).then(() => ({ hash: '?', text: 'the page answered nothing in 2 s' }))])
+    .catch((error) => ({ hash: '?', text: String(error) }))
   return `is at ${JSON.stringify(state.hash)} showing ${JSON.stringify(state.text)}`
 }
 

@@ -101,24 +101,27 @@ describe('live channels', () => {
     await page.waitForSelector('[data-testid=channels-empty]')
 
     const { alice, bob } = await aliceAndBob(owner, channel)
-    // The page refreshes by itself: the row appears with both subscribers and Alice on the roster, as the API has them.
-    await page.waitForFunction((name) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
-      .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === '2'
-        && r.querySelector('.presence')?.textContent === '1 member · 1 connection'), channel, { timeout: 10_000 })
-    expect(await listed(owner, channel)).toEqual([{ channel, namespace: 'chat', subscribers: 2, presence: { members: 1, connections: 1 } }])
-    expect(await row(page, channel)).toEqual([channel, 'chat', '2', '1 member · 1 connection'])
-    // Their connections, as the gateway reports them while the page asks: each subject with its one subscription.
-    for (const subject of ['ext:alice', 'ext:bob']) {
-      const connection = page.locator(`[data-testid=connections] tr[data-subject="${subject}"]`)
-      await connection.waitFor({ timeout: 10_000 })
-      expect(await connection.locator('.subscriptions').textContent()).toBe('1')
-      expect(await connection.locator('.channel-name').allTextContents()).toEqual([channel])
-    }
+    try {
+      // The page refreshes by itself: the row appears with both subscribers and Alice on the roster, as the API has them.
+      await page.waitForFunction((name) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
+        .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === '2'
+          && r.querySelector('.presence')?.textContent === '1 member · 1 connection'), channel, { timeout: 10_000 })
+      expect(await listed(owner, channel)).toEqual([{ channel, namespace: 'chat', subscribers: 2, presence: { members: 1, connections: 1 } }])
+      expect(await row(page, channel)).toEqual([channel, 'chat', '2', '1 member · 1 connection'])
+      // Their connections, as the gateway reports them while the page asks: each subject with its one subscription.
+      for (const subject of ['ext:alice', 'ext:bob']) {
+        const connection = page.locator(`[data-testid=connections] tr[data-subject="${subject}"]`)
+        await connection.waitFor({ timeout: 10_000 })
+        expect(await connection.locator('.subscriptions').textContent()).toBe('1')
+        expect(await connection.locator('.channel-name').allTextContents()).toEqual([channel])
+      }
 
-    expect(await tooWide(page, 'live channels')).toEqual([])
-    await screenshot(page, 'realtime-channels')
-    alice.client.disconnect()
-    bob.client.disconnect()
+      expect(await tooWide(page, 'live channels')).toEqual([])
+      await screenshot(page, 'realtime-channels')
+    } finally {
+      alice.client.disconnect()
+      bob.client.disconnect()
+    }
     expectNoProblems(console)
   })
 
@@ -130,24 +133,29 @@ describe('live channels', () => {
     const { alice, bob } = await aliceAndBob(owner, channel)
     const console = await browser.open()
     const { page } = console
-    await openArea(page, owner, owner.productId, 'realtime')
-    await page.click('.tabs a:text-is("Live channels")')
-    await page.waitForFunction((name) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
-      .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === '2'), channel, { timeout: 10_000 })
-    await page.waitForSelector('[data-testid=connections] tr[data-subject="ext:bob"]', { timeout: 10_000 })
+    try {
+      await openArea(page, owner, owner.productId, 'realtime')
+      await page.click('.tabs a:text-is("Live channels")')
+      await page.waitForFunction((name) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
+        .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === '2'), channel, { timeout: 10_000 })
+      await page.waitForSelector('[data-testid=connections] tr[data-subject="ext:bob"]', { timeout: 10_000 })
 
-    // Bob unsubscribes: the count falls to one, his connection stays listed; both disconnect: the channel and the
-    // connections leave the list.
-    bob.subscription.unsubscribe()
-    await page.waitForFunction((name) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
-      .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === '1'), channel, { timeout: 10_000 })
-    expect((await listed(owner, channel)).map((c) => c.subscribers)).toEqual([1])
-    await page.waitForSelector('[data-testid=connections] tr[data-subject="ext:bob"] .subscriptions:text-is("0")', { timeout: 10_000 })
-    alice.client.disconnect()
-    bob.client.disconnect()
-    await page.waitForSelector('[data-testid=channels-empty]', { timeout: 10_000 })
-    expect(await listed(owner, channel)).toEqual([])
-    await page.waitForSelector('[data-testid=connections-empty]', { timeout: 10_000 })
+      // Bob unsubscribes: the count falls to one, his connection stays listed; both disconnect: the channel and the
+      // connections leave the list.
+      bob.subscription.unsubscribe()
+      await page.waitForFunction((name) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
+        .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === '1'), channel, { timeout: 10_000 })
+      expect((await listed(owner, channel)).map((c) => c.subscribers)).toEqual([1])
+      await page.waitForSelector('[data-testid=connections] tr[data-subject="ext:bob"] .subscriptions:text-is("0")', { timeout: 10_000 })
+      alice.client.disconnect()
+      bob.client.disconnect()
+      await page.waitForSelector('[data-testid=channels-empty]', { timeout: 10_000 })
+      expect(await listed(owner, channel)).toEqual([])
+      await page.waitForSelector('[data-testid=connections-empty]', { timeout: 10_000 })
+    } finally {
+      alice.client.disconnect()
+      bob.client.disconnect()
+    }
     expectNoProblems(console)
   })
 
