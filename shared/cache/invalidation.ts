@@ -48,20 +48,26 @@ export async function publishInvalidation(message: Invalidation): Promise<void> 
   const client = redis()
   if (client instanceof Cluster) {
     // A node relays a message to the others over the cluster bus only after it answers: one PUBLISH returning says
-    // nothing of workers subscribed elsewhere, and the next request could beat the message there. So every ready node
-    // is told, replicas too (a subscriber's seed node may be one; they accept PUBLISH), and a subscriber acts on each
+    // nothing of workers subscribed elsewhere, and the next request could beat the message there. So every node is
+    // told, replicas too (a subscriber's seed node may be one; they accept PUBLISH), and a subscriber acts on each
     // announcement once (onInvalidation). Every node's fence (publishFenced) is waited for, since that is what makes
     // the change seen at once everywhere: a node that hangs costs the caller at most twice the command timeout. The
     // change counts as announced once any node has taken the PUBLISH.
-    const nodes = client.nodes('all').filter((node) => node.status === 'ready')
+    // Replicas' connections are made lazily (reads go to masters), so one this process never used waits ('wait'): it is
+    // connected now, within the connect timeout, since a subscriber's seed node may be that replica.
+    const nodes = client.nodes('all').filter((node) => node.status === 'ready' || node.status === 'wait')
     let announced = false
-    await Promise.allSettled(nodes.map((node) => publishFenced(node, text, () => (announced = true))))
+    await Promise.allSettled(nodes.map(async (node) => {
+      if (node.status === 'wait') await node.connect()
+      await publishFenced(node, text, () => (announced = true))
+    }))
     if (announced) return // a fence that failed only waited less; publishing again would only repeat it
   }
+  let published = false
   try {
-    await publishFenced(client, text)
+    await publishFenced(client, text, () => (published = true))
   } catch (error) {
-    log('warn', 'invalidation not published', { kind: message.kind, ...describeError(error) })
+    log('warn', published ? 'invalidation published, its fence unanswered' : 'invalidation not published', { kind: message.kind, ...describeError(error) })
   }
 }
 

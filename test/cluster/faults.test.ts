@@ -5,7 +5,10 @@
 // the killed one, moves on. With a replica: the cluster promotes it, and its channels go on in a new epoch (a promoted
 // replica's generation), every publication delivered once and in order. With a replica made to miss acknowledged
 // publications before the master dies: their offsets are never numbered again, and a subscriber that had them resyncs.
+// First, on the cluster with replicas: an invalidation is published on every node, the replicas a process never used
+// included, each followed by its fence.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { Cluster, Redis } from 'ioredis'
 import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { keySlot } from '../../shared/redis/key-slot'
@@ -50,6 +53,48 @@ afterAll(async () => {
 const channelsServedBy = (on: RedisCluster, port: number, served: boolean, count: number) => servedBy(on, p, port, served, count)
 const subscriber = (gw: GatewayProcess, channels: string[]) => subscriberOf(gw, p, channels)
 const pacedPublisher = (worker: Worker, channels: string[]) => publisherOf(worker, p, channels)
+
+test('an API on the cluster with replicas tells every node of an invalidation, the replicas it never used included, each PUBLISH followed by a PING', async () => {
+  // A node's CLUSTER SLOTS names a replica only once it knows (by gossip) that the replica has replicated something:
+  // written to every master first, until every node lists every replica, so the API's slot map (read at its start
+  // from any node) holds all six nodes.
+  const writer = new Cluster([{ host: '127.0.0.1', port: replicated.ports[0]! }])
+  const nodes = replicated.ports.map((port) => new Redis({ host: '127.0.0.1', port }))
+  try {
+    for (const deadline = Date.now() + 15_000; ; await Bun.sleep(100)) {
+      await Promise.all(Array.from({ length: 30 }, (_, i) => writer.set(`warm:{${i}}`, '1')))
+      const views = await Promise.all(nodes.map((node) => node.call('CLUSTER', 'SLOTS') as Promise<unknown[][]>))
+      if (views.every((ranges) => ranges.every((range) => range.length >= 4))) break
+      if (Date.now() > deadline) throw new Error('the replicas were never listed in every node\'s CLUSTER SLOTS')
+    }
+  } finally {
+    writer.disconnect()
+    for (const node of nodes) node.disconnect()
+  }
+  // Waited for on /healthz: /readyz asks every node, which would connect the replicas before the publish does.
+  const apiOnReplicated = await startProcess('api', { REDIS_URL: replicated.url, REDIS_COMMAND_TIMEOUT_MS: '500' }, { waitFor: '/healthz' })
+  const watched = await Promise.all(replicated.ports.map(async (port) => {
+    const seen: { command: string; source: string; text?: string }[] = []
+    const monitor = await new Redis({ host: '127.0.0.1', port, lazyConnect: true }).monitor()
+    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ command: args[0]!.toLowerCase(), source, text: args[2] }))
+    return { port, monitor, seen }
+  }))
+  try {
+    const created = await createKey(p)
+    const revoked = await fetch(`${apiOnReplicated.url}/governance/api/v1/products/${p.productId}/public-keys/${created.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${p.token}` } })
+    expect(revoked.status).toBe(200)
+    const fenced = (seen: { command: string; source: string; text?: string }[]) => {
+      const publish = seen.findIndex((entry) => entry.command === 'publish' && entry.text?.includes(created.id))
+      return publish >= 0 && seen.slice(publish + 1).some((entry) => entry.command === 'ping' && entry.source === seen[publish]!.source)
+    }
+    for (const deadline = Date.now() + 5000; Date.now() < deadline && !watched.every(({ seen }) => fenced(seen)); ) await Bun.sleep(20)
+    expect(watched.filter(({ seen }) => !fenced(seen)).map(({ port }) => port)).toEqual([])
+    expect(watched).toHaveLength(6) // three masters and their replicas
+  } finally {
+    for (const { monitor } of watched) monitor.disconnect()
+    await apiOnReplicated.stop()
+  }
+})
 
 test('a master killed under a paced publish: its channels answer 503 and the others keep delivering; back empty, its channels restart in a new epoch and their subscribers are told `recovered: false`', async () => {
   const victim = cluster.ports[0]! // also the first seed node of REDIS_URL: the invalidation link must move on
