@@ -178,7 +178,7 @@ export async function startWorker(
   let last = 'no answer' // what the process said last: its readiness body names what it still waits for
   for (;;) {
     try {
-      const r = await fetch(`${url}${waitFor}`)
+      const r = await fetch(`${url}${waitFor}`, { signal: AbortSignal.timeout(2000) }) // a process that never answers
       if (r.ok) break
       last = `${r.status} ${await r.text()}`
     } catch (error) {

@@ -54,14 +54,14 @@ export function useBrowser(apiUrl: () => string) {
   }
 }
 
-/** Within the runner's 20 s per test, so a step that never happens fails with the page's state, not a bare timeout. */
+/** One step's bound, well within the runner's 20 s per test: a step that never happens fails with the page's state. */
 const STEP_MS = 8000
 
 /** Signs in through the form, as a person would, and waits for the product list. */
 export async function signIn(page: Page, email: string, password: string): Promise<void> {
-  await page.fill('[data-testid=signin] input[name=email]', email)
-  await page.fill('[data-testid=signin] input[name=password]', password)
-  await page.click('[data-testid=signin] button[type=submit]')
+  await page.fill('[data-testid=signin] input[name=email]', email, { timeout: STEP_MS })
+  await page.fill('[data-testid=signin] input[name=password]', password, { timeout: STEP_MS })
+  await page.click('[data-testid=signin] button[type=submit]', { timeout: STEP_MS })
   await page.waitForSelector('[data-testid=products]', { timeout: STEP_MS })
 }
 
@@ -73,7 +73,7 @@ export async function openArea(page: Page, user: { email: string; password: stri
     if (area !== 'analytics') await page.click(`.topbar nav a[href$="/${area}"]`, { timeout: STEP_MS })
     await page.waitForSelector(`.content[data-area="${area}"]`, { timeout: STEP_MS })
   } catch (error) {
-    throw new Error(`opening the ${area} area: ${(error as Error).message.split('\n')[0]}; the page ${await pageState(page)}`)
+    throw new Error(`opening the ${area} area: ${(error as Error).message.split('\n')[0]}; the page ${await pageState(page)}`, { cause: error })
   }
 }
 

@@ -269,8 +269,7 @@ describe('process', () => {
       expect((await pub(cachesShort, 'GET', path, { key })).status).toBe(401)
       expect((await pub(cachesLong, 'GET', path, { key })).status).toBe(200)
     } finally {
-      expect(await cachesLong.stop()).toBe(0)
-      expect(await cachesShort.stop()).toBe(0)
+      expect(await Promise.all([cachesLong.stop(), cachesShort.stop()])).toEqual([0, 0])
     }
   })
 })
