@@ -526,8 +526,10 @@ describe('the archiver process', () => {
     await until('the other two archived', async () => (await archivedCount(p.productId, channel)) === 2)
     const rows = await sql`select "offset" from realtime_archive where product_id = ${p.productId} and channel = ${channel} order by "offset"`
     expect(rows.map((r) => Number(r.offset))).toEqual([1, 3])
-    const letters = (await redis().lrange(fanDeadKey(shard), 0, -1)).map((l) => JSON.parse(l))
-    expect(letters.find((l) => l.streamId === streamId)).toMatchObject({ streamId, error: { code: '22021' } })
+    // The dead letter goes with the batch's acknowledgement, after its rows are written: waited for, not read at once.
+    const letter = () => redis().lrange(fanDeadKey(shard), 0, -1).then((list) => list.map((l) => JSON.parse(l)).find((l) => l.streamId === streamId))
+    await until('the dead letter set aside', async () => (await letter()) !== undefined)
+    expect(await letter()).toMatchObject({ streamId, error: { code: '22021' } })
     await until('the dead letter logged', async () => archiver.logs().find((line) => line.streamId === streamId && line.msg.startsWith('archive dead letter')))
     // Acknowledged: the shard goes on, nothing of it stays pending.
     await publishVia(channel, { after: true })
