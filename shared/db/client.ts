@@ -12,11 +12,8 @@ function pool(max = 10, connection: Record<string, string> = {}, url = config.da
     max,
     connection,
     idle_timeout: 30,
-    // Seconds, three quarters of the statement deadline: an attempt that fails must fail before the deadline of the
-    // statement waiting for it, so its failure reaches that statement and the breaker opens (a server that takes
-    // connections and never answers them); at the deadline or after, the statement is answered first and the failure
-    // goes nowhere, and every request waits its whole deadline. A connection takes milliseconds when all is well.
-    connect_timeout: Math.max(0.25, (config.db.timeoutMs * 0.75) / 1000),
+    // Seconds; at least 1. The statement deadline bounds the wait anyway: this only stops a dead attempt early.
+    connect_timeout: Math.max(1, Math.ceil(config.db.timeoutMs / 1000)),
     // Seconds between reconnect attempts (postgres.js grows its default to 20 s): come back within a second of the server.
     backoff: (attempt: number) => Math.min(0.05 * attempt, 0.5),
     onnotice: () => {},
