@@ -104,11 +104,26 @@ export async function newPlatformKey(owner: { token: string; productId: string }
   return result.body as { id: string; key: string; prefix: string; areas: string[] }
 }
 
+/**
+ * Ports for the processes tests start, below Linux's ephemeral range (32 768 up), where an outgoing connection could
+ * take one between this check and the process's bind, or while a process restarts on its port; and below the cluster
+ * nodes' (12 000 up, test/cluster/redis-cluster.ts). scripts/test gives each `bun test` it runs side by side a range
+ * of its own (TEST_PORTS=first-last), so two never hand out the same port; within one, ports are handed out in turn.
+ */
+const [FIRST_PORT, LAST_PORT] = (/^(\d+)-(\d+)$/.exec(process.env.TEST_PORTS ?? '') ?? [, '2000', '11999']).slice(1).map(Number) as [number, number]
+let nextPort = FIRST_PORT + Math.floor(Math.random() * (LAST_PORT - FIRST_PORT + 1))
+
+/** A port nothing listens on now, from this run's range (above). */
 export async function freePort(): Promise<number> {
-  const server = Bun.serve({ port: 0, fetch: () => new Response() })
-  const port = server.port!
-  server.stop(true)
-  return port
+  for (let tried = 0; tried <= LAST_PORT - FIRST_PORT; tried++) {
+    const port = nextPort
+    nextPort = port >= LAST_PORT ? FIRST_PORT : port + 1
+    try {
+      Bun.serve({ port, fetch: () => new Response() }).stop(true)
+      return port
+    } catch {}
+  }
+  throw new Error(`no free port in ${FIRST_PORT}-${LAST_PORT} (TEST_PORTS)`)
 }
 
 export interface Worker {
