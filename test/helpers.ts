@@ -8,7 +8,7 @@ import { buildApiApp } from '../services/api/app'
 import { unboundedSql } from '../shared/db/client'
 import { migrate } from '../shared/db/migrate'
 import { sealPlainSecrets } from '../shared/db/seal-secrets'
-import { Cluster } from 'ioredis'
+import { Cluster, type Redis } from 'ioredis'
 import { redis } from '../shared/redis/client'
 import { onCluster } from '../shared/redis/cluster'
 
@@ -256,6 +256,33 @@ export async function onEveryRedisNode(...command: [string, ...(string | number)
   const client = redis()
   const servers = client instanceof Cluster ? client.nodes('master') : [client]
   await Promise.all(servers.map((server) => server.call(...command)))
+}
+
+/**
+ * Watches `nodes` (each through a MONITOR connection of its own, with the node's options) for an invalidation's fence
+ * (shared/cache/invalidation.ts, publishFenced): a PUBLISH whose message holds a marker, followed by a PING from the
+ * same client.
+ */
+export async function watchFences(nodes: Redis[]) {
+  const watched = await Promise.all(nodes.map(async (node) => {
+    const seen: { command: string; source: string; text?: string }[] = []
+    const monitor = await node.monitor()
+    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ command: args[0]!.toLowerCase(), source, text: args[2] }))
+    return { monitor, seen }
+  }))
+  const fencedOn = (seen: (typeof watched)[number]['seen'], marker: string) => {
+    const publish = seen.findIndex((entry) => entry.command === 'publish' && entry.text?.includes(marker))
+    return publish >= 0 && seen.slice(publish + 1).some((entry) => entry.command === 'ping' && entry.source === seen[publish]!.source)
+  }
+  return {
+    /** The indexes of the nodes still without `marker`'s fence, after waiting up to `ms` for it on all of them. */
+    async unfenced(marker: string, ms = 5000): Promise<number[]> {
+      const missing = () => watched.flatMap(({ seen }, i) => (fencedOn(seen, marker) ? [] : [i]))
+      for (const deadline = Date.now() + ms; Date.now() < deadline && missing().length > 0; ) await Bun.sleep(20)
+      return missing()
+    },
+    stop: () => { for (const { monitor } of watched) monitor.disconnect() },
+  }
 }
 
 /**

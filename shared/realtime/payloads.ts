@@ -20,7 +20,7 @@ let client: Promise<{ client: Minio.Client; module: typeof Minio }> | undefined
 
 /**
  * Builds the client from config.s3Url: http(s)://ACCESS:SECRET@host:port (path-style requests, config.s3Region).
- * `minio` is loaded on first use, not at start: it and what it imports are about a tenth of a worker's start-up CPU,
+ * `minio` is loaded on first use, not at start: it and what it imports are about 8 % of a public worker's start-up CPU,
  * and most workers never store a payload.
  */
 function connect(): Promise<{ client: Minio.Client; module: typeof Minio }> {

@@ -13,7 +13,7 @@ import { fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 import { keySlot } from '../../shared/redis/key-slot'
 import { startGateway, type GatewayProcess } from '../gateway/ws-helpers'
-import { startProcess, type Worker } from '../helpers'
+import { startProcess, watchFences, type Worker } from '../helpers'
 import { createKey, pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { channelsServedBy as servedBy, pacedPublisher as publisherOf, subscriber as subscriberOf } from './fault-helpers'
 import { RedisCluster } from './redis-cluster'
@@ -73,25 +73,15 @@ test('an API on the cluster with replicas tells every node of an invalidation, t
   }
   // Waited for on /healthz: /readyz asks every node, which would connect the replicas before the publish does.
   const apiOnReplicated = await startProcess('api', { REDIS_URL: replicated.url, REDIS_COMMAND_TIMEOUT_MS: '500' }, { waitFor: '/healthz' })
-  const watched = await Promise.all(replicated.ports.map(async (port) => {
-    const seen: { command: string; source: string; text?: string }[] = []
-    const monitor = await new Redis({ host: '127.0.0.1', port, lazyConnect: true }).monitor()
-    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ command: args[0]!.toLowerCase(), source, text: args[2] }))
-    return { port, monitor, seen }
-  }))
+  expect(replicated.ports).toHaveLength(6) // three masters and their replicas
+  const fences = await watchFences(replicated.ports.map((port) => new Redis({ host: '127.0.0.1', port, lazyConnect: true })))
   try {
     const created = await createKey(p)
     const revoked = await fetch(`${apiOnReplicated.url}/governance/api/v1/products/${p.productId}/public-keys/${created.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${p.token}` } })
     expect(revoked.status).toBe(200)
-    const fenced = (seen: { command: string; source: string; text?: string }[]) => {
-      const publish = seen.findIndex((entry) => entry.command === 'publish' && entry.text?.includes(created.id))
-      return publish >= 0 && seen.slice(publish + 1).some((entry) => entry.command === 'ping' && entry.source === seen[publish]!.source)
-    }
-    for (const deadline = Date.now() + 5000; Date.now() < deadline && !watched.every(({ seen }) => fenced(seen)); ) await Bun.sleep(20)
-    expect(watched.filter(({ seen }) => !fenced(seen)).map(({ port }) => port)).toEqual([])
-    expect(watched).toHaveLength(6) // three masters and their replicas
+    expect((await fences.unfenced(created.id)).map((i) => replicated.ports[i])).toEqual([])
   } finally {
-    for (const { monitor } of watched) monitor.disconnect()
+    fences.stop()
     await apiOnReplicated.stop()
   }
 })

@@ -73,6 +73,13 @@ async function row(page: Page, channel: string) {
   }, channel)
 }
 
+/** Waits (up to 10 s: the page refreshes every 2 s) until the channel's row shows these subscribers (and presence). */
+async function rowShows(page: Page, channel: string, subscribers: string, presence?: string) {
+  await page.waitForFunction(({ name, subscribers, presence }) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
+    .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === subscribers
+      && (presence === undefined || r.querySelector('.presence')?.textContent === presence)), { name: channel, subscribers, presence }, { timeout: 10_000 })
+}
+
 /** The channel as realtime_channels_list answers it. */
 async function listed(owner: Owner, channel: string) {
   const page = ok(await call('GET', `/realtime/channels?prefix=${encodeURIComponent(channel)}`, { token: owner.token, productId: owner.productId }), 'list')
@@ -103,9 +110,7 @@ describe('live channels', () => {
     const { alice, bob } = await aliceAndBob(owner, channel)
     try {
       // The page refreshes by itself: the row appears with both subscribers and Alice on the roster, as the API has them.
-      await page.waitForFunction((name) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
-        .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === '2'
-          && r.querySelector('.presence')?.textContent === '1 member · 1 connection'), channel, { timeout: 10_000 })
+      await rowShows(page, channel, '2', '1 member · 1 connection')
       expect(await listed(owner, channel)).toEqual([{ channel, namespace: 'chat', subscribers: 2, presence: { members: 1, connections: 1 } }])
       expect(await row(page, channel)).toEqual([channel, 'chat', '2', '1 member · 1 connection'])
       // Their connections, as the gateway reports them while the page asks: each subject with its one subscription.
@@ -136,15 +141,13 @@ describe('live channels', () => {
     try {
       await openArea(page, owner, owner.productId, 'realtime')
       await page.click('.tabs a:text-is("Live channels")')
-      await page.waitForFunction((name) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
-        .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === '2'), channel, { timeout: 10_000 })
+      await rowShows(page, channel, '2')
       await page.waitForSelector('[data-testid=connections] tr[data-subject="ext:bob"]', { timeout: 10_000 })
 
       // Bob unsubscribes: the count falls to one, his connection stays listed; both disconnect: the channel and the
       // connections leave the list.
       bob.subscription.unsubscribe()
-      await page.waitForFunction((name) => [...document.querySelectorAll('[data-testid=channels] tbody tr')]
-        .some((r) => r.getAttribute('data-channel') === name && r.querySelector('.subscribers')?.textContent === '1'), channel, { timeout: 10_000 })
+      await rowShows(page, channel, '1')
       expect((await listed(owner, channel)).map((c) => c.subscribers)).toEqual([1])
       await page.waitForSelector('[data-testid=connections] tr[data-subject="ext:bob"] .subscriptions:text-is("0")', { timeout: 10_000 })
       alice.client.disconnect()

@@ -6,7 +6,7 @@ import { Cluster, type Redis } from 'ioredis'
 import { config } from '../../shared/config'
 import { redis } from '../../shared/redis/client'
 import { startFaultProxy } from '../faults/proxy'
-import { call, needsOneRedis, onEveryRedisNode, startProcess } from '../helpers'
+import { call, needsOneRedis, onEveryRedisNode, startProcess, watchFences } from '../helpers'
 import { createKey, pub, realtimeProduct, startPublicPair, type Pair, type RealtimeProduct } from './public-helpers'
 
 let pair: Pair
@@ -84,24 +84,13 @@ test('an announcement is acted on once however many nodes it is heard from; a me
 
 test('every node is told, and each is sent a PING on the same connection after the PUBLISH (the fence the publish waits for)', async () => {
   // Redis writes the client it queued last first, so a PUBLISH's reply can leave before its subscribers' copies.
-  const nodes = publishers() as unknown as Redis[]
-  const monitors = await Promise.all(nodes.map(async (node) => {
-    const seen: { command: string; source: string; text?: string }[] = []
-    const monitor = await node.monitor() // a connection of its own, with the node's options (password, TLS)
-    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ command: args[0]!.toLowerCase(), source, text: args[2] }))
-    return { monitor, seen }
-  }))
+  const fences = await watchFences(publishers() as unknown as Redis[])
   try {
     const productId = `fenced-${crypto.randomUUID()}`
     await publishInvalidation({ kind: 'namespaces', productId })
-    for (const { seen } of monitors) {
-      expect(await until(() => {
-        const publish = seen.findIndex((entry) => entry.command === 'publish' && entry.text?.includes(productId))
-        return publish >= 0 && seen.slice(publish + 1).some((entry) => entry.command === 'ping' && entry.source === seen[publish]!.source)
-      }, 5000)).toBe(true)
-    }
+    expect(await fences.unfenced(productId)).toEqual([])
   } finally {
-    for (const { monitor } of monitors) monitor.disconnect()
+    fences.stop()
   }
 })
 
