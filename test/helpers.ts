@@ -110,7 +110,7 @@ export async function newPlatformKey(owner: { token: string; productId: string }
  * nodes' (12 000 up, test/cluster/redis-cluster.ts). scripts/test gives each `bun test` it runs side by side a range
  * of its own (TEST_PORTS=first-last), so two never hand out the same port; within one, ports are handed out in turn.
  */
-const [FIRST_PORT, LAST_PORT] = (/^(\d+)-(\d+)$/.exec(process.env.TEST_PORTS ?? '') ?? [, '2000', '11999']).slice(1).map(Number) as [number, number]
+const [FIRST_PORT, LAST_PORT] = (/^\d+-\d+$/.test(process.env.TEST_PORTS ?? '') ? process.env.TEST_PORTS! : '2000-11999').split('-').map(Number) as [number, number]
 let nextPort = FIRST_PORT + Math.floor(Math.random() * (LAST_PORT - FIRST_PORT + 1))
 
 /** A port nothing listens on now, from this run's range (above). */
