@@ -12,7 +12,7 @@
 // | rt:{sN}:fan:n                         | string | the shard's fan-out sequence: entry `n` of the stream carries n    |
 // | rt:{sN}:fan:archived                  | string | highest `n` delivered to the archiver's group (counts trimmed gaps) |
 // | rt:{sN}:fan:dead                      | list   | fan-out entries PostgreSQL refused to archive, newest first, capped |
-// | rt:{sN}:fanb2:<productId>              | hash   | fan-out bytes the product appended, per time slice (budget)        |
+// | rt:{sN}:fanb3:<productId>              | hash   | fan-out bytes the product appended, per time slice (budget)        |
 // | rt:{sN}:histb:<productId>             | hash   | history bytes per channel of the product; `#` = their sum          |
 // | rt:{sN}:histx:<productId>             | zset   | channel → when its history keys expire (ms), to drop it from histb |
 // | rt:{sN}:hist:<productId>:<channel>    | stream | history entries; stream id `<offset>-0`; fields t, i, d or r       |
@@ -29,7 +29,7 @@
 // | rt:{sN}:chans:<productId>             | zset   | active channels: the product's occupied channels of shard N, all score 0 (by name) |
 // | rt:{sN}:chanx:<productId>             | zset   | active channels: channel → its latest lease's expiry (ms), to drop it once every lease expired |
 // | rt:{sN}:chann:<productId>             | hash   | active channels: channel → its subscriptions on every gateway (the sum of its occn) |
-// | rt:{sN}:hookb2:<productId>             | hash   | webhooks: event bytes the product appended, per time slice (budget) |
+// | rt:{sN}:hookb3:<productId>             | hash   | webhooks: event bytes the product appended, per time slice (budget) |
 // | rt:{sN}:hookd:<productId>             | string | webhooks: events of the product dropped by the budget (counts for the retention) |
 // | rt:{sN}:hooks                         | stream | webhook events of shard N, read by the webhooks process (group `webhooks`) |
 // | rt:{sN}:hooks:due                     | zset   | `p:`/`o:` + `<productId>:<channel>` → when its presence/occupancy next needs a check |
@@ -140,7 +140,7 @@ export function publishKeys(productId: string, channel: string, shard = shardOf(
   return {
     shard,
     keys: [`rt:${tag}:hist:${productId}:${channel}`, `rt:${tag}:meta:${productId}:${channel}`, fanKey(shard), fanSeqKey(shard),
-      `rt:${tag}:fanb2:${productId}`, `rt:${tag}:histb:${productId}`, `rt:${tag}:histx:${productId}`],
+      `rt:${tag}:fanb3:${productId}`, `rt:${tag}:histb:${productId}`, `rt:${tag}:histx:${productId}`],
   }
 }
 
@@ -165,7 +165,7 @@ export function channelKeys(productId: string, channel: string, shard = shardOf(
     occMuted: `rt:${tag}:occmute:${name}`,
     occCount: `rt:${tag}:occn:${name}`,
     index: productChannelIndex(productId, shard),
-    hookBudget: `rt:${tag}:hookb2:${productId}`,
+    hookBudget: `rt:${tag}:hookb3:${productId}`,
     hookDropped: `rt:${tag}:hookd:${productId}`,
     hooks: hooksKey(shard),
     hooksDue: hooksDueKey(shard),

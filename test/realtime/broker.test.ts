@@ -5,6 +5,7 @@ import { ApiError } from '../../shared/errors'
 import { closeRedis, redis } from '../../shared/redis/client'
 import { historyFrame } from '../../gateway/protocol'
 import { channelTop, defaultBudgets, HISTORY_ENTRY_FRAMING_BYTES, HISTORY_ENTRY_OVERHEAD_BYTES, historyChannelBytes, type HistoryEntry, type HistoryPolicy, publish, type PublishBudgets, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
+import { FAN_ENTRY_OVERHEAD_BYTES } from '../../shared/realtime/fan-budget'
 import { channelKeys, fanKey } from '../../shared/realtime/keys'
 import { shardOf } from '../../shared/realtime/shards'
 
@@ -483,6 +484,49 @@ function onOneShard(productId: string, count: number): string[] {
   }
   return names
 }
+
+describe('fan-out budget: one count per publish, the window summed once per slice', () => {
+  /** What one of these publishes costs the budget: publish.lua's fan_cost. */
+  const costOf = (productId: string, channel: string) => productId.length + channel.length + 'i'.length + '1'.length + FAN_ENTRY_OVERHEAD_BYTES
+  const send = (productId: string, channel: string, policy: HistoryPolicy, budgets: PublishBudgets) =>
+    publish({ productId, channel, policy, data: '1', id: 'i' }, budgets).then(() => 'taken', (e) => (e instanceof ApiError ? e.code : e))
+
+  test('exactly the budget is taken across slices, then refused with Retry-After; each slice after the first holds the earlier ones as its base; once the window has passed, the whole budget again', async () => {
+    const productId = randomUUID()
+    const channel = 'live'
+    const cost = costOf(productId, channel)
+    const budgets: PublishBudgets = { ...defaultBudgets(), fanoutRetentionMs: 3000, fanoutMaxBytes: 5 * cost } // slices of 300 ms
+    for (let i = 0; i < 3; i++) expect(await send(productId, channel, NONE, budgets)).toBe('taken')
+    await sleep(350) // a later slice
+    for (let i = 0; i < 2; i++) expect(await send(productId, channel, NONE, budgets)).toBe('taken')
+    const refusal = await publish({ productId, channel, policy: NONE, data: '1', id: 'i' }, budgets).catch((e) => e)
+    expect(refusal).toMatchObject({ status: 429, code: 'fanout_budget_exceeded' })
+    expect(Number(refusal.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(Number(refusal.headers['retry-after'])).toBeLessThanOrEqual(4) // the window and a slice: 3.3 s at most
+    // The hash: per slice its total, and for a slice that came after others its base (what they held then).
+    const hash = await redis().hgetall(channelKeys(productId, channel).fanBudget)
+    const slices = Object.keys(hash).filter((f) => /^\d+$/.test(f)).map(Number).sort((a, b) => a - b)
+    expect(slices.length).toBeGreaterThanOrEqual(2)
+    let before = 0
+    for (const slice of slices) {
+      expect({ slice, base: Number(hash[`b${slice}`] ?? 0) }).toEqual({ slice, base: before })
+      before = Number(hash[slice]!)
+    }
+    expect(before).toBe(5 * cost)
+    await sleep(3400) // every slice counted above has left the window
+    for (let i = 0; i < 5; i++) expect(await send(productId, channel, NONE, budgets)).toBe('taken')
+    expect(await send(productId, channel, NONE, budgets)).toBe('fanout_budget_exceeded')
+  })
+
+  test('a publish the history budget refuses gives its fan-out bytes back', async () => {
+    const productId = randomUUID()
+    const channel = 'live'
+    const budgets: PublishBudgets = { ...defaultBudgets(), fanoutMaxBytes: 3 * costOf(productId, channel), historyMaxBytes: 1 }
+    for (let i = 0; i < 3; i++) expect(await send(productId, channel, KEEP, budgets)).toBe('history_budget_exceeded')
+    for (let i = 0; i < 3; i++) expect(await send(productId, channel, NONE, budgets)).toBe('taken')
+    expect(await send(productId, channel, NONE, budgets)).toBe('fanout_budget_exceeded')
+  })
+})
 
 describe('history budget: what a channel costs beyond its entries', () => {
   test('many channels with one tiny message each are charged their keys: the budget holds as many as channel and entry costs fit', async () => {

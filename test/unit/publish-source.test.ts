@@ -37,9 +37,9 @@ test('a budget that is not a whole non-negative number is refused before it reac
   }
 })
 
-test('the budget libraries\' one state per kind is set whole by each open: no field of a call before survives into the next', () => {
-  // A function library keeps fan_state and hist_state from call to call (shared/redis-script.ts redisFunction).
-  for (const [file, state, open] of [['fan-budget', 'fan_state', 'fan_open'], ['history-budget', 'hist_state', 'hist_open']] as const) {
+test('the history budget\'s one state is set whole by each open: no field of a call before survives into the next', () => {
+  // A function library keeps hist_state from call to call (shared/redis-script.ts redisFunction).
+  for (const [file, state, open] of [['history-budget', 'hist_state', 'hist_open']] as const) {
     const source = code(readFileSync(join(import.meta.dir, `../../shared/realtime/lua/${file}.lua`), 'utf8'))
     const fields = [...(new RegExp(`local ${state} = \\{([^}]*)\\}`).exec(source)?.[1] ?? '').matchAll(/(\w+) =/g)].map((m) => m[1]!)
     expect(fields.length).toBeGreaterThan(5)

@@ -9,8 +9,9 @@ local present = redis.call('HEXISTS', KEYS[2], identity) == 1
 if not present then
   if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[14]) then return 0 end
   local info = ARGV[12] ~= '' and ARGV[12] or 'null'
-  local budget = fan_open(KEYS[6], window, slices, now)
-  if budget.used + event_cost('join', identity, info) > tonumber(ARGV[4]) then return {-1, fan_wait(budget)} end
+  if fan_used(KEYS[6], window, slices, now) + event_cost('join', identity, info) > tonumber(ARGV[4]) then
+    return {-1, fan_wait(KEYS[6], window, slices, now)}
+  end
 end
 if redis.call('ZADD', KEYS[3], now + tonumber(ARGV[13]), ARGV[11]) == 1 then redis.call('HINCRBY', KEYS[2], identity, 1) end
 if ARGV[12] ~= '' then redis.call('HSET', KEYS[1], identity, ARGV[12]) else redis.call('HSETNX', KEYS[1], identity, 'null') end

@@ -14,9 +14,10 @@
 -- fit when over a budget (then nothing was written but bookkeeping: expired history trimmed and accounted).
 -- Budgets (docs/realtime-data-plane.md, "Budgets"): both are checked before anything is appended, so a refused publish
 -- leaves the streams as they were; the fan-out stream is trimmed by age only, never by length.
--- Work per publish (docs/performance.md, "Publish"): a stored publish runs ten commands most of the time (one HMGET
--- and one HSET per hash, two XADDs, INCR, TIME; INFO once a second: generation.lua), writes only the fields that changed (o and b of the meta hash,
--- the channel's bytes and the sum in histb), and three commands more when the keys' expiry is moved (two PEXPIREATs, a
+-- Work per publish (docs/performance.md, "Publish"): a stored publish runs nine commands most of the time (the fan-out
+-- budget's HINCRBY, one HMGET and one HSET per history hash, two XADDs, INCR, TIME; INFO once a second:
+-- generation.lua), writes only the fields that changed (o and b of the meta hash, the channel's bytes and the sum in
+-- histb), and three commands more when the keys' expiry is moved (two PEXPIREATs, a
 -- ZADD: once per eighth of the retention window); trims read entries once per batch, not once per publish: the history
 -- stream keeps up to historySize + historySize/8 entries and reads serve the newest historySize (history.lua), so
 -- entries are trimmed (and their bytes counted off) every historySize/8 + 1 offsets, in one batch.
@@ -45,8 +46,9 @@ local function publish_one(K, ko, A, ao, payload)
   local now = now_ms()
   local stored = size > 0 and ttl > 0
   local fan_cost = #product + #channel + #id + #payload + #sender + FAN_ENTRY_OVERHEAD
-  local fan_budget = fan_open(fanb_key, FAN_WINDOW, FAN_SLICES, now)
-  if fan_budget.used + fan_cost > FAN_MAX then return -1, 'fanout', fan_wait(fan_budget) end
+  -- Counted first (one HINCRBY whose answer is the window's total) and given back if the history budget refuses.
+  local fan_refused = fan_take(fanb_key, FAN_WINDOW, FAN_SLICES, now, fan_cost, FAN_MAX)
+  if fan_refused > 0 then return -1, 'fanout', fan_refused end
   local offset, epoch, offset_text = nil, nil, nil
   if stored then
     -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream): its entries, and
@@ -108,6 +110,7 @@ local function publish_one(K, ko, A, ao, payload)
     if not fits then
       -- Refused: keep the bookkeeping of what was trimmed by age. It may fit once the product's first channel expires.
       hist_commit(budget, epoch and bytes or nil)
+      fan_give_back()
       local first = redis.call('ZRANGE', histx_key, 0, 0, 'WITHSCORES')
       return -1, 'history', first[2] and (first[2] - now) or ttl
     end
@@ -170,6 +173,5 @@ local function publish_one(K, ko, A, ao, payload)
   else
     redis.call('XADD', fan_key, '*', 'channel', channel, 'product', product, 'id', id, 't', at, field, payload, 'n', number)
   end
-  fan_add(fan_budget, fan_cost)
   return offset, epoch
 end
