@@ -47,7 +47,7 @@ local function publish_one(K, ko, A, ao, payload)
   local stored = size > 0 and ttl > 0
   local fan_cost = #product + #channel + #id + #payload + #sender + FAN_ENTRY_OVERHEAD
   -- Counted first (one HINCRBY whose answer is the window's total) and given back if the history budget refuses.
-  local fan_refused = fan_take(fanb_key, FAN_WINDOW, FAN_SLICES, now, fan_cost, FAN_MAX)
+  local fan_refused, fan_field = fan_take(fanb_key, FAN_WINDOW, FAN_SLICES, now, fan_cost, FAN_MAX)
   if fan_refused > 0 then return -1, 'fanout', fan_refused end
   local offset, epoch, offset_text = nil, nil, nil
   if stored then
@@ -110,7 +110,7 @@ local function publish_one(K, ko, A, ao, payload)
     if not fits then
       -- Refused: keep the bookkeeping of what was trimmed by age. It may fit once the product's first channel expires.
       hist_commit(budget, epoch and bytes or nil)
-      fan_give_back()
+      fan_give_back(fanb_key, fan_field, fan_cost)
       local first = redis.call('ZRANGE', histx_key, 0, 0, 'WITHSCORES')
       return -1, 'history', first[2] and (first[2] - now) or ttl
     end
