@@ -4,6 +4,10 @@
 // the same connections, in alternating rounds. Prints publishes/s, Redis CPU per publish (INFO cpu before and after)
 // and each server's CPU per publish (/proc), and the ratios the publish path is held to (docs/performance.md, "Publish").
 // Usage: bun run scripts/bench/publish-centrifuge.ts [--seconds 8] [--rounds 3] [--connections 32] [--channels 1]
+//        [--cpu-prof DIR]
+// (--cpu-prof DIR: the public worker runs under Bun's sampling profiler, `bun --cpu-prof --cpu-prof-md`, and writes
+// its profile to DIR when it stops, a .cpuprofile for Chrome's DevTools and a .md to read or grep; the profiler's own
+// cost lowers the worker's figures of that run.)
 // Needs DATABASE_URL and REDIS_URL (one Redis, not a cluster) like the tests; installs wrk and Go from Debian's packages.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -23,6 +27,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '32' },
     channels: { type: 'string', default: '1' },
+    'cpu-prof': { type: 'string' },
   },
 })
 const SECONDS = positive('seconds', args.seconds!)
@@ -115,6 +120,7 @@ async function main() {
   const worker = await startWorker('services/public/main.ts', {
     PUBLIC_PORT: String(port), REALTIME_QUOTA_BURST: '100000000', PUBLIC_IP_RATE_LIMIT: '1000000000',
     REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(1024 ** 3),
+    ...(args['cpu-prof'] ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-md --cpu-prof-dir=${args['cpu-prof']}` } : {}),
   }, port)
   workers.push(worker)
   const peerPort = await freePort()

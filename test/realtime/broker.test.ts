@@ -7,8 +7,7 @@ import { historyFrame } from '../../gateway/protocol'
 import { channelTop, defaultBudgets, HISTORY_ENTRY_FRAMING_BYTES, HISTORY_ENTRY_OVERHEAD_BYTES, historyChannelBytes, type HistoryEntry, type HistoryPolicy, publish, type PublishBudgets, type PublishResult, readHistory, subscriptionPosition } from '../../shared/realtime/broker'
 import { FAN_ENTRY_OVERHEAD_BYTES } from '../../shared/realtime/fan-budget'
 import { channelKeys, fanKey } from '../../shared/realtime/keys'
-import { publishInOneStep } from '../../shared/realtime/publish-request'
-import { windowOf } from '../../shared/fixed-window'
+import { publishPerShard } from '../../shared/realtime/publish-request'
 import { shardOf } from '../../shared/realtime/shards'
 
 const KEEP: HistoryPolicy = { historyTtlSeconds: 300, historySize: 100 }
@@ -550,12 +549,12 @@ describe('fan-out budget: one count per publish, the window summed once per slic
     const [kept, plain, later] = onOneShard(productId, 3)
     const costs = [kept!, plain!, later!].map((channel) => costOf(productId, channel))
     const budgets: PublishBudgets = { ...defaultBudgets(), fanoutMaxBytes: costs[1]! + costs[2]!, historyMaxBytes: 1 }
-    const quota = { window: windowOf(`test:quota:${productId}`, 60), limit: 1000 }
-    const outcome = await publishInOneStep([
+    // One script run for both channels (their shard's), as a broadcast's on a cluster or after its counters.
+    const outcomes = await publishPerShard([
       { productId, channel: kept!, policy: KEEP, data: '1', id: 'i' },
       { productId, channel: plain!, policy: NONE, data: '1', id: 'i' },
-    ], { quota }, budgets)
-    expect(outcome).toMatchObject({ channels: [{ refused: { code: 'history_budget_exceeded' } }, { published: { id: 'i' } }] })
+    ], undefined, budgets)
+    expect(outcomes).toMatchObject([{ refused: { code: 'history_budget_exceeded' } }, { published: { id: 'i' } }])
     expect(await send(productId, later!, NONE, budgets)).toBe('taken')
     expect(await send(productId, later!, NONE, budgets)).toBe('fanout_budget_exceeded')
   })
