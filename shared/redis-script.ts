@@ -6,7 +6,9 @@
 import { createHash } from 'node:crypto'
 import { Cluster } from 'ioredis'
 import { ApiError, logUnlessOutage, unavailable } from './errors'
+import { config } from './config'
 import { redis } from './redis/client'
+import { databaseIndex } from './redis/url'
 
 type Args = readonly (string | number)[]
 
@@ -56,7 +58,8 @@ function runner<Reply>(service: string, once: (keys: readonly string[], args: Ar
  * publish's), a function library once, when loaded. `parts` as for redisScript: the libraries first, loaded once; the
  * last part is the body, run at each call with KEYS and ARGV as an EVAL script has them. A library's locals outlive a
  * call, so the body must begin by emptying any cache a library keeps for one run (as now.lua's time).
- * The library's name and its one function's are `platform_<SHA-1 of the parts>`: versions side by side never clash, and
+ * The library's name and its one function's are `platform_<SHA-1 of the parts and the database>`: versions (and
+ * databases of one server) side by side never clash, and
  * a Redis that lacks the library (never loaded, restarted without persistence, a new cluster master, FUNCTION FLUSH)
  * gets it at the first call that finds it missing: on a cluster, on every master. Functions are part of the data set:
  * replicas and persistence files carry them, so a promoted replica has them. Libraries of older versions stay until
@@ -66,7 +69,8 @@ function runner<Reply>(service: string, once: (keys: readonly string[], args: Ar
  */
 export function redisFunction<Reply>(service: string, ...parts: string[]): RedisScript<Reply> {
   const body = parts.at(-1)!
-  const name = `platform_${createHash('sha1').update(parts.join('\n')).digest('hex')}`
+  // The database too: a library's state (hints it keeps between calls) is per server, and key names repeat across databases.
+  const name = `platform_${createHash('sha1').update(`${parts.join('\n')}\n-- database ${databaseIndex(config.redisUrl)}`).digest('hex')}`
   const source = `#!lua name=${name}\n${parts.slice(0, -1).join('\n')}\n` +
     `redis.register_function('${name}', function(KEYS, ARGV)\n${body}\nend)\n`
   let loading: Promise<unknown> | null = null

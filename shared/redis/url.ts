@@ -95,3 +95,15 @@ export function sentinelOf(url: string): SentinelTarget | null {
   if (extra.length) throw refuse('nothing follows the database index')
   return target
 }
+
+/**
+ * The database a REDIS_URL selects: a `redis://` URL's path (`/2`), a sentinel URL's `/<db>`, 0 on a cluster (which
+ * has only database 0) or when none is named.
+ */
+export function databaseIndex(url: string): number {
+  if (clusterNodesOf(url)) return 0
+  const sentinel = sentinelOf(url)
+  if (sentinel) return sentinel.db
+  const path = /^rediss?:\/\/[^/]*\/(\d+)/.exec(url)
+  return path ? Number(path[1]) : 0
+}

@@ -656,6 +656,22 @@ describe('history budget: what a channel costs beyond its entries', () => {
     expect(await redis().hget(keys.histBytes, '#')).toBe(String(fresh + entry('i5', 'e') + two))
   })
 
+  test('a next sweep time far ahead (a clock that went back) holds no sweep back: the next publish takes an expired channel off the sum', async () => {
+    const productId = randomUUID()
+    const [gone, live] = onOneShard(productId, 2)
+    const keys = channelKeys(productId, live!)
+    const now = Date.now()
+    // What a master whose clock ran an hour ahead left: a channel expired since, and its next sweep an hour away.
+    await redis().hset(keys.histBytes, '#', '5000', gone!, '5000', '@', String(now + 3_600_000), 'x', String(now + 600_000))
+    await redis().zadd(keys.histExpiry, now - 1000, gone!)
+    await redis().pexpire(keys.histBytes, 600_000)
+    await redis().pexpire(keys.histExpiry, 600_000)
+    await publish({ productId, channel: live!, policy: KEEP, data: '1', id: 'i' })
+    const charged = await redis().hget(channelKeys(productId, live!).meta, 'b')
+    expect(await redis().hget(keys.histBytes, gone!)).toBeNull()
+    expect(await redis().hget(keys.histBytes, '#')).toBe(charged)
+  })
+
   test('the product\'s sum lost (evicted) while its channels\' meta hashes stay counts each channel once it publishes again, never less than the copies it holds', async () => {
     // Every publish rewrites the channel's copy in histb and adjusts the sum by the difference from the copy before:
     // a channel whose copy went with the hash had none, so the sum must not take its meta's b off (it would then stay

@@ -2,7 +2,7 @@
 // redis+sentinel:// names a master by the sentinels that watch it.
 import { expect, test } from 'bun:test'
 import { keySlot } from '../../shared/redis/key-slot'
-import { clusterNodesOf, sentinelOf } from '../../shared/redis/url'
+import { clusterNodesOf, databaseIndex, sentinelOf } from '../../shared/redis/url'
 
 test('a cluster URL gives its seed nodes; a plain URL is not a cluster', () => {
   expect(clusterNodesOf('redis+cluster://127.0.0.1:7000,10.0.0.2:7001/')).toEqual([{ host: '127.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }])
@@ -46,4 +46,13 @@ test("a key's cluster slot is Redis's: CRC16 of its hash tag mod 16384", () => {
   expect(keySlot('foo')).toBe(12182)
   expect(keySlot('{user1000}.following')).toBe(keySlot('user1000'))
   expect(keySlot('rt:{s3}:fan')).toBe(keySlot('s3'))
+})
+
+test('the database a URL selects (function libraries are named by it: their state is per server)', () => {
+  expect(databaseIndex('redis://127.0.0.1:6379/2')).toBe(2)
+  expect(databaseIndex('rediss://user:pw@redis.internal:6380/11')).toBe(11)
+  expect(databaseIndex('redis://127.0.0.1:6379')).toBe(0)
+  expect(databaseIndex('redis://127.0.0.1:6379/')).toBe(0)
+  expect(databaseIndex('redis+cluster://127.0.0.1:7000,127.0.0.1:7001')).toBe(0)
+  expect(databaseIndex('redis+sentinel://10.0.0.1:26379/main/3')).toBe(3)
 })

@@ -15,13 +15,15 @@
 -- Per call: one HMGET (the sum and the channel's copy), one HSET, one ZADD. Expired channels are looked for at most once
 -- a second (field `@`: when next; 0 while more are waiting), and the index's own expiry (field `x`) is moved only when
 -- it would come too soon. A function library keeps each product's `@` between calls (hist_sweeps), so a publish reads
--- two fields, not three (each costs Redis about 2 300 instructions); `@` is read from the hash only when it is not
--- kept (a script run with EVAL keeps nothing; a library loaded anew, or past the bound, asks once per product).
+-- two fields, not three (each costs Redis about 2 300 instructions); `@` is read with them only when it is not kept (a
+-- script run with EVAL keeps nothing; a library loaded anew, or past the bound, reads it once per product and shard).
+-- A library serves one database (shared/redis-script.ts names it by the database too): key names repeat across them.
 local function channel_cost(channel) return 4 * #channel + HIST_CHANNEL_OVERHEAD end
 -- When each product's next sweep is due (its `@`), by histb key. Kept only as a hint: the hash's `@` is the record. One
 -- kept wrong (the hash lost or swept by another script meanwhile) delays a sweep by at most the second it was set for,
--- which the sum already allows (hist_exact sweeps before any refusal). At most hist_sweeps_max keys: past it the
--- table starts empty again.
+-- which the sum already allows (hist_exact sweeps before any refusal). At most hist_sweeps_max keys (products x shards
+-- on this Redis; about 1.5 MB of the library's Lua memory, which maxmemory does not count): past it the table starts
+-- empty again.
 local hist_sweeps_max = 10000
 local hist_sweeps, hist_sweeps_kept = {}, 0
 local function hist_keep_sweep(histb, at)
@@ -54,10 +56,16 @@ end
 local hist_state = {histb = false, histx = false, channel = false, now = 0, total = 0, mine = 0, next_sweep = 0,
   expires = false, swept = false, dirty = false, other = 0}
 local function hist_open(histb, histx, channel, now)
-  local got = redis.call('HMGET', histb, '#', channel)
   local next_sweep = hist_sweeps[histb]
-  if not next_sweep then
-    next_sweep = (redis.call('HGET', histb, '@') or 0) + 0
+  local got
+  if next_sweep and next_sweep <= now + 1000 then
+    got = redis.call('HMGET', histb, '#', channel)
+  else
+    -- Not kept, or further ahead than a sweep's second (the clock went back): the hash's, read with the rest. One
+    -- that far ahead too is due now, so that no clock step holds the sweeps back.
+    got = redis.call('HMGET', histb, '#', channel, '@')
+    next_sweep = (got[3] or 0) + 0
+    if next_sweep > now + 1000 then next_sweep = 0 end
     hist_keep_sweep(histb, next_sweep)
   end
   local s = hist_state
