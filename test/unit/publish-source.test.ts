@@ -39,14 +39,13 @@ test('a budget that is not a whole non-negative number is refused before it reac
 
 test('the history budget\'s one state is set whole by each open: no field of a call before survives into the next', () => {
   // A function library keeps hist_state from call to call (shared/redis-script.ts redisFunction).
-  for (const [file, state, open] of [['history-budget', 'hist_state', 'hist_open']] as const) {
-    const source = code(readFileSync(join(import.meta.dir, `../../shared/realtime/lua/${file}.lua`), 'utf8'))
-    const fields = [...(new RegExp(`local ${state} = \\{([^}]*)\\}`).exec(source)?.[1] ?? '').matchAll(/(\w+) =/g)].map((m) => m[1]!)
-    expect(fields.length).toBeGreaterThan(5)
-    const body = source.slice(source.indexOf(`local function ${open}(`), source.indexOf('\nend\n', source.indexOf(`local function ${open}(`)))
-    expect(body).toContain(`local s = ${state}`)
-    // Every field is written in the open function (alone, or in a multiple assignment), before it returns.
-    const written = new Set([...body.matchAll(/^\s*((?:s\.\w+,\s*)*s\.\w+)\s*=[^=]/gm)].flatMap((m) => m[1]!.split(',').map((f) => f.trim().slice(2))))
-    for (const field of fields) expect({ field, written: written.has(field) }).toEqual({ field, written: true })
-  }
+  const source = code(readFileSync(join(import.meta.dir, '../../shared/realtime/lua/history-budget.lua'), 'utf8'))
+  const fields = [...(/local hist_state = \{([^}]*)\}/.exec(source)?.[1] ?? '').matchAll(/(\w+) =/g)].map((m) => m[1]!)
+  expect(fields.length).toBeGreaterThan(5)
+  const open = source.indexOf('local function hist_open(')
+  const body = source.slice(open, source.indexOf('\nend\n', open))
+  expect(body).toContain('local s = hist_state')
+  // Every field is written in the open function (alone, or in a multiple assignment), before it returns.
+  const written = new Set([...body.matchAll(/^\s*((?:s\.\w+,\s*)*s\.\w+)\s*=[^=]/gm)].flatMap((m) => m[1]!.split(',').map((f) => f.trim().slice(2))))
+  for (const field of fields) expect({ field, written: written.has(field) }).toEqual({ field, written: true })
 })

@@ -30,11 +30,9 @@ local function fan_slice(window, slices)
 end
 -- Slice length (ms) → the newest slice number used; a handful of lengths (one per budget window).
 local fan_newest = {}
--- The current slice's field names, made by string.format once per slice, not per call (a function library keeps them).
-local fan_last_bucket, fan_last_field, fan_last_base = nil, nil, nil
-local function fan_at(bucket)
-  if bucket ~= fan_last_bucket then fan_last_bucket, fan_last_field = bucket, int(bucket) fan_last_base = 'b' .. fan_last_field end
-end
+-- The current slice's field name, made by string.format once per slice, not per call (a function library keeps it).
+local fan_last_bucket, fan_last_field = nil, nil
+local function fan_at(bucket) fan_last_bucket, fan_last_field = bucket, int(bucket) end
 local function fan_bucket(window, slices, now)
   local slice = fan_slice(window, slices)
   local bucket = (now - now % slice) / slice
@@ -103,7 +101,7 @@ local function fan_take(key, window, slices, now, bytes, max)
       if others > 0 then
         local others_text = int(others)
         used = redis.call('HINCRBY', key, field, others_text)
-        redis.call('HSET', key, fan_last_base, others_text, 'o', int(oldest or bucket))
+        redis.call('HSET', key, 'b' .. field, others_text, 'o', int(oldest or bucket))
       else
         redis.call('HSET', key, 'o', field)
       end
