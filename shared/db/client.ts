@@ -7,29 +7,13 @@ import { withDeadlines } from './deadline'
 
 export type Sql = postgres.Sql
 
-/** How many servers a DATABASE_URL lists (`postgres://user@a:5432,b:5432/db`), read as postgres.js reads them. */
-export function hostsIn(url: string): number {
-  const authority = url.slice(url.indexOf('://') + 3).split(/[?/]/)[0] ?? ''
-  return authority.slice(authority.indexOf('@') + 1).split(',').length
-}
-
-/**
- * How long one attempt to connect to one host may take, in seconds: three quarters of the statement deadline shared
- * by the hosts, at least 0.1 s. An attempt that fails must fail before the deadline of the statement waiting for it,
- * so that its failure reaches that statement and the breaker (a server that takes connections and never answers them:
- * the next requests are refused at once instead of each waiting its whole deadline), and with a failover pair the
- * next host must still be tried within it (a dead primary that drops packets must not fail every new connection).
- * A connection takes milliseconds when all is well.
- */
-export const connectTimeoutSeconds = (timeoutMs: number, hosts: number): number =>
-  Math.max(0.1, (timeoutMs * 0.75) / Math.max(1, hosts) / 1000)
-
 function pool(max = 10, connection: Record<string, string> = {}, url = config.databaseUrl): Sql {
   return postgres(url, {
     max,
     connection,
     idle_timeout: 30,
-    connect_timeout: connectTimeoutSeconds(config.db.timeoutMs, hostsIn(url)),
+    // Seconds; at least 1. The statement deadline bounds the wait anyway: this only stops a dead attempt early.
+    connect_timeout: Math.max(1, Math.ceil(config.db.timeoutMs / 1000)),
     // Seconds between reconnect attempts (postgres.js grows its default to 20 s): come back within a second of the server.
     backoff: (attempt: number) => Math.min(0.05 * attempt, 0.5),
     onnotice: () => {},
