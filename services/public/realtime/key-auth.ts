@@ -24,6 +24,26 @@ const lookup = cachedKeyLookup(keyCache, 'api key', async (digest) => {
 })
 
 /**
+ * The digests of keys recently found active, by the key itself: hashing a key cost about 6 % of a public worker's CPU
+ * per publish under load (docs/performance.md, "Where the rest goes"). Only a key found active is kept, so unknown keys
+ * cannot fill it; at most DIGESTS_MAX, and full it starts over. A key's digest never changes, so nothing here needs
+ * invalidating: a revoked key's digest is looked up in keyCache, which the revocation cleared. The keys in use stay
+ * in the worker's memory, as each request carrying one does; they are never logged or sent anywhere.
+ */
+const digests = new Map<string, Buffer>()
+const DIGESTS_MAX = 10_000
+
+function digestOf(key: string): Buffer {
+  return digests.get(key) ?? publicKeyHash(key, config.environment)
+}
+
+function rememberDigest(key: string, digest: Buffer): void {
+  if (digests.has(key)) return
+  if (digests.size >= DIGESTS_MAX) digests.clear()
+  digests.set(key, digest)
+}
+
+/**
  * Resolves the X-Api-Key header to a key of `productId` whose scope includes `scope`.
  * 401 for a missing/malformed/unknown/revoked key (or one sent anywhere but X-Api-Key), 404 for another product's key,
  * 403 when the scope lacks the route's. `beforeLookup` runs before a key is looked up in PostgreSQL (not for a cached one).
@@ -34,8 +54,10 @@ export async function authenticate(request: Request, productId: string, scope: P
   const key = request.headers.get('x-api-key')
   if (key === null || key === '') throw invalidApiKey(request.headers.has('authorization') ? HINTS.elsewhere : HINTS.missing)
   if (!looksLikeSecret(key, PUBLIC_KEY_PREFIX)) throw invalidApiKey(HINTS.malformed)
-  const identity = await lookup(publicKeyHash(key, config.environment), beforeLookup)
+  const digest = digestOf(key)
+  const identity = await lookup(digest, beforeLookup)
   if (!identity) throw invalidApiKey(HINTS.unknown)
+  rememberDigest(key, digest)
   if (identity.productId !== productId) throw productNotFound()
   if (!identity.scope.includes(scope)) throw insufficientScope(scope)
   return identity

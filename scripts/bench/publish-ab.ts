@@ -1,0 +1,128 @@
+// The public worker's publish route at two commits, side by side: `--base REF` (a git worktree of it, made for the run
+// and removed after) against the working tree, each in a public worker of its own on the same Redis and PostgreSQL,
+// both driven by wrk with the same bodies in alternating rounds. Prints publishes/s and each worker's CPU per publish
+// (/proc/<pid>/stat) and their ratio: a change to the worker's per-request work is measured here, against the code
+// before it in the same minutes (two workers of the same code differ by about 2 %; runs minutes apart by 10 % or more).
+// Usage: bun run scripts/bench/publish-ab.ts --base REF [--seconds 6] [--rounds 4] [--connections 32]
+// Needs DATABASE_URL and REDIS_URL like the tests (one Redis or a cluster) and wrk (installed from Debian's packages).
+// The base shares this checkout's node_modules: a base whose dependencies differ is refused.
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { positive } from './run'
+import { sql } from '../../shared/db/client'
+import { closeRedis } from '../../shared/redis/client'
+import { freePort, startWorker, type Worker } from '../../test/helpers'
+import { realtimeProduct } from '../../test/realtime/public-helpers'
+import { processCpuSeconds } from './cpu'
+
+const { values: args } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    seconds: { type: 'string', default: '6' },
+    rounds: { type: 'string', default: '4' },
+    connections: { type: 'string', default: '32' },
+  },
+})
+if (!args.base) throw new Error('--base REF is required: the commit the working tree is measured against')
+const SECONDS = positive('seconds', args.seconds!)
+const ROUNDS = positive('rounds', args.rounds!)
+const CONNECTIONS = positive('connections', args.connections!)
+const ROOT = join(import.meta.dir, '..', '..')
+const LIMITS_LIFTED = {
+  REALTIME_QUOTA_BURST: '100000000', PUBLIC_IP_RATE_LIMIT: '1000000000',
+  REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(1024 ** 3),
+}
+
+async function run(command: string[], cwd = ROOT): Promise<string> {
+  const proc = Bun.spawn(command, { cwd, stdout: 'pipe', stderr: 'pipe' })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (code !== 0) throw new Error(`${command.join(' ')} failed: ${err}`)
+  return out.trim()
+}
+
+/** wrk's Lua: POSTs {channel, data} bodies of ~70 bytes of data, each request its own seq (as publish-centrifuge.ts). */
+const wrkScript = (apiKey: string) => `wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["X-Api-Key"] = "${apiKey}"
+local i = 0
+request = function()
+  i = i + 1
+  local body = string.format('{"channel":"bench:room-0","data":{"text":"hello from the publish benchmark","seq":%d,"at":%d}}', i, 1790000000000 + i)
+  return wrk.format(nil, nil, nil, body)
+end
+`
+
+/** One wrk run: its 2xx answers; throws when more than 1 % were not 2xx. */
+async function wrk(url: string, script: string, seconds: number): Promise<number> {
+  const out = await run(['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '-s', script, url])
+  const failed = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
+  const answered = Number(/(\d+) requests in/.exec(out)?.[1])
+  if (failed > answered / 100) throw new Error(`${url} answered ${failed} of ${answered} requests with a non-2xx status`)
+  return answered - failed
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'bench-ab-'))
+const worktree = join(scratch, 'base')
+const workers: Worker[] = []
+
+async function main() {
+  await run(['bash', '-c', 'source scripts/lib/common.sh && ensure_apt wrk'])
+  const baseCommit = await run(['git', 'rev-parse', '--short', `${args.base}^{commit}`])
+  const dependencies = (tree: string) => JSON.stringify(JSON.parse(tree).dependencies)
+  if (dependencies(await run(['git', 'show', `${baseCommit}:package.json`])) !== dependencies(readFileSync(join(ROOT, 'package.json'), 'utf8'))) {
+    throw new Error(`${args.base} has other dependencies than the working tree: it cannot share its node_modules`)
+  }
+  await run(['git', 'worktree', 'add', '--detach', worktree, baseCommit])
+  symlinkSync(join(ROOT, 'node_modules'), join(worktree, 'node_modules'))
+
+  const product = await realtimeProduct([{ name: 'bench', history: { ttlSeconds: 300, size: 1000 } }])
+  const sides: { name: string; worker: Worker }[] = []
+  for (const [name, tree] of [[`base ${baseCommit}`, worktree], ['working tree', ROOT]] as const) {
+    const port = await freePort()
+    const worker = await startWorker(join(tree, 'services/public/main.ts'), { ...LIMITS_LIFTED, PUBLIC_PORT: String(port) }, port)
+    workers.push(worker)
+    sides.push({ name, worker })
+  }
+  const script = join(scratch, 'publish.lua')
+  writeFileSync(script, wrkScript(product.key))
+  const url = (worker: Worker) => `${worker.url}/${product.productId}/realtime/messages`
+
+  console.log(`Publish route, two commits side by side: base ${baseCommit} vs the working tree`)
+  console.log(`  bun ${Bun.version}; wrk -t2 -c${CONNECTIONS}, ${ROUNDS} alternating rounds of ${SECONDS} s each; one channel with history; limits lifted`)
+  console.error('warming up…')
+  for (const side of sides) await wrk(url(side.worker), script, 2)
+  const totals = sides.map(() => ({ publishes: 0, cpu: 0 }))
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const s of round % 2 === 0 ? [0, 1] : [1, 0]) {
+      const { worker, name } = sides[s]!
+      const before = await processCpuSeconds(worker.proc.pid)
+      const publishes = await wrk(url(worker), script, SECONDS)
+      const cpu = (await processCpuSeconds(worker.proc.pid)) - before
+      totals[s]!.publishes += publishes
+      totals[s]!.cpu += cpu
+      console.error(`round ${round + 1}: ${name}: ${(publishes / SECONDS).toFixed(0)}/s, ${(cpu / publishes * 1e6).toFixed(1)} µs/publish`)
+    }
+  }
+  const rows = totals.map((t, s) => ({ name: sides[s]!.name, rate: t.publishes / (SECONDS * ROUNDS), us: t.cpu / t.publishes * 1e6 }))
+  console.log(`${'what'.padEnd(16)}  ${'publishes/s'.padStart(11)}  ${'worker µs/publish'.padStart(17)}`)
+  for (const row of rows) console.log(`${row.name.padEnd(16)}  ${row.rate.toFixed(0).padStart(11)}  ${row.us.toFixed(1).padStart(17)}`)
+  const [base, tree] = rows as [typeof rows[0], typeof rows[0]]
+  console.log(`\nthe working tree: ${(tree.rate / base.rate).toFixed(3)}× the base's publishes/s, ${(tree.us / base.us).toFixed(3)}× its worker CPU per publish`)
+}
+
+let failed = false
+try {
+  await main()
+} catch (error) {
+  failed = true
+  console.error('benchmark failed:', error instanceof Error ? error.message : error)
+} finally {
+  await Promise.all(workers.map((w) => w.stop().catch(() => 0)))
+  if (existsSync(worktree)) await run(['git', 'worktree', 'remove', '--force', worktree]).catch(() => {})
+  rmSync(scratch, { recursive: true, force: true })
+  await closeRedis()
+  await sql.end({ timeout: 2 }).catch(() => {})
+}
+process.exit(failed ? 1 : 0)
