@@ -9,6 +9,7 @@ import postgres from 'postgres'
 import { callApp, eventually, startProcess, type Worker } from '../helpers'
 import { startStandby, type Standby } from '../analytics/standby'
 import { startPrimary, type OwnPostgres } from '../own-postgres'
+import { startBlackhole } from './blackhole'
 import { firstSuccessAfter, startLoad } from './load'
 
 const DB_TIMEOUT_MS = 1000
@@ -177,4 +178,33 @@ test('a primary fenced read-only (default_transaction_read_only, as before a swi
   await standby.sql.unsafe('alter system reset default_transaction_read_only')
   await standby.sql`select pg_reload_conf()`
   await eventually(async () => (await write()).status === 200, RECOVERY_MS + 2000, 'a write taken again')
+}, 30_000)
+
+test('a first host that drops packets (a dead primary\'s address): each new connection moves on to the next host after its share of the connect time-out, within the statement deadline, so requests succeed, none refused', async () => {
+  const dead = await startBlackhole()
+  // The standby, promoted above, is the primary now. A connection tries the hosts in turn from where its last attempt
+  // left off: one connected to the second host tries the dead address first when it connects again.
+  const worker = await startProcess('api', {
+    DATABASE_URL: hosts(DATABASE, dead, standby), DB_TIMEOUT_MS: String(DB_TIMEOUT_MS), DB_COOL_DOWN_MS: String(DB_COOL_DOWN_MS),
+    PRODUCT_MAX_DASHBOARDS: '100000',
+  })
+  // Concurrent transactions, so that the pool has a connection open for each.
+  const round = () => Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    const started = performance.now()
+    const created = await callApp(http, worker.url, 'POST', '/analytics/dashboards', { token, productId, body: dashboardBody(`b-${crypto.randomUUID().slice(0, 8)}`) })
+    return { status: created.status, ms: performance.now() - started }
+  }))
+  try {
+    expect((await round()).filter((a) => a.status !== 200)).toEqual([])
+    // Every connection ends (a restart of the server's backends, say); idle, so no statement fails with them. The pool's
+    // next connections all begin at the dead address.
+    await standby.sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${DATABASE} and pid <> pg_backend_pid()`
+    await Bun.sleep(300)
+    const answers = await round()
+    expect(answers.filter((a) => a.status !== 200)).toEqual([])
+    expect(answers.filter((a) => a.ms > ANSWER_MS)).toEqual([])
+  } finally {
+    await worker.stop()
+    dead.close()
+  }
 }, 30_000)
