@@ -5,8 +5,8 @@
 // before it in the same minutes (two workers of the same code differ by about 2 %; runs minutes apart by 10 % or more).
 // Usage: bun run scripts/bench/publish-ab.ts --base REF [--seconds 6] [--rounds 4] [--connections 32]
 // Needs DATABASE_URL and REDIS_URL like the tests (one Redis or a cluster) and wrk (installed from Debian's packages).
-// The base shares this checkout's node_modules: a base whose dependencies differ is refused.
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+// The base shares this checkout's node_modules: a base whose package.json, bun.lock or scripts/patches differ is refused.
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -70,10 +70,9 @@ const workers: Worker[] = []
 async function main() {
   await run(['bash', '-c', 'source scripts/lib/common.sh && ensure_apt wrk'])
   const baseCommit = await run(['git', 'rev-parse', '--short', `${args.base}^{commit}`])
-  const dependencies = (tree: string) => JSON.stringify(JSON.parse(tree).dependencies)
-  if (dependencies(await run(['git', 'show', `${baseCommit}:package.json`])) !== dependencies(readFileSync(join(ROOT, 'package.json'), 'utf8'))) {
-    throw new Error(`${args.base} has other dependencies than the working tree: it cannot share its node_modules`)
-  }
+  // node_modules is shared: the base must have the same packages and the same patches to them.
+  const differing = await run(['git', 'diff', '--name-only', baseCommit, '--', 'package.json', 'bun.lock', 'scripts/patches/*.patch'])
+  if (differing !== '') throw new Error(`${args.base} differs from the working tree in ${differing.split('\n').join(', ')}: it cannot share its node_modules`)
   await run(['git', 'worktree', 'add', '--detach', worktree, baseCommit])
   symlinkSync(join(ROOT, 'node_modules'), join(worktree, 'node_modules'))
 

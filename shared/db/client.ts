@@ -7,13 +7,29 @@ import { withDeadlines } from './deadline'
 
 export type Sql = postgres.Sql
 
+/** How many servers a DATABASE_URL lists (`postgres://user@a:5432,b:5432/db`), read as postgres.js reads them. */
+export function hostsIn(url: string): number {
+  const authority = url.slice(url.indexOf('://') + 3).split(/[?/]/)[0] ?? ''
+  return authority.slice(authority.indexOf('@') + 1).split(',').length
+}
+
+/**
+ * postgres.js' connect_timeout, in seconds. The start-up after the TCP connect (TLS, authentication) may take all of
+ * it, never less than the statement deadline: a slow but healthy server is waited for, not counted as down (the
+ * statement waits its deadline; the connection serves the next). With several hosts the patched driver gives reaching
+ * each host (the TCP connect alone) connect_timeout / hosts, the round's last host excepted: three quarters of the
+ * deadline each, so a host that drops packets (a dead server's address) costs that much and the next host is tried
+ * within the deadline, while a SYN lost and sent again after a second still connects.
+ */
+export const connectTimeoutSeconds = (timeoutMs: number, hosts: number): number =>
+  Math.max(Math.ceil(timeoutMs / 1000), hosts > 1 ? (hosts * 0.75 * timeoutMs) / 1000 : 0)
+
 function pool(max = 10, connection: Record<string, string> = {}, url = config.databaseUrl): Sql {
   return postgres(url, {
     max,
     connection,
     idle_timeout: 30,
-    // Seconds; at least 1. The statement deadline bounds the wait anyway: this only stops a dead attempt early.
-    connect_timeout: Math.max(1, Math.ceil(config.db.timeoutMs / 1000)),
+    connect_timeout: connectTimeoutSeconds(config.db.timeoutMs, hostsIn(url)),
     // Seconds between reconnect attempts (postgres.js grows its default to 20 s): come back within a second of the server.
     backoff: (attempt: number) => Math.min(0.05 * attempt, 0.5),
     onnotice: () => {},

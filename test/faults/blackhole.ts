@@ -1,6 +1,7 @@
 // An address that drops connection attempts, as a dead server's does (a host powered off, a cut network): a TCP
 // listener on 127.0.0.1 that never accepts, its one-place accept queue filled, so Linux drops every later SYN and a
-// client's connect neither completes nor fails. Node and Bun listeners accept by themselves, hence libc through FFI.
+// client's connect neither completes nor fails. Node and Bun listeners accept by themselves, hence libc through FFI
+// (Linux with glibc, as the tests run: libc.so.6, and sockaddr_in's layout there).
 import { dlopen, FFIType, ptr } from 'bun:ffi'
 
 const libc = dlopen('libc.so.6', {
@@ -13,6 +14,7 @@ const libc = dlopen('libc.so.6', {
 
 const AF_INET = 2
 const SOCK_STREAM = 1
+const SOCK_CLOEXEC = 0o2000000 // not inherited by the processes a test starts
 
 export interface Blackhole {
   readonly port: number
@@ -21,7 +23,7 @@ export interface Blackhole {
 
 export async function startBlackhole(): Promise<Blackhole> {
   const { socket, bind, listen, getsockname, close } = libc.symbols
-  const fd = socket(AF_INET, SOCK_STREAM, 0)
+  const fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)
   if (fd < 0) throw new Error('socket() failed')
   const address = new Uint8Array(16) // sockaddr_in: family (host order), port (network order), 127.0.0.1, zeros
   const view = new DataView(address.buffer)
