@@ -18,11 +18,12 @@ export function hostsIn(url: string): number {
  * it, never less than the statement deadline: a slow but healthy server is waited for, not counted as down (the
  * statement waits its deadline; the connection serves the next). With several hosts the patched driver gives reaching
  * each host (the TCP connect alone) connect_timeout / hosts, the round's last host excepted: three quarters of the
- * deadline each, so a host that drops packets (a dead server's address) costs that much and the next host is tried
- * within the deadline, while a SYN lost and sent again after a second still connects.
+ * deadline each (the start-up then has 1.5 deadlines or more), so a host that drops packets (a dead server's address)
+ * costs that much and the next host is tried within the deadline, while a SYN lost and sent again after a second
+ * still connects at the default deadline. One host: the deadline rounded up to a second.
  */
 export const connectTimeoutSeconds = (timeoutMs: number, hosts: number): number =>
-  Math.max(Math.ceil(timeoutMs / 1000), hosts > 1 ? (hosts * 0.75 * timeoutMs) / 1000 : 0)
+  hosts > 1 ? (hosts * 0.75 * timeoutMs) / 1000 : Math.max(1, Math.ceil(timeoutMs / 1000))
 
 function pool(max = 10, connection: Record<string, string> = {}, url = config.databaseUrl): Sql {
   return postgres(url, {

@@ -123,3 +123,21 @@ test('with several hosts in DATABASE_URL, the first statement of a connection wh
     await pool.end({ timeout: 0 })
   }
 })
+
+test('a connection that dies while a statement\'s rows arrive leaves none of them to the next connection\'s first statement', async () => {
+  const application = `rows-${randomUUID().slice(0, 8)}`
+  // No array-types fetch, as the platform's pools once a statement has succeeded: the next statement is the first.
+  const pool = postgres(config.databaseUrl, { max: 1, fetch_types: false, onnotice: () => {}, connection: { application_name: application } })
+  try {
+    // Three rows, then a wait: the rows reach the driver before the backend ends.
+    const outcome = pool.unsafe('select g as "partial" from generate_series(1, 3) g union all select pg_sleep(30)::text::int')
+      .then(() => 'answered', (error: Error) => error.message)
+    await eventually(async () => (await admin`select 1 from pg_stat_activity where application_name = ${application}
+      and state = 'active' and query like '%"partial"%'`).length === 1, 5000, 'the statement running')
+    await admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${application}`
+    expect(await outcome).not.toBe('answered')
+    expect([...(await pool`select 1 as x`)]).toEqual([{ x: 1 }])
+  } finally {
+    await pool.end({ timeout: 0 })
+  }
+})
