@@ -50,6 +50,9 @@ async function load(productId: string): Promise<ProductPolicies> {
   }
 }
 
+/** The product's policies when this worker holds them fresh, without a promise (the publish path's usual case); else undefined. */
+export const heldPolicies = (productId: string): ProductPolicies | undefined => policyCache.peek(productId)
+
 /**
  * The product's policies, at most config.cache.ttlMs old unless an invalidation dropped them sooner. `beforeLoad` runs
  * before they are read from PostgreSQL (not when cached): the publish route counts its deferred IP limit there.

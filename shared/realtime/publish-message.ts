@@ -10,7 +10,7 @@ import type { PayloadRef, PublishInput, PublishResult } from './broker'
 import { namespaceNotRegistered, payloadStorageNotProvisioned } from './channel-errors'
 import { namespaceOf } from './names'
 import { INLINE_CAP_BYTES, payloadKey, storePayload } from './payloads'
-import { productPolicies } from './policies'
+import { heldPolicies, productPolicies } from './policies'
 import {
   type ChannelOutcome, claimIdempotencyKey, type KeyedRequest, keyedRequest, publishedUnderKey, publishInOneStep,
   publishPerShard, releaseIdempotencyKey, replayedWhole, scriptNotRun,
@@ -123,7 +123,7 @@ interface Prepared {
 }
 
 async function prepare(productId: string, channels: readonly string[], data: unknown, ip: RequestLimit, idempotencyKey: string | null, kind: 'publish' | 'broadcast'): Promise<Prepared> {
-  const policies = await productPolicies(productId, () => ip.check()) // counted first if they must be read from PostgreSQL
+  const policies = heldPolicies(productId) ?? await productPolicies(productId, () => ip.check()) // counted first if they must be read from PostgreSQL
   const serialized = JSON.stringify(data)
   const size = Buffer.byteLength(serialized, 'utf8')
   const inline = size <= INLINE_CAP_BYTES

@@ -24,20 +24,23 @@ const lookup = cachedKeyLookup(keyCache, 'api key', async (digest) => {
 })
 
 /**
- * The digests of keys recently found active, by the key itself: hashing a key cost about 6 % of a public worker's CPU
+ * The digests of keys recently found active (and their names in keyCache), by the key itself: hashing a key cost about 6 % of a public worker's CPU
  * per publish under load (docs/performance.md, "Where the rest goes"). Only a key found active is kept, so unknown keys
  * cannot fill it; at most DIGESTS_MAX, and full it starts over. A key's digest never changes, so nothing here needs
  * invalidating: a revoked key's digest is looked up in keyCache, which the revocation cleared. The keys in use stay
  * in the worker's memory, as each request carrying one does; they are never logged or sent anywhere.
  */
-const digests = new Map<string, Buffer>()
+const digests = new Map<string, { digest: Buffer; name: string }>()
 const DIGESTS_MAX = 10_000
 
-function digestOf(key: string): Buffer {
-  return digests.get(key) ?? publicKeyHash(key, config.environment)
+function digestOf(key: string): { digest: Buffer; name: string } {
+  const known = digests.get(key)
+  if (known) return known
+  const digest = publicKeyHash(key, config.environment)
+  return { digest, name: digest.toString('hex') }
 }
 
-function rememberDigest(key: string, digest: Buffer): void {
+function rememberDigest(key: string, digest: { digest: Buffer; name: string }): void {
   if (digests.has(key)) return
   if (digests.size >= DIGESTS_MAX) digests.clear()
   digests.set(key, digest)
@@ -55,7 +58,7 @@ export async function authenticate(request: Request, productId: string, scope: P
   if (key === null || key === '') throw invalidApiKey(request.headers.has('authorization') ? HINTS.elsewhere : HINTS.missing)
   if (!looksLikeSecret(key, PUBLIC_KEY_PREFIX)) throw invalidApiKey(HINTS.malformed)
   const digest = digestOf(key)
-  const identity = await lookup(digest, beforeLookup)
+  const identity = keyCache.peek(digest.name) ?? await lookup(digest.digest, beforeLookup)
   if (!identity) throw invalidApiKey(HINTS.unknown)
   rememberDigest(key, digest)
   if (identity.productId !== productId) throw productNotFound()
