@@ -4,7 +4,8 @@
 // the same connections, in alternating rounds. Prints publishes/s, Redis CPU per publish (INFO cpu before and after)
 // and each server's CPU per publish (/proc), and the ratios the publish path is held to (docs/performance.md, "Publish").
 // Usage: bun run scripts/bench/publish-centrifuge.ts [--seconds 8] [--rounds 3] [--connections 32] [--channels 1]
-//        [--cpu-prof DIR]
+//        [--workers 1] [--cpu-prof DIR]
+// (--workers N: N public workers share the port, as a deployment runs one per core; server CPU is their sum.)
 // (--cpu-prof DIR: the public worker runs under Bun's sampling profiler, `bun --cpu-prof --cpu-prof-md`, and writes
 // its profile to DIR when it stops, a .cpuprofile for Chrome's DevTools and a .md to read or grep; the profiler's own
 // cost lowers the worker's figures of that run.)
@@ -28,20 +29,25 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '32' },
     channels: { type: 'string', default: '1' },
     'cpu-prof': { type: 'string' },
+    workers: { type: 'string', default: '1' },
   },
 })
 const SECONDS = positive('seconds', args.seconds!)
 const ROUNDS = positive('rounds', args.rounds!)
 const CONNECTIONS = positive('connections', args.connections!)
 const CHANNELS = positive('channels', args.channels!)
+const WORKERS = positive('workers', args.workers!)
 const HISTORY = { ttlSeconds: 300, size: 1000 }
 const ROOT = join(import.meta.dir, '..', '..')
 
 interface Subject {
   name: string
   url: string
-  pid: number
+  pids: number[]
 }
+
+/** CPU seconds of every process of a subject, summed. */
+const cpuOf = async (pids: number[]) => (await Promise.all(pids.map(processCpuSeconds))).reduce((a, b) => a + b, 0)
 
 interface Round {
   requests: number
@@ -93,12 +99,12 @@ async function wrk(url: string, script: string, seconds: number): Promise<{ requ
 }
 
 async function measure(subject: Subject, script: string): Promise<Round> {
-  const [redisBefore, serverBefore] = [await redisCpuSeconds(redis()), await processCpuSeconds(subject.pid)]
+  const [redisBefore, serverBefore] = [await redisCpuSeconds(redis()), await cpuOf(subject.pids)]
   const run = await wrk(subject.url, script, SECONDS)
   return {
     ...run,
     redisCpu: (await redisCpuSeconds(redis())) - redisBefore,
-    serverCpu: (await processCpuSeconds(subject.pid)) - serverBefore,
+    serverCpu: (await cpuOf(subject.pids)) - serverBefore,
   }
 }
 
@@ -117,12 +123,15 @@ async function main() {
   const product = await realtimeProduct([{ name: 'bench', history: HISTORY }])
   const channels = Array.from({ length: CHANNELS }, (_, k) => `bench:room-${k}`)
   const port = await freePort()
-  const worker = await startWorker('services/public/main.ts', {
-    PUBLIC_PORT: String(port), REALTIME_QUOTA_BURST: '100000000', PUBLIC_IP_RATE_LIMIT: '1000000000',
-    REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(1024 ** 3),
-    ...(args['cpu-prof'] ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-md --cpu-prof-dir=${args['cpu-prof']}` } : {}),
-  }, port)
-  workers.push(worker)
+  // With --workers N, N public workers share the port (reusePort), as a deployment runs one per core.
+  for (let k = 0; k < WORKERS; k++) {
+    workers.push(await startWorker('services/public/main.ts', {
+      PUBLIC_PORT: String(port), REALTIME_QUOTA_BURST: '100000000', PUBLIC_IP_RATE_LIMIT: '1000000000',
+      REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(1024 ** 3),
+      ...(args['cpu-prof'] ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-md --cpu-prof-dir=${args['cpu-prof']}` } : {}),
+    }, port))
+  }
+  const worker = workers[0]!
   const peerPort = await freePort()
   centrifuge = Bun.spawn([binary, '-listen', `127.0.0.1:${peerPort}`, '-redis', `${redisUrl.hostname}:${redisUrl.port || 6379}`, '-db', db,
     '-history-size', String(HISTORY.size), '-history-ttl', `${HISTORY.ttlSeconds}s`], { stdout: 'ignore', stderr: 'inherit' })
@@ -133,9 +142,9 @@ async function main() {
   }
 
   const subjects: [Subject, string][] = [
-    [{ name: 'POST /{productId}/realtime/messages (one public worker)', url: `${worker.url}/${product.productId}/realtime/messages`, pid: worker.proc.pid },
+    [{ name: `POST /{productId}/realtime/messages (${WORKERS === 1 ? 'one public worker' : `${WORKERS} public workers`})`, url: `${worker.url}/${product.productId}/realtime/messages`, pids: workers.map((w) => w.proc.pid) },
       join(scratch, 'platform.lua')],
-    [{ name: 'Centrifuge node: HTTP publish with history (Go)', url: `http://127.0.0.1:${peerPort}/publish`, pid: centrifuge.pid },
+    [{ name: 'Centrifuge node: HTTP publish with history (Go)', url: `http://127.0.0.1:${peerPort}/publish`, pids: [centrifuge.pid] },
       join(scratch, 'centrifuge.lua')],
   ]
   writeFileSync(subjects[0]![1], wrkScript(product.key, channels))
