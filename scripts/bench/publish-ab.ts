@@ -3,7 +3,8 @@
 // both driven by wrk with the same bodies in alternating rounds. Prints publishes/s and each worker's CPU per publish
 // (/proc/<pid>/stat) and their ratio: a change to the worker's per-request work is measured here, against the code
 // before it in the same minutes (two workers of the same code differ by about 2 %; runs minutes apart by 10 % or more).
-// Usage: bun run scripts/bench/publish-ab.ts --base REF [--seconds 6] [--rounds 4] [--connections 32]
+// Usage: bun run scripts/bench/publish-ab.ts --base REF [--seconds 6] [--rounds 4] [--connections 32] [--env NAME=VALUE ...]
+// (--env: set for the working tree's worker only; with --base HEAD and a clean tree, a setting against the same code.)
 // Needs DATABASE_URL and REDIS_URL like the tests (one Redis or a cluster) and wrk (installed from Debian's packages).
 // The base shares this checkout's node_modules: a base whose package.json, bun.lock or scripts/patches differ is refused.
 import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -23,6 +24,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '6' },
     rounds: { type: 'string', default: '4' },
     connections: { type: 'string', default: '32' },
+    env: { type: 'string', multiple: true, default: [] },
   },
 })
 if (!args.base) throw new Error('--base REF is required: the commit the working tree is measured against')
@@ -30,6 +32,12 @@ const SECONDS = positive('seconds', args.seconds!)
 const ROUNDS = positive('rounds', args.rounds!)
 const CONNECTIONS = positive('connections', args.connections!)
 const ROOT = join(import.meta.dir, '..', '..')
+/** --env NAME=VALUE (repeatable): set for the working tree's worker only, to measure a setting against the same code. */
+const TREE_ENV = Object.fromEntries((args.env ?? []).map((pair) => {
+  const at = pair.indexOf('=')
+  if (at < 1) throw new Error(`--env ${pair}: expected NAME=VALUE`)
+  return [pair.slice(0, at), pair.slice(at + 1)]
+}))
 const LIMITS_LIFTED = {
   REALTIME_QUOTA_BURST: '100000000', PUBLIC_IP_RATE_LIMIT: '1000000000',
   REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(1024 ** 3),
@@ -80,7 +88,7 @@ async function main() {
   const sides: { name: string; worker: Worker }[] = []
   for (const [name, tree] of [[`base ${baseCommit}`, worktree], ['working tree', ROOT]] as const) {
     const port = await freePort()
-    const worker = await startWorker(join(tree, 'services/public/main.ts'), { ...LIMITS_LIFTED, PUBLIC_PORT: String(port) }, port)
+    const worker = await startWorker(join(tree, 'services/public/main.ts'), { ...LIMITS_LIFTED, ...(tree === ROOT ? TREE_ENV : {}), PUBLIC_PORT: String(port) }, port)
     workers.push(worker)
     sides.push({ name, worker })
   }
