@@ -2,7 +2,8 @@
 // and removed after) against the working tree, each in a public worker of its own on the same Redis and PostgreSQL,
 // both driven by wrk with the same bodies in alternating rounds. Prints publishes/s and each worker's CPU per publish
 // (/proc/<pid>/stat) and their ratio: a change to the worker's per-request work is measured here, against the code
-// before it in the same minutes (two workers of the same code differ by about 2 %; runs minutes apart by 10 % or more).
+// before it in the same minutes (two workers of the same code read up to about 2 % apart, a change's runs spread by a few
+// per cent: read several; runs minutes apart move by 10 % or more).
 // Usage: bun run scripts/bench/publish-ab.ts --base REF [--seconds 6] [--rounds 4] [--connections 32] [--env NAME=VALUE ...]
 // (--env: set for the working tree's worker only; with --base HEAD and a clean tree, a setting against the same code.)
 // Needs DATABASE_URL and REDIS_URL like the tests (one Redis or a cluster) and wrk (installed from Debian's packages).
@@ -67,6 +68,8 @@ async function wrk(url: string, script: string, seconds: number): Promise<number
   const out = await run(['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '-s', script, url])
   const failed = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
   const answered = Number(/(\d+) requests in/.exec(out)?.[1])
+  const socketErrors = /Socket errors: (.*)/.exec(out)?.[1]
+  if (!(answered > 0) || socketErrors) throw new Error(`${url}: wrk got ${answered || 0} answers${socketErrors ? `, socket errors ${socketErrors}` : ''}`)
   if (failed > answered / 100) throw new Error(`${url} answered ${failed} of ${answered} requests with a non-2xx status`)
   return answered - failed
 }
@@ -119,6 +122,17 @@ async function main() {
   console.log(`\nthe working tree: ${(tree.rate / base.rate).toFixed(3)}× the base's publishes/s, ${(tree.us / base.us).toFixed(3)}× its worker CPU per publish`)
 }
 
+/** Stops the workers and removes the worktree: at the end, on a failure, and on Ctrl-C (which skips `finally`). */
+let cleaning: Promise<void> | undefined
+const cleanUp = () => (cleaning ??= (async () => {
+  await Promise.all(workers.map((w) => w.stop().catch(() => 0)))
+  if (existsSync(worktree)) await run(['git', 'worktree', 'remove', '--force', worktree]).catch(() => {})
+  rmSync(scratch, { recursive: true, force: true })
+  await closeRedis()
+  await sql.end({ timeout: 2 }).catch(() => {})
+})())
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void cleanUp().finally(() => process.exit(130)))
+
 let failed = false
 try {
   await main()
@@ -126,10 +140,6 @@ try {
   failed = true
   console.error('benchmark failed:', error instanceof Error ? error.message : error)
 } finally {
-  await Promise.all(workers.map((w) => w.stop().catch(() => 0)))
-  if (existsSync(worktree)) await run(['git', 'worktree', 'remove', '--force', worktree]).catch(() => {})
-  rmSync(scratch, { recursive: true, force: true })
-  await closeRedis()
-  await sql.end({ timeout: 2 }).catch(() => {})
+  await cleanUp()
 }
 process.exit(failed ? 1 : 0)

@@ -5,7 +5,9 @@
 // and each server's CPU per publish (/proc), and the ratios the publish path is held to (docs/performance.md, "Publish").
 // Usage: bun run scripts/bench/publish-centrifuge.ts [--seconds 8] [--rounds 3] [--connections 32] [--channels 1]
 //        [--workers 1] [--cpu-prof DIR]
-// (--workers N: N public workers share the port, as a deployment runs one per core; server CPU is their sum.)
+// (--workers N: N public workers share the port, as a deployment runs one per core; server CPU is their sum. Each is
+// started after the previous answers /readyz, but the port's answer may come from any of them: the warm-up round
+// covers a later one still starting, and a worker that died fails the run.)
 // (--cpu-prof DIR: the public worker runs under Bun's sampling profiler, `bun --cpu-prof --cpu-prof-md`, and writes
 // its profile to DIR when it stops, a .cpuprofile for Chrome's DevTools and a .md to read or grep; the profiler's own
 // cost lowers the worker's figures of that run.)
@@ -101,11 +103,9 @@ async function wrk(url: string, script: string, seconds: number): Promise<{ requ
 async function measure(subject: Subject, script: string): Promise<Round> {
   const [redisBefore, serverBefore] = [await redisCpuSeconds(redis()), await cpuOf(subject.pids)]
   const run = await wrk(subject.url, script, SECONDS)
-  return {
-    ...run,
-    redisCpu: (await redisCpuSeconds(redis())) - redisBefore,
-    serverCpu: (await cpuOf(subject.pids)) - serverBefore,
-  }
+  const serverCpu = (await cpuOf(subject.pids)) - serverBefore
+  if (Number.isNaN(serverCpu)) throw new Error(`${subject.name}: a serving process is gone`)
+  return { ...run, redisCpu: (await redisCpuSeconds(redis())) - redisBefore, serverCpu }
 }
 
 const workers: Worker[] = []
@@ -190,6 +190,17 @@ async function main() {
     'publishes: 2xx answers only (a run with more than 1 % others fails).')
 }
 
+/** Stops what the run started: at the end, on a failure, and on Ctrl-C (which skips `finally`). */
+let cleaning: Promise<void> | undefined
+const cleanUp = () => (cleaning ??= (async () => {
+  centrifuge?.kill('SIGTERM')
+  await Promise.all(workers.map((w) => w.stop().catch(() => 0)))
+  rmSync(scratch, { recursive: true, force: true })
+  await closeRedis()
+  await sql.end({ timeout: 2 }).catch(() => {})
+})())
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void cleanUp().finally(() => process.exit(130)))
+
 let failed = false
 try {
   await main()
@@ -197,10 +208,6 @@ try {
   failed = true
   console.error('benchmark failed:', error instanceof Error ? error.message : error)
 } finally {
-  centrifuge?.kill('SIGTERM')
-  await Promise.all(workers.map((w) => w.stop().catch(() => 0)))
-  rmSync(scratch, { recursive: true, force: true })
-  await closeRedis()
-  await sql.end({ timeout: 2 }).catch(() => {})
+  await cleanUp()
 }
 process.exit(failed ? 1 : 0)

@@ -27,8 +27,9 @@ const lookup = cachedKeyLookup(keyCache, 'api key', async (digest) => {
  * The digests of keys recently found active (and their names in keyCache), by the key itself: hashing a key cost about 6 % of a public worker's CPU
  * per publish under load (docs/performance.md, "Where the rest goes"). Only a key found active is kept, so unknown keys
  * cannot fill it; at most DIGESTS_MAX, and full it starts over. A key's digest never changes, so nothing here needs
- * invalidating: a revoked key's digest is looked up in keyCache, which the revocation cleared. The keys in use stay
- * in the worker's memory, as each request carrying one does; they are never logged or sent anywhere.
+ * invalidating: a revoked key's digest is looked up in keyCache, which the revocation cleared. The keys found active
+ * stay in the worker's memory (a revoked one too) until the map starts over or the worker stops, where before only
+ * the requests in flight held them: a heap dump of a public worker holds usable keys. Never logged or sent anywhere.
  */
 const digests = new Map<string, { digest: Buffer; name: string }>()
 const DIGESTS_MAX = 10_000
