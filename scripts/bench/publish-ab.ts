@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { positive } from './run'
+import { positive, runCleaningUp } from './run'
 import { sql } from '../../shared/db/client'
 import { closeRedis } from '../../shared/redis/client'
 import { freePort, startWorker, type Worker } from '../../test/helpers'
@@ -122,24 +122,11 @@ async function main() {
   console.log(`\nthe working tree: ${(tree.rate / base.rate).toFixed(3)}× the base's publishes/s, ${(tree.us / base.us).toFixed(3)}× its worker CPU per publish`)
 }
 
-/** Stops the workers and removes the worktree: at the end, on a failure, and on Ctrl-C (which skips `finally`). */
-let cleaning: Promise<void> | undefined
-const cleanUp = () => (cleaning ??= (async () => {
+// The workers stopped and the worktree removed, whatever happened.
+await runCleaningUp(main, async () => {
   await Promise.all(workers.map((w) => w.stop().catch(() => 0)))
   if (existsSync(worktree)) await run(['git', 'worktree', 'remove', '--force', worktree]).catch(() => {})
   rmSync(scratch, { recursive: true, force: true })
   await closeRedis()
   await sql.end({ timeout: 2 }).catch(() => {})
-})())
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void cleanUp().finally(() => process.exit(130)))
-
-let failed = false
-try {
-  await main()
-} catch (error) {
-  failed = true
-  console.error('benchmark failed:', error instanceof Error ? error.message : error)
-} finally {
-  await cleanUp()
-}
-process.exit(failed ? 1 : 0)
+})

@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { positive } from './run'
+import { positive, runCleaningUp } from './run'
 import { sql } from '../../shared/db/client'
 import { closeRedis, redis } from '../../shared/redis/client'
 import { onCluster } from '../../shared/redis/cluster'
@@ -190,24 +190,11 @@ async function main() {
     'publishes: 2xx answers only (a run with more than 1 % others fails).')
 }
 
-/** Stops what the run started: at the end, on a failure, and on Ctrl-C (which skips `finally`). */
-let cleaning: Promise<void> | undefined
-const cleanUp = () => (cleaning ??= (async () => {
+// What the run started stopped, whatever happened.
+await runCleaningUp(main, async () => {
   centrifuge?.kill('SIGTERM')
   await Promise.all(workers.map((w) => w.stop().catch(() => 0)))
   rmSync(scratch, { recursive: true, force: true })
   await closeRedis()
   await sql.end({ timeout: 2 }).catch(() => {})
-})())
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void cleanUp().finally(() => process.exit(130)))
-
-let failed = false
-try {
-  await main()
-} catch (error) {
-  failed = true
-  console.error('benchmark failed:', error instanceof Error ? error.message : error)
-} finally {
-  await cleanUp()
-}
-process.exit(failed ? 1 : 0)
+})

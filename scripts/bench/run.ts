@@ -28,6 +28,26 @@ export async function runBench(main: () => Promise<void>, children: Children, af
 }
 
 /**
+ * Runs `main`, then `cleanUp` once whatever happened: at the end, after a failure (printed as `benchmark failed: ...`,
+ * exit 1), and on Ctrl-C or SIGTERM, which skip `finally` (exit 130).
+ */
+export async function runCleaningUp(main: () => Promise<void>, cleanUp: () => Promise<void>): Promise<never> {
+  let cleaning: Promise<void> | undefined
+  const once = () => (cleaning ??= cleanUp())
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void once().finally(() => process.exit(130)))
+  let failed = false
+  try {
+    await main()
+  } catch (error) {
+    failed = true
+    console.error('benchmark failed:', error instanceof Error ? error.message : error)
+  } finally {
+    await once()
+  }
+  process.exit(failed ? 1 : 0)
+}
+
+/**
  * Deletes the benchmark's product and closes the shared PostgreSQL and Redis connections. Imported when called: a
  * benchmark may point REDIS_URL at a Redis of its own before the clients read the configuration.
  */

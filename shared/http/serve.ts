@@ -68,7 +68,8 @@ async function handleRequest(request: Request, peer: string, options: ServeOptio
     response.headers.set('x-request-id', requestId)
   }
   const ms = performance.now() - started
-  observeRequest(routed, request.method, response.status, ms / 1000, response.status < 400 ? undefined : await refusalCode(response))
+  const refusal = refusalCode(response)
+  observeRequest(routed, request.method, response.status, ms / 1000, refusal && await refusal)
   if (options.logRequests) {
     const aborted = request.signal.aborted
     log('info', 'request', {

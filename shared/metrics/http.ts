@@ -56,11 +56,15 @@ export function observeRequest(routed: Request | undefined, method: string, stat
 
 /**
  * The catalog error code a response answers with (its body's `error`), or `other` for an error status without one;
- * undefined below 400. Read from a copy of the body: a plugin (CORS) may have rebuilt the response the app made, so
- * nothing kept on that object survives. Error bodies are a few hundred bytes.
+ * undefined below 400, without a promise (most responses: nothing to wait for). Read from a copy of the body: a plugin
+ * (CORS) may have rebuilt the response the app made, so nothing kept on that object survives. Error bodies are a few
+ * hundred bytes.
  */
-export async function refusalCode(response: Response): Promise<string | undefined> {
-  if (response.status < 400) return undefined
+export function refusalCode(response: Response): Promise<string> | undefined {
+  return response.status < 400 ? undefined : codeInBody(response)
+}
+
+async function codeInBody(response: Response): Promise<string> {
   if (!response.headers.get('content-type')?.startsWith('application/json')) return 'other'
   try {
     const code = ((await response.clone().json()) as { error?: unknown } | null)?.error

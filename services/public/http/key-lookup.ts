@@ -12,8 +12,9 @@ export function cachedKeyLookup<Identity, Ref = Buffer>(
   cache: InvalidatedCache<Identity | null>, what: string, find: (digest: Ref) => Promise<Identity | null>,
   /** The cache entry's name; a digest's hex by default (capture keys, stored readable, are their own name). */
   cacheKey: (digest: Ref) => string = (digest) => (digest as Buffer).toString('hex'),
-): (digest: Ref, beforeLookup?: () => Promise<void>) => Promise<Identity | null> {
-  return (digest, beforeLookup) => cache.get(cacheKey(digest), async () => {
+): (digest: Ref, beforeLookup?: () => Promise<void>, name?: string) => Promise<Identity | null> {
+  // `name`: the entry's name when the caller has it already (cacheKey's answer, remembered).
+  return (digest, beforeLookup, name = cacheKey(digest)) => cache.get(name, async () => {
     await beforeLookup?.()
     try {
       return await find(digest)

@@ -59,7 +59,7 @@ export async function authenticate(request: Request, productId: string, scope: P
   if (key === null || key === '') throw invalidApiKey(request.headers.has('authorization') ? HINTS.elsewhere : HINTS.missing)
   if (!looksLikeSecret(key, PUBLIC_KEY_PREFIX)) throw invalidApiKey(HINTS.malformed)
   const digest = digestOf(key)
-  const identity = keyCache.peek(digest.name) ?? await lookup(digest.digest, beforeLookup)
+  const identity = keyCache.peek(digest.name) ?? await lookup(digest.digest, beforeLookup, digest.name)
   if (!identity) throw invalidApiKey(HINTS.unknown)
   rememberDigest(key, digest)
   if (identity.productId !== productId) throw productNotFound()
