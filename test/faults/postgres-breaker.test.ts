@@ -19,6 +19,16 @@ afterAll(async () => {
   await admin.end()
 })
 
+/** Waits until the statement marked `marker` of the backends named `application` runs. */
+const running = (application: string, marker: string) =>
+  eventually(async () => (await admin`select 1 from pg_stat_activity where application_name = ${application}
+    and state = 'active' and query like ${`%${marker}%`}`).length === 1, 5000, `${marker} running`)
+
+/** Ends the backend running the statement marked `marker` (SQLSTATE 57P01, as at a server's shutdown). */
+const endBackend = (application: string, marker: string) =>
+  admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${application}
+    and query like ${`%${marker}%`} and pid <> pg_backend_pid()`
+
 /** A pool of its own (its backends named, so a test ends only its own), its breaker cooling down for COOL_DOWN_MS. */
 function newPool(max = 3) {
   const application = `breaker-${randomUUID().slice(0, 8)}`
@@ -30,12 +40,10 @@ function newPool(max = 3) {
   /** Starts a statement that holds its connection until its backend is ended; `ended()` ends it, gives its error. */
   const longStatement = async (marker: string) => {
     const outcome = pool.unsafe(`select pg_sleep(30) as "${marker}"`).then(() => 'answered', (error: Error) => error.message)
-    await eventually(async () => (await admin`select 1 from pg_stat_activity where application_name = ${application}
-      and state = 'active' and query like ${`%${marker}%`}`).length === 1, 5000, `${marker} running`)
+    await running(application, marker)
     return {
       async ended() {
-        await admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${application}
-          and query like ${`%${marker}%`} and pid <> pg_backend_pid()`
+        await endBackend(application, marker)
         return outcome
       },
     }
@@ -114,9 +122,8 @@ test('with several hosts in DATABASE_URL, the first statement of a connection wh
   const pool = postgres(config.databaseUrl.replace(`@${host}`, `@127.0.0.1:1,${host}`), { max: 1, onnotice: () => {}, connection: { application_name: application } })
   try {
     const outcome = pool.unsafe('select pg_sleep(30) as "first"').then((rows) => `answered ${JSON.stringify(rows)}`, (error: Error) => error.message)
-    await eventually(async () => (await admin`select 1 from pg_stat_activity where application_name = ${application}
-      and state = 'active' and query like '%"first"%'`).length === 1, 5000, 'the first statement running')
-    await admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${application}`
+    await running(application, '"first"')
+    await endBackend(application, '"first"')
     expect(await Promise.race([outcome, Bun.sleep(5000).then(() => 'still waiting after 5 s')])).toMatch(/CONNECTION_CLOSED|terminating connection/)
     expect((await pool`select 1 as x`).map((row) => row.x)).toEqual([1]) // on a new connection, past the refusing address again
   } finally {
@@ -132,9 +139,8 @@ test('a connection that dies while a statement\'s rows arrive leaves none of the
     // Three rows, then a wait: the rows reach the driver before the backend ends.
     const outcome = pool.unsafe('select g as "partial" from generate_series(1, 3) g union all select pg_sleep(30)::text::int')
       .then(() => 'answered', (error: Error) => error.message)
-    await eventually(async () => (await admin`select 1 from pg_stat_activity where application_name = ${application}
-      and state = 'active' and query like '%"partial"%'`).length === 1, 5000, 'the statement running')
-    await admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${application}`
+    await running(application, '"partial"')
+    await endBackend(application, '"partial"')
     expect(await outcome).not.toBe('answered')
     expect([...(await pool`select 1 as x`)]).toEqual([{ x: 1 }])
   } finally {
