@@ -26,6 +26,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '4' },
     connections: { type: 'string', default: '32' },
     env: { type: 'string', multiple: true, default: [] },
+    together: { type: 'boolean', default: false },
   },
 })
 if (!args.base) throw new Error('--base REF is required: the commit the working tree is measured against')
@@ -64,8 +65,8 @@ end
 `
 
 /** One wrk run: its 2xx answers; throws when more than 1 % were not 2xx. */
-async function wrk(url: string, script: string, seconds: number): Promise<number> {
-  const out = await run(['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '-s', script, url])
+async function wrk(url: string, script: string, seconds: number, threads = 2): Promise<number> {
+  const out = await run(['wrk', `-t${threads}`, `-c${CONNECTIONS}`, `-d${seconds}s`, '-s', script, url])
   const failed = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
   const answered = Number(/(\d+) requests in/.exec(out)?.[1])
   const socketErrors = /Socket errors: (.*)/.exec(out)?.[1]
@@ -104,22 +105,32 @@ async function main() {
   console.error('warming up…')
   for (const side of sides) await wrk(url(side.worker), script, 2)
   const totals = sides.map(() => ({ publishes: 0, cpu: 0 }))
+  // Each round's two figures are minutes closer than the run's ends: their ratio leaves out what the machine drifts by.
+  const roundRatios: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
-    for (const s of round % 2 === 0 ? [0, 1] : [1, 0]) {
+    const perPublish: number[] = []
+    const drive = async (s: number, threads?: number) => {
       const { worker, name } = sides[s]!
       const before = await processCpuSeconds(worker.proc.pid)
-      const publishes = await wrk(url(worker), script, SECONDS)
+      const publishes = await wrk(url(worker), script, SECONDS, threads)
       const cpu = (await processCpuSeconds(worker.proc.pid)) - before
       totals[s]!.publishes += publishes
       totals[s]!.cpu += cpu
+      perPublish[s] = cpu / publishes
       console.error(`round ${round + 1}: ${name}: ${(publishes / SECONDS).toFixed(0)}/s, ${(cpu / publishes * 1e6).toFixed(1)} µs/publish`)
     }
+    if (args.together) await Promise.all([drive(0, 1), drive(1, 1)])
+    else for (const s of round % 2 === 0 ? [0, 1] : [1, 0]) await drive(s)
+    roundRatios.push(perPublish[1]! / perPublish[0]!)
   }
   const rows = totals.map((t, s) => ({ name: sides[s]!.name, rate: t.publishes / (SECONDS * ROUNDS), us: t.cpu / t.publishes * 1e6 }))
   console.log(`${'what'.padEnd(16)}  ${'publishes/s'.padStart(11)}  ${'worker µs/publish'.padStart(17)}`)
   for (const row of rows) console.log(`${row.name.padEnd(16)}  ${row.rate.toFixed(0).padStart(11)}  ${row.us.toFixed(1).padStart(17)}`)
   const [base, tree] = rows as [typeof rows[0], typeof rows[0]]
   console.log(`\nthe working tree: ${(tree.rate / base.rate).toFixed(3)}× the base's publishes/s, ${(tree.us / base.us).toFixed(3)}× its worker CPU per publish`)
+  const sorted = roundRatios.toSorted((a, b) => a - b)
+  const median = sorted.length % 2 ? sorted[sorted.length >> 1]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2
+  console.log(`worker CPU per publish, round by round (the working tree's ÷ the base's): median ${median.toFixed(3)}, ${sorted[0]!.toFixed(3)}–${sorted.at(-1)!.toFixed(3)} over ${sorted.length} rounds`)
 }
 
 // The workers stopped and the worktree removed, whatever happened.
