@@ -1,10 +1,9 @@
 // Registers each catalog operation as an Elysia route that reads the raw request and calls invoke().
-import { randomUUID } from 'node:crypto'
 import { Elysia } from 'elysia'
 import type { AnyOperation } from '../../shared/catalog/operation'
 import { toErrorResponse } from '../../shared/errors'
 import { readJson } from '../../shared/http/body'
-import { clientIp } from '../../shared/http/serve'
+import { clientIp, requestIdOf } from '../../shared/http/serve'
 import { describeError, log } from '../../shared/log'
 import { labelRoute } from '../../shared/metrics/http'
 import { invoke } from './invoke'
@@ -26,7 +25,7 @@ export function restRoutes(operations: readonly AnyOperation[], bodyLimit: numbe
     app.route(op.method, route.path, async ({ request, params: positional }) => {
       labelRoute(request, op.id) // counted by operation, as the catalog names it (shared/metrics/http.ts)
       const params = Object.fromEntries(route.names.map((name, i) => [name, (positional as Record<string, string>)[`p${i}`]]))
-      const requestId = randomUUID()
+      const requestId = requestIdOf(request)
       const headers = { 'x-request-id': requestId }
       try {
         const hasBody = op.method !== 'GET' && op.method !== 'DELETE'

@@ -11,14 +11,35 @@ import { onShutdown } from './lifecycle'
 import { invalidHost, parseTarget, routable } from './target'
 
 interface Handler {
-  handle(request: Request): Promise<Response> | Response
+  /**
+   * Elysia's composed handler itself: its `handle` is an async wrapper around it, one more promise per request (a few
+   * per cent of a public worker's CPU per publish, docs/performance.md); handleRequest catches a synchronous throw.
+   */
+  fetch(request: Request): Promise<Response> | Response
 }
 
-const clientIps = new WeakMap<Request, string>()
+/** What serveApp knows of a request it routed: its peer, and its id once a route asked for it. */
+interface Served {
+  peer: string
+  requestId?: string
+}
+
+const served = new WeakMap<Request, Served>()
 
 /** The peer address of a request served by serveApp (or 127.0.0.1 for in-process app.handle calls). */
 export function peerIp(request: Request): string {
-  return clientIps.get(request) ?? '127.0.0.1'
+  return served.get(request)?.peer ?? '127.0.0.1'
+}
+
+/**
+ * The request's id, made at the first ask (a new one per call for a request serveApp did not route: in-process calls).
+ * A route that asks puts it on every response it makes (x-request-id) and logs with it; serveApp then logs the same id
+ * without reading the response's headers back (making them readable costs a publish about 1 % of a worker's CPU).
+ */
+export function requestIdOf(request: Request): string {
+  const known = served.get(request)
+  if (!known) return randomUUID()
+  return (known.requestId ??= randomUUID())
 }
 
 /**
@@ -53,18 +74,19 @@ async function handleRequest(request: Request, peer: string, options: ServeOptio
   const target = parseTarget(request.url, request.headers.get('host'))
   let response: Response
   let routed: Request | undefined
+  const known: Served = { peer }
   try {
     if (!target) throw invalidHost()
     routed = routable(request, target)
-    clientIps.set(routed, peer)
-    response = await options.app.handle(routed)
+    served.set(routed, known)
+    response = await options.app.fetch(routed)
   } catch (error) {
     response = toErrorResponse(error, (e) => log('error', 'unhandled', describeError(e)))
   }
-  // Routes that run an operation set their own id (it is in their error logs); every other response gets one here.
-  let requestId = response.headers.get('x-request-id')
-  if (!requestId) {
-    requestId = randomUUID()
+  // Routes that run an operation asked for their id (it is in their error logs) and set it; every other response gets one here.
+  let requestId = known.requestId
+  if (requestId === undefined) {
+    requestId = response.headers.get('x-request-id') ?? randomUUID()
     response.headers.set('x-request-id', requestId)
   }
   const ms = performance.now() - started

@@ -95,6 +95,27 @@ describe.each([['api'], ['public']])('%s worker', (name) => {
   })
 })
 
+test('a route\'s own request id is the one its response carries and its request log line names, a new one per request', async () => {
+  // The API's operation routes and the public product-key routes make their id themselves (it is in their error logs).
+  const cases = [
+    { worker: api, path: '/mail/domains', method: 'GET' },
+    { worker: pub, path: `/${crypto.randomUUID()}/realtime/messages`, method: 'POST' },
+  ]
+  for (const { worker, path, method } of cases) {
+    const ids: string[] = []
+    for (let i = 0; i < 2; i++) {
+      const response = await fetch(`${worker.url}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{}' } : {}) })
+      expect(response.status).toBe(401)
+      const id = response.headers.get('x-request-id')!
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+      const line = await logLine(worker, (l) => l.msg === 'request' && l.requestId === id)
+      expect(line).toMatchObject({ path, status: 401 })
+      ids.push(id)
+    }
+    expect(ids[0]).not.toBe(ids[1])
+  }
+})
+
 test('a client that drops its upload mid-body is logged as a client abort (499, info), not as a server error', async () => {
   await abortedUpload(api.port, '/auth/signup', 100_000, '{"email":"half')
   const line = await logLine(api, (l) => l.msg === 'request' && l.path === '/auth/signup' && l.status === 499)

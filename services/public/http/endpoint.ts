@@ -2,9 +2,8 @@
 // then the handler. Each area passes its own authenticator; the order, error mapping and response headers are here.
 // A route may count the IP limit in its own Redis round trip instead (POST /messages: one script counts it, the quota
 // and publishes); it is still counted first among the request's Redis and database work, and once.
-import { randomUUID } from 'node:crypto'
 import { toErrorResponse } from '../../../shared/errors'
-import { clientIp } from '../../../shared/http/serve'
+import { clientIp, requestIdOf } from '../../../shared/http/serve'
 import { describeError, log } from '../../../shared/log'
 import { checkOrigin } from './origin'
 import { IpLimit, type IpRule } from './rate-limit'
@@ -60,7 +59,7 @@ export type Handler<Key> = (call: Call<Key>) => Promise<unknown> | unknown
  */
 export function endpoint<Key>(guards: Guards<Key>, handler: Handler<Key>) {
   return async ({ request, params }: { request: Request; params: Record<string, string | undefined> }) => {
-    const headers: Record<string, string> = { 'x-request-id': randomUUID() }
+    const headers: Record<string, string> = { 'x-request-id': requestIdOf(request) }
     const ip = new IpLimit(clientIp(request), guards.ipRule)
     let ipOwed = false // a deferred IP limit the request reached (a refused origin is not counted, as before)
     try {
