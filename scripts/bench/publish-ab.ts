@@ -5,7 +5,10 @@
 // before it in the same minutes (two workers of the same code read up to about 2 % apart, a change's runs spread by a few
 // per cent: read several; runs minutes apart move by 10 % or more).
 // Usage: bun run scripts/bench/publish-ab.ts --base REF [--seconds 6] [--rounds 4] [--connections 32] [--env NAME=VALUE ...]
+//        [--together]
 // (--env: set for the working tree's worker only; with --base HEAD and a clean tree, a setting against the same code.)
+// (--together: both workers driven at the same time, a wrk thread and --connections each, instead of in turn: both meet
+// the same moments of a machine whose speed moves within seconds. Read the median of the rounds' ratios it prints.)
 // Needs DATABASE_URL and REDIS_URL like the tests (one Redis or a cluster) and wrk (installed from Debian's packages).
 // The base shares this checkout's node_modules: a base whose package.json, bun.lock or scripts/patches differ is refused.
 import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
