@@ -104,7 +104,8 @@ async function main() {
   const url = (worker: Worker) => `${worker.url}/${product.productId}/realtime/messages`
 
   console.log(`Publish route, two commits side by side: base ${baseCommit} vs the working tree`)
-  console.log(`  bun ${Bun.version}; wrk -t2 -c${CONNECTIONS}, ${ROUNDS} alternating rounds of ${SECONDS} s each; one channel with history; limits lifted`)
+  const driving = args.together ? `a wrk -t1 -c${CONNECTIONS} per worker at once, ${ROUNDS} rounds` : `wrk -t2 -c${CONNECTIONS}, ${ROUNDS} alternating rounds`
+  console.log(`  bun ${Bun.version}; ${driving} of ${SECONDS} s each; one channel with history; limits lifted`)
   console.error('warming up…')
   for (const side of sides) await wrk(url(side.worker), script, 2)
   const totals = sides.map(() => ({ publishes: 0, cpu: 0 }))
@@ -122,7 +123,11 @@ async function main() {
       perPublish[s] = cpu / publishes
       console.error(`round ${round + 1}: ${name}: ${(publishes / SECONDS).toFixed(0)}/s, ${(cpu / publishes * 1e6).toFixed(1)} µs/publish`)
     }
-    if (args.together) await Promise.all([drive(0, 1), drive(1, 1)])
+    if (args.together) {
+      // Both ended before a failure is thrown: the clean-up must not stop a worker that a wrk still drives.
+      const failed = (await Promise.allSettled([drive(0, 1), drive(1, 1)])).filter((r) => r.status === 'rejected')
+      if (failed.length > 0) throw new Error(failed.map((r) => String(r.reason)).join('; '))
+    }
     else for (const s of round % 2 === 0 ? [0, 1] : [1, 0]) await drive(s)
     roundRatios.push(perPublish[1]! / perPublish[0]!)
   }

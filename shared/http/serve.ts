@@ -12,8 +12,8 @@ import { invalidHost, parseTarget, routable } from './target'
 
 interface Handler {
   /**
-   * Elysia's composed handler itself: its `handle` is an async wrapper around it, one more promise per request (a few
-   * per cent of a public worker's CPU per publish, docs/performance.md); handleRequest catches a synchronous throw.
+   * Elysia's composed handler itself: its `handle` is an async wrapper around it, one more promise per request (part of the
+   * 4-6 % measured with requestIdOf's change, docs/performance.md); handleRequest catches a synchronous throw.
    */
   fetch(request: Request): Promise<Response> | Response
 }
@@ -34,7 +34,7 @@ export function peerIp(request: Request): string {
 /**
  * The request's id, made at the first ask (a new one per call for a request serveApp did not route: in-process calls).
  * A route that asks puts it on every response it makes (x-request-id) and logs with it; serveApp then logs the same id
- * without reading the response's headers back (making them readable costs a publish about 1 % of a worker's CPU).
+ * without reading a success's headers back (making them readable was 1.6 % of a worker's CPU per publish in a profile).
  */
 export function requestIdOf(request: Request): string {
   const known = served.get(request)
@@ -83,11 +83,14 @@ async function handleRequest(request: Request, peer: string, options: ServeOptio
   } catch (error) {
     response = toErrorResponse(error, (e) => log('error', 'unhandled', describeError(e)))
   }
-  // Routes that run an operation asked for their id (it is in their error logs) and set it; every other response gets one here.
+  // Routes that run an operation asked for their id (it is in their error logs) and set it on what they answer; every
+  // other response gets one here. An error may have been answered by something else after the route asked (Elysia's
+  // onError, the catch above), so errors are checked whatever was asked.
   let requestId = known.requestId
-  if (requestId === undefined) {
-    requestId = response.headers.get('x-request-id') ?? randomUUID()
-    response.headers.set('x-request-id', requestId)
+  if (requestId === undefined || response.status >= 400) {
+    const sent = response.headers.get('x-request-id')
+    requestId = sent ?? requestId ?? randomUUID()
+    if (sent === null) response.headers.set('x-request-id', requestId)
   }
   const ms = performance.now() - started
   const refusal = refusalCode(response)
