@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { positive, runCleaningUp } from './run'
+import { LIMITS_LIFTED, publishWrkScript } from './publish-load'
 import { sql } from '../../shared/db/client'
 import { closeRedis } from '../../shared/redis/client'
 import { freePort, startWorker, type Worker } from '../../test/helpers'
@@ -43,29 +44,12 @@ const TREE_ENV = Object.fromEntries((args.env ?? []).map((pair) => {
   if (at < 1) throw new Error(`--env ${pair}: expected NAME=VALUE`)
   return [pair.slice(0, at), pair.slice(at + 1)]
 }))
-const LIMITS_LIFTED = {
-  REALTIME_QUOTA_BURST: '100000000', PUBLIC_IP_RATE_LIMIT: '1000000000',
-  REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(1024 ** 3),
-}
-
 async function run(command: string[], cwd = ROOT): Promise<string> {
   const proc = Bun.spawn(command, { cwd, stdout: 'pipe', stderr: 'pipe' })
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   if (code !== 0) throw new Error(`${command.join(' ')} failed: ${err}`)
   return out.trim()
 }
-
-/** wrk's Lua: POSTs {channel, data} bodies of ~70 bytes of data, each request its own seq (as publish-centrifuge.ts). */
-const wrkScript = (apiKey: string) => `wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["X-Api-Key"] = "${apiKey}"
-local i = 0
-request = function()
-  i = i + 1
-  local body = string.format('{"channel":"bench:room-0","data":{"text":"hello from the publish benchmark","seq":%d,"at":%d}}', i, 1790000000000 + i)
-  return wrk.format(nil, nil, nil, body)
-end
-`
 
 /** One wrk run: its 2xx answers; throws when more than 1 % were not 2xx. */
 async function wrk(url: string, script: string, seconds: number, threads = 2): Promise<number> {
@@ -100,7 +84,7 @@ async function main() {
     sides.push({ name, worker })
   }
   const script = join(scratch, 'publish.lua')
-  writeFileSync(script, wrkScript(product.key))
+  writeFileSync(script, publishWrkScript(product.key, ['bench:room-0']))
   const url = (worker: Worker) => `${worker.url}/${product.productId}/realtime/messages`
 
   console.log(`Publish route, two commits side by side: base ${baseCommit} vs the working tree`)

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { positive, runCleaningUp } from './run'
+import { LIMITS_LIFTED, publishWrkScript } from './publish-load'
 import { sql } from '../../shared/db/client'
 import { closeRedis, redis } from '../../shared/redis/client'
 import { onCluster } from '../../shared/redis/cluster'
@@ -69,21 +70,6 @@ async function shell(line: string): Promise<string> {
   return out.trim().split('\n').at(-1)!
 }
 
-/** wrk's Lua: POSTs {channel, data} bodies of ~70 bytes of data over the channels, each request its own seq. */
-function wrkScript(apiKey: string | null, channels: string[]): string {
-  return `wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-${apiKey ? `wrk.headers["X-Api-Key"] = "${apiKey}"` : ''}
-local channels = {${channels.map((c) => `"${c}"`).join(', ')}}
-local i = 0
-request = function()
-  i = i + 1
-  local body = string.format('{"channel":"%s","data":{"text":"hello from the publish benchmark","seq":%d,"at":%d}}', channels[i % #channels + 1], i, 1790000000000 + i)
-  return wrk.format(nil, nil, nil, body)
-end
-`
-}
-
 /** One wrk run: its 2xx answers (publishes) and the others; throws when more than 1 % were not 2xx. */
 async function wrk(url: string, script: string, seconds: number): Promise<{ requests: number; failed: number; seconds: number; p50: number; p99: number }> {
   const proc = Bun.spawn(['wrk', '-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, url], { stdout: 'pipe', stderr: 'pipe' })
@@ -126,8 +112,7 @@ async function main() {
   // With --workers N, N public workers share the port (reusePort), as a deployment runs one per core.
   for (let k = 0; k < WORKERS; k++) {
     workers.push(await startWorker('services/public/main.ts', {
-      PUBLIC_PORT: String(port), REALTIME_QUOTA_BURST: '100000000', PUBLIC_IP_RATE_LIMIT: '1000000000',
-      REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(1024 ** 3),
+      ...LIMITS_LIFTED, PUBLIC_PORT: String(port),
       ...(args['cpu-prof'] ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-md --cpu-prof-dir=${args['cpu-prof']}` } : {}),
     }, port))
   }
@@ -147,8 +132,8 @@ async function main() {
     [{ name: 'Centrifuge node: HTTP publish with history (Go)', url: `http://127.0.0.1:${peerPort}/publish`, pids: [centrifuge.pid] },
       join(scratch, 'centrifuge.lua')],
   ]
-  writeFileSync(subjects[0]![1], wrkScript(product.key, channels))
-  writeFileSync(subjects[1]![1], wrkScript(null, channels))
+  writeFileSync(subjects[0]![1], publishWrkScript(product.key, channels))
+  writeFileSync(subjects[1]![1], publishWrkScript(null, channels))
 
   console.log('Publish over HTTP: the platform vs a Centrifuge node, on the same Redis')
   console.log(`  bun ${Bun.version}, Redis ${redisVersion}; wrk -t2 -c${CONNECTIONS}, ${ROUNDS} alternating rounds of ${SECONDS} s each; ` +

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { type Children, dropProduct, positive, runBench } from './run'
+import { LIMITS_LIFTED } from './publish-load'
 
 const { values: args } = parseArgs({
   options: {
@@ -122,8 +123,7 @@ async function main() {
   const channels = Array.from({ length: CHANNELS }, (_, k) => `bench:room-${k}`)
   const port = await freePort()
   const worker = await startWorker('services/public/main.ts', {
-    REDIS_URL: redisUrl, PUBLIC_PORT: String(port), REALTIME_QUOTA_BURST: '100000000', PUBLIC_IP_RATE_LIMIT: '1000000000',
-    REALTIME_PRODUCT_FANOUT_MAX_BYTES: String(1024 ** 3), REALTIME_PRODUCT_HISTORY_MAX_BYTES: String(1024 ** 3),
+    ...LIMITS_LIFTED, REDIS_URL: redisUrl, PUBLIC_PORT: String(port),
   }, port)
   children.push(worker.proc)
   const peerPort = await freePort()
