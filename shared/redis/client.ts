@@ -16,7 +16,7 @@ import { config } from '../config'
 import { log } from '../log'
 import { guardClusterNodes, queueOnlyForNodesNotYetUp } from './cluster-guard'
 import { guardCommands } from './guard'
-import { coalesceWrites, rememberCommandFlags, retarget, setOfflineQueue, traceOnlyWhenSubscribed } from './ioredis-internals'
+import { coalesceWrites, rememberCommandFlags, retarget, setOfflineQueue, timeOutCommands, traceOnlyWhenSubscribed } from './ioredis-internals'
 import { trackConnection } from './usage'
 import { clusterNodesOf, sentinelOf, type SentinelTarget } from './url'
 
@@ -109,7 +109,8 @@ export function redis(): RedisClient {
  */
 export function commandConnection(name = 'platform', url = config.redisUrl): RedisClient {
   const client = connect(name, {
-    commandTimeout: config.redis.commandTimeoutMs,
+    // One Redis: the same deadline kept by a sweep instead of a timer per command (timeOutCommands, below).
+    ...(clusterNodesOf(url) ? { commandTimeout: config.redis.commandTimeoutMs } : {}),
     maxRetriesPerRequest: 1,
     // A command that timed out was already answered 503; sending it again on the next connection would run a write
     // its caller was told failed (a publish stored twice once the client retries), and, counted as new, loop the healing.
@@ -125,6 +126,7 @@ export function commandConnection(name = 'platform', url = config.redisUrl): Red
     // The commands of the requests a worker serves at once go out in one write: a socket write costs the worker more
     // than the command (the token route's IP limit spent a third of its CPU there; docs/performance.md, "Publish").
     coalesceWrites(client)
+    timeOutCommands(client, config.redis.commandTimeoutMs)
     guardCommands(client, new Breaker('redis', config.redis.commandTimeoutMs))
   }
   return client

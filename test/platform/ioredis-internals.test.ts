@@ -7,7 +7,7 @@ import Redis, { Cluster, Command } from 'ioredis'
 import { config } from '../../shared/config'
 import {
   coalesceWrites, interceptCommands, offlineQueueLength, offlineQueueWhile, type PendingCommand, rememberCommandFlags, replaceSettlers, retarget,
-  setOfflineQueue, traceOnlyWhenSubscribed,
+  setOfflineQueue, timeOutCommands, traceOnlyWhenSubscribed,
 } from '../../shared/redis/ioredis-internals'
 import { freePort, needsOneRedis } from '../helpers'
 
@@ -202,6 +202,46 @@ describe.skipIf(needsOneRedis)('on a real Redis', () => {
     expect(performance.now() - started).toBeLessThan(1000)
     expect(command?.isSettled).toBe(true)
   })
+
+  test('timeOutCommands: unanswered commands (a BLPOP nobody feeds, a GET written behind it) are rejected "Command timed out" after their deadline, never before, oldest first; answered ones are untouched', async () => {
+    const redis = client(new Redis(config.redisUrl))
+    const ms = 200
+    timeOutCommands(redis, ms)
+    expect(await redis.set('test:ioredis-internals:deadline', 'v')).toBe('OK') // answered well within: untouched
+    const blocked = `test:ioredis-internals:never:${crypto.randomUUID()}`
+    const settled: string[] = []
+    const outcome = (name: string, sent: Promise<unknown>) => {
+      const started = performance.now()
+      return sent.then(() => 'answered', (error: Error) => error.message).then((message) => {
+        settled.push(name)
+        return { message, ms: performance.now() - started }
+      })
+    }
+    const blpop = outcome('blpop', redis.blpop(blocked, 0))
+    await Bun.sleep(30) // the GET starts waiting later, behind the BLPOP on the same connection
+    const get = outcome('get', redis.get('test:ioredis-internals:deadline'))
+    const queue = (redis as unknown as { commandQueue: { length: number; peekAt(i: number): { command: PendingCommand } } }).commandQueue
+    expect(queue.length).toBe(2) // what the sweep reads: both wait there, oldest first, each holding its command
+    expect([queue.peekAt(0)!.command.name, queue.peekAt(1)!.command.name]).toEqual(['blpop', 'get'])
+    const [first, second] = await Promise.all([blpop, get])
+    expect(first.message).toBe('Command timed out')
+    expect(second.message).toBe('Command timed out')
+    expect(settled).toEqual(['blpop', 'get'])
+    for (const { ms: waited } of [first, second]) {
+      expect(waited).toBeGreaterThanOrEqual(ms)
+      expect(waited).toBeLessThan(1000)
+    }
+  })
+})
+
+test('timeOutCommands: a command held in the offline queue (no connection yet) is rejected "Command timed out" after its deadline', async () => {
+  const redis = client(new Redis({ host: '127.0.0.1', port: deadPort, retryStrategy: () => 20 }))
+  const stop = timeOutCommands(redis, 100)
+  const started = performance.now()
+  const message = await redis.get('k').then(() => 'answered', (error: Error) => error.message)
+  expect(message).toBe('Command timed out')
+  expect(performance.now() - started).toBeGreaterThanOrEqual(100)
+  stop()
 })
 
 
