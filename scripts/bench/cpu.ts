@@ -14,6 +14,18 @@ export async function redisCpuSeconds(client: Redis | Cluster): Promise<number> 
   return total
 }
 
+/**
+ * Reads the Redis server has made from its clients' sockets since it started (INFO stats `total_reads_processed`); on
+ * a cluster, every master's summed. Commands per read say how well a client's writes are coalesced: each read costs the
+ * server a system call and an event-loop turn.
+ */
+export async function redisReads(client: Redis | Cluster): Promise<number> {
+  const nodes = 'nodes' in client && typeof client.nodes === 'function' ? (client as Cluster).nodes('master') : [client as Redis]
+  let total = 0
+  for (const node of nodes) total += Number(/^total_reads_processed:(\d+)/m.exec((await node.info('stats')) as string)?.[1] ?? NaN)
+  return total
+}
+
 /** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on Linux whatever the kernel's HZ). */
 const USER_HZ = 100
 
