@@ -90,17 +90,25 @@ export function judge(health: ServerHealth, error?: Error): void {
 }
 
 /** A command whose outcome the guard judges: ioredis' own settlers kept, the guard's in their place. */
-type Judged = PendingCommand & { health: ServerHealth; settled: Pick<PendingCommand, 'resolve' | 'reject'> }
+type Judged = PendingCommand & { health: ServerHealth; settled: Pick<PendingCommand, 'resolve' | 'reject'>; judged?: true }
 
 // Called by ioredis as the command's methods (`this` is the command): one pair for every command, where a pair of
-// closures and a promise reaction per command cost a public worker about 1 % of its CPU per publish. Only the outcome
-// its caller gets is judged: a reply that comes after the command timed out is not (as a settled promise hears nothing).
+// closures and a promise reaction per command cost a public worker about 1 % of its CPU per publish. Only the first
+// outcome is judged, the one its caller gets: a reply that comes after the command timed out is not; a reply ioredis
+// cannot transform (rejected inside resolve) is judged as that failure.
 function resolveJudged(this: Judged, value: unknown): unknown {
-  if (!this.isSettled) judge(this.health)
-  return this.settled.resolve(value)
+  const settled = this.settled.resolve(value)
+  if (this.judged === undefined) {
+    this.judged = true
+    judge(this.health)
+  }
+  return settled
 }
 function rejectJudged(this: Judged, error: Error): unknown {
-  if (!this.isSettled) judge(this.health, error)
+  if (this.judged === undefined) {
+    this.judged = true
+    judge(this.health, error)
+  }
   return this.settled.reject(error)
 }
 

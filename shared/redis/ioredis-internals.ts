@@ -19,8 +19,10 @@
 //   is looked up on `Command` at each call;
 // - the private `commandQueue` (commands written, waiting for their replies, oldest first) and `offlineQueue` are
 //   denque queues read with `length` and `peekAt(i)`, each item holding its `command`; both may be replaced by new
-//   queues (a reconnection), so they are looked up at each use; a command rejected while it waits keeps its place, and
-//   its reply, when it comes, is dropped (its promise is settled already), as with ioredis' own command timeout.
+//   queues (a reconnection), so they are looked up at each use, and a replaced command queue may keep commands that
+//   nothing answers any more (unless `autoResendUnfulfilledCommands` sends them again); a command rejected while it
+//   waits keeps its place, and its reply, when it comes, is dropped (its promise is settled already), as with ioredis'
+//   own command timeout.
 import diagnostics from 'node:diagnostics_channel'
 import { Command, type Cluster, type Redis } from 'ioredis'
 
@@ -182,14 +184,22 @@ type CommandQueue = { length: number; peekAt(index: number): { command: Watched 
 /**
  * Gives each command `client` sends `ms` for its reply, then rejects it with "Command timed out" as ioredis'
  * `commandTimeout` does, without a timer per command (arming and clearing one was about 2 % of a public worker's CPU
- * per publish): a sweep every `ms / 4` stamps the commands that have started waiting since the last sweep and rejects
- * those first seen waiting `ms` or more ago, so a command times out between `ms` and `1.25 × ms` after it was sent. A
- * command answered before the next sweep is never touched. Only commands still waiting are looked at: the queues are in
- * the order commands were sent, so each sweep reads the new ones from the back and the expired ones from the front.
- * The client must be made without `commandTimeout`. Returns the sweep's stop (also stopped when the client ends).
+ * per publish): a sweep every `ms / 8` stamps the commands that have started waiting since the last sweep and rejects
+ * those first seen waiting `ms` or more ago, so a command times out at least `ms` after it was sent and, the timer
+ * running a little early or late, about a quarter later at most. A command answered before the next sweep is never
+ * touched. The queues are in the order commands were sent, so a sweep reads the new ones from the back and the expired
+ * ones from the front. A reconnection gives the client new queues and leaves the commands of the old one unanswered
+ * (with `autoResendUnfulfilledCommands` off, as the command connection has it): the old queue is swept whole until
+ * every command in it has its answer, as each command's own timer would have. The client must be made without
+ * `commandTimeout`. Returns the sweep's stop (also stopped when the client ends).
  */
 export function timeOutCommands(client: Redis, ms: number): () => void {
   const internals = client as unknown as { commandQueue: CommandQueue; offlineQueue: CommandQueue }
+  const expired = (command: Watched, now: number) => {
+    // Unstamped ahead of a stamped one (never so in ioredis' order of sending): it starts waiting now.
+    if (command.firstSeenWaiting === undefined) command.firstSeenWaiting = now
+    return now - command.firstSeenWaiting >= ms
+  }
   const sweep = (queue: CommandQueue, now: number) => {
     // New since the last sweep: every command behind the last one stamped.
     for (let i = queue.length - 1; i >= 0; i--) {
@@ -200,17 +210,31 @@ export function timeOutCommands(client: Redis, ms: number): () => void {
     // Expired: the oldest, up to the first that is not (one rejected before stays until its reply or the close).
     for (let i = 0; i < queue.length; i++) {
       const command = queue.peekAt(i)!.command
-      // Unstamped ahead of a stamped one (never so in ioredis' order of sending): it starts waiting now.
-      if (command.firstSeenWaiting === undefined) command.firstSeenWaiting = now
-      if (now - command.firstSeenWaiting < ms) break
+      if (!expired(command, now)) break
       if (!command.isSettled) command.reject(new Error('Command timed out'))
     }
   }
+  // A replaced queue: nothing is added to it or taken from it any more. Whether any command in it still waits.
+  const sweepLeft = (queue: CommandQueue, now: number) => {
+    let waiting = false
+    for (let i = 0; i < queue.length; i++) {
+      const command = queue.peekAt(i)!.command
+      if (command.isSettled) continue
+      if (expired(command, now)) command.reject(new Error('Command timed out'))
+      else waiting = true
+    }
+    return waiting
+  }
+  let current: CommandQueue[] = []
+  let left: CommandQueue[] = []
   const timer = setInterval(() => {
     const now = performance.now()
-    sweep(internals.offlineQueue, now)
-    sweep(internals.commandQueue, now)
-  }, Math.max(1, Math.floor(ms / 4)))
+    const queues = [internals.offlineQueue, internals.commandQueue]
+    for (const queue of current) if (!queues.includes(queue) && queue.length > 0) left.push(queue)
+    current = queues
+    for (const queue of queues) sweep(queue, now)
+    if (left.length > 0) left = left.filter((queue) => sweepLeft(queue, now))
+  }, Math.max(1, Math.floor(ms / 8)))
   timer.unref()
   const stop = () => clearInterval(timer)
   client.once('end', stop)

@@ -203,11 +203,12 @@ describe.skipIf(needsOneRedis)('on a real Redis', () => {
     expect(command?.isSettled).toBe(true)
   })
 
-  test('timeOutCommands: unanswered commands (a BLPOP nobody feeds, a GET written behind it) are rejected "Command timed out" after their deadline, never before, oldest first; answered ones are untouched', async () => {
+  test('timeOutCommands: unanswered commands (a BLPOP nobody feeds, a GET written behind it) are rejected "Command timed out" after their deadline, never before, oldest first; one answered within its deadline, after sweeps saw it waiting, is untouched', async () => {
     const redis = client(new Redis(config.redisUrl))
     const ms = 200
     timeOutCommands(redis, ms)
-    expect(await redis.set('test:ioredis-internals:deadline', 'v')).toBe('OK') // answered well within: untouched
+    // Redis answers this one (nil) after 100 ms: seen waiting by several sweeps (every 25 ms), answered in time.
+    expect(await redis.blpop(`test:ioredis-internals:empty:${crypto.randomUUID()}`, 0.1)).toBeNull()
     const blocked = `test:ioredis-internals:never:${crypto.randomUUID()}`
     const settled: string[] = []
     const outcome = (name: string, sent: Promise<unknown>) => {
@@ -232,6 +233,30 @@ describe.skipIf(needsOneRedis)('on a real Redis', () => {
       expect(waited).toBeLessThan(1000)
     }
   })
+})
+
+test.skipIf(needsOneRedis)('timeOutCommands: commands in flight when the connection is killed, left by the reconnection in the queue it replaced (nothing answers them there), still time out', async () => {
+  // As the command connection is made: a command is never sent again on the next connection.
+  const name = `ioredis-internals-${crypto.randomUUID()}`
+  const redis = client(new Redis(config.redisUrl, { connectionName: name, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1, retryStrategy: () => 10 }))
+  const killer = client(new Redis(config.redisUrl))
+  await redis.ping()
+  const ms = 300
+  timeOutCommands(redis, ms)
+  const started = performance.now()
+  const outcomes = Promise.all([redis.blpop(`test:ioredis-internals:never:${crypto.randomUUID()}`, 0), redis.get('k')]
+    .map((sent) => sent.then(() => 'answered', (error: Error) => error.message)))
+  const queueBefore = (redis as unknown as { commandQueue: object }).commandQueue
+  await Bun.sleep(50)
+  const id = /id=(\d+)/.exec(String(await killer.client('LIST')).split('\n').find((line) => line.includes(`name=${name}`))!)![1]!
+  await killer.client('KILL', 'ID', id)
+  for (const deadline = Date.now() + 5000; redis.status !== 'ready' || (redis as unknown as { commandQueue: object }).commandQueue === queueBefore;) {
+    if (Date.now() > deadline) throw new Error('the client did not reconnect with a new queue')
+    await Bun.sleep(5)
+  }
+  expect(await outcomes).toEqual(['Command timed out', 'Command timed out'])
+  expect(performance.now() - started).toBeGreaterThanOrEqual(ms)
+  expect(await redis.ping()).toBe('PONG') // the new connection serves
 })
 
 test('timeOutCommands: a command held in the offline queue (no connection yet) is rejected "Command timed out" after its deadline', async () => {

@@ -33,4 +33,5 @@ test.skipIf(needsOneRedis)('a command that timed out opens the breaker, and its 
   }
   expect(await feeder.llen(list)).toBe(0) // the BLPOP took it: its reply came
   expect(breaker.isOpen).toBe(true)
+  breaker.dispose() // not counted open in this process's metrics after the test
 })

@@ -9,6 +9,6 @@ export const redis = area('Redis', 'One Redis, a Redis Cluster or a Sentinel-wat
   }),
   commandTimeoutMs: integer('REDIS_COMMAND_TIMEOUT_MS', {
     default: 1000, min: 50, max: 60_000,
-    description: 'Longest a request waits for one Redis command before answering 503, in ms (blocking reads are exempt). On one Redis a sweep every quarter of it keeps the deadline, so a command times out up to a quarter later.',
+    description: 'Longest a request waits for one Redis command before answering 503, in ms (blocking reads are exempt). On one Redis a sweep every eighth of it keeps the deadline, so a command times out up to about a quarter later.',
   }),
 })
