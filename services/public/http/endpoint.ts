@@ -39,7 +39,7 @@ export interface Guards<Key> {
    * The credential (401/403/404, or 429 for an area's own per-key budgets), for the product named in the path. Calls
    * `beforeLookup` before it looks a key up outside the process (so a deferred IP limit still bounds key guessing).
    */
-  authenticate: (request: Request, productId: string, beforeLookup: () => Promise<void>) => Promise<Key>
+  authenticate: (request: Request, productId: string, beforeLookup: () => Promise<void>) => Key | Promise<Key>
   /** Reads the body within the route's limit (413); runs after the credential, so anonymous bodies are never read. */
   read: (request: Request) => Promise<unknown>
   /**
@@ -66,7 +66,8 @@ export function endpoint<Key>(guards: Guards<Key>, handler: Handler<Key>) {
       if (guards.browser) Object.assign(headers, checkOrigin(request))
       if (guards.deferIpLimit) ipOwed = true
       else await ip.check()
-      const key = await guards.authenticate(request, String(params.productId ?? '').toLowerCase(), () => ip.check())
+      const found = guards.authenticate(request, String(params.productId ?? '').toLowerCase(), () => ip.check())
+      const key = found instanceof Promise ? await found : found
       if (guards.originFor) Object.assign(headers, guards.originFor(request, key))
       const body = await guards.read(request)
       const query = request.url.includes('?') ? Object.fromEntries(new URL(request.url).searchParams) : {}

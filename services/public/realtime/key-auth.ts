@@ -52,14 +52,20 @@ function rememberDigest(key: string, digest: { digest: Buffer; name: string }): 
  * 401 for a missing/malformed/unknown/revoked key (or one sent anywhere but X-Api-Key), 404 for another product's key,
  * 403 when the scope lacks the route's. `beforeLookup` runs before a key is looked up in PostgreSQL (not for a cached one).
  */
-export async function authenticate(request: Request, productId: string, scope: PublicScope, beforeLookup?: () => Promise<void>): Promise<KeyIdentity> {
+export function authenticate(request: Request, productId: string, scope: PublicScope, beforeLookup?: () => Promise<void>): KeyIdentity | Promise<KeyIdentity> {
   // A key in the URL ends up in logs and browser history: refuse it even next to a good header, so it gets noticed.
   if (request.url.includes('?') && new URL(request.url).searchParams.has('api_key')) throw invalidApiKey(HINTS.elsewhere)
   const key = request.headers.get('x-api-key')
   if (key === null || key === '') throw invalidApiKey(request.headers.has('authorization') ? HINTS.elsewhere : HINTS.missing)
   if (!looksLikeSecret(key, PUBLIC_KEY_PREFIX)) throw invalidApiKey(HINTS.malformed)
   const digest = digestOf(key)
-  const identity = keyCache.peek(digest.name) ?? await lookup(digest.digest, beforeLookup, digest.name)
+  // A key the worker holds is answered without a promise (an async frame and its await per request).
+  const held = keyCache.peek(digest.name)
+  if (held) return admitted(held, key, digest, productId, scope)
+  return lookup(digest.digest, beforeLookup, digest.name).then((found) => admitted(found, key, digest, productId, scope))
+}
+
+function admitted(identity: KeyIdentity | null | undefined, key: string, digest: ReturnType<typeof digestOf>, productId: string, scope: PublicScope): KeyIdentity {
   if (!identity) throw invalidApiKey(HINTS.unknown)
   rememberDigest(key, digest)
   if (identity.productId !== productId) throw productNotFound()
