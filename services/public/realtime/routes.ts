@@ -39,11 +39,13 @@ export const realtimeRoutes = () =>
     }), ROUTE_HOOKS)
     // The IP limit is counted by the publish itself: with the quota and the publish, one Redis round trip.
     // A repeat under the same Idempotency-Key answers what the first request published, with Idempotent-Replayed: true.
-    .post(elysiaPath(R.messagesPublish), endpoint(guards(R.messagesPublish.scope, messageBody, true), async ({ key, body, ip, request, headers }) => {
+    // Not an async function: the answer read in a callback, one frame fewer per publish.
+    .post(elysiaPath(R.messagesPublish), endpoint(guards(R.messagesPublish.scope, messageBody, true), ({ key, body, ip, request, headers }) => {
       const input = validateInput({ body: R.messagesPublish.body }, { body })
-      const { message, replayed } = await publishMessage(key.productId, input.body as PublishBody, ip, idempotencyKeyOf(request))
-      if (replayed) headers['idempotent-replayed'] = 'true'
-      return message
+      return publishMessage(key.productId, input.body as PublishBody, ip, idempotencyKeyOf(request)).then(({ message, replayed }) => {
+        if (replayed) headers['idempotent-replayed'] = 'true'
+        return message
+      })
     }), ROUTE_HOOKS)
     // 64 KiB, no gzip, as every route but POST /messages (the spec's limits): a broadcast carries one payload to many.
     .post(elysiaPath(R.messagesBroadcast), endpoint(guards(R.messagesBroadcast.scope, jsonBody, true), async ({ key, body, ip, request, headers }) => {
