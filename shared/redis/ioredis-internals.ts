@@ -19,8 +19,9 @@
 //   is looked up on `Command` at each call;
 // - the private `commandQueue` (commands written, waiting for their replies, oldest first) and `offlineQueue` are
 //   denque queues read with `length` and `peekAt(i)`, each item holding its `command`; both may be replaced by new
-//   queues (a reconnection), so they are looked up at each use, and a replaced command queue may keep commands that
-//   nothing answers any more (unless `autoResendUnfulfilledCommands` sends them again); a command rejected while it
+//   queues (a reconnection), so they are looked up at each use, and the command queue in use when a connection emits
+//   'close' is the one the next connection replaces, keeping commands nothing answers any more (unless
+//   `autoResendUnfulfilledCommands` sends them again); a command rejected while it
 //   waits keeps its place, and its reply, when it comes, is dropped (its promise is settled already), as with ioredis'
 //   own command timeout.
 import diagnostics from 'node:diagnostics_channel'
@@ -188,10 +189,11 @@ type CommandQueue = { length: number; peekAt(index: number): { command: Watched 
  * those first seen waiting `ms` or more ago, so a command times out at least `ms` after it was sent and, the timer
  * running a little early or late, about a quarter later at most. A command answered before the next sweep is never
  * touched. The queues are in the order commands were sent, so a sweep reads the new ones from the back and the expired
- * ones from the front. A reconnection gives the client new queues and leaves the commands of the old one unanswered
- * (with `autoResendUnfulfilledCommands` off, as the command connection has it): the old queue is swept whole until
- * every command in it has its answer, as each command's own timer would have. The client must be made without
- * `commandTimeout`. Returns the sweep's stop (also stopped when the client ends).
+ * ones from the front. A reconnection gives the client a new command queue and leaves the commands of the old one
+ * unanswered (with `autoResendUnfulfilledCommands` off, as the command connection has it): the queue is taken when its
+ * connection closes and swept whole until every command in it has its answer, as each command's own timer would have;
+ * when the client ends, those still waiting are rejected as ioredis rejects its own queues' ("Connection is closed.").
+ * The client must be made without `commandTimeout`. Returns the sweep's stop (also stopped when the client ends).
  */
 export function timeOutCommands(client: Redis, ms: number): () => void {
   const internals = client as unknown as { commandQueue: CommandQueue; offlineQueue: CommandQueue }
@@ -214,7 +216,8 @@ export function timeOutCommands(client: Redis, ms: number): () => void {
       if (!command.isSettled) command.reject(new Error('Command timed out'))
     }
   }
-  // A replaced queue: nothing is added to it or taken from it any more. Whether any command in it still waits.
+  // A queue its connection closed under: nothing is added to it or taken from it once ioredis replaces it on the next
+  // connection. Whether any command in it still waits.
   const sweepLeft = (queue: CommandQueue, now: number) => {
     let waiting = false
     for (let i = 0; i < queue.length; i++) {
@@ -225,18 +228,30 @@ export function timeOutCommands(client: Redis, ms: number): () => void {
     }
     return waiting
   }
-  let current: CommandQueue[] = []
+  // Taken at the close, before the next connection replaces it (however soon: several may come between two sweeps).
   let left: CommandQueue[] = []
+  client.on('close', () => {
+    const queue = internals.commandQueue
+    if (queue.length > 0 && !left.includes(queue)) left.push(queue)
+  })
   const timer = setInterval(() => {
     const now = performance.now()
-    const queues = [internals.offlineQueue, internals.commandQueue]
-    for (const queue of current) if (!queues.includes(queue) && queue.length > 0) left.push(queue)
-    current = queues
-    for (const queue of queues) sweep(queue, now)
+    sweep(internals.offlineQueue, now)
+    sweep(internals.commandQueue, now)
     if (left.length > 0) left = left.filter((queue) => sweepLeft(queue, now))
   }, Math.max(1, Math.floor(ms / 8)))
   timer.unref()
   const stop = () => clearInterval(timer)
-  client.once('end', stop)
+  client.once('end', () => {
+    stop()
+    // Ended for good: what still waits in a queue a reconnection left hears what ioredis tells its own queues' commands.
+    for (const queue of left) {
+      for (let i = 0; i < queue.length; i++) {
+        const command = queue.peekAt(i)!.command
+        if (!command.isSettled) command.reject(new Error('Connection is closed.'))
+      }
+    }
+    left = []
+  })
   return stop
 }

@@ -235,28 +235,55 @@ describe.skipIf(needsOneRedis)('on a real Redis', () => {
   })
 })
 
-test.skipIf(needsOneRedis)('timeOutCommands: commands in flight when the connection is killed, left by the reconnection in the queue it replaced (nothing answers them there), still time out', async () => {
-  // As the command connection is made: a command is never sent again on the next connection.
+/** A client made as the command connection is (a command is never sent again on the next connection), and its killer. */
+function killable() {
   const name = `ioredis-internals-${crypto.randomUUID()}`
   const redis = client(new Redis(config.redisUrl, { connectionName: name, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1, retryStrategy: () => 10 }))
   const killer = client(new Redis(config.redisUrl))
+  const queueOf = () => (redis as unknown as { commandQueue: object }).commandQueue
+  /** Kills the connection (CLIENT KILL) and waits for the next one, ready with a new command queue. */
+  const killAndReconnect = async () => {
+    const before = queueOf()
+    const id = /id=(\d+)/.exec(String(await killer.client('LIST')).split('\n').find((line) => line.includes(`name=${name}`))!)![1]!
+    await killer.client('KILL', 'ID', id)
+    for (const deadline = Date.now() + 5000; redis.status !== 'ready' || queueOf() === before;) {
+      if (Date.now() > deadline) throw new Error('the client did not reconnect with a new queue')
+      await Bun.sleep(2)
+    }
+  }
+  return { redis, killAndReconnect }
+}
+
+const outcomeOf = (sent: Promise<unknown>) => sent.then(() => 'answered', (error: Error) => error.message)
+
+test.skipIf(needsOneRedis)('timeOutCommands: commands in flight when the connection is killed, left by each reconnection in the queue it replaced (nothing answers them there; two reconnections between two sweeps), still time out', async () => {
+  const { redis, killAndReconnect } = killable()
   await redis.ping()
-  const ms = 300
+  const ms = 1600 // a sweep every 200 ms: both reconnections below come well within one
   timeOutCommands(redis, ms)
   const started = performance.now()
-  const outcomes = Promise.all([redis.blpop(`test:ioredis-internals:never:${crypto.randomUUID()}`, 0), redis.get('k')]
-    .map((sent) => sent.then(() => 'answered', (error: Error) => error.message)))
-  const queueBefore = (redis as unknown as { commandQueue: object }).commandQueue
-  await Bun.sleep(50)
-  const id = /id=(\d+)/.exec(String(await killer.client('LIST')).split('\n').find((line) => line.includes(`name=${name}`))!)![1]!
-  await killer.client('KILL', 'ID', id)
-  for (const deadline = Date.now() + 5000; redis.status !== 'ready' || (redis as unknown as { commandQueue: object }).commandQueue === queueBefore;) {
-    if (Date.now() > deadline) throw new Error('the client did not reconnect with a new queue')
-    await Bun.sleep(5)
-  }
-  expect(await outcomes).toEqual(['Command timed out', 'Command timed out'])
+  const first = [redis.blpop(`test:ioredis-internals:never:${crypto.randomUUID()}`, 0), redis.get('k')].map(outcomeOf)
+  await Bun.sleep(5)
+  await killAndReconnect()
+  const second = outcomeOf(redis.blpop(`test:ioredis-internals:never:${crypto.randomUUID()}`, 0))
+  await Bun.sleep(5)
+  await killAndReconnect()
+  expect(await Promise.all([...first, second])).toEqual(['Command timed out', 'Command timed out', 'Command timed out'])
   expect(performance.now() - started).toBeGreaterThanOrEqual(ms)
   expect(await redis.ping()).toBe('PONG') // the new connection serves
+})
+
+test.skipIf(needsOneRedis)('timeOutCommands: a client that ends rejects what a reconnection left waiting ("Connection is closed."), before its deadline', async () => {
+  const { redis, killAndReconnect } = killable()
+  await redis.ping()
+  timeOutCommands(redis, 10_000)
+  const stranded = outcomeOf(redis.blpop(`test:ioredis-internals:never:${crypto.randomUUID()}`, 0))
+  await Bun.sleep(5)
+  await killAndReconnect()
+  const started = performance.now()
+  redis.disconnect()
+  expect(await stranded).toBe('Connection is closed.')
+  expect(performance.now() - started).toBeLessThan(1000)
 })
 
 test('timeOutCommands: a command held in the offline queue (no connection yet) is rejected "Command timed out" after its deadline', async () => {
