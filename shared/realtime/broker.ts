@@ -193,13 +193,18 @@ export const PUBLISH_LIBRARY = [NOW_LUA, GENERATION_LUA, FAN_BUDGET_LUA, HISTORY
 export function publishingScript<Reply>(body: string, libraries: readonly string[] = []): (budgets: PublishBudgets) => RedisScript<Reply> {
   const made = new Map<string, RedisScript<Reply>>()
   const parts = publishingParts(body, libraries)
+  let last: { budgets: PublishBudgets; script: RedisScript<Reply> } | undefined
   return (budgets) => {
+    // The same budgets as the last call (every publish of a deployment): no key made (0.8 % of a publish in a profile).
+    if (last !== undefined && last.budgets.fanoutRetentionMs === budgets.fanoutRetentionMs
+      && last.budgets.fanoutMaxBytes === budgets.fanoutMaxBytes && last.budgets.historyMaxBytes === budgets.historyMaxBytes) return last.script
     const key = `${budgets.fanoutRetentionMs}/${budgets.fanoutMaxBytes}/${budgets.historyMaxBytes}`
     let script = made.get(key)
     if (!script) {
       script = redisFunction<Reply>('realtime publish', ...publishSource(parts, budgets))
       made.set(key, script)
     }
+    last = { budgets: { ...budgets }, script }
     return script
   }
 }
@@ -240,7 +245,7 @@ export interface PublishCall {
   id: string
   /** The channel's shard: every key below is in its slot. */
   shard: number
-  keys: string[]
+  keys: readonly string[]
   args: (string | number)[]
 }
 

@@ -39,6 +39,7 @@
 // The layout of before (`pres:<p>:<ch>` and its `:n`, `:exp`, `:gone`, `occ:<p>:<ch>` and its `:gone`, `hookn:`) is read
 // by nothing (renamed whole, so no old key is mistaken for a new one): a Redis still holding it loses that short-lived
 // presence and occupancy state once (docs/realtime-data-plane.md, "Layout change").
+import { config } from '../config'
 import { shardOf } from './shards'
 
 /**
@@ -128,19 +129,40 @@ export function productChannelIndex(productId: string, shard: number): ProductCh
   return { names: `rt:${tag}:chans:${productId}`, expiry: `rt:${tag}:chanx:${productId}`, subscriptions: `rt:${tag}:chann:${productId}` }
 }
 
+/** What publishKeys answers: the channel's shard and the keys a publish writes, never changed by a caller. */
+export interface PublishKeys {
+  shard: number
+  keys: readonly [hist: string, meta: string, fan: string, fanSeq: string, fanBudget: string, histBytes: string, histExpiry: string]
+}
+
 /**
  * The keys one publish writes, in publish.lua's KEYS order (hist, meta, fan, fan sequence, fanb, histb, histx), and
  * the channel's shard: the names channelKeys gives them, made here alone so a publish does not make the other fifteen.
+ * Remembered for the channels met lately (the shard without one given), as shardOf remembers their shards: the seven
+ * names were made at every publish.
  */
-export function publishKeys(productId: string, channel: string, shard = shardOf(productId, channel)): {
-  shard: number
-  keys: [hist: string, meta: string, fan: string, fanSeq: string, fanBudget: string, histBytes: string, histExpiry: string]
-} {
+export function publishKeys(productId: string, channel: string, shard?: number): PublishKeys {
+  if (shard !== undefined) return makePublishKeys(productId, channel, shard)
+  const name = `${productId}\0${channel}`
+  let known = publishKeysKnown.get(name)
+  if (known === undefined || known.shards !== config.realtime.shards) {
+    known = { shards: config.realtime.shards, keys: makePublishKeys(productId, channel, shardOf(productId, channel)) }
+    if (publishKeysKnown.size >= PUBLISH_KEYS_KNOWN_MAX) publishKeysKnown.clear()
+    publishKeysKnown.set(name, known)
+  }
+  return known.keys
+}
+
+/** At most this many channels' keys (a few MB), dropped whole when full, as shardOf's. */
+const PUBLISH_KEYS_KNOWN_MAX = 20_000
+const publishKeysKnown = new Map<string, { shards: number; keys: PublishKeys }>()
+
+function makePublishKeys(productId: string, channel: string, shard: number): PublishKeys {
   const tag = shardTag(shard)
   return {
     shard,
-    keys: [`rt:${tag}:hist:${productId}:${channel}`, `rt:${tag}:meta:${productId}:${channel}`, fanKey(shard), fanSeqKey(shard),
-      `rt:${tag}:fanb3:${productId}`, `rt:${tag}:histb:${productId}`, `rt:${tag}:histx:${productId}`],
+    keys: Object.freeze([`rt:${tag}:hist:${productId}:${channel}`, `rt:${tag}:meta:${productId}:${channel}`, fanKey(shard), fanSeqKey(shard),
+      `rt:${tag}:fanb3:${productId}`, `rt:${tag}:histb:${productId}`, `rt:${tag}:histx:${productId}`] as const),
   }
 }
 

@@ -43,3 +43,14 @@ test("a publish's keys are the channel's own names, in publish.lua's order", () 
     })
   }
 })
+
+test("a channel's publish keys are remembered, the same as made afresh, and no caller can change them", () => {
+  const product = '5b2f6d0e-3a57-4c1b-9d2e-7f00a1b2c3d4'
+  const first = publishKeys(product, 'chat:remembered')
+  expect(publishKeys(product, 'chat:remembered')).toBe(first)
+  expect(publishKeys(product, 'chat:remembered', first.shard)).toEqual(first) // made afresh with its shard given
+  expect(() => {
+    (first.keys as unknown as string[])[0] = 'rt:{s0}:hist:someone-else'
+  }).toThrow()
+  expect(publishKeys(product, 'chat:remembered').keys[0]).toBe(channelKeys(product, 'chat:remembered').hist)
+})
