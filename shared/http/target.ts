@@ -12,7 +12,7 @@ export const invalidHost = () =>
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9._~-]*[A-Za-z0-9_~-])?|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/
 
 /** The last Host found valid: a worker's requests name the same one or few (the pattern's run was 1 % of a publish). */
-let lastValidHost = ''
+let lastValidHost: string | undefined // none yet: '' is not a valid host
 
 export function isValidHost(host: string): boolean {
   if (host === lastValidHost) return true

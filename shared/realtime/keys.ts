@@ -39,7 +39,6 @@
 // The layout of before (`pres:<p>:<ch>` and its `:n`, `:exp`, `:gone`, `occ:<p>:<ch>` and its `:gone`, `hookn:`) is read
 // by nothing (renamed whole, so no old key is mistaken for a new one): a Redis still holding it loses that short-lived
 // presence and occupancy state once (docs/realtime-data-plane.md, "Layout change").
-import { config } from '../config'
 import { shardOf } from './shards'
 
 /**
@@ -145,25 +144,28 @@ export function publishKeys(productId: string, channel: string, shard?: number):
   if (shard !== undefined) return makePublishKeys(productId, channel, shard)
   const name = `${productId}\0${channel}`
   let known = publishKeysKnown.get(name)
-  if (known === undefined || known.shards !== config.realtime.shards) {
-    known = { shards: config.realtime.shards, keys: makePublishKeys(productId, channel, shardOf(productId, channel)) }
+  if (known === undefined) {
+    known = makePublishKeys(productId, channel, shardOf(productId, channel))
     if (publishKeysKnown.size >= PUBLISH_KEYS_KNOWN_MAX) publishKeysKnown.clear()
     publishKeysKnown.set(name, known)
   }
-  return known.keys
+  return known
 }
 
-/** At most this many channels' keys (a few MB), dropped whole when full, as shardOf's. */
-const PUBLISH_KEYS_KNOWN_MAX = 20_000
-const publishKeysKnown = new Map<string, { shards: number; keys: PublishKeys }>()
+/**
+ * At most this many channels' keys, dropped whole when full: about 1.5 KB each with the longest names (128-character
+ * channels), so at most about 8 MB however many channels a key's holder cycles through.
+ */
+const PUBLISH_KEYS_KNOWN_MAX = 5_000
+const publishKeysKnown = new Map<string, PublishKeys>()
 
 function makePublishKeys(productId: string, channel: string, shard: number): PublishKeys {
   const tag = shardTag(shard)
-  return {
+  return Object.freeze({
     shard,
     keys: Object.freeze([`rt:${tag}:hist:${productId}:${channel}`, `rt:${tag}:meta:${productId}:${channel}`, fanKey(shard), fanSeqKey(shard),
       `rt:${tag}:fanb3:${productId}`, `rt:${tag}:histb:${productId}`, `rt:${tag}:histx:${productId}`] as const),
-  }
+  })
 }
 
 /** All keys of one channel (and its shard's fan-out stream). */

@@ -7,6 +7,11 @@ describe('isValidHost', () => {
     'accepts %p', (host) => expect(isValidHost(host)).toBe(true))
   test.each(['', 'a b', 'a/b', 'a?b', 'a#b', 'a%b', 'a:', 'a:0', 'a:99999', 'a:x', '[', '[1:2]', '[zz]', 'ü.example', 'a\tb', '-a', 'a@b', 'a,b'])(
     'refuses %p', (host) => expect(isValidHost(host)).toBe(false))
+  test('a process that has remembered no host yet refuses an empty one (the memo starts empty, not as "")', () => {
+    const fresh = Bun.spawnSync(['bun', '-e', "import { isValidHost } from './shared/http/target'; console.log(isValidHost(''), isValidHost('a'), isValidHost(''))"],
+      { cwd: `${import.meta.dir}/../..` })
+    expect(fresh.stdout.toString().trim()).toBe('false true false')
+  })
   test('a host remembered as valid answers alone: the one after it is checked in full, valid or not', () => {
     expect(isValidHost('a.example:80')).toBe(true)
     expect(isValidHost('a.example:80')).toBe(true)
