@@ -40,6 +40,7 @@
 // by nothing (renamed whole, so no old key is mistaken for a new one): a Redis still holding it loses that short-lived
 // presence and occupancy state once (docs/realtime-data-plane.md, "Layout change").
 import { shardOf } from './shards'
+import { keepBounded } from '../cache/bounded'
 
 /**
  * Time slices of the fan-out budget window (config.realtime.fanoutRetentionMs): a product's appended bytes are counted
@@ -146,8 +147,7 @@ export function publishKeys(productId: string, channel: string, shard?: number):
   let known = publishKeysKnown.get(name)
   if (known === undefined) {
     known = makePublishKeys(productId, channel, shardOf(productId, channel))
-    if (publishKeysKnown.size >= PUBLISH_KEYS_KNOWN_MAX) publishKeysKnown.clear()
-    publishKeysKnown.set(name, known)
+    keepBounded(publishKeysKnown, PUBLISH_KEYS_KNOWN_MAX, name, known)
   }
   return known
 }

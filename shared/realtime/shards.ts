@@ -1,5 +1,6 @@
 // Channel to shard: a stable, consistent hash (FNV-1a, then jump hash) of (productId, channel) onto one of `config.realtime.shards` shards.
 import { config } from '../config'
+import { keepBounded } from '../cache/bounded'
 
 const MASK64 = (1n << 64n) - 1n
 const encoder = new TextEncoder()
@@ -52,8 +53,7 @@ export function shardOf(productId: string, channel: string, shards: number = con
   let shard = recent.get(name)
   if (shard === undefined) {
     shard = jumpHash(BigInt(fnv1a32(name)), shards)
-    if (recent.size >= RECENT_MAX) recent.clear()
-    recent.set(name, shard)
+    keepBounded(recent, RECENT_MAX, name, shard)
   }
   return shard
 }

@@ -1,10 +1,11 @@
 // Redis connections. The command connection is shared; blocking readers and subscribers take their own.
 //
 // Outage behaviour (docs/architecture.md, "Outages"): every command on the command connection answers within
-// config.redis.commandTimeoutMs (a stalled link times out; on one Redis up to about a quarter later, timeOutCommands); once the connection has been ready, commands issued while it
-// is down fail at once instead of queueing; after a timeout or a connection failure a breaker fails new commands at
-// once for a cool-down, so one request never waits out several timeouts in a row. ioredis reconnects by itself within
-// half a second of Redis's return, and the first command after the cool-down closes the breaker. On a Redis Cluster
+// config.redis.commandTimeoutMs (a stalled link times out; on one Redis up to about a quarter later, timeOutCommands);
+// once the connection has been ready, commands issued while it is down fail at once instead of queueing; after a
+// timeout or a connection failure a breaker fails new commands at once for a cool-down, so one request never waits out
+// several timeouts in a row. ioredis reconnects by itself within half a second of Redis's return, and the first
+// command after the cool-down closes the breaker. On a Redis Cluster
 // each node has its own breaker and its own dead-link healing, so a node that is down costs only the slots it serves.
 // Under Sentinel every connection asks the sentinels where the master is at each reconnection, and drops itself when
 // they announce a switch (sentinelOptions); meanwhile commands fail at once, as while one Redis is down.

@@ -21,9 +21,8 @@
 //   denque queues read with `length` and `peekAt(i)`, each item holding its `command`; both may be replaced by new
 //   queues (a reconnection), so they are looked up at each use, and the command queue in use when a connection emits
 //   'close' is the one the next connection replaces, keeping commands nothing answers any more (unless
-//   `autoResendUnfulfilledCommands` sends them again); a command rejected while it
-//   waits keeps its place, and its reply, when it comes, is dropped (its promise is settled already), as with ioredis'
-//   own command timeout.
+//   `autoResendUnfulfilledCommands` sends them again); a command rejected while it waits keeps its place, and its
+//   reply, when it comes, is dropped (its promise is settled already), as with ioredis' own command timeout.
 import diagnostics from 'node:diagnostics_channel'
 import { Command, type Cluster, type Redis } from 'ioredis'
 
@@ -182,6 +181,9 @@ export function rememberCommandFlags(): void {
 type Watched = PendingCommand & { firstSeenWaiting?: number }
 type CommandQueue = { length: number; peekAt(index: number): { command: Watched } | undefined }
 
+/** What ioredis' own command timeout rejects with (guard.ts and the backend metrics read "timed out" in it). */
+const TIMED_OUT = 'Command timed out'
+
 /**
  * Gives each command `client` sends `ms` for its reply, then rejects it with "Command timed out" as ioredis'
  * `commandTimeout` does, without a timer per command (arming and clearing one was about 2 % of a public worker's CPU
@@ -213,7 +215,7 @@ export function timeOutCommands(client: Redis, ms: number): () => void {
     for (let i = 0; i < queue.length; i++) {
       const command = queue.peekAt(i)!.command
       if (!expired(command, now)) break
-      if (!command.isSettled) command.reject(new Error('Command timed out'))
+      if (!command.isSettled) command.reject(new Error(TIMED_OUT))
     }
   }
   // A queue its connection closed under: nothing is added to it or taken from it once ioredis replaces it on the next
@@ -223,7 +225,7 @@ export function timeOutCommands(client: Redis, ms: number): () => void {
     for (let i = 0; i < queue.length; i++) {
       const command = queue.peekAt(i)!.command
       if (command.isSettled) continue
-      if (expired(command, now)) command.reject(new Error('Command timed out'))
+      if (expired(command, now)) command.reject(new Error(TIMED_OUT))
       else waiting = true
     }
     return waiting

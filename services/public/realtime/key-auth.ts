@@ -5,6 +5,7 @@ import { sql } from '../../../shared/db/client'
 import { PUBLIC_KEY_PREFIX, publicKeyHash, type PublicScope } from '../../../shared/realtime/public-keys'
 import { HINTS, insufficientScope, invalidApiKey, productNotFound } from './errors'
 import { InvalidatedCache } from '../../../shared/cache/invalidated-cache'
+import { keepBounded } from '../../../shared/cache/bounded'
 import { cachedKeyLookup } from '../http/key-lookup'
 
 export interface KeyIdentity {
@@ -42,9 +43,7 @@ function digestOf(key: string): { digest: Buffer; name: string } {
 }
 
 function rememberDigest(key: string, digest: { digest: Buffer; name: string }): void {
-  if (digests.has(key)) return
-  if (digests.size >= DIGESTS_MAX) digests.clear()
-  digests.set(key, digest)
+  if (!digests.has(key)) keepBounded(digests, DIGESTS_MAX, key, digest)
 }
 
 /**
