@@ -1,6 +1,7 @@
 // One publish request (to one channel, or a broadcast to several) on Redis, with its limits and its Idempotency-Key.
 // On one Redis, one script (./lua/publish-request.lua) counts the request's IP limit, claims the key, and per channel
-// checks the key's marker, counts the quota and publishes: one round trip, atomic. On a Redis Cluster the counters and
+// checks the key's marker, counts the quota and publishes: one round trip, atomic; a request to one channel without a
+// key runs the same steps in the turn's batch (./publish-batch.ts). On a Redis Cluster the counters and
 // the claim live in other slots than the channels: the caller counts and claims first (claimIdempotencyKey), then
 // publishPerShard runs one script per shard, in parallel, for that shard's channels. Either way a key's marker is
 // written by the publish itself, in the channel's slot: two workers running the same request publish once.
@@ -12,6 +13,7 @@ import { orUnavailable } from '../redis-script'
 import { redis } from '../redis/client'
 import { defaultBudgets, IDEMPOTENCY_WINDOW_MS, publishCall, type PublishCall, publishingScript, publishResult, type PublishBudgets, type PublishInput, type PublishResult } from './broker'
 import { idempotencyClaimKey, idempotencyMarkerKey } from './keys'
+import { publishBatched } from './publish-batch'
 import FIXED_WINDOW_LUA from '../fixed-window.lua' with { type: 'text' }
 import PUBLISH_REQUEST_LUA from './lua/publish-request.lua' with { type: 'text' }
 
@@ -143,6 +145,18 @@ export function publishInOneStep(inputs: readonly PublishInput[], options: {
   ip?: WindowLimit | undefined; quota: WindowLimit; keyed?: KeyedRequest | undefined
 }, budgets: PublishBudgets = defaultBudgets()): Promise<RequestOutcome> {
   const calls = inputs.map((input) => publishCall(input))
+  // The common request (one channel, no key) joins the turn's batch: the same steps, one run for many requests.
+  if (calls.length === 1 && options.keyed === undefined) {
+    const { ip, quota } = options
+    const counters = {
+      ip: ip && { key: ip.window.key, limit: ip.limit, expireSeconds: ip.window.expireSeconds },
+      quota: { key: quota.window.key, limit: quota.limit, expireSeconds: quota.window.expireSeconds },
+    }
+    return publishBatched(calls[0]!, counters, budgets).then((reply): RequestOutcome => {
+      if (reply[0] === -2) return { ipRefused: Number(reply[1]) }
+      return { channels: [channelOutcome(reply as ChannelReply, calls[0]!.id, budgets)] }
+    })
+  }
   const [keys, args] = requestCall(inputs, calls, options, true)
   // The reply read in a callback, not after an await in an async frame of its own (one frame fewer per publish).
   return requestScript(budgets).run(keys, args).then((reply): RequestOutcome => {

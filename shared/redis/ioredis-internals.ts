@@ -90,6 +90,7 @@ export const offlineQueueLength = (client: Redis | Cluster): number =>
  * the stream's own buffering, one entry and a callback per write: about a tenth of a public worker's CPU under load.)
  */
 export function coalesceWrites(client: Redis): void {
+  const turn = turnOf(client)
   client.on('connect', () => {
     type Socket = { write(chunk: string | Buffer): boolean; end(...args: unknown[]): unknown; destroy(error?: Error): void; destroyed: boolean; writableEnded: boolean; coalesced?: true }
     const stream = (client as unknown as { stream?: Socket }).stream
@@ -99,7 +100,11 @@ export function coalesceWrites(client: Redis): void {
     const end = stream.end.bind(stream)
     let pending: (string | Buffer)[] = []
     let strings = true
+    let scheduled = false
     const flush = () => {
+      // What waits for this turn's write is sent first (beforeTurnWrite): its commands join the chunk.
+      if (turn.hooks.length > 0) runHooks(turn)
+      scheduled = false
       const chunks = pending
       const joinable = strings
       pending = []
@@ -115,8 +120,14 @@ export function coalesceWrites(client: Redis): void {
         stream.destroy(error instanceof Error ? error : new Error(String(error)))
       }
     }
+    const schedule = () => {
+      if (scheduled) return
+      scheduled = true
+      setImmediate(flush)
+    }
+    turn.schedule = schedule
     stream.write = (chunk: string | Buffer) => {
-      if (pending.length === 0) setImmediate(flush)
+      schedule()
       if (typeof chunk !== 'string') strings = false
       pending.push(chunk)
       return true
@@ -126,6 +137,49 @@ export function coalesceWrites(client: Redis): void {
       return end(...args)
     }
   })
+}
+
+/** What waits for a client's next coalesced write (beforeTurnWrite), and how to ask for that write. */
+interface Turn {
+  hooks: (() => void)[]
+  /** Asks the connected socket's coalesced write for this turn; undefined until a socket is coalesced. */
+  schedule: (() => void) | undefined
+}
+
+const turns = new WeakMap<Redis, Turn>()
+
+function turnOf(client: Redis): Turn {
+  let turn = turns.get(client)
+  if (!turn) turns.set(client, (turn = { hooks: [], schedule: undefined }))
+  return turn
+}
+
+function runHooks(turn: Turn): void {
+  const hooks = turn.hooks
+  turn.hooks = []
+  for (const hook of hooks) {
+    try {
+      hook()
+    } catch {
+      // A hook settles its own callers (the publish batch rejects them); one that throws must not cost the turn's write.
+    }
+  }
+}
+
+/**
+ * Runs `hook` once, in this turn's coalesced write of `client`, just before its chunk goes out: commands the hook sends
+ * join the chunk, so work gathered during the turn (the publish batch: shared/realtime/publish-batch.ts) leaves in the
+ * same write as if each part had sent its own command, not one turn later. On a client without coalesced writes (a
+ * cluster's), or before its first connection, the hook runs on setImmediate.
+ */
+export function beforeTurnWrite(client: Redis | Cluster, hook: () => void): void {
+  const turn = turns.get(client as Redis)
+  if (!turn?.schedule) {
+    setImmediate(hook)
+    return
+  }
+  turn.hooks.push(hook)
+  turn.schedule()
 }
 
 /**

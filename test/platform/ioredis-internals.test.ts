@@ -6,7 +6,7 @@ import diagnostics from 'node:diagnostics_channel'
 import Redis, { Cluster, Command } from 'ioredis'
 import { config } from '../../shared/config'
 import {
-  coalesceWrites, interceptCommands, offlineQueueLength, offlineQueueWhile, type PendingCommand, rememberCommandFlags, replaceSettlers, retarget,
+  beforeTurnWrite, coalesceWrites, interceptCommands, offlineQueueLength, offlineQueueWhile, type PendingCommand, rememberCommandFlags, replaceSettlers, retarget,
   setOfflineQueue, timeOutCommands, traceOnlyWhenSubscribed,
 } from '../../shared/redis/ioredis-internals'
 import { freePort, needsOneRedis } from '../helpers'
@@ -38,34 +38,71 @@ function recorded(made: Redis | Cluster): { command: PendingCommand; stream: obj
 }
 
 describe.skipIf(needsOneRedis)('on a real Redis', () => {
-  test('commands sent in one turn of the event loop reach the socket in one write once coalesced (the socket is `stream`, written with write())', async () => {
-    const writesOf = async (coalesced: boolean) => {
-      const redis = client(new Redis(config.redisUrl, { lazyConnect: true }))
-      if (coalesced) coalesceWrites(redis)
-      await redis.connect()
-      const socket = (redis as unknown as { stream: { _write: (...a: unknown[]) => unknown; _writev?: (...a: unknown[]) => unknown } }).stream
-      // Writes handed to the socket's implementation (a _writev may hand its chunks joined to _write: one write).
-      let writes = 0
-      let inside = 0
-      for (const name of ['_write', '_writev'] as const) {
-        const original = socket[name]
-        if (!original) continue
-        socket[name] = (...args: unknown[]) => {
-          if (inside === 0) writes++
-          inside++
-          try {
-            return original.apply(socket, args)
-          } finally {
-            inside--
-          }
+  /** A client of the real Redis, connected, and how many writes its socket was handed so far. */
+  async function countingWrites(coalesced: boolean): Promise<{ redis: Redis; writes: () => number }> {
+    const redis = client(new Redis(config.redisUrl, { lazyConnect: true }))
+    if (coalesced) coalesceWrites(redis)
+    await redis.connect()
+    const socket = (redis as unknown as { stream: { _write: (...a: unknown[]) => unknown; _writev?: (...a: unknown[]) => unknown } }).stream
+    // Writes handed to the socket's implementation (a _writev may hand its chunks joined to _write: one write).
+    let writes = 0
+    let inside = 0
+    for (const name of ['_write', '_writev'] as const) {
+      const original = socket[name]
+      if (!original) continue
+      socket[name] = (...args: unknown[]) => {
+        if (inside === 0) writes++
+        inside++
+        try {
+          return original.apply(socket, args)
+        } finally {
+          inside--
         }
       }
+    }
+    return { redis, writes: () => writes }
+  }
+
+  test('commands sent in one turn of the event loop reach the socket in one write once coalesced (the socket is `stream`, written with write())', async () => {
+    const writesOf = async (coalesced: boolean) => {
+      const { redis, writes } = await countingWrites(coalesced)
       const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => redis.echo(String(i))))
       expect(replies).toEqual(Array.from({ length: 50 }, (_, i) => String(i)))
-      return writes
+      return writes()
     }
     expect(await writesOf(false)).toBe(50)
     expect(await writesOf(true)).toBe(1)
+  })
+
+  test("beforeTurnWrite: a hook runs once in the turn's coalesced write, and the commands it sends join that write; a hook alone in a turn gets a write of its own", async () => {
+    const { redis, writes } = await countingWrites(true)
+    let hookRan = 0
+    let fromHook: Promise<string> | undefined
+    const first = Array.from({ length: 10 }, (_, i) => redis.echo(String(i)))
+    beforeTurnWrite(redis, () => {
+      hookRan++
+      fromHook = redis.echo('from the hook')
+    })
+    const second = Array.from({ length: 10 }, (_, i) => redis.echo(String(10 + i)))
+    expect(hookRan).toBe(0) // not before the turn's write
+    expect(await Promise.all([...first, ...second])).toEqual(Array.from({ length: 20 }, (_, i) => String(i)))
+    expect(hookRan).toBe(1)
+    expect(await fromHook!).toBe('from the hook')
+    expect(writes()).toBe(1)
+
+    const alone = new Promise<string>((resolve) => beforeTurnWrite(redis, () => void redis.echo('alone').then(resolve)))
+    expect(await alone).toBe('alone')
+    expect(writes()).toBe(2)
+    expect(hookRan).toBe(1)
+  })
+
+  test('beforeTurnWrite on a client without coalesced writes runs the hook on setImmediate', async () => {
+    const { redis } = await countingWrites(false)
+    let ran = false
+    beforeTurnWrite(redis, () => (ran = true))
+    expect(ran).toBe(false)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(ran).toBe(true)
   })
 
   test('a command written in the same turn as the socket is ended (disconnect(true), as on READONLY) is still sent and answered once coalesced', async () => {

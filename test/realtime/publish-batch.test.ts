@@ -1,0 +1,131 @@
+// The publish requests one process serves in a turn of its event loop run as one script (shared/realtime/publish-batch.ts):
+// each exactly as its own run would (IP limit, quota, publish, in the order they came), one request's failure never
+// the others', and the batch bounded. Real Redis; the commands the process sends are watched as they leave.
+import { beforeAll, describe, expect, test } from 'bun:test'
+import { randomUUID } from 'node:crypto'
+import { ApiError } from '../../shared/errors'
+import { windowOf } from '../../shared/fixed-window'
+import { channelTop, defaultBudgets, readHistory } from '../../shared/realtime/broker'
+import { channelKeys } from '../../shared/realtime/keys'
+import { MAX_BATCH_REQUESTS } from '../../shared/realtime/publish-batch'
+import { publishInOneStep, type RequestOutcome } from '../../shared/realtime/publish-request'
+import { redis } from '../../shared/redis/client'
+import { interceptCommands } from '../../shared/redis/ioredis-internals'
+import { needsOneRedis } from '../helpers'
+
+const policy = { historyTtlSeconds: 60, historySize: 100 }
+const input = (productId: string, channel: string, data = '1') => ({ productId, channel, policy, data, id: randomUUID() })
+const counter = async (key: string) => Number((await redis().get(key)) ?? 0)
+
+/** Every FCALL this process sends that names `productId` among its arguments: how many requests (9 keys each) it carried. */
+const runs: { productId: string; requests: number }[] = []
+/** Budgets other than the deployment's, as a product's own would be. */
+const tight = { ...defaultBudgets(), fanoutMaxBytes: 200 }
+beforeAll(async () => {
+  // Each set of budgets' function library loaded first (the first call finds it missing, loads it, and calls again).
+  const warm = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 10 }
+  await publishInOneStep([input(randomUUID(), 'warm')], { quota: warm })
+  await publishInOneStep([input(randomUUID(), 'warm', '')], { quota: warm }, tight)
+  await redis().del(warm.window.key)
+  interceptCommands(redis(), (command, _stream, sendOn) => {
+    const { name, args } = command as unknown as { name: string; args: unknown[] }
+    if (name.toLowerCase() === 'fcall') {
+      const keys = Number(args[1])
+      const named = args.map(String).find((arg) => /^[0-9a-f-]{36}$/.test(arg))
+      if (named) runs.push({ productId: named, requests: keys / 9 })
+    }
+    return sendOn()
+  })
+})
+
+const runsOf = (productId: string) => runs.filter((run) => run.productId === productId).map((run) => run.requests)
+const offsetOf = (outcome: RequestOutcome) => {
+  const [channel] = 'channels' in outcome ? outcome.channels : []
+  return channel && 'published' in channel ? channel.published.offset : undefined
+}
+
+describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
+  test('requests made in one turn leave as one run; each is answered its own id and offset, in the order they came', async () => {
+    const productId = randomUUID()
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 1000 }
+    const inputs = Array.from({ length: 20 }, (_, i) => input(productId, i % 2 === 0 ? 'chat:even' : 'chat:odd', String(i)))
+    const outcomes = await Promise.all(inputs.map((one) => publishInOneStep([one], { quota })))
+    expect(runsOf(productId)).toEqual([20])
+    expect(outcomes.map(offsetOf)).toEqual(inputs.map((_, i) => Math.floor(i / 2) + 1))
+    outcomes.forEach((outcome, i) => {
+      expect(outcome).toEqual({ channels: [{ published: { id: inputs[i]!.id, offset: Math.floor(i / 2) + 1, epoch: expect.any(String) }, replayed: false }] })
+    })
+    const { entries } = await readHistory(productId, 'chat:odd', policy, { last_n: 100 })
+    expect(entries.map((entry) => [entry.offset, entry.id, String(entry.data)])).toEqual(inputs.filter((_, i) => i % 2 === 1).map((one, k) => [k + 1, one.id, one.data]))
+    expect(await counter(quota.window.key)).toBe(20)
+    // A later turn is a run of its own.
+    expect(offsetOf(await publishInOneStep([input(productId, 'chat:even')], { quota }))).toBe(11)
+    expect(runsOf(productId)).toEqual([20, 1])
+    await redis().del(quota.window.key)
+  })
+
+  test('the IP limit and the quota count each request of a batch in order, exactly as one run each: past either, the request is refused with its count', async () => {
+    const productId = randomUUID()
+    const ip = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 7 }
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 4 }
+    const outcomes = await Promise.all(Array.from({ length: 10 }, () => publishInOneStep([input(productId, 'chat:a')], { ip, quota })))
+    expect(runsOf(productId)).toEqual([10])
+    expect(outcomes).toEqual([
+      ...[1, 2, 3, 4].map((offset) => ({ channels: [{ published: { id: expect.any(String), offset, epoch: expect.any(String) }, replayed: false }] })),
+      { channels: [{ overQuota: 5 }] }, { channels: [{ overQuota: 6 }] }, { channels: [{ overQuota: 7 }] },
+      { ipRefused: 8 }, { ipRefused: 9 }, { ipRefused: 10 },
+    ])
+    // Refused by the IP limit: the quota is not counted; refused by the quota: nothing published.
+    expect([await counter(ip.window.key), await counter(quota.window.key)]).toEqual([10, 7])
+    expect(await channelTop(productId, 'chat:a')).toMatchObject({ offset: 4 })
+    await redis().del(ip.window.key, quota.window.key)
+  })
+
+  test("a request whose command fails inside the batch gets its 503; the others of the batch publish as if it were not there", async () => {
+    const productId = randomUUID()
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
+    // A channel whose meta key holds a string: the publish's HMGET of it fails (WRONGTYPE), as a single run would.
+    await redis().set(channelKeys(productId, 'chat:broken').meta, 'not a hash')
+    const settled = await Promise.allSettled([
+      publishInOneStep([input(productId, 'chat:a')], { quota }),
+      publishInOneStep([input(productId, 'chat:broken')], { quota }),
+      publishInOneStep([input(productId, 'chat:a')], { quota }),
+    ])
+    expect(runsOf(productId)).toEqual([3])
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
+    expect(settled.filter((s) => s.status === 'fulfilled').map((s) => offsetOf((s as PromiseFulfilledResult<RequestOutcome>).value))).toEqual([1, 2])
+    const failure = (settled[1] as PromiseRejectedResult).reason
+    expect(failure).toBeInstanceOf(ApiError)
+    expect(failure.status).toBe(503)
+    expect(String(failure.cause?.message)).toContain('WRONGTYPE')
+    expect(await channelTop(productId, 'chat:a')).toMatchObject({ offset: 2 })
+    expect(await counter(quota.window.key)).toBe(3)
+    await redis().del(quota.window.key, channelKeys(productId, 'chat:broken').meta)
+  })
+
+  test(`a batch holds at most ${MAX_BATCH_REQUESTS} requests: more in one turn leave as several runs, in order`, async () => {
+    const productId = randomUUID()
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 1000 }
+    const count = 2 * MAX_BATCH_REQUESTS + 5
+    const outcomes = await Promise.all(Array.from({ length: count }, () => publishInOneStep([input(productId, 'chat:many')], { quota })))
+    expect(runsOf(productId)).toEqual([MAX_BATCH_REQUESTS, MAX_BATCH_REQUESTS, 5])
+    expect(outcomes.map(offsetOf)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
+    await redis().del(quota.window.key)
+  })
+
+  test('requests under other budgets in the same turn run apart, each under its own', async () => {
+    const productId = randomUUID()
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
+    const big = 'x'.repeat(300)
+    const [under, refused, alsoUnder] = await Promise.all([
+      publishInOneStep([input(productId, 'chat:a', big)], { quota }),
+      publishInOneStep([input(productId, 'chat:b', big)], { quota }, tight),
+      publishInOneStep([input(productId, 'chat:a', big)], { quota }),
+    ])
+    expect(runsOf(productId).sort()).toEqual([1, 2])
+    expect([offsetOf(under!), offsetOf(alsoUnder!)]).toEqual([1, 2])
+    const [outcome] = 'channels' in refused! ? refused.channels : []
+    expect(outcome && 'refused' in outcome ? outcome.refused.code : null).toBe('fanout_budget_exceeded')
+    await redis().del(quota.window.key)
+  })
+})
