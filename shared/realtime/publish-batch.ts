@@ -6,6 +6,7 @@
 // The batch leaves in the turn's one coalesced write (beforeTurnWrite), so no request waits longer than before: a
 // process serving one request at a time sends batches of one.
 import { ReplyError } from 'ioredis'
+import { ApiError } from '../errors'
 import type { RedisScript } from '../redis-script'
 import { orUnavailable } from '../redis-script'
 import { redis } from '../redis/client'
@@ -26,8 +27,11 @@ export interface BatchedLimit {
 
 /** At most this many requests in one run: a run holds Redis for all of them (about 15 µs each). */
 export const MAX_BATCH_REQUESTS = 64
-/** And at most about this many payload bytes (a request's payload is at most the inline cap: docs/limits.md). */
-const MAX_BATCH_PAYLOAD_BYTES = 1024 * 1024
+/**
+ * And at most this many payload characters (UTF-16 units, read without measuring each payload's UTF-8: at most 3 MiB
+ * of bytes; a request's payload is at most the inline cap).
+ */
+const MAX_BATCH_PAYLOAD_CHARS = 1024 * 1024
 
 /** Where the payload is among publish.lua's arguments (its A 8). */
 const PAYLOAD_ARG = 7
@@ -42,10 +46,13 @@ interface Batch {
   keys: string[]
   args: (string | number)[]
   waiters: Waiter[]
-  payloadBytes: number
+  payloadChars: number
 }
 
-const batchScript = publishingScript<(number | string | null)[]>(PUBLISH_BATCH_LUA, [FIXED_WINDOW_LUA])
+/** The batch script's parts (its body after the window counters' library): publishingParts. */
+export const PUBLISH_BATCH_PARTS = [PUBLISH_BATCH_LUA, [FIXED_WINDOW_LUA]] as const
+
+const batchScript = publishingScript<(number | string | null)[]>(...PUBLISH_BATCH_PARTS)
 
 /** This turn's batches, in the order they were opened; the open one per script (set of budgets) takes more. */
 let turn: Batch[] = []
@@ -57,11 +64,13 @@ const open = new Map<RedisScript<(number | string | null)[]>, Batch>()
  * command of this request failed.
  */
 export function publishBatched(call: PublishCall, counters: { ip?: BatchedLimit | undefined; quota?: BatchedLimit | undefined }, budgets: PublishBudgets): Promise<BatchedReply> {
+  // The script reads each request at a fixed stride: a call of another shape would shift every request after it.
+  if (call.keys.length !== 7 || call.args.length !== 9) throw new Error(`a batched publish has 7 keys and 9 arguments, not ${call.keys.length} and ${call.args.length}`)
   const script = batchScript(budgets)
   const payload = String(call.args[PAYLOAD_ARG])
   let batch = open.get(script)
-  if (batch === undefined || batch.waiters.length >= MAX_BATCH_REQUESTS || batch.payloadBytes + payload.length > MAX_BATCH_PAYLOAD_BYTES) {
-    batch = { script, keys: [], args: [], waiters: [], payloadBytes: 0 }
+  if (batch === undefined || batch.waiters.length >= MAX_BATCH_REQUESTS || batch.payloadChars + payload.length > MAX_BATCH_PAYLOAD_CHARS) {
+    batch = { script, keys: [], args: [], waiters: [], payloadChars: 0 }
     open.set(script, batch)
     if (turn.length === 0) beforeTurnWrite(redis(), sendTurn)
     turn.push(batch)
@@ -72,7 +81,7 @@ export function publishBatched(call: PublishCall, counters: { ip?: BatchedLimit 
   for (const key of call.keys) batch.keys.push(key)
   batch.args.push(ip?.limit ?? -1, ip?.expireSeconds ?? 0, quota?.limit ?? -1, quota?.expireSeconds ?? 0)
   for (const arg of call.args) batch.args.push(arg)
-  batch.payloadBytes += payload.length
+  batch.payloadChars += payload.length
   return new Promise<BatchedReply>((resolve, reject) => batch.waiters.push({ resolve, reject }))
 }
 
@@ -80,19 +89,40 @@ function sendTurn(): void {
   const batches = turn
   turn = []
   open.clear()
-  for (const batch of batches) send(batch)
+  for (const batch of batches) {
+    try {
+      send(batch)
+    } catch (error) {
+      // Never a request left waiting: one batch that cannot be sent fails its own requests, and the next go out.
+      rejectAll(batch.waiters, error)
+    }
+  }
 }
+
+const KINDS = new Set([1, -1, -2, -5, 0])
 
 function send(batch: Batch): void {
   const { waiters } = batch
   batch.script.run(batch.keys, batch.args).then((reply) => {
+    // Three values per request, each led by a kind the script answers: anything else, and no request is told it published.
+    if (!Array.isArray(reply) || reply.length !== 3 * waiters.length || !reply.every((value, i) => i % 3 !== 0 || KINDS.has(Number(value)))) {
+      // It ran (what it counted stays counted: a ReplyError, so no caller counts again in the worker).
+      rejectAll(waiters, new ReplyError(`publish batch: a reply of ${Array.isArray(reply) ? reply.length : typeof reply} values for ${waiters.length} requests`))
+      return
+    }
     for (let i = 0; i < waiters.length; i++) {
       const kind = Number(reply[3 * i])
       if (kind === 0) failedRequest(String(reply[3 * i + 1])).catch(waiters[i]!.reject)
       else waiters[i]!.resolve([kind, reply[3 * i + 1] ?? null, reply[3 * i + 2] ?? null])
     }
-  }, (error: unknown) => {
-    for (const waiter of waiters) waiter.reject(error)
+  }, (error: unknown) => rejectAll(waiters, error))
+}
+
+/** Every request of a batch Redis did not run: the one 503 a single run's failure gets (logged once). */
+function rejectAll(waiters: readonly Waiter[], error: unknown): void {
+  const failure = error instanceof ApiError ? Promise.reject(error) : orUnavailable('realtime publish', () => Promise.reject(error))
+  failure.catch((mapped: unknown) => {
+    for (const waiter of waiters) waiter.reject(mapped)
   })
 }
 

@@ -25,6 +25,7 @@
 //   reply, when it comes, is dropped (its promise is settled already), as with ioredis' own command timeout.
 import diagnostics from 'node:diagnostics_channel'
 import { Command, type Cluster, type Redis } from 'ioredis'
+import { describeError, log } from '../log'
 
 /** A command on its way, as ioredis' Command shows it: only the members relied on. */
 export interface PendingCommand {
@@ -102,9 +103,10 @@ export function coalesceWrites(client: Redis): void {
     let strings = true
     let scheduled = false
     const flush = () => {
+      // Cleared first: a hook added while these run (or a write after them) asks for a write of its own.
+      scheduled = false
       // What waits for this turn's write is sent first (beforeTurnWrite): its commands join the chunk.
       if (turn.hooks.length > 0) runHooks(turn)
-      scheduled = false
       const chunks = pending
       const joinable = strings
       pending = []
@@ -160,8 +162,9 @@ function runHooks(turn: Turn): void {
   for (const hook of hooks) {
     try {
       hook()
-    } catch {
+    } catch (error) {
       // A hook settles its own callers (the publish batch rejects them); one that throws must not cost the turn's write.
+      log('error', 'a hook of the coalesced write failed', describeError(error))
     }
   }
 }

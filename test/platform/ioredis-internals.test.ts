@@ -96,6 +96,14 @@ describe.skipIf(needsOneRedis)('on a real Redis', () => {
     expect(hookRan).toBe(1)
   })
 
+  test('beforeTurnWrite: a hook added while the turn\'s hooks run gets a write of its own (nothing else need be written for it)', async () => {
+    const { redis } = await countingWrites(true)
+    const inner = new Promise<string>((resolve) => {
+      beforeTurnWrite(redis, () => beforeTurnWrite(redis, () => void redis.echo('inner').then(resolve)))
+    })
+    expect(await Promise.race([inner, Bun.sleep(2000).then(() => 'never written')])).toBe('inner')
+  })
+
   test('beforeTurnWrite on a client without coalesced writes runs the hook on setImmediate', async () => {
     const { redis } = await countingWrites(false)
     let ran = false

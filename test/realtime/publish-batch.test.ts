@@ -1,7 +1,7 @@
 // The publish requests one process serves in a turn of its event loop run as one script (shared/realtime/publish-batch.ts):
 // each exactly as its own run would (IP limit, quota, publish, in the order they came), one request's failure never
 // the others', and the batch bounded. Real Redis; the commands the process sends are watched as they leave.
-import { beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { windowOf } from '../../shared/fixed-window'
@@ -17,16 +17,21 @@ const policy = { historyTtlSeconds: 60, historySize: 100 }
 const input = (productId: string, channel: string, data = '1') => ({ productId, channel, policy, data, id: randomUUID() })
 const counter = async (key: string) => Number((await redis().get(key)) ?? 0)
 
-/** Every FCALL this process sends that names `productId` among its arguments: how many requests (9 keys each) it carried. */
+/** Every FCALL this process sends that names a product among its arguments: how many requests (9 keys each) it carried. */
 const runs: { productId: string; requests: number }[] = []
 /** Budgets other than the deployment's, as a product's own would be. */
 const tight = { ...defaultBudgets(), fanoutMaxBytes: 200 }
+let sendCommand: unknown
+
+// One Redis only (the batch spans the counters' keys and the channel's); the file's hooks too, not only its tests.
 beforeAll(async () => {
+  if (needsOneRedis) return
   // Each set of budgets' function library loaded first (the first call finds it missing, loads it, and calls again).
   const warm = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 10 }
   await publishInOneStep([input(randomUUID(), 'warm')], { quota: warm })
   await publishInOneStep([input(randomUUID(), 'warm', '')], { quota: warm }, tight)
   await redis().del(warm.window.key)
+  sendCommand = Object.getOwnPropertyDescriptor(redis(), 'sendCommand')?.value
   interceptCommands(redis(), (command, _stream, sendOn) => {
     const { name, args } = command as unknown as { name: string; args: unknown[] }
     if (name.toLowerCase() === 'fcall') {
@@ -36,6 +41,13 @@ beforeAll(async () => {
     }
     return sendOn()
   })
+})
+afterAll(() => {
+  if (needsOneRedis) return
+  // The process's client as it was: the watch ends with this file.
+  const client = redis() as unknown as Record<string, unknown>
+  if (sendCommand === undefined) delete client.sendCommand
+  else client.sendCommand = sendCommand
 })
 
 const runsOf = (productId: string) => runs.filter((run) => run.productId === productId).map((run) => run.requests)
@@ -110,6 +122,16 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     const outcomes = await Promise.all(Array.from({ length: count }, () => publishInOneStep([input(productId, 'chat:many')], { quota })))
     expect(runsOf(productId)).toEqual([MAX_BATCH_REQUESTS, MAX_BATCH_REQUESTS, 5])
     expect(outcomes.map(offsetOf)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
+    await redis().del(quota.window.key)
+  })
+
+  test('a batch holds at most 1 Mi characters of payloads: past it the next request opens the next run', async () => {
+    const productId = randomUUID()
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
+    const big = 'y'.repeat(400_000)
+    const outcomes = await Promise.all([1, 2, 3].map(() => publishInOneStep([input(productId, 'chat:big', big)], { quota })))
+    expect(runsOf(productId)).toEqual([2, 1])
+    expect(outcomes.map(offsetOf)).toEqual([1, 2, 3])
     await redis().del(quota.window.key)
   })
 

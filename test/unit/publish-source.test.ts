@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { HISTORY_CHANNEL_OVERHEAD_BYTES, POSITION_PARTS, PUBLISH_CONSTANTS, PUBLISH_LIBRARY, publishingParts, publishSource } from '../../shared/realtime/broker'
 import PUBLISH_ONE_LUA from '../../shared/realtime/lua/publish-one.lua' with { type: 'text' }
+import { PUBLISH_BATCH_PARTS } from '../../shared/realtime/publish-batch'
 import { PUBLISH_REQUEST_PARTS } from '../../shared/realtime/publish-request'
 
 const budgets = { fanoutRetentionMs: 60_000, fanoutMaxBytes: 8_388_608, historyMaxBytes: 67_108_864 }
@@ -12,7 +13,7 @@ const budgets = { fanoutRetentionMs: 60_000, fanoutMaxBytes: 8_388_608, historyM
 const code = (source: string) => source.replace(/--.*$/gm, '')
 
 test('every constant a publish script reads is written in as a literal, and each is read somewhere', () => {
-  for (const parts of [publishingParts(PUBLISH_ONE_LUA), publishingParts(...PUBLISH_REQUEST_PARTS)]) {
+  for (const parts of [publishingParts(PUBLISH_ONE_LUA), publishingParts(...PUBLISH_REQUEST_PARTS), publishingParts(...PUBLISH_BATCH_PARTS)]) {
     const source = code(publishSource(parts, budgets).join('\n'))
     for (const name of PUBLISH_CONSTANTS) expect(source).not.toMatch(new RegExp(`\\b${name}\\b`))
     // Nothing that looks like a constant is left either (a misspelt one), and no literal runs into `..`.
