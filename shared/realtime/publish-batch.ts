@@ -33,20 +33,43 @@ export const MAX_BATCH_REQUESTS = 64
  */
 const MAX_BATCH_PAYLOAD_CHARS = 1024 * 1024
 
-/** Where the payload is among publish.lua's arguments (its A 8). */
-const PAYLOAD_ARG = 7
+/** Where the values are among publish.lua's arguments (publishCall's args). */
+const ARG = { size: 0, ttl: 1, epoch: 2, product: 3, channel: 4, id: 5, field: 6, payload: 7, sender: 8 } as const
+/** The most keys, and values, one batch names (a reference is one ASCII character: places 1 to 127). */
+const MAX_POOLED = 127
 
 interface Waiter {
   resolve(reply: BatchedReply): void
   reject(error: unknown): void
 }
 
+/** A pool of distinct strings, each sent once, named by its place (1-based) in a reference character. */
+class Pool {
+  readonly items: string[] = []
+  private readonly places = new Map<string, number>()
+  place(item: string): string {
+    let at = this.places.get(item)
+    if (at === undefined) {
+      this.items.push(item)
+      this.places.set(item, (at = this.items.length))
+    }
+    return CHARS[at]!
+  }
+}
+
+/** The reference character of each place, made once. */
+const CHARS = Array.from({ length: MAX_POOLED + 1 }, (_, i) => String.fromCharCode(i))
+
 interface Batch {
   script: RedisScript<(number | string | null)[]>
-  keys: string[]
-  args: (string | number)[]
+  keys: Pool
+  values: Pool
+  /** Three per request: references, message id, payload. */
+  requests: string[]
   waiters: Waiter[]
   payloadChars: number
+  /** The epoch any channel starting one in this batch takes (random, drawn for its first request). */
+  epoch: string
 }
 
 /** The batch script's parts (its body after the window counters' library): publishingParts. */
@@ -64,23 +87,31 @@ const open = new Map<RedisScript<(number | string | null)[]>, Batch>()
  * command of this request failed.
  */
 export function publishBatched(call: PublishCall, counters: { ip?: BatchedLimit | undefined; quota?: BatchedLimit | undefined }, budgets: PublishBudgets): Promise<BatchedReply> {
-  // The script reads each request at a fixed stride: a call of another shape would shift every request after it.
-  if (call.keys.length !== 7 || call.args.length !== 9) throw new Error(`a batched publish has 7 keys and 9 arguments, not ${call.keys.length} and ${call.args.length}`)
+  const { keys, args } = call
+  // The references name exactly this shape: a call of another would be read wrong.
+  if (keys.length !== 7 || args.length !== 9) throw new Error(`a batched publish has 7 keys and 9 arguments, not ${keys.length} and ${args.length}`)
   const script = batchScript(budgets)
-  const payload = String(call.args[PAYLOAD_ARG])
+  const payload = String(args[ARG.payload])
   let batch = open.get(script)
-  if (batch === undefined || batch.waiters.length >= MAX_BATCH_REQUESTS || batch.payloadChars + payload.length > MAX_BATCH_PAYLOAD_CHARS) {
-    batch = { script, keys: [], args: [], waiters: [], payloadChars: 0 }
+  // At most 9 new keys and 11 new values per request: a batch that might not name them all is closed.
+  if (batch === undefined || batch.waiters.length >= MAX_BATCH_REQUESTS || batch.payloadChars + payload.length > MAX_BATCH_PAYLOAD_CHARS
+    || batch.keys.items.length + 9 > MAX_POOLED || batch.values.items.length + 11 > MAX_POOLED) {
+    batch = { script, keys: new Pool(), values: new Pool(), requests: [], waiters: [], payloadChars: 0, epoch: String(args[ARG.epoch]) }
     open.set(script, batch)
     if (turn.length === 0) beforeTurnWrite(redis(), sendTurn)
     turn.push(batch)
   }
-  const spare = call.keys[1]! // a key of the same slot, given where a counter is not counted here (never touched)
   const { ip, quota } = counters
-  batch.keys.push(quota?.key ?? spare, ip?.key ?? spare)
-  for (const key of call.keys) batch.keys.push(key)
-  batch.args.push(ip?.limit ?? -1, ip?.expireSeconds ?? 0, quota?.limit ?? -1, quota?.expireSeconds ?? 0)
-  for (const arg of call.args) batch.args.push(arg)
+  const k = batch.keys
+  const v = batch.values
+  const spare = keys[1]! // a key of the batch, given where a counter is not counted here (never touched)
+  const references = k.place(quota?.key ?? spare) + k.place(ip?.key ?? spare)
+    + k.place(keys[0]!) + k.place(keys[1]!) + k.place(keys[2]!) + k.place(keys[3]!) + k.place(keys[4]!) + k.place(keys[5]!) + k.place(keys[6]!)
+    + v.place(ip ? String(ip.limit) : '-1') + v.place(ip ? String(ip.expireSeconds) : '0')
+    + v.place(quota ? String(quota.limit) : '-1') + v.place(quota ? String(quota.expireSeconds) : '0')
+    + v.place(String(args[ARG.size])) + v.place(String(args[ARG.ttl])) + v.place(batch.epoch)
+    + v.place(String(args[ARG.product])) + v.place(String(args[ARG.channel])) + v.place(String(args[ARG.field])) + v.place(String(args[ARG.sender]))
+  batch.requests.push(references, String(args[ARG.id]), payload)
   batch.payloadChars += payload.length
   return new Promise<BatchedReply>((resolve, reject) => batch.waiters.push({ resolve, reject }))
 }
@@ -103,7 +134,10 @@ const KINDS = new Set([1, -1, -2, -5, 0])
 
 function send(batch: Batch): void {
   const { waiters } = batch
-  batch.script.run(batch.keys, batch.args).then((reply) => {
+  const args: string[] = [String(batch.values.items.length)]
+  for (const value of batch.values.items) args.push(value)
+  for (const part of batch.requests) args.push(part)
+  batch.script.run(batch.keys.items, args).then((reply) => {
     // Three values per request, each led by a kind the script answers: anything else, and no request is told it published.
     if (!Array.isArray(reply) || reply.length !== 3 * waiters.length || !reply.every((value, i) => i % 3 !== 0 || KINDS.has(Number(value)))) {
       // It ran (what it counted stays counted: a ReplyError, so no caller counts again in the worker).

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { windowOf } from '../../shared/fixed-window'
 import { channelTop, defaultBudgets, readHistory } from '../../shared/realtime/broker'
-import { channelKeys } from '../../shared/realtime/keys'
+import { channelKeys, publishKeys } from '../../shared/realtime/keys'
 import { MAX_BATCH_REQUESTS } from '../../shared/realtime/publish-batch'
 import { publishInOneStep, type RequestOutcome } from '../../shared/realtime/publish-request'
 import { redis } from '../../shared/redis/client'
@@ -17,8 +17,8 @@ const policy = { historyTtlSeconds: 60, historySize: 100 }
 const input = (productId: string, channel: string, data = '1') => ({ productId, channel, policy, data, id: randomUUID() })
 const counter = async (key: string) => Number((await redis().get(key)) ?? 0)
 
-/** Every FCALL this process sends that names a product among its arguments: how many requests (9 keys each) it carried. */
-const runs: { productId: string; requests: number }[] = []
+/** Every FCALL this process sends that names a product among its arguments: how many requests it carried. */
+const runs: { productId: string; requests: number; keys: number; args: number }[] = []
 /** Budgets other than the deployment's, as a product's own would be. */
 const tight = { ...defaultBudgets(), fanoutMaxBytes: 200 }
 let sendCommand: unknown
@@ -35,9 +35,11 @@ beforeAll(async () => {
   interceptCommands(redis(), (command, _stream, sendOn) => {
     const { name, args } = command as unknown as { name: string; args: unknown[] }
     if (name.toLowerCase() === 'fcall') {
+      // FCALL name, its key count, its keys, its pooled values' count, the values, then three per request.
       const keys = Number(args[1])
+      const pooled = Number(args[2 + keys])
       const named = args.map(String).find((arg) => /^[0-9a-f-]{36}$/.test(arg))
-      if (named) runs.push({ productId: named, requests: keys / 9 })
+      if (named) runs.push({ productId: named, requests: (args.length - 3 - keys - pooled) / 3, keys, args: args.length })
     }
     return sendOn()
   })
@@ -63,6 +65,11 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     const inputs = Array.from({ length: 20 }, (_, i) => input(productId, i % 2 === 0 ? 'chat:even' : 'chat:odd', String(i)))
     const outcomes = await Promise.all(inputs.map((one) => publishInOneStep([one], { quota })))
     expect(runsOf(productId)).toEqual([20])
+    // What the requests share is sent once: each distinct key of the two channels and the quota's counter.
+    const [run] = runs.filter((r) => r.productId === productId)
+    const distinct = new Set([quota.window.key, ...publishKeys(productId, 'chat:even').keys, ...publishKeys(productId, 'chat:odd').keys])
+    expect(run!.keys).toBe(distinct.size)
+    expect(run!.args).toBeLessThan(2 + run!.keys + 1 + 20 + 3 * 20) // FCALL name and key count, keys, pool, 3 per request
     expect(outcomes.map(offsetOf)).toEqual(inputs.map((_, i) => Math.floor(i / 2) + 1))
     outcomes.forEach((outcome, i) => {
       expect(outcome).toEqual({ channels: [{ published: { id: inputs[i]!.id, offset: Math.floor(i / 2) + 1, epoch: expect.any(String) }, replayed: false }] })
@@ -123,6 +130,19 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     expect(runsOf(productId)).toEqual([MAX_BATCH_REQUESTS, MAX_BATCH_REQUESTS, 5])
     expect(outcomes.map(offsetOf)).toEqual(Array.from({ length: count }, (_, i) => i + 1))
     await redis().del(quota.window.key)
+  })
+
+  test('a batch names at most 127 distinct keys: requests that would pass it open the next run', async () => {
+    const products = Array.from({ length: 20 }, () => randomUUID())
+    const quotas = products.map(() => ({ window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 10 }))
+    const outcomes = await Promise.all(products.map((productId, i) => publishInOneStep([input(productId, 'chat:own')], { quota: quotas[i]! })))
+    // Nine keys of its own each (its counter, its channel's, its budgets', a shard's fan-out stream perhaps shared):
+    // fourteen fit in 127, and every request is answered as its own run would.
+    const sizes = runs.filter((run) => (products as string[]).includes(run.productId)).map((run) => run.requests)
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(20)
+    expect(sizes.length).toBeGreaterThan(1)
+    expect(outcomes.map(offsetOf)).toEqual(products.map(() => 1))
+    await redis().del(...quotas.map((q) => q.window.key))
   })
 
   test('a batch holds at most 1 Mi characters of payloads: past it the next request opens the next run', async () => {

@@ -1,13 +1,13 @@
 -- One publish request, to one channel or a broadcast to several, in one atomic step (shared/realtime/publish-request.ts):
 -- the request's IP limit, its idempotency key's claim, then per channel the key's marker, the product's publish quota
 -- and publish_one (publish.lua, which comes before it with its libraries, as count_in does: shared/fixed-window.lua).
--- KEYS: 1 the quota's window counter, 2 the IP limit's window counter, then 7 per channel (publish.lua's K: hist, meta,
+-- KEYS: 1 the quota's window counter, 2 the IP limit's window counter, then 7 per channel (publish_one's keys: hist, meta,
 --       fan, fan sequence, fanb, histb, histx); with an Idempotency-Key only (each key costs Redis about 1 500
 --       instructions), after them the claim and one marker per channel. Keys a run does not use (no IP limit, a claim
 --       made before) are given as any key of the same slot and never touched. The channels are counted from KEYS.
 -- ARGV: 1 IP limit (-1: not counted here), 2 its expiry (s), 3 quota limit (-1: not counted here), 4 its expiry (s),
 --       5 the Idempotency-Key: '' without one, else `+` (claim the key here) or `=` (claimed before, a cluster's step)
---       then the request's fingerprint, then 9 per channel (publish.lua's A), then only for a broadcast the payload of
+--       then the request's fingerprint, then 9 per channel (publish_one's values), then only for a broadcast the payload of
 --       every channel whose own (A 8) is '' (sent once). Each argument costs Redis about 1 250 instructions, so a
 --       publish without a key or a broadcast sends neither. How long a key is remembered: IDEMPOTENCY_WINDOW (ms, a
 --       string), with the constants.
@@ -59,7 +59,9 @@ for c = 0, channels - 1 do
     local count = quota >= 0 and count_in(KEYS[1], 1, ARGV[4]) or 0
     if quota >= 0 and count > quota then kind, r1 = -5, count
     else
-      local offset, epoch, wait = publish_one(KEYS, ko, ARGV, ao, payload)
+      local offset, epoch, wait = publish_one(KEYS[ko + 1], KEYS[ko + 2], KEYS[ko + 3], KEYS[ko + 4], KEYS[ko + 5],
+        KEYS[ko + 6], KEYS[ko + 7], ARGV[ao + 1] + 0, ARGV[ao + 2] + 0, ARGV[ao + 3], ARGV[ao + 4], ARGV[ao + 5], id,
+        ARGV[ao + 7], payload, ARGV[ao + 9])
       if offset == -1 then kind, r1, r2 = -1, epoch, wait
       else
         published = true

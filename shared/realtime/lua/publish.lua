@@ -1,15 +1,16 @@
--- Library: publish_one(K, ko, A, ao, payload) publishes one message: history (when kept) and the shard's fan-out entry
--- in one atomic step (shared/realtime/broker.ts). Needs the constants written in (broker.ts publishConstants: FAN_WINDOW,
--- FAN_MAX, HIST_MAX, FAN_SLICES, FAN_ENTRY_OVERHEAD, HIST_ENTRY_OVERHEAD, HIST_CHANNEL_OVERHEAD, IDEMPOTENCY_WINDOW),
--- now.lua, generation.lua, fan-budget.lua and history-budget.lua before it. Scripts call it with their KEYS and ARGV and
--- where this channel's start in them (publish-one.lua: 0, 0; publish-request.lua: one slice per channel), never
--- copies: a table and a C call fewer per channel. The budgets and overheads are written into the script's source, one
--- script per set of budgets, not sent with every publish: each argument costs Redis about 1 500 instructions.
--- K[ko + ...]: 1 hist, 2 meta, 3 fan, 4 fan sequence, 5 product's fan-out budget (fanb), 6 product's history bytes
---       (histb), 7 product's channel expiries (histx)
--- A[ao + ...]: 1 historySize (0 = ephemeral), 2 retention ms, 3 epoch candidate, 4 productId, 5 channel, 6 message id,
---       7 payload field ('d' or 'r'), 8 payload (unread: given as `payload`, which a broadcast sends once), 9 sender
---       connection id ('' = none)
+-- Library: publish_one(hist_key, meta_key, fan_key, seq_key, fanb_key, histb_key, histx_key, size, ttl, epoch_candidate,
+-- product, channel, id, field, payload, sender) publishes one message: history (when kept) and the shard's fan-out
+-- entry in one atomic step (shared/realtime/broker.ts). Needs the constants written in (broker.ts publishConstants:
+-- FAN_WINDOW, FAN_MAX, HIST_MAX, FAN_SLICES, FAN_ENTRY_OVERHEAD, HIST_ENTRY_OVERHEAD, HIST_CHANNEL_OVERHEAD,
+-- IDEMPOTENCY_WINDOW), now.lua, generation.lua, fan-budget.lua and history-budget.lua before it. Scripts call it with
+-- the values where they have them (publish-one.lua and publish-request.lua from their KEYS and ARGV, publish-batch.lua
+-- from its pools), never copies: a table per call costs more than the call. The budgets and overheads are written into
+-- the script's source, one script per set of budgets, not sent with every publish: each argument costs Redis about
+-- 1 250 instructions.
+-- Keys: the channel's hist and meta, the shard's fan and fan sequence, the product's fan-out budget (fanb), history
+-- bytes (histb) and channel expiries (histx) on the shard.
+-- Values: size = historySize (a number; 0 = ephemeral), ttl = retention ms (a number), the epoch a new epoch takes,
+-- productId, channel, message id, payload field ('d' or 'r'), payload, sender connection id ('' = none).
 -- Returns offset, epoch when stored; nil, nil when published without history; -1, 'fanout' | 'history', ms until it may
 -- fit when over a budget (then nothing was written but bookkeeping: expired history trimmed and accounted).
 -- Budgets (docs/realtime-data-plane.md, "Budgets"): both are checked before anything is appended, so a refused publish
@@ -38,11 +39,8 @@ local function bytes_through(hist, below, overhead)
   return freed
 end
 
-local function publish_one(K, ko, A, ao, payload)
-  local hist_key, meta_key, fan_key, seq_key, fanb_key, histb_key, histx_key =
-    K[ko + 1], K[ko + 2], K[ko + 3], K[ko + 4], K[ko + 5], K[ko + 6], K[ko + 7]
-  local size, ttl, product, channel, id, field, sender =
-    A[ao + 1] + 0, A[ao + 2] + 0, A[ao + 4], A[ao + 5], A[ao + 6], A[ao + 7], A[ao + 9]
+local function publish_one(hist_key, meta_key, fan_key, seq_key, fanb_key, histb_key, histx_key, size, ttl,
+    epoch_candidate, product, channel, id, field, payload, sender)
   local now = now_ms()
   local stored = size > 0 and ttl > 0
   local fan_cost = #product + #channel + #id + #payload + #sender + FAN_ENTRY_OVERHEAD
@@ -116,7 +114,7 @@ local function publish_one(K, ko, A, ao, payload)
     end
     if not epoch then
       -- A new epoch: whatever history stream and meta survive belong to the old one and must not be served under the new.
-      epoch, offset, head = A[ao + 3], 0, now
+      epoch, offset, head = epoch_candidate, 0, now
       redis.call('DEL', hist_key, meta_key)
     elseif below then
       redis.call('XTRIM', hist_key, 'MINID', below .. '-1')
