@@ -50,6 +50,9 @@ class Pool {
   place(item: string): string {
     let at = this.places.get(item)
     if (at === undefined) {
+      // Never past the last place: a reference read wrong would name another request's keys. publishBatched opens a new
+      // batch before a pool could fill; this holds it if that reckoning ever drifts.
+      if (this.items.length >= MAX_POOLED) throw new Error(`a publish batch names at most ${MAX_POOLED} keys and ${MAX_POOLED} values`)
       this.items.push(item)
       this.places.set(item, (at = this.items.length))
     }

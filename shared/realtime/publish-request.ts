@@ -88,7 +88,7 @@ export const PUBLISH_REQUEST_PARTS = [PUBLISH_REQUEST_LUA, [FIXED_WINDOW_LUA]] a
 
 const requestScript = publishingScript<Reply>(...PUBLISH_REQUEST_PARTS)
 
-/** Where the payload is among publish.lua's arguments (its A 8). */
+/** Where the payload is among publishCall's arguments (publish_one's eighth value). */
 const PAYLOAD_ARG = 7
 
 /**

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { windowOf } from '../../shared/fixed-window'
 import { channelTop, defaultBudgets, readHistory } from '../../shared/realtime/broker'
-import { channelKeys, publishKeys } from '../../shared/realtime/keys'
+import { channelKeys, fanKey, publishKeys } from '../../shared/realtime/keys'
 import { MAX_BATCH_REQUESTS } from '../../shared/realtime/publish-batch'
 import { publishInOneStep, type RequestOutcome } from '../../shared/realtime/publish-request'
 import { redis } from '../../shared/redis/client'
@@ -18,7 +18,7 @@ const input = (productId: string, channel: string, data = '1') => ({ productId, 
 const counter = async (key: string) => Number((await redis().get(key)) ?? 0)
 
 /** Every FCALL this process sends that names a product among its arguments: how many requests it carried. */
-const runs: { productId: string; requests: number; keys: number; args: number }[] = []
+const runs: { productId: string; requests: number; keys: number; pooled: number }[] = []
 /** Budgets other than the deployment's, as a product's own would be. */
 const tight = { ...defaultBudgets(), fanoutMaxBytes: 200 }
 let sendCommand: unknown
@@ -39,7 +39,7 @@ beforeAll(async () => {
       const keys = Number(args[1])
       const pooled = Number(args[2 + keys])
       const named = args.map(String).find((arg) => /^[0-9a-f-]{36}$/.test(arg))
-      if (named) runs.push({ productId: named, requests: (args.length - 3 - keys - pooled) / 3, keys, args: args.length })
+      if (named) runs.push({ productId: named, requests: (args.length - 3 - keys - pooled) / 3, keys, pooled })
     }
     return sendOn()
   })
@@ -69,7 +69,9 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     const [run] = runs.filter((r) => r.productId === productId)
     const distinct = new Set([quota.window.key, ...publishKeys(productId, 'chat:even').keys, ...publishKeys(productId, 'chat:odd').keys])
     expect(run!.keys).toBe(distinct.size)
-    expect(run!.args).toBeLessThan(2 + run!.keys + 1 + 20 + 3 * 20) // FCALL name and key count, keys, pool, 3 per request
+    // And each distinct value once: no IP limit (-1) and its expiry (0), the quota's limit and expiry, the history's
+    // size and retention, one epoch, the product, two channels, the payload field, no sender ('').
+    expect(run!.pooled).toBe(12)
     expect(outcomes.map(offsetOf)).toEqual(inputs.map((_, i) => Math.floor(i / 2) + 1))
     outcomes.forEach((outcome, i) => {
       expect(outcome).toEqual({ channels: [{ published: { id: inputs[i]!.id, offset: Math.floor(i / 2) + 1, epoch: expect.any(String) }, replayed: false }] })
@@ -136,13 +138,54 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     const products = Array.from({ length: 20 }, () => randomUUID())
     const quotas = products.map(() => ({ window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 10 }))
     const outcomes = await Promise.all(products.map((productId, i) => publishInOneStep([input(productId, 'chat:own')], { quota: quotas[i]! })))
-    // Nine keys of its own each (its counter, its channel's, its budgets', a shard's fan-out stream perhaps shared):
-    // fourteen fit in 127, and every request is answered as its own run would.
+    // Up to eight keys of its own each (its counter, its channel's two, its budgets' three; a shard's fan-out stream
+    // and counter shared with others on the shard): not all twenty fit in 127, and each is answered as its own run would.
     const sizes = runs.filter((run) => (products as string[]).includes(run.productId)).map((run) => run.requests)
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(20)
     expect(sizes.length).toBeGreaterThan(1)
     expect(outcomes.map(offsetOf)).toEqual(products.map(() => 1))
     await redis().del(...quotas.map((q) => q.window.key))
+  })
+
+  test('requests of every shape in one batch each get their own keys and values: products, channels, stored or not, a sender, counters and their expiries', async () => {
+    const [a, b] = [randomUUID(), randomUUID()]
+    const ip = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
+    const quotaA = { window: windowOf(`test:batch:${randomUUID()}`, 1), limit: 100 }
+    const quotaB = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
+    const event = { productId: b, channel: 'ev:y', policy: { historyTtlSeconds: 0, historySize: 0 }, data: 'e', id: randomUUID(), senderConnectionId: 'conn-1' }
+    const stored = input(a, 'chat:x', 's')
+    const other = input(a, 'chat:z', 'z')
+    const outcomes = await Promise.all([
+      publishInOneStep([stored], { ip, quota: quotaA }),
+      publishInOneStep([event], { quota: quotaB }),
+      publishInOneStep([other], { quota: quotaA }),
+    ])
+    expect(runsOf(a)).toEqual([3])
+    expect(outcomes.map(offsetOf)).toEqual([1, undefined, 1])
+    expect(outcomes[1]).toEqual({ channels: [{ published: { id: event.id }, replayed: false }] })
+    // The fan-out entries, as the gateways read them.
+    const entryOf = async (productId: string, channel: string, id: string) => {
+      const { shard } = publishKeys(productId, channel)
+      const entries = (await redis().xrevrange(fanKey(shard), '+', '-', 'COUNT', 200)).map(([, fields]) => {
+        const record: Record<string, string> = {}
+        for (let i = 0; i < fields.length; i += 2) record[fields[i]!] = fields[i + 1]!
+        return record
+      })
+      return entries.find((entry) => entry.id === id)
+    }
+    const epochs = outcomes.map((o) => ('channels' in o && 'published' in o.channels[0]! ? o.channels[0].published.epoch : undefined))
+    expect(await entryOf(a, 'chat:x', stored.id)).toMatchObject({ product: a, channel: 'chat:x', d: 's', offset: '1', epoch: epochs[0] })
+    expect(await entryOf(b, 'ev:y', event.id)).toMatchObject({ product: b, channel: 'ev:y', d: 'e', sender: 'conn-1' })
+    expect(await entryOf(b, 'ev:y', event.id)).not.toHaveProperty('offset')
+    expect(await entryOf(a, 'chat:z', other.id)).toMatchObject({ product: a, channel: 'chat:z', d: 'z', offset: '1', epoch: epochs[2] })
+    expect(await entryOf(a, 'chat:x', stored.id)).not.toHaveProperty('sender')
+    // Each counter counted its own requests, with its own window's expiry.
+    expect([await counter(ip.window.key), await counter(quotaA.window.key), await counter(quotaB.window.key)]).toEqual([1, 2, 1])
+    const [ipTtl, quotaATtl, quotaBTtl] = await Promise.all([ip, quotaA, quotaB].map((q) => redis().ttl(q.window.key)))
+    expect(ipTtl).toBeGreaterThan(60)
+    expect(quotaATtl).toBeLessThanOrEqual(6)
+    expect(quotaBTtl).toBeGreaterThan(60)
+    await redis().del(ip.window.key, quotaA.window.key, quotaB.window.key)
   })
 
   test('a batch holds at most 1 Mi characters of payloads: past it the next request opens the next run', async () => {
