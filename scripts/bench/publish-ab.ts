@@ -5,7 +5,8 @@
 // before it in the same minutes (two workers of the same code read up to about 2 % apart, a change's runs spread by a few
 // per cent: read several; runs minutes apart move by 10 % or more).
 // Usage: bun run scripts/bench/publish-ab.ts --base REF [--seconds 6] [--rounds 4] [--connections 32] [--env NAME=VALUE ...]
-//        [--together]
+//        [--together] [--route publish|tokens]
+// (--route tokens: POST /tokens/issue instead, a subject of its own per request; "publishes" then counts tokens.)
 // (--env: set for the working tree's worker only; with --base HEAD and a clean tree, a setting against the same code.)
 // (--together: both workers driven at the same time, a wrk thread and --connections each, instead of in turn: both meet
 // the same moments of a machine whose speed moves within seconds. Read the median of the rounds' ratios it prints.)
@@ -16,7 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { positive, runCleaningUp } from './run'
-import { LIMITS_LIFTED, publishWrkScript } from './publish-load'
+import { LIMITS_LIFTED, publishWrkScript, tokenIssueWrkScript } from './publish-load'
 import { sql } from '../../shared/db/client'
 import { closeRedis } from '../../shared/redis/client'
 import { freePort, startWorker, type Worker } from '../../test/helpers'
@@ -31,9 +32,12 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '32' },
     env: { type: 'string', multiple: true, default: [] },
     together: { type: 'boolean', default: false },
+    route: { type: 'string', default: 'publish' },
   },
 })
 if (!args.base) throw new Error('--base REF is required: the commit the working tree is measured against')
+if (args.route !== 'publish' && args.route !== 'tokens') throw new Error('--route is publish (POST /messages) or tokens (POST /tokens/issue)')
+const TOKENS = args.route === 'tokens'
 const SECONDS = positive('seconds', args.seconds!)
 const ROUNDS = positive('rounds', args.rounds!)
 const CONNECTIONS = positive('connections', args.connections!)
@@ -84,10 +88,10 @@ async function main() {
     sides.push({ name, worker })
   }
   const script = join(scratch, 'publish.lua')
-  writeFileSync(script, publishWrkScript(product.key, ['bench:room-0']))
-  const url = (worker: Worker) => `${worker.url}/${product.productId}/realtime/messages`
+  writeFileSync(script, TOKENS ? tokenIssueWrkScript(product.key) : publishWrkScript(product.key, ['bench:room-0']))
+  const url = (worker: Worker) => `${worker.url}/${product.productId}/realtime/${TOKENS ? 'tokens/issue' : 'messages'}`
 
-  console.log(`Publish route, two commits side by side: base ${baseCommit} vs the working tree`)
+  console.log(`${TOKENS ? 'Token issue' : 'Publish'} route, two commits side by side: base ${baseCommit} vs the working tree`)
   const driving = args.together ? `a wrk -t1 -c${CONNECTIONS} per worker at once, ${ROUNDS} rounds` : `wrk -t2 -c${CONNECTIONS}, ${ROUNDS} alternating rounds`
   console.log(`  bun ${Bun.version}; ${driving} of ${SECONDS} s each; one channel with history; limits lifted`)
   console.error('warming up…')

@@ -24,3 +24,17 @@ request = function()
 end
 `
 }
+
+/** wrk's Lua: POSTs token issue bodies (a subject of its own per request, two channels) with the product key. */
+export function tokenIssueWrkScript(apiKey: string): string {
+  return `wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["X-Api-Key"] = "${apiKey}"
+local i = 0
+request = function()
+  i = i + 1
+  local body = string.format('{"subject":"bench-user-%d","channels":[{"name":"bench:room-%d","ops":["subscribe","history"]},{"name":"bench:lobby","ops":["subscribe"]}],"ttlSeconds":600}', i, i % 16)
+  return wrk.format(nil, nil, nil, body)
+end
+`
+}
