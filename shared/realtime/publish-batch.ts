@@ -73,6 +73,8 @@ interface Batch {
   payloadChars: number
   /** The epoch any channel starting one in this batch takes (random, drawn for its first request). */
   epoch: string
+  /** The last request's inputs and references (referencesOf). */
+  last?: { keys: readonly string[]; args: readonly (string | number)[]; ip: BatchedLimit | undefined; quota: BatchedLimit | undefined; references: string }
 }
 
 /** The batch script's parts (its body after the window counters' library): publishingParts. */
@@ -105,6 +107,24 @@ export function publishBatched(call: PublishCall, counters: { ip?: BatchedLimit 
     turn.push(batch)
   }
   const { ip, quota } = counters
+  const references = referencesOf(batch, keys, args, ip, quota)
+  batch.requests.push(references, String(args[ARG.id]), payload)
+  batch.payloadChars += payload.length
+  return new Promise<BatchedReply>((resolve, reject) => batch.waiters.push({ resolve, reject }))
+}
+
+/**
+ * The request's 20 reference characters. A request like the batch's last one (the same channel, whose key names are one
+ * remembered array, under the same counters and values: a hot channel's) names the same places: its references are
+ * reused, not looked up again (20 lookups a request were 3 % of a worker's CPU per publish in a profile).
+ */
+function referencesOf(batch: Batch, keys: readonly string[], args: readonly (string | number)[], ip: BatchedLimit | undefined, quota: BatchedLimit | undefined): string {
+  const last = batch.last
+  if (last !== undefined && last.keys === keys && last.ip?.key === ip?.key && last.ip?.limit === ip?.limit
+    && last.ip?.expireSeconds === ip?.expireSeconds && last.quota?.key === quota?.key && last.quota?.limit === quota?.limit
+    && last.quota?.expireSeconds === quota?.expireSeconds && last.args[ARG.size] === args[ARG.size] && last.args[ARG.ttl] === args[ARG.ttl]
+    && last.args[ARG.product] === args[ARG.product] && last.args[ARG.channel] === args[ARG.channel]
+    && last.args[ARG.field] === args[ARG.field] && last.args[ARG.sender] === args[ARG.sender]) return last.references
   const k = batch.keys
   const v = batch.values
   const spare = keys[1]! // a key of the batch, given where a counter is not counted here (never touched)
@@ -114,9 +134,8 @@ export function publishBatched(call: PublishCall, counters: { ip?: BatchedLimit 
     + v.place(quota ? String(quota.limit) : '-1') + v.place(quota ? String(quota.expireSeconds) : '0')
     + v.place(String(args[ARG.size])) + v.place(String(args[ARG.ttl])) + v.place(batch.epoch)
     + v.place(String(args[ARG.product])) + v.place(String(args[ARG.channel])) + v.place(String(args[ARG.field])) + v.place(String(args[ARG.sender]))
-  batch.requests.push(references, String(args[ARG.id]), payload)
-  batch.payloadChars += payload.length
-  return new Promise<BatchedReply>((resolve, reject) => batch.waiters.push({ resolve, reject }))
+  batch.last = { keys, args, ip, quota, references }
+  return references
 }
 
 function sendTurn(): void {

@@ -188,6 +188,24 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     await redis().del(ip.window.key, quotaA.window.key, quotaB.window.key)
   })
 
+  test('consecutive requests to one channel under other counters, or none, each count in their own (a hot channel\'s references reused only when all match)', async () => {
+    const productId = randomUUID()
+    const [ipA, ipB] = [windowOf(`test:batch:${randomUUID()}`, 60), windowOf(`test:batch:${randomUUID()}`, 60)]
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
+    const outcomes = await Promise.all([
+      publishInOneStep([input(productId, 'chat:hot')], { ip: { window: ipA, limit: 1 }, quota }),
+      publishInOneStep([input(productId, 'chat:hot')], { ip: { window: ipA, limit: 1 }, quota }),
+      publishInOneStep([input(productId, 'chat:hot')], { ip: { window: ipB, limit: 5 }, quota }),
+      publishInOneStep([input(productId, 'chat:hot')], { quota }),
+      publishInOneStep([input(productId, 'chat:hot')], { ip: { window: ipA, limit: 5 }, quota }),
+    ])
+    expect(runsOf(productId)).toEqual([5])
+    // ipA's limit of 1 refuses the second; the third counts in ipB, the fourth in none, the fifth in ipA under its own limit.
+    expect(outcomes.map((o) => ('ipRefused' in o ? `ip ${o.ipRefused}` : offsetOf(o)))).toEqual([1, 'ip 2', 2, 3, 4])
+    expect([await counter(ipA.key), await counter(ipB.key), await counter(quota.window.key)]).toEqual([3, 1, 4])
+    await redis().del(ipA.key, ipB.key, quota.window.key)
+  })
+
   test('a batch holds at most 1 Mi characters of payloads: past it the next request opens the next run', async () => {
     const productId = randomUUID()
     const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
