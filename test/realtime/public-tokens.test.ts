@@ -199,6 +199,8 @@ describe('tokens module', () => {
     const now = Math.floor(Date.now() / 1000)
     const input = { productId: randomUUID(), apiKeyId: randomUUID(), subject: 'abc', channels }
     const held = JSON.parse(Buffer.from((await signToken({ ...input, now })).token.split('.')[0]!, 'base64url').toString()).kid
+    // The key was loaded by now, on the real clock (its load time), which may be past the second `now` names.
+    const loadedBy = Date.now()
     const broken = (() => Promise.reject(new Error('no database'))) as unknown as typeof sql
     const lines: string[] = []
     const spy = spyOn(console, 'log').mockImplementation((line: unknown) => void lines.push(String(line)))
@@ -214,7 +216,9 @@ describe('tokens module', () => {
     }
     const warnings = lines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 'warn')
     expect(warnings).toEqual([expect.objectContaining({ msg: expect.stringContaining('still signing with the key held'), kid: held, error: 'no database' })])
-    expect(warnings[0].heldForMs).toBeGreaterThanOrEqual(119_000)
+    // Held from its load (at or before loadedBy) to the first failed re-read, at `now + 120` seconds.
+    expect(warnings[0].heldForMs).toBeGreaterThanOrEqual((now + 120) * 1000 - loadedBy)
+    expect(warnings[0].heldForMs).toBeLessThanOrEqual(120_000)
   })
 
   test('rotation: a newer key signs (kid in the header); tokens of the older key still verify', async () => {
