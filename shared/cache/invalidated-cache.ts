@@ -10,6 +10,17 @@ import { ApiError } from '../errors'
  */
 export const STALE_IF_UNAVAILABLE_MS = 60_000
 
+/**
+ * After a load found the source unavailable (503), how long an entry that may answer stale does so at once, without
+ * trying the source again. Every cache here reads PostgreSQL: a request that needs two of them (the publish route: its
+ * key, then its product's policies) would otherwise wait out the database's deadline once per cache while PostgreSQL
+ * hangs (a deadline does not open its breaker), twice the outage bound (docs/architecture.md, "Outages").
+ */
+export const UNAVAILABLE_RETRY_MS = 1000
+
+/** When a load of any cache last found its source unavailable (ms); cleared by a load that succeeds. */
+let sourceUnavailableAt = -Infinity
+
 export class InvalidatedCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>()
   /** Most entries held (CACHE_MAX_ENTRIES); past it the oldest goes and is loaded again when next needed. */
@@ -54,16 +65,22 @@ export class InvalidatedCache<V> {
    */
   async get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
     const hit = this.entries.get(key)
-    if (hit && hit.until > Date.now()) return hit.value
+    const now = Date.now()
+    if (hit && hit.until > now) return hit.value
+    // The source was unavailable a moment ago: an entry that may answer stale answers now, not after its deadline.
+    if (hit && this.caching && now - hit.until < STALE_IF_UNAVAILABLE_MS && now - sourceUnavailableAt < UNAVAILABLE_RETRY_MS) return hit.value
     const started = this.generation
     let value: V
     try {
       value = await load()
     } catch (error) {
+      const unavailable = error instanceof ApiError && error.status === 503
+      if (unavailable) sourceUnavailableAt = Date.now()
       const usable = hit && this.caching && this.generation === started && Date.now() - hit.until < STALE_IF_UNAVAILABLE_MS
-      if (usable && error instanceof ApiError && error.status === 503) return hit.value
+      if (usable && unavailable) return hit.value
       throw error
     }
+    sourceUnavailableAt = -Infinity
     if (!keep(value)) this.entries.delete(key)
     else if (this.caching && this.generation === started) {
       this.entries.delete(key) // re-inserted last: the Map's order is the eviction order
