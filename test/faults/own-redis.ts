@@ -54,6 +54,22 @@ export class OwnRedis {
     return (await this.command('INFO', 'replication')).includes('master_link_status:up')
   }
 
+  /**
+   * Until each replica has applied everything this master had written when asked (its INFO offsets). Not WAIT: WAIT
+   * counts only the writes of the connection that sends it, and redis-cli's own connection has written nothing, so it
+   * answers at once, whatever the workers wrote and the replicas hold.
+   */
+  async replicatedTo(replicas: OwnRedis[], timeoutMs = 10_000): Promise<void> {
+    const target = infoNumber(await this.command('INFO', 'replication'), 'master_repl_offset')
+    const deadline = Date.now() + timeoutMs
+    for (const replica of replicas) {
+      while (infoNumber(await replica.command('INFO', 'replication'), 'slave_repl_offset') < target) {
+        if (Date.now() > deadline) throw new Error(`a replica did not apply the master's writes up to offset ${target} within ${timeoutMs} ms`)
+        await Bun.sleep(10)
+      }
+    }
+  }
+
   /** Keys held now (DBSIZE of database 0). */
   async size(): Promise<number> {
     return Number((await this.command('DBSIZE')).trim())
@@ -66,4 +82,10 @@ export class OwnRedis {
   }
 
   private ping = async () => (await this.command('PING').catch(() => '')).trim() === 'PONG'
+}
+
+/** A numeric field of an INFO reply; -1 when absent (a replica that has not synced yet has no offset). */
+function infoNumber(info: string, field: string): number {
+  const found = new RegExp(`^${field}:(\\d+)`, 'm').exec(info)
+  return found ? Number(found[1]) : -1
 }

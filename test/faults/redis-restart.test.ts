@@ -61,7 +61,7 @@ test('a replica that took a publish while it was one (replica-read-only no), the
   // The master restarted in the test before: the replica's link comes back (and resyncs) by itself.
   await eventually(() => replica.linkUp(), 20_000, 'the replica syncing with its master')
   const first = await publishVia(publicWorker, channel, 1)
-  expect((await redis.command('WAIT', 1, 10000)).trim()).toBe('1')
+  await redis.replicatedTo([replica])
   // On the replica (its master's replication id): a write of its own, as a writable replica takes one.
   const onReplica = await publishVia(replicaWorker, channel, 2)
   expect(onReplica).toEqual({ n: 2, offset: 2, epoch: first.epoch })
