@@ -138,10 +138,18 @@ export async function orUnavailable<T>(service: string, call: () => Promise<T>):
   }
 }
 
-/** orUnavailable's mapping of a failure: an ApiError thrown as it is, anything else logged (unless an outage) as a 503. */
+/** orUnavailable's mapping of a failure, thrown. */
 function unavailableFrom(service: string, error: unknown): never {
-  if (error instanceof ApiError) throw error
+  throw unavailableError(service, error)
+}
+
+/**
+ * orUnavailable's mapping of a failure: an ApiError as it is, anything else logged (unless an outage) and answered as a
+ * 503 (for callers that settle several waiters with one failure: the publish batch).
+ */
+export function unavailableError(service: string, error: unknown): unknown {
+  if (error instanceof ApiError) return error
   logUnlessOutage(`${service} failed`, error)
   // The cause stays on the 503 for callers that count differently when Redis did not answer (publish-message.ts).
-  throw Object.assign(unavailable(`${service[0]!.toUpperCase()}${service.slice(1)} is unavailable`), { cause: error })
+  return Object.assign(unavailable(`${service[0]!.toUpperCase()}${service.slice(1)} is unavailable`), { cause: error })
 }

@@ -52,6 +52,11 @@ export class InvalidatedCache<V> {
     this.entries.clear()
   }
 
+  /** Whether an expired entry may answer while the source is unavailable (STALE_IF_UNAVAILABLE_MS). */
+  private mayAnswerStale(hit: { until: number }, now: number): boolean {
+    return this.caching && now - hit.until < STALE_IF_UNAVAILABLE_MS
+  }
+
   /** A fresh entry's value, or undefined: `get` without a promise, for the hot paths. */
   peek(key: string): V | undefined {
     const hit = this.entries.get(key)
@@ -68,7 +73,7 @@ export class InvalidatedCache<V> {
     const now = Date.now()
     if (hit && hit.until > now) return hit.value
     // The source was unavailable a moment ago: an entry that may answer stale answers now, not after its deadline.
-    if (hit && this.caching && now - hit.until < STALE_IF_UNAVAILABLE_MS && now - sourceUnavailableAt < UNAVAILABLE_RETRY_MS) return hit.value
+    if (hit && this.mayAnswerStale(hit, now) && now - sourceUnavailableAt < UNAVAILABLE_RETRY_MS) return hit.value
     const started = this.generation
     let value: V
     try {
@@ -76,8 +81,7 @@ export class InvalidatedCache<V> {
     } catch (error) {
       const unavailable = error instanceof ApiError && error.status === 503
       if (unavailable) sourceUnavailableAt = Date.now()
-      const usable = hit && this.caching && this.generation === started && Date.now() - hit.until < STALE_IF_UNAVAILABLE_MS
-      if (usable && unavailable) return hit.value
+      if (unavailable && hit && this.generation === started && this.mayAnswerStale(hit, Date.now())) return hit.value
       throw error
     }
     sourceUnavailableAt = -Infinity

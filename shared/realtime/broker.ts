@@ -249,6 +249,9 @@ export interface PublishCall {
   args: (string | number)[]
 }
 
+/** Where each of publish_one's values is in publishCall's `args`. */
+export const PUBLISH_ARG = { size: 0, ttl: 1, epoch: 2, product: 3, channel: 4, id: 5, field: 6, payload: 7, sender: 8 } as const
+
 /** The KEYS and ARGV of publish.lua for `input` (its budgets are the script's: publishingScript). */
 export function publishCall(input: PublishInput): PublishCall {
   if ((input.data === undefined) === (input.ref === undefined)) throw badRequest('A publish carries exactly one of data or ref')

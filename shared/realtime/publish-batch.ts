@@ -6,24 +6,16 @@
 // The batch leaves in the turn's one coalesced write (beforeTurnWrite), so no request waits longer than before: a
 // process serving one request at a time sends batches of one.
 import { ReplyError } from 'ioredis'
-import { ApiError } from '../errors'
-import type { RedisScript } from '../redis-script'
-import { orUnavailable } from '../redis-script'
+import { type RedisScript, unavailableError } from '../redis-script'
 import { redis } from '../redis/client'
 import { beforeTurnWrite } from '../redis/ioredis-internals'
-import { type PublishBudgets, type PublishCall, publishingScript } from './broker'
+import { PUBLISH_ARG, type PublishBudgets, type PublishCall, publishingScript } from './broker'
+import type { WindowLimit } from './publish-request'
 import FIXED_WINDOW_LUA from '../fixed-window.lua' with { type: 'text' }
 import PUBLISH_BATCH_LUA from './lua/publish-batch.lua' with { type: 'text' }
 
 /** One request's three values (publish-batch.lua): 1, offset, epoch; -1, budget, ms; -5 or -2, count, null. */
 export type BatchedReply = [kind: number, value: number | string | null, more: number | string | null]
-
-/** A counter a batched request is counted in: its key, the most hits it allows, the key's expiry in seconds. */
-export interface BatchedLimit {
-  key: string
-  limit: number
-  expireSeconds: number
-}
 
 /** At most this many requests in one run: a run holds Redis for all of them (about 15 µs each). */
 export const MAX_BATCH_REQUESTS = 64
@@ -33,8 +25,7 @@ export const MAX_BATCH_REQUESTS = 64
  */
 const MAX_BATCH_PAYLOAD_CHARS = 1024 * 1024
 
-/** Where the values are among publish.lua's arguments (publishCall's args). */
-const ARG = { size: 0, ttl: 1, epoch: 2, product: 3, channel: 4, id: 5, field: 6, payload: 7, sender: 8 } as const
+const ARG = PUBLISH_ARG
 /** The most keys, and values, one batch names (a reference is one ASCII character: places 1 to 127). */
 const MAX_POOLED = 127
 
@@ -74,7 +65,7 @@ interface Batch {
   /** The epoch any channel starting one in this batch takes (random, drawn for its first request). */
   epoch: string
   /** The last request's inputs and references (referencesOf). */
-  last?: { keys: readonly string[]; args: readonly (string | number)[]; ip: BatchedLimit | undefined; quota: BatchedLimit | undefined; references: string }
+  last?: { keys: readonly string[]; args: readonly (string | number)[]; ip: WindowLimit | undefined; quota: WindowLimit | undefined; references: string }
 }
 
 /** The batch script's parts (its body after the window counters' library): publishingParts. */
@@ -91,7 +82,7 @@ const open = new Map<RedisScript<(number | string | null)[]>, Batch>()
  * request's own run would have got when Redis cannot run the batch (the same error for every request of it), or when a
  * command of this request failed.
  */
-export function publishBatched(call: PublishCall, counters: { ip?: BatchedLimit | undefined; quota?: BatchedLimit | undefined }, budgets: PublishBudgets): Promise<BatchedReply> {
+export function publishBatched(call: PublishCall, counters: { ip?: WindowLimit | undefined; quota?: WindowLimit | undefined }, budgets: PublishBudgets): Promise<BatchedReply> {
   const { keys, args } = call
   // The references name exactly this shape: a call of another would be read wrong.
   if (keys.length !== 7 || args.length !== 9) throw new Error(`a batched publish has 7 keys and 9 arguments, not ${keys.length} and ${args.length}`)
@@ -118,20 +109,20 @@ export function publishBatched(call: PublishCall, counters: { ip?: BatchedLimit 
  * remembered array, under the same counters and values: a hot channel's) names the same places: its references are
  * reused, not looked up again (20 lookups a request were 3 % of a worker's CPU per publish in a profile).
  */
-function referencesOf(batch: Batch, keys: readonly string[], args: readonly (string | number)[], ip: BatchedLimit | undefined, quota: BatchedLimit | undefined): string {
+function referencesOf(batch: Batch, keys: readonly string[], args: readonly (string | number)[], ip: WindowLimit | undefined, quota: WindowLimit | undefined): string {
   const last = batch.last
-  if (last !== undefined && last.keys === keys && last.ip?.key === ip?.key && last.ip?.limit === ip?.limit
-    && last.ip?.expireSeconds === ip?.expireSeconds && last.quota?.key === quota?.key && last.quota?.limit === quota?.limit
-    && last.quota?.expireSeconds === quota?.expireSeconds && last.args[ARG.size] === args[ARG.size] && last.args[ARG.ttl] === args[ARG.ttl]
+  if (last !== undefined && last.keys === keys && last.ip?.window.key === ip?.window.key && last.ip?.limit === ip?.limit
+    && last.ip?.window.expireSeconds === ip?.window.expireSeconds && last.quota?.window.key === quota?.window.key
+    && last.quota?.limit === quota?.limit && last.quota?.window.expireSeconds === quota?.window.expireSeconds && last.args[ARG.size] === args[ARG.size] && last.args[ARG.ttl] === args[ARG.ttl]
     && last.args[ARG.product] === args[ARG.product] && last.args[ARG.channel] === args[ARG.channel]
     && last.args[ARG.field] === args[ARG.field] && last.args[ARG.sender] === args[ARG.sender]) return last.references
   const k = batch.keys
   const v = batch.values
   const spare = keys[1]! // a key of the batch, given where a counter is not counted here (never touched)
-  const references = k.place(quota?.key ?? spare) + k.place(ip?.key ?? spare)
+  const references = k.place(quota?.window.key ?? spare) + k.place(ip?.window.key ?? spare)
     + k.place(keys[0]!) + k.place(keys[1]!) + k.place(keys[2]!) + k.place(keys[3]!) + k.place(keys[4]!) + k.place(keys[5]!) + k.place(keys[6]!)
-    + v.place(ip ? String(ip.limit) : '-1') + v.place(ip ? String(ip.expireSeconds) : '0')
-    + v.place(quota ? String(quota.limit) : '-1') + v.place(quota ? String(quota.expireSeconds) : '0')
+    + v.place(ip ? String(ip.limit) : '-1') + v.place(ip ? String(ip.window.expireSeconds) : '0')
+    + v.place(quota ? String(quota.limit) : '-1') + v.place(quota ? String(quota.window.expireSeconds) : '0')
     + v.place(String(args[ARG.size])) + v.place(String(args[ARG.ttl])) + v.place(batch.epoch)
     + v.place(String(args[ARG.product])) + v.place(String(args[ARG.channel])) + v.place(String(args[ARG.field])) + v.place(String(args[ARG.sender]))
   batch.last = { keys, args, ip, quota, references }
@@ -168,7 +159,8 @@ function send(batch: Batch): void {
     }
     for (let i = 0; i < waiters.length; i++) {
       const kind = Number(reply[3 * i])
-      if (kind === 0) failedRequest(String(reply[3 * i + 1])).catch(waiters[i]!.reject)
+      // A request whose command failed inside the batch: its 503, logged, as a single run's error reply would be.
+      if (kind === 0) waiters[i]!.reject(unavailableError('realtime publish', new ReplyError(String(reply[3 * i + 1]))))
       else waiters[i]!.resolve([kind, reply[3 * i + 1] ?? null, reply[3 * i + 2] ?? null])
     }
   }, (error: unknown) => rejectAll(waiters, error))
@@ -176,13 +168,6 @@ function send(batch: Batch): void {
 
 /** Every request of a batch Redis did not run: the one 503 a single run's failure gets (logged once). */
 function rejectAll(waiters: readonly Waiter[], error: unknown): void {
-  const failure = error instanceof ApiError ? Promise.reject(error) : orUnavailable('realtime publish', () => Promise.reject(error))
-  failure.catch((mapped: unknown) => {
-    for (const waiter of waiters) waiter.reject(mapped)
-  })
-}
-
-/** A request whose command failed inside the batch: its 503, logged, as a single run's error reply would be. */
-function failedRequest(message: string): Promise<never> {
-  return orUnavailable('realtime publish', () => Promise.reject(new ReplyError(message)))
+  const mapped = unavailableError('realtime publish', error)
+  for (const waiter of waiters) waiter.reject(mapped)
 }

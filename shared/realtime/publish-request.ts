@@ -11,7 +11,7 @@ import { ApiError } from '../errors'
 import type { Window } from '../fixed-window'
 import { orUnavailable } from '../redis-script'
 import { redis } from '../redis/client'
-import { defaultBudgets, IDEMPOTENCY_WINDOW_MS, publishCall, type PublishCall, publishingScript, publishResult, type PublishBudgets, type PublishInput, type PublishResult } from './broker'
+import { defaultBudgets, IDEMPOTENCY_WINDOW_MS, PUBLISH_ARG, publishCall, type PublishCall, publishingScript, publishResult, type PublishBudgets, type PublishInput, type PublishResult } from './broker'
 import { idempotencyClaimKey, idempotencyMarkerKey } from './keys'
 import { publishBatched } from './publish-batch'
 import FIXED_WINDOW_LUA from '../fixed-window.lua' with { type: 'text' }
@@ -88,8 +88,7 @@ export const PUBLISH_REQUEST_PARTS = [PUBLISH_REQUEST_LUA, [FIXED_WINDOW_LUA]] a
 
 const requestScript = publishingScript<Reply>(...PUBLISH_REQUEST_PARTS)
 
-/** Where the payload is among publishCall's arguments (publish_one's eighth value). */
-const PAYLOAD_ARG = 7
+const PAYLOAD_ARG = PUBLISH_ARG.payload
 
 /**
  * The script's KEYS and ARGV for `inputs` (one slot on a cluster), with the counters and claim given, or none: the
@@ -147,12 +146,7 @@ export function publishInOneStep(inputs: readonly PublishInput[], options: {
   const calls = inputs.map((input) => publishCall(input))
   // The common request (one channel, no key) joins the turn's batch: the same steps, one run for many requests.
   if (calls.length === 1 && options.keyed === undefined) {
-    const { ip, quota } = options
-    const counters = {
-      ip: ip && { key: ip.window.key, limit: ip.limit, expireSeconds: ip.window.expireSeconds },
-      quota: { key: quota.window.key, limit: quota.limit, expireSeconds: quota.window.expireSeconds },
-    }
-    return publishBatched(calls[0]!, counters, budgets).then((reply): RequestOutcome => {
+    return publishBatched(calls[0]!, options, budgets).then((reply): RequestOutcome => {
       if (reply[0] === -2) return { ipRefused: Number(reply[1]) }
       return { channels: [channelOutcome(reply as ChannelReply, calls[0]!.id, budgets)] }
     })
