@@ -8,13 +8,22 @@ export interface Acked { n: number; offset: number; epoch: string }
 
 /**
  * Publishes `{n}` on `channel`. While the worker finds Redis again a publish may be refused 503 `unavailable` (and is
- * sent again); any other refusal fails the test, and so does a refusal that lasts past `ms`.
+ * sent again); any other refusal fails the test, and so does a refusal that lasts past `ms`: its error names the
+ * refusals and the last one's words, and what `explain()` says of the system then (logs, a sentinel's view).
  */
-export async function publishRetrying(worker: { url: string }, product: { productId: string; key: string }, channel: string, n: number, ms = 15_000): Promise<Acked> {
+export async function publishRetrying(
+  worker: { url: string }, product: { productId: string; key: string }, channel: string, n: number, ms = 15_000,
+  explain?: () => Promise<string> | string,
+): Promise<Acked> {
+  let refusals = 0
   for (const deadline = Date.now() + ms; ; await Bun.sleep(100)) {
     const result = await pub(worker, 'POST', `/${product.productId}/realtime/messages`, { key: product.key, body: { channel, data: { n } } })
     if (result.status === 200) return { n, offset: result.body.offset, epoch: result.body.epoch }
     expect({ n, status: result.status, body: result.body }).toMatchObject({ status: 503, body: { error: 'unavailable' } })
-    if (Date.now() > deadline) throw new Error(`publish ${n} refused until the deadline`)
+    refusals++
+    if (Date.now() > deadline) {
+      const context = explain ? `\n${await explain()}` : ''
+      throw new Error(`publish ${n} refused until the deadline (${refusals} refusals in ${ms} ms, the last: ${JSON.stringify(result.body)})${context}`)
+    }
   }
 }

@@ -14,7 +14,7 @@
 // order or is told to resubscribe and its cursor does not recover.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { signToken } from '../../shared/realtime/tokens'
-import { eventually, startProcess, type Worker } from '../helpers'
+import { eventually, freePort, startProcess, type Worker } from '../helpers'
 import { type Frame, startGateway, type GatewayProcess, WsClient, replied } from '../gateway/ws-helpers'
 import { pub, realtimeProduct, type RealtimeProduct } from '../realtime/public-helpers'
 import { OwnRedis } from './own-redis'
@@ -35,23 +35,12 @@ let publicWorker: Worker
 let gateway: GatewayProcess
 let product: RealtimeProduct
 
-/** Ports on loopback in 45000-45999, free now and distinct. */
-function loopbackPorts(count: number): number[] {
-  const ports = new Set<number>()
-  while (ports.size < count) {
-    const port = 45_000 + Math.floor(Math.random() * 1000)
-    try {
-      Bun.listen({ hostname: '127.0.0.1', port, socket: { data() {} } }).stop(true)
-      ports.add(port)
-    } catch {} // taken
-  }
-  return [...ports]
-}
-
 const replication = (redis: OwnRedis) => redis.command('INFO', 'replication')
 
 beforeAll(async () => {
-  const [masterPort, laggingPort, sparePort, sentinelPort] = loopbackPorts(4)
+  // From the run's port range, below the ephemeral one: an outgoing connection never takes a port between its check
+  // and the server's bind (test/helpers.ts, freePort), nor the master's while it is down.
+  const [masterPort, laggingPort, sparePort, sentinelPort] = [await freePort(), await freePort(), await freePort(), await freePort()]
   // A full sync starts at once (Redis waits 5 s for more replicas by default), so Sentinel's moving a replica to the
   // promoted one, and with it the switch, takes well under a second.
   const quick = ['--repl-diskless-sync-delay', '0']
@@ -73,7 +62,7 @@ beforeAll(async () => {
   }
   // Each kept as soon as it is up, and all awaited even when one fails: afterAll stops whatever started.
   const started = await Promise.allSettled([
-    startProcess('public', { ...env, TRUST_PROXY: '1' }).then((worker) => (publicWorker = worker)),
+    startProcess('public', { ...env, TRUST_PROXY: '1' }, { logs: true }).then((worker) => (publicWorker = worker)),
     startGateway(env).then((worker) => (gateway = worker)),
     realtimeProduct([{ name: 'chat', history: { ttlSeconds: 300, size: 100 } }]).then((made) => (product = made)),
   ])
@@ -87,7 +76,14 @@ afterAll(async () => {
 })
 
 /** Publishes `n` on `channel`, sent again while the processes find the new master (publishRetrying). */
-const publish = (channel: string, n: number) => publishRetrying(publicWorker, product, channel, n, 20_000)
+const publish = (channel: string, n: number) => publishRetrying(publicWorker, product, channel, n, 20_000, explain)
+
+/** What a publish refused too long is told of the system: the worker's last log lines and the sentinel's events. */
+async function explain(): Promise<string> {
+  const worker = publicWorker.logs().slice(-30).map((line) => JSON.stringify(line)).join('\n')
+  const master = await sentinel.command('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME).catch((error) => String(error))
+  return `the public worker's last log lines:\n${worker}\nthe sentinel names ${master.trim().replace(/\n/g, ':')}; its events:\n${sentinel.logTail()}`
+}
 
 /**
  * A history read on the public worker, sent again while it answers 503: at Sentinel's switch every process drops its
