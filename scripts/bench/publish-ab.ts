@@ -5,8 +5,10 @@
 // before it in the same minutes (two workers of the same code read up to about 2 % apart, a change's runs spread by a few
 // per cent: read several; runs minutes apart move by 10 % or more).
 // Usage: bun run scripts/bench/publish-ab.ts --base REF [--seconds 6] [--rounds 4] [--connections 32] [--env NAME=VALUE ...]
-//        [--together] [--route publish|tokens]
+//        [--together] [--route publish|tokens] [--channels 1]
 // (--route tokens: POST /tokens/issue instead, a subject of its own per request; "publishes" then counts tokens.)
+// (--channels K: publishes spread over K channels in turn, bench:room-0 to bench:room-<K-1>: one channel is the hot
+// channel's case, several the case where a turn's batch names each channel's keys anew.)
 // (--env: set for the working tree's worker only; with --base HEAD and a clean tree, a setting against the same code.)
 // (--together: both workers driven at the same time, a wrk thread and --connections each, instead of in turn: both meet
 // the same moments of a machine whose speed moves within seconds. Read the median of the rounds' ratios it prints.)
@@ -33,6 +35,7 @@ const { values: args } = parseArgs({
     env: { type: 'string', multiple: true, default: [] },
     together: { type: 'boolean', default: false },
     route: { type: 'string', default: 'publish' },
+    channels: { type: 'string', default: '1' },
   },
 })
 if (!args.base) throw new Error('--base REF is required: the commit the working tree is measured against')
@@ -41,6 +44,7 @@ const TOKENS = args.route === 'tokens'
 const SECONDS = positive('seconds', args.seconds!)
 const ROUNDS = positive('rounds', args.rounds!)
 const CONNECTIONS = positive('connections', args.connections!)
+const CHANNELS = positive('channels', args.channels!)
 const ROOT = join(import.meta.dir, '..', '..')
 /** --env NAME=VALUE (repeatable): set for the working tree's worker only, to measure a setting against the same code. */
 const TREE_ENV = Object.fromEntries((args.env ?? []).map((pair) => {
@@ -88,12 +92,12 @@ async function main() {
     sides.push({ name, worker })
   }
   const script = join(scratch, 'publish.lua')
-  writeFileSync(script, TOKENS ? tokenIssueWrkScript(product.key) : publishWrkScript(product.key, ['bench:room-0']))
+  writeFileSync(script, TOKENS ? tokenIssueWrkScript(product.key) : publishWrkScript(product.key, Array.from({ length: CHANNELS }, (_, i) => `bench:room-${i}`)))
   const url = (worker: Worker) => `${worker.url}/${product.productId}/realtime/${TOKENS ? 'tokens/issue' : 'messages'}`
 
   console.log(`${TOKENS ? 'Token issue' : 'Publish'} route, two commits side by side: base ${baseCommit} vs the working tree`)
   const driving = args.together ? `a wrk -t1 -c${CONNECTIONS} per worker at once, ${ROUNDS} rounds` : `wrk -t2 -c${CONNECTIONS}, ${ROUNDS} alternating rounds`
-  console.log(`  bun ${Bun.version}; ${driving} of ${SECONDS} s each; one channel with history; limits lifted`)
+  console.log(`  bun ${Bun.version}; ${driving} of ${SECONDS} s each; ${CHANNELS === 1 ? 'one channel' : `${CHANNELS} channels in turn`} with history; limits lifted`)
   console.error('warming up…')
   for (const side of sides) await wrk(url(side.worker), script, 2)
   const totals = sides.map(() => ({ publishes: 0, cpu: 0 }))
