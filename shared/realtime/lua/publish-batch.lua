@@ -18,16 +18,31 @@
 -- epoch; -1, budget, ms; -5, count, false), -2, count, false past the IP limit, or 0, the error, false when a command
 -- of the request failed (what it wrote before the failure stays, as when a single run fails): one request's failure is
 -- never the others'.
+-- A counter the run hits again (the product's quota, a client's IP limit: the same for most requests of a batch) is
+-- counted here after its first hit and written once at the run's end (INCRBY): each request sees the count its own INCR
+-- would have given, the counter ends where the INCRs would have left it, and a run is atomic, so nobody sees between.
+local counted, unwritten = {}, {}
+local function hit(key, expiry)
+  local count = counted[key]
+  if count then
+    count = count + 1
+    unwritten[key] = (unwritten[key] or 0) + 1
+  else
+    count = count_in(key, 1, expiry)
+  end
+  counted[key] = count
+  return count
+end
 local function one_request(ro)
   local kq, kip, k1, k2, k3, k4, k5, k6, k7, ipl, ipe, ql, qe, vs, vt, ve, vp, vc, vf, vsd = string.byte(ARGV[ro], 1, 20)
   local ip_limit = ARGV[1 + ipl] + 0
   if ip_limit >= 0 then
-    local count = count_in(KEYS[kip], 1, ARGV[1 + ipe])
+    local count = hit(KEYS[kip], ARGV[1 + ipe])
     if count > ip_limit then return -2, count, false end
   end
   local quota = ARGV[1 + ql] + 0
   if quota >= 0 then
-    local count = count_in(KEYS[kq], 1, ARGV[1 + qe])
+    local count = hit(KEYS[kq], ARGV[1 + qe])
     if count > quota then return -5, count, false end
   end
   local offset, epoch, wait = publish_one(KEYS[k1], KEYS[k2], KEYS[k3], KEYS[k4], KEYS[k5], KEYS[k6], KEYS[k7],
@@ -46,4 +61,5 @@ for ro = ARGV[1] + 2, #ARGV, 3 do
   out[n + 1], out[n + 2], out[n + 3] = kind, r1, r2
   n = n + 3
 end
+for key, amount in pairs(unwritten) do redis.call('INCRBY', key, amount) end
 return out
