@@ -6,7 +6,7 @@
 // in progress included (a clean-clone CI run of test/faults/redis-sentinel.test.ts saw 20 s of 503 from that, and a
 // 2.5 s SIGSTOP of the sentinel reproduces it). Here TILT lasts two ping periods, and the directory it rewrites is in
 // memory where the machine has /dev/shm: Sentinel's own safety, not the platform's behaviour, is what is shortened.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { redisCli } from '../cluster/redis-cluster'
@@ -26,13 +26,22 @@ export interface SentinelSetup {
   failoverTimeoutMs?: number
 }
 
+/** A new directory in /dev/shm where the machine lets one be made there, else in the temporary directory. */
+function inMemoryIfPossible(prefix: string): string {
+  try {
+    return mkdtempSync(join('/dev/shm', prefix))
+  } catch {
+    return mkdtempSync(join(tmpdir(), prefix))
+  }
+}
+
 /** How long TILT mode lasts after a stall (Sentinel's default 30 000): two of its 1 s pings, to read the servers anew. */
 const TILT_PERIOD_MS = 2000
 
 export class OwnSentinel {
   private proc: ReturnType<typeof Bun.spawn> | undefined
   /** Sentinel rewrites its configuration file as it learns: a directory of its own, removed on stop. */
-  private readonly dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'sentinel-'))
+  private readonly dir = inMemoryIfPossible('sentinel-')
 
   constructor(readonly setup: SentinelSetup) {}
 
@@ -71,7 +80,7 @@ export class OwnSentinel {
     return Number(this.fields(await this.command('SENTINEL', 'MASTER', this.setup.name)).get('port'))
   }
 
-  /** The last `lines` lines of its log (events only: `#` lines and `+`/`-` events), for a failing test to print. */
+  /** The last `lines` events of its log (`+sdown`, `+tilt`, `-failover-abort-…`: lines with a `+` or `-` event), for a failing test to print. */
   logTail(lines = 40): string {
     try {
       const events = readFileSync(join(this.dir, 'sentinel.log'), 'utf8').split('\n').filter((line) => / [#*] [+-]/.test(line))

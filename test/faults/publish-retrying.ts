@@ -3,6 +3,16 @@
 import { expect } from 'bun:test'
 import { pub } from '../realtime/public-helpers'
 
+/** What `explain` says within 3 s, or why it could not: the refusal's own message must never be lost to it. */
+async function explained(explain: () => Promise<string> | string): Promise<string> {
+  const late = Bun.sleep(3000).then(() => '(no explanation within 3 s)')
+  try {
+    return await Promise.race([Promise.resolve().then(explain), late])
+  } catch (error) {
+    return `(no explanation: ${error})`
+  }
+}
+
 /** What a publication was acknowledged as: its number in the test, its offset and epoch. */
 export interface Acked { n: number; offset: number; epoch: string }
 
@@ -22,7 +32,7 @@ export async function publishRetrying(
     expect({ n, status: result.status, body: result.body }).toMatchObject({ status: 503, body: { error: 'unavailable' } })
     refusals++
     if (Date.now() > deadline) {
-      const context = explain ? `\n${await explain()}` : ''
+      const context = explain ? `\n${await explained(explain)}` : ''
       throw new Error(`publish ${n} refused until the deadline (${refusals} refusals in ${ms} ms, the last: ${JSON.stringify(result.body)})${context}`)
     }
   }

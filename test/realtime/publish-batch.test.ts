@@ -184,6 +184,7 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     const [ipTtl, quotaATtl, quotaBTtl] = await Promise.all([ip, quotaA, quotaB].map((q) => redis().ttl(q.window.key)))
     expect(ipTtl).toBeGreaterThan(60)
     expect(quotaATtl).toBeLessThanOrEqual(6)
+    expect(quotaATtl).toBeGreaterThan(0) // hit twice: the run's own count written at its end kept the first hit's expiry
     expect(quotaBTtl).toBeGreaterThan(60)
     await redis().del(ip.window.key, quotaA.window.key, quotaB.window.key)
   })
@@ -204,6 +205,20 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     expect(outcomes.map((o) => ('ipRefused' in o ? `ip ${o.ipRefused}` : offsetOf(o)))).toEqual([1, 'ip 2', 2, 3, 4])
     expect([await counter(ipA.key), await counter(ipB.key), await counter(quota.window.key)]).toEqual([3, 1, 4])
     await redis().del(ipA.key, ipB.key, quota.window.key)
+  })
+
+  test('a counter the run hits again goes on from what it held before, each request with its own count, and keeps its expiry', async () => {
+    const productId = randomUUID()
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 7 }
+    await redis().set(quota.window.key, '5', 'EX', 100)
+    const outcomes = await Promise.all([1, 2, 3].map(() => publishInOneStep([input(productId, 'chat:before')], { quota })))
+    expect(runsOf(productId)).toEqual([3])
+    // 6 and 7 fit the limit of 7; the third is the counter's 8th hit.
+    expect(outcomes.map((o) => ('channels' in o && 'overQuota' in o.channels[0]! ? `over ${o.channels[0].overQuota}` : offsetOf(o)))).toEqual([1, 2, 'over 8'])
+    expect(await counter(quota.window.key)).toBe(8)
+    // Not the window's expiry (the run did not make the counter): the one it had, neither reset nor dropped.
+    expect(await redis().ttl(quota.window.key)).toBeGreaterThan(90)
+    await redis().del(quota.window.key)
   })
 
   test('a batch holds at most 1 Mi characters of payloads: past it the next request opens the next run', async () => {
