@@ -6,9 +6,9 @@ import { randomUUID } from 'node:crypto'
 import { ApiError } from '../../shared/errors'
 import { windowOf } from '../../shared/fixed-window'
 import { channelTop, defaultBudgets, readHistory } from '../../shared/realtime/broker'
-import { channelKeys, fanKey, publishKeys } from '../../shared/realtime/keys'
+import { channelKeys, fanKey, idempotencyClaimKey, publishKeys } from '../../shared/realtime/keys'
 import { MAX_BATCH_REQUESTS } from '../../shared/realtime/publish-batch'
-import { publishInOneStep, type RequestOutcome } from '../../shared/realtime/publish-request'
+import { keyedRequest, publishInOneStep, type RequestOutcome } from '../../shared/realtime/publish-request'
 import { redis } from '../../shared/redis/client'
 import { interceptCommands } from '../../shared/redis/ioredis-internals'
 import { needsOneRedis } from '../helpers'
@@ -219,6 +219,75 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     // Not the window's expiry (the run did not make the counter): the one it had, neither reset nor dropped.
     expect(await redis().ttl(quota.window.key)).toBeGreaterThan(90)
     await redis().del(quota.window.key)
+  })
+
+  test('a channel published many times in one run holds what as many runs of one leave: offsets, history, its meta hash and the product\'s history bytes, through age and size trims', async () => {
+    // History of 8 (trimmed by size every second offset) kept 1 s (trimmed by age at the first publish after it).
+    const short = { historyTtlSeconds: 1, historySize: 8 }
+    const [batched, single] = [randomUUID(), randomUUID()]
+    const channel = 'chat:same'
+    const one = (productId: string, n: number) => ({ productId, channel, policy: short, data: `{"n":${n}}`, id: randomUUID() })
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 1000 }
+    const state = async (productId: string) => {
+      const keys = publishKeys(productId, channel).keys
+      const [o, b] = await redis().hmget(keys[1]!, 'o', 'b')
+      const [sum, copy] = await redis().hmget(keys[5]!, '#', channel)
+      const { entries } = await readHistory(productId, channel, short, { last_n: 100 })
+      return { o, b, sum, copy, history: entries.map((e) => [e.offset, JSON.stringify(e.data)]) }
+    }
+    const rounds = [{ from: 1, to: 11 }, { from: 12, to: 30 }]
+    for (const { from, to } of rounds) {
+      const ns = Array.from({ length: to - from + 1 }, (_, i) => from + i)
+      const outcomes = await Promise.all(ns.map((n) => publishInOneStep([one(batched, n)], { quota })))
+      for (const n of ns) await publishInOneStep([one(single, n)], { quota })
+      expect(outcomes.map(offsetOf)).toEqual(ns)
+      expect(await state(batched)).toEqual(await state(single))
+      // The first round's entries are over a second old at the next round's first publish: trimmed by age there.
+      if (from === 1) await Bun.sleep(1100)
+    }
+    expect(runsOf(batched)).toEqual([11, 19])
+    expect((await state(batched)).history).toEqual([23, 24, 25, 26, 27, 28, 29, 30].map((n) => [n, `{"n":${n}}`]))
+    await redis().del(quota.window.key)
+  })
+
+  test('a publish refused by the history budget after trimming by age leaves the run what it trimmed: the next in the run is charged as its own run would be', async () => {
+    // The channel costs 548 bytes, a small entry about 108: five fit 1 400, a 1 000-byte payload never does.
+    const budgets = { ...defaultBudgets(), historyMaxBytes: 1400 }
+    const short = { historyTtlSeconds: 1, historySize: 100 }
+    const [batched, single] = [randomUUID(), randomUUID()]
+    const channel = 'chat:tight'
+    const one = (productId: string, data: string) => ({ productId, channel, policy: short, data, id: randomUUID() })
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 1000 }
+    const state = async (productId: string) => {
+      const keys = publishKeys(productId, channel).keys
+      return [...await redis().hmget(keys[1]!, 'o', 'b'), ...await redis().hmget(keys[5]!, '#', channel)]
+    }
+    for (const productId of [batched, single]) {
+      for (let n = 1; n <= 5; n++) expect(offsetOf(await publishInOneStep([one(productId, `{"n":${n}}`)], { quota }, budgets))).toBe(n)
+    }
+    await Bun.sleep(1100) // all five older than the window
+    const second = [`"${'x'.repeat(1000)}"`, '{"n":6}', '{"n":7}']
+    const outcomes = await Promise.all(second.map((data) => publishInOneStep([one(batched, data)], { quota }, budgets)))
+    const alone = []
+    for (const data of second) alone.push(await publishInOneStep([one(single, data)], { quota }, budgets))
+    expect(runsOf(batched).at(-1)).toBe(3)
+    const shape = (o: RequestOutcome) => ('channels' in o && 'refused' in o.channels[0]! ? o.channels[0].refused.status : offsetOf(o))
+    expect(outcomes.map(shape)).toEqual([429, 6, 7])
+    expect(alone.map(shape)).toEqual([429, 6, 7])
+    expect(await state(batched)).toEqual(await state(single))
+    await redis().del(quota.window.key)
+  })
+
+  test('what a run remembers of a channel is its own: a publish in between by another script (a keyed one) is seen by the next run', async () => {
+    const productId = randomUUID()
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
+    expect(offsetOf(await publishInOneStep([input(productId, 'chat:between')], { quota }))).toBe(1)
+    const keyed = keyedRequest(randomUUID(), Buffer.from('between'))
+    expect(offsetOf(await publishInOneStep([input(productId, 'chat:between')], { quota, keyed }))).toBe(2)
+    expect(offsetOf(await publishInOneStep([input(productId, 'chat:between')], { quota }))).toBe(3)
+    const { entries } = await readHistory(productId, 'chat:between', policy, { last_n: 10 })
+    expect(entries.map((e) => e.offset)).toEqual([1, 2, 3])
+    await redis().del(quota.window.key, idempotencyClaimKey(productId, keyed.keyHash))
   })
 
   test('a batch holds at most 1 Mi characters of payloads: past it the next request opens the next run', async () => {

@@ -17,7 +17,7 @@
 -- leaves the streams as they were; the fan-out stream is trimmed by age only, never by length.
 -- Work per publish (docs/performance.md, "Publish"): a stored publish runs nine commands most of the time (the fan-out
 -- budget's HINCRBY, one HMGET and one HSET per history hash, two XADDs, INCR, TIME; INFO once a second:
--- generation.lua), writes only the fields that changed (o and b of the meta hash, the channel's bytes and the sum in
+-- generation.lua; the meta hash's HMGET once per channel and run: meta_of), writes only the fields that changed (o and b of the meta hash, the channel's bytes and the sum in
 -- histb), and three commands more when the keys' expiry is moved (two PEXPIREATs, a
 -- ZADD: once per eighth of the retention window); trims read entries once per batch, not once per publish: the history
 -- stream keeps up to historySize + historySize/8 entries and reads serve the newest historySize (history.lua), so
@@ -39,6 +39,21 @@ local function bytes_through(hist, below, overhead)
   return freed
 end
 
+-- The meta hashes this run has read, as they stand after its writes, by key: a channel published again in the same run
+-- (a batch's hot channel) takes its six fields from here, not from another HMGET (each field read costs Redis about
+-- 2 300 instructions). Each write to a meta hash below changes its copy too; the whole is dropped at each run's start
+-- (run-begins.lua): between runs other clients write.
+local metas_read, metas_used = nil, false
+local function meta_of(meta_key)
+  if not metas_used then metas_read, metas_used = {}, true end
+  local meta = metas_read[meta_key]
+  if not meta then
+    meta = redis.call('HMGET', meta_key, 'e', 'g', 'o', 'b', 'h', 'x')
+    metas_read[meta_key] = meta
+  end
+  return meta
+end
+
 local function publish_one(hist_key, meta_key, fan_key, seq_key, fanb_key, histb_key, histx_key, size, ttl,
     epoch_candidate, product, channel, id, field, payload, sender)
   local now = now_ms()
@@ -52,7 +67,7 @@ local function publish_one(hist_key, meta_key, fan_key, seq_key, fanb_key, histb
     -- History budget: the channel's bytes live in its meta hash (field b, expiring with its stream): its entries, and
     -- from the start of its epoch the channel's own cost; the product's total in histb.
     local budget = hist_open(histb_key, histx_key, channel, now)
-    local meta = redis.call('HMGET', meta_key, 'e', 'g', 'o', 'b', 'h', 'x')
+    local meta = meta_of(meta_key)
     local gen = generation()
     epoch = meta[1]
     -- An epoch numbered by another master (a failover, a restart, a moved slot) is not continued: a new one starts.
@@ -85,7 +100,9 @@ local function publish_one(hist_key, meta_key, fan_key, seq_key, fanb_key, histb
           redis.call('XTRIM', hist_key, 'MINID', keep)
         end
         if bytes < 0 then bytes = 0 end
-        redis.call('HSET', meta_key, 'b', int(bytes), 'h', int(head))
+        local bytes_text, head_text = int(bytes), int(head)
+        redis.call('HSET', meta_key, 'b', bytes_text, 'h', head_text)
+        meta[4], meta[5] = bytes_text, head_text
       end
       -- Trim by size, in batches: every size/8 + 1 offsets, the entries this publish takes out of the newest `size`.
       if offset + 1 > size and (offset + 1) % ((size - size % 8) / 8 + 1) == 0 then
@@ -116,6 +133,7 @@ local function publish_one(hist_key, meta_key, fan_key, seq_key, fanb_key, histb
       -- A new epoch: whatever history stream and meta survive belong to the old one and must not be served under the new.
       epoch, offset, head = epoch_candidate, 0, now
       redis.call('DEL', hist_key, meta_key)
+      metas_read[meta_key] = nil
     elseif below then
       redis.call('XTRIM', hist_key, 'MINID', below .. '-1')
     end
@@ -136,12 +154,15 @@ local function publish_one(hist_key, meta_key, fan_key, seq_key, fanb_key, histb
     if not stamped or expires < now + ttl or expires > now + ttl + slack then
       expires = now + ttl + slack
       local expires_text = int(expires)
-      redis.call('HSET', meta_key, 'e', epoch, 'o', offset_text, 'b', charged_text, 'g', gen, 'h', int(head), 'x', expires_text)
+      local head_text = int(head)
+      redis.call('HSET', meta_key, 'e', epoch, 'o', offset_text, 'b', charged_text, 'g', gen, 'h', head_text, 'x', expires_text)
+      metas_read[meta_key] = {epoch, gen, offset_text, charged_text, head_text, expires_text}
       redis.call('PEXPIREAT', hist_key, expires_text)
       redis.call('PEXPIREAT', meta_key, expires_text)
       hist_commit(budget, charged, expires, expires - now, charged_text)
     else
       redis.call('HSET', meta_key, 'o', offset_text, 'b', charged_text)
+      meta[3], meta[4] = offset_text, charged_text
       hist_commit(budget, charged, nil, nil, charged_text)
     end
   end
