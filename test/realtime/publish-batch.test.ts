@@ -290,6 +290,20 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     await redis().del(quota.window.key, idempotencyClaimKey(productId, keyed.keyHash))
   })
 
+  test('a channel whose epoch another master numbered, published several times in one run, starts one new epoch at the first and goes on in it', async () => {
+    const productId = randomUUID()
+    const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
+    const first = await publishInOneStep([input(productId, 'chat:moved')], { quota })
+    const { meta } = channelKeys(productId, 'chat:moved')
+    await redis().hset(meta, 'g', 'f'.repeat(40)) // as a failover leaves it: another replication id
+    const outcomes = await Promise.all([1, 2, 3].map(() => publishInOneStep([input(productId, 'chat:moved')], { quota })))
+    const epochOf = (o: RequestOutcome) => ('channels' in o && 'published' in o.channels[0]! ? o.channels[0].published.epoch : undefined)
+    expect(outcomes.map(offsetOf)).toEqual([1, 2, 3])
+    expect(new Set(outcomes.map(epochOf)).size).toBe(1)
+    expect(epochOf(outcomes[0]!)).not.toBe(epochOf(first))
+    await redis().del(quota.window.key)
+  })
+
   test('a batch holds at most 1 Mi characters of payloads: past it the next request opens the next run', async () => {
     const productId = randomUUID()
     const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 100 }
