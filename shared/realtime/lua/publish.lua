@@ -17,11 +17,11 @@
 -- leaves the streams as they were; the fan-out stream is trimmed by age only, never by length.
 -- Work per publish (docs/performance.md, "Publish"): a stored publish runs nine commands most of the time (the fan-out
 -- budget's HINCRBY, one HMGET and one HSET per history hash, two XADDs, INCR, TIME; INFO once a second:
--- generation.lua; the meta hash's HMGET once per channel and run: meta_of), writes only the fields that changed (o and b of the meta hash, the channel's bytes and the sum in
--- histb), and three commands more when the keys' expiry is moved (two PEXPIREATs, a
--- ZADD: once per eighth of the retention window); trims read entries once per batch, not once per publish: the history
--- stream keeps up to historySize + historySize/8 entries and reads serve the newest historySize (history.lua), so
--- entries are trimmed (and their bytes counted off) every historySize/8 + 1 offsets, in one batch.
+-- generation.lua; the meta hash's HMGET once per channel and run: meta_of), writes only the fields that changed (o and
+-- b of the meta hash, the channel's bytes and the sum in histb), and three commands more when the keys' expiry is moved
+-- (two PEXPIREATs, a ZADD: once per eighth of the retention window); trims read entries once per batch, not once per
+-- publish: the history stream keeps up to historySize + historySize/8 entries and reads serve the newest historySize
+-- (history.lua), so entries are trimmed (and their bytes counted off) every historySize/8 + 1 offsets, in one batch.
 -- Meta fields: e epoch, o top offset, b bytes charged, g generation, h a time no older than the oldest entry's (the
 -- publish time of the head when last read), so the head is read for the age trim only when it may be due; x when the
 -- keys expire.
@@ -41,11 +41,11 @@ end
 
 -- The meta hashes this run has read, as they stand after its writes, by key: a channel published again in the same run
 -- (a batch's hot channel) takes its six fields from here, not from another HMGET (each field read costs Redis about
--- 2 300 instructions). Each write to a meta hash below changes its copy too; the whole is dropped at each run's start
--- (run-begins.lua): between runs other clients write.
-local metas_read, metas_used = nil, false
+-- 2 300 instructions). Each write to a meta hash below changes its copy too; the whole is dropped (nil) at each run's
+-- start (run-begins.lua): between runs other clients write.
+local metas_read = nil
 local function meta_of(meta_key)
-  if not metas_used then metas_read, metas_used = {}, true end
+  if not metas_read then metas_read = {} end
   local meta = metas_read[meta_key]
   if not meta then
     meta = redis.call('HMGET', meta_key, 'e', 'g', 'o', 'b', 'h', 'x')
