@@ -72,6 +72,15 @@ async function pastRetention(products: string[], channel: string): Promise<void>
   await Bun.sleep(1300)
 }
 
+/** What a channel's publishes leave: its meta hash's offset and bytes, the product's history bytes and its copy, the history. */
+async function channelState(productId: string, channel: string, policy: { historyTtlSeconds: number; historySize: number }) {
+  const keys = publishKeys(productId, channel).keys
+  const [o, b] = await redis().hmget(keys[1]!, 'o', 'b')
+  const [sum, copy] = await redis().hmget(keys[5]!, '#', channel)
+  const { entries } = await readHistory(productId, channel, policy, { last_n: 100 })
+  return { o, b, sum, copy, history: entries.map((e) => [e.offset, JSON.stringify(e.data)]) }
+}
+
 describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
   test('requests made in one turn leave as one run; each is answered its own id and offset, in the order they came', async () => {
     const productId = randomUUID()
@@ -242,13 +251,7 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     const channel = 'chat:same'
     const one = (productId: string, n: number) => ({ productId, channel, policy: short, data: `{"n":${n}}`, id: randomUUID() })
     const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 1000 }
-    const state = async (productId: string) => {
-      const keys = publishKeys(productId, channel).keys
-      const [o, b] = await redis().hmget(keys[1]!, 'o', 'b')
-      const [sum, copy] = await redis().hmget(keys[5]!, '#', channel)
-      const { entries } = await readHistory(productId, channel, short, { last_n: 100 })
-      return { o, b, sum, copy, history: entries.map((e) => [e.offset, JSON.stringify(e.data)]) }
-    }
+    const state = (productId: string) => channelState(productId, channel, short)
     const rounds = [{ from: 1, to: 11 }, { from: 12, to: 30 }]
     for (const { from, to } of rounds) {
       const ns = Array.from({ length: to - from + 1 }, (_, i) => from + i)
@@ -272,10 +275,7 @@ describe.skipIf(needsOneRedis)('publishes batched per turn', () => {
     const channel = 'chat:tight'
     const one = (productId: string, data: string) => ({ productId, channel, policy: short, data, id: randomUUID() })
     const quota = { window: windowOf(`test:batch:${randomUUID()}`, 60), limit: 1000 }
-    const state = async (productId: string) => {
-      const keys = publishKeys(productId, channel).keys
-      return [...await redis().hmget(keys[1]!, 'o', 'b'), ...await redis().hmget(keys[5]!, '#', channel)]
-    }
+    const state = (productId: string) => channelState(productId, channel, short)
     for (const productId of [batched, single]) {
       for (let n = 1; n <= 5; n++) expect(offsetOf(await publishInOneStep([one(productId, `{"n":${n}}`)], { quota }, budgets))).toBe(n)
     }
